@@ -1,0 +1,102 @@
+// The hardware catalog: compute devices (GPUs and a CPU device) and cloud VM sizes, loaded from the TOML data
+// files under models/hardware/catalog/ (devices.toml, vm_sizes.toml) and validated at start-up.
+//
+// Every number in those files carries its source next to it (vendor datasheet, measurement, Azure docs); see
+// docs/catalog.md. The catalog is immutable once loaded and cheap to copy by shared pointer.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "models/precision.hpp"
+#include "models/units.hpp"
+
+namespace clustersim::models {
+
+enum class DeviceKind { gpu, cpu };
+
+/// Fabric joining the devices inside one VM.
+enum class IntraNodeFabric {
+  nvswitch,         ///< NVLink through NVSwitch: every GPU one hop from the switch at its NVLink rate
+  nvlink_mesh,      ///< NVLink point to point (V100 hybrid cube mesh)
+  pcie,             ///< PCIe only (T4, A10)
+  infinity_fabric,  ///< AMD Infinity Fabric mesh (MI300X)
+  none              ///< single device or CPU only
+};
+
+/// One compute device type: a GPU model or a CPU socket slice.
+struct DeviceSpec {
+  std::string name;                 ///< catalog key, e.g. "A100-SXM4-80GB"
+  DeviceKind kind = DeviceKind::gpu;
+  /// Dense peak math rate per precision (no sparsity), FLOP/s; 0 where the device has no such mode.
+  std::map<Precision, units::FlopsPerSecond> peak;
+  /// Highest measured matmul rate in bf16 (or the device's native 16-bit), FLOP/s. Bounds GEMM efficiency.
+  units::FlopsPerSecond achievable_matmul_bf16;
+  /// Memory capacity (HBM for GPUs, DRAM for the CPU device), bytes.
+  units::Bytes memory_capacity;
+  /// Datasheet memory bandwidth, B/s.
+  units::BytesPerSecond memory_bandwidth;
+  /// Measured achievable memory bandwidth (stream triad), B/s. Used for memory-bound ops.
+  units::BytesPerSecond achievable_memory_bandwidth;
+  /// Streaming multiprocessors (AMD: compute units; CPU: cores). Drives GEMM wave quantisation.
+  int sm_count = 1;
+  /// Device-to-fabric bandwidth per direction (NVLink: half the datasheet bidirectional figure), B/s.
+  units::BytesPerSecond fabric_bandwidth_per_direction;
+  double tdp_watts = 0.0;
+  std::string source;  ///< where the numbers come from, one line
+
+  /// Peak for `p`; throws std::out_of_range when the device has no such mode (rate 0 or missing).
+  [[nodiscard]] units::FlopsPerSecond peak_for(Precision p) const;
+};
+
+/// One cloud VM size.
+struct VmSize {
+  std::string name;           ///< e.g. "Standard_ND96amsr_A100_v4"
+  std::string device;         ///< key into Catalog::devices
+  int devices_per_vm = 0;     ///< GPUs per VM (1 for a CPU VM: the CPU is one device)
+  double device_share = 1.0;  ///< fraction of each device the VM gets (1/6 for NV6ads_A10_v5)
+  int vcpus = 0;
+  units::Bytes ram;
+  IntraNodeFabric fabric = IntraNodeFabric::none;
+  int infiniband_ports = 0;                      ///< 0 when the VM has no InfiniBand
+  units::BitsPerSecond infiniband_port_rate;     ///< per port, bit/s (HDR 200 Gb/s, NDR 400 Gb/s)
+  units::BitsPerSecond ethernet_bandwidth;       ///< front-end (Accelerated Networking) NIC total, bit/s
+  units::Bytes local_nvme;                       ///< local temporary/NVMe disk, bytes
+  std::optional<double> price_usd_per_hour;      ///< pay-as-you-go Linux East US, when known
+  std::string source;
+};
+
+/// A loaded, validated catalog.
+class Catalog {
+ public:
+  /// Loads devices.toml and vm_sizes.toml from `directory`. Throws CatalogError naming the file, line, column
+  /// and key of the first bad entry (missing key, wrong type, non-positive rate, VM naming an unknown device).
+  static Catalog load(const std::filesystem::path& directory);
+  /// The directory compiled into the binary, overridden by the environment variable CLUSTERSIM_CATALOG_DIR.
+  static std::filesystem::path default_directory();
+
+  /// Throws std::out_of_range listing the known names when `name` is unknown.
+  [[nodiscard]] const DeviceSpec& device(const std::string& name) const;
+  [[nodiscard]] const VmSize& vm_size(const std::string& name) const;
+  [[nodiscard]] const std::map<std::string, DeviceSpec>& devices() const { return devices_; }
+  [[nodiscard]] const std::map<std::string, VmSize>& vm_sizes() const { return vm_sizes_; }
+
+ private:
+  std::map<std::string, DeviceSpec> devices_;
+  std::map<std::string, VmSize> vm_sizes_;
+};
+
+/// Error in a catalog data file: `what()` is "FILE:LINE:COL: key 'KEY': message".
+class CatalogError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::string_view to_string(IntraNodeFabric f);
+std::string_view to_string(DeviceKind k);
+
+}  // namespace clustersim::models

@@ -1,0 +1,37 @@
+// Shape of a decoder-only transformer and of its training run, as a scenario states them.
+#pragma once
+
+#include <cstdint>
+
+#include "models/precision.hpp"
+
+namespace clustersim::models {
+
+/// Transformer decoder shape (GPT-style). All counts are plain integers; sizes are in elements.
+struct ModelConfig {
+  int64_t num_layers = 0;           ///< decoder layers, l
+  int64_t hidden_size = 0;          ///< model width, h
+  int64_t num_attention_heads = 0;  ///< query heads, a
+  int64_t num_query_groups = 0;     ///< key/value heads for grouped-query attention; 0 or a = multi-head
+  int64_t ffn_hidden_size = 0;      ///< MLP inner width; 0 = 4h
+  int64_t vocab_size = 0;           ///< V
+  int64_t seq_length = 0;           ///< s, tokens per sequence
+
+  [[nodiscard]] int64_t ffn() const { return ffn_hidden_size > 0 ? ffn_hidden_size : 4 * hidden_size; }
+  [[nodiscard]] int64_t kv_heads() const { return num_query_groups > 0 ? num_query_groups : num_attention_heads; }
+  [[nodiscard]] int64_t head_dim() const { return hidden_size / num_attention_heads; }
+};
+
+/// Activation recomputation (Korthikanti et al. 2022): none, selective (attention core only) or full
+/// (each layer's forward re-run during backward from its stored input).
+enum class Recompute { none, selective, full };
+
+/// Batch and numerics of a training run.
+struct TrainingConfig {
+  int64_t global_batch_size = 0;  ///< sequences per optimizer step, B
+  int64_t micro_batch_size = 1;   ///< sequences per microbatch, b
+  Precision precision = Precision::bf16;
+  Recompute activation_recompute = Recompute::none;
+};
+
+}  // namespace clustersim::models

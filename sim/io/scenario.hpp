@@ -1,0 +1,86 @@
+// A scenario: one TOML file describing a training job on a cluster (docs/scenario-format.md).
+//
+// Loading is strict: unknown keys, wrong types, missing required keys, out-of-range values and an
+// inconsistent parallelism layout are ScenarioError, whose message names the file, line, column and key.
+// Every key is declared once in a parameter table (name, type, unit, default, help) in scenario.cpp; the
+// same table rejects unknown keys and generates the reference in docs/scenario-format.md.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "models/parallelism/plan.hpp"
+#include "models/workload/model_config.hpp"
+
+namespace clustersim::models {
+class Catalog;
+}
+
+namespace clustersim::sim {
+
+/// The cluster a job runs on: a VM size from the catalog and how many of them.
+struct ClusterConfig {
+  std::string vm_size;  ///< catalog key, e.g. "Standard_ND96amsr_A100_v4"
+  int64_t nodes = 0;    ///< VMs
+};
+
+/// A published measurement to compare the prediction with. At least one metric is set.
+struct ReferenceConfig {
+  std::optional<double> tflops_per_gpu;  ///< achieved TFLOP/s per GPU as the source counts it
+  std::optional<double> step_time_s;     ///< iteration (optimizer step) time, s
+  std::optional<double> mfu;             ///< model FLOPs utilisation, fraction in (0, 1]
+  std::string source;                    ///< citation
+};
+
+struct SimulationConfig {
+  uint64_t seed = 0;  ///< base seed of every random stream of the run
+};
+
+/// A fully resolved, validated scenario.
+struct Scenario {
+  int64_t schema_version = 1;
+  std::string name;
+  std::string description;
+  models::ModelConfig model;
+  models::TrainingConfig training;
+  models::ParallelismConfig parallelism;  ///< data filled in from the cluster size when omitted
+  ClusterConfig cluster;
+  std::optional<ReferenceConfig> reference;
+  SimulationConfig simulation;
+
+  std::filesystem::path source_path;  ///< file it was read from
+  std::string resolved_toml;          ///< the scenario after --set overrides and defaults, as TOML text
+};
+
+/// Bad scenario input. what() is "FILE:LINE:COL: key 'KEY': message" (line/column 0 when the key is absent,
+/// e.g. a missing required key names its table's position).
+class ScenarioError : public std::runtime_error {
+ public:
+  ScenarioError(std::filesystem::path file, int64_t line, int64_t column, std::string key, std::string message);
+  [[nodiscard]] const std::filesystem::path& file() const { return file_; }
+  [[nodiscard]] int64_t line() const { return line_; }
+  [[nodiscard]] int64_t column() const { return column_; }
+  [[nodiscard]] const std::string& key() const { return key_; }
+
+ private:
+  std::filesystem::path file_;
+  int64_t line_;
+  int64_t column_;
+  std::string key_;
+};
+
+/// Loads and validates `path`, after applying `overrides` ("dotted.key=value", value in TOML syntax, bare
+/// words taken as strings) on top of the file. Cross-checks against `catalog` (vm_size exists; GPUs =
+/// nodes * GPUs per VM = tensor * pipeline * data; heads divisible by tensor; layers divisible by
+/// pipeline * virtual_stages; global batch divisible by micro batch * data). Throws ScenarioError.
+Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides,
+                       const models::Catalog& catalog);
+
+/// The reference of every scenario key as a Markdown table, generated from the parameter table.
+std::string scenario_keys_markdown();
+
+}  // namespace clustersim::sim
