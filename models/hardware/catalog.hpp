@@ -36,8 +36,15 @@ struct DeviceSpec {
   std::map<Precision, units::FlopsPerSecond> peak;
   /// Highest measured matmul rate in bf16 (or the device's native 16-bit), FLOP/s. Bounds GEMM efficiency.
   units::FlopsPerSecond achievable_matmul_bf16;
+  /// Highest measured matmul rate with fp8 inputs, FLOP/s, where a measurement exists (H100: 1402.6 TFLOP/s).
+  std::optional<units::FlopsPerSecond> achievable_matmul_fp8;
+  /// Highest measured matmul rate with fp16 inputs, FLOP/s, where it was measured apart from bf16 (A100 on
+  /// ND A100 v4: 256.5 TFLOP/s, Azure/AI-benchmarking-guide).
+  std::optional<units::FlopsPerSecond> achievable_matmul_fp16;
   /// Memory capacity (HBM for GPUs, DRAM for the CPU device), bytes.
   units::Bytes memory_capacity;
+  /// Display only: the source quotes the capacity in GiB (memory_gib) rather than decimal GB (memory_gb).
+  bool memory_quoted_in_gib = false;
   /// Datasheet memory bandwidth, B/s.
   units::BytesPerSecond memory_bandwidth;
   /// Measured achievable memory bandwidth (stream triad), B/s. Used for memory-bound ops.
@@ -65,7 +72,7 @@ struct VmSize {
   int infiniband_ports = 0;                      ///< 0 when the VM has no InfiniBand
   units::BitsPerSecond infiniband_port_rate;     ///< per port, bit/s (HDR 200 Gb/s, NDR 400 Gb/s)
   units::BitsPerSecond ethernet_bandwidth;       ///< front-end (Accelerated Networking) NIC total, bit/s
-  units::Bytes local_nvme;                       ///< local temporary/NVMe disk, bytes
+  units::Bytes local_nvme;                       ///< local temporary/NVMe disk, bytes (0: none)
   std::optional<double> price_usd_per_hour;      ///< pay-as-you-go Linux East US, when known
   std::string source;
 };
@@ -74,10 +81,16 @@ struct VmSize {
 class Catalog {
  public:
   /// Loads devices.toml and vm_sizes.toml from `directory`. Throws CatalogError naming the file, line, column
-  /// and key of the first bad entry (missing key, wrong type, non-positive rate, VM naming an unknown device).
+  /// and key of the first bad entry (unknown key, missing key, wrong type, non-positive rate, measured rate above
+  /// its peak, VM naming an unknown device or fabric) or of a TOML parse error. Schema: docs/catalog.md.
   static Catalog load(const std::filesystem::path& directory);
   /// The directory compiled into the binary, overridden by the environment variable CLUSTERSIM_CATALOG_DIR.
   static std::filesystem::path default_directory();
+
+  /// Builds a catalog from already-validated entries (tests, programmatic use). Throws CatalogError when a
+  /// VM size names a device that is not in `devices`.
+  Catalog(std::map<std::string, DeviceSpec> devices, std::map<std::string, VmSize> vm_sizes);
+  Catalog() = default;
 
   /// Throws std::out_of_range listing the known names when `name` is unknown.
   [[nodiscard]] const DeviceSpec& device(const std::string& name) const;

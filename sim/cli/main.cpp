@@ -1,2 +1,187 @@
-// clustersim command-line entry point (subcommands: run, catalog).
-int main() { return 0; }
+// clustersim command-line interface.
+//
+//   clustersim run SCENARIO [-o FILE.h5] [--set key=value]...   simulate one training step
+//   clustersim catalog                                           print the hardware catalog
+//   clustersim scenario-keys                                     print the scenario key reference (Markdown)
+//   clustersim --version
+// Global option: --catalog DIR (default: CLUSTERSIM_CATALOG_DIR or the source tree's catalog).
+//
+// Exit status (sysexits.h): 0 success; 64 usage error; 65 bad scenario or catalog data (file:line:col: key);
+// 70 internal error; 74 output could not be written. On any error nothing is written.
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "models/hardware/catalog.hpp"
+#include "sim/cli/catalog_table.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/output/results_file.hpp"
+#include "sim/output/step_report.hpp"
+#include "sim/step/step_simulation.hpp"
+#include "sim/version.hpp"
+
+namespace po = boost::program_options;
+using namespace clustersim;
+
+namespace {
+
+constexpr int kExitUsage = 64;
+constexpr int kExitDataError = 65;
+constexpr int kExitSoftware = 70;
+constexpr int kExitIoError = 74;
+
+/// A command-line usage error: printed with the command's help, exit 64.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string join_command_line(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0) s += ' ';
+    s += argv[i];
+  }
+  return s;
+}
+
+models::Catalog load_catalog(const po::variables_map& vm) {
+  const std::string dir = vm.count("catalog") ? vm["catalog"].as<std::string>()
+                                               : models::Catalog::default_directory().string();
+  return models::Catalog::load(dir);
+}
+
+int cmd_run(const std::vector<std::string>& args, const std::string& command_line) {
+  po::options_description options("clustersim run SCENARIO [options]");
+  options.add_options()("help,h", "show this help")
+      ("output,o", po::value<std::string>(), "write the results to this HDF5 file (atomically)")
+      ("set", po::value<std::vector<std::string>>()->composing(),
+       "override a scenario key, e.g. --set parallelism.tensor=4 (repeatable)")
+      ("catalog", po::value<std::string>(), "hardware catalog directory");
+  po::options_description hidden;
+  hidden.add_options()("scenario", po::value<std::string>(), "scenario file");
+  po::options_description all;
+  all.add(options).add(hidden);
+  po::positional_options_description positional;
+  positional.add("scenario", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string(e.what()) + "\n" + [&] { std::ostringstream o; o << options; return o.str(); }());
+  }
+  if (vm.count("help")) {
+    std::cout << options;
+    return 0;
+  }
+  if (!vm.count("scenario")) {
+    std::ostringstream o;
+    o << "missing SCENARIO\n" << options;
+    throw UsageError(o.str());
+  }
+  const models::Catalog catalog = load_catalog(vm);
+  const std::vector<std::string> overrides =
+      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const sim::Scenario scenario = sim::load_scenario(vm["scenario"].as<std::string>(), overrides, catalog);
+  const models::VmSize& vm_size = catalog.vm_size(scenario.cluster.vm_size);
+  const sim::StepReport report =
+      sim::simulate_step(sim::step_setup_of(scenario, catalog), vm_size, catalog.device(vm_size.device));
+  std::cout << sim::format_step_summary(scenario, catalog, report);
+
+  if (vm.count("output")) {
+    sim::RunMetadata meta;
+    meta.software_version = sim::software_version();
+    meta.git_sha = sim::git_sha();
+    meta.command_line = command_line;
+    meta.seed = scenario.simulation.seed;
+    meta.scenario_toml = scenario.resolved_toml;
+    const std::string path = vm["output"].as<std::string>();
+    try {
+      sim::write_results_file(path, meta, sim::step_summary_columns(scenario, report));
+    } catch (const std::exception& e) {
+      std::cerr << "clustersim: error: " << e.what() << "\n";
+      return kExitIoError;
+    }
+    std::cout << "wrote " << path << "\n";
+  }
+  return 0;
+}
+
+int cmd_catalog(const std::vector<std::string>& args) {
+  po::options_description options("clustersim catalog [options]");
+  options.add_options()("help,h", "show this help")("catalog", po::value<std::string>(), "hardware catalog directory");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(options).run(), vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << options;
+    return 0;
+  }
+  std::cout << sim::format_catalog_table(load_catalog(vm));
+  return 0;
+}
+
+constexpr const char* kUsage =
+    "usage: clustersim <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run SCENARIO [-o FILE.h5] [--set key=value]...   simulate one training step of a scenario\n"
+    "  catalog                                          print the hardware catalog (devices, VM sizes)\n"
+    "  scenario-keys                                    print every scenario key (Markdown)\n"
+    "\n"
+    "options: --version, --help; 'clustersim <command> --help' for a command's options\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string command_line = join_command_line(argc, argv);
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return kExitUsage;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (command == "--help" || command == "-h" || command == "help") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (command == "--version") {
+      std::cout << "clustersim " << sim::software_version() << " (" << sim::git_sha() << ")\n";
+      return 0;
+    }
+    if (command == "run") return cmd_run(args, command_line);
+    if (command == "catalog") return cmd_catalog(args);
+    if (command == "scenario-keys") {
+      std::cout << sim::scenario_keys_markdown();
+      return 0;
+    }
+    std::cerr << "clustersim: unknown command '" << command << "'\n" << kUsage;
+    return kExitUsage;
+  } catch (const UsageError& e) {
+    std::cerr << "clustersim " << command << ": " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const sim::ScenarioError& e) {
+    std::cerr << "clustersim: error: " << e.what() << "\n";
+    return kExitDataError;
+  } catch (const models::CatalogError& e) {
+    std::cerr << "clustersim: catalog error: " << e.what() << "\n";
+    return kExitDataError;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "clustersim: error: " << e.what() << "\n";
+    return kExitDataError;
+  } catch (const std::out_of_range& e) {
+    std::cerr << "clustersim: error: " << e.what() << "\n";
+    return kExitDataError;
+  } catch (const std::exception& e) {
+    std::cerr << "clustersim: internal error: " << e.what() << "\n";
+    return kExitSoftware;
+  }
+}

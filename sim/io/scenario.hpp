@@ -56,8 +56,11 @@ struct Scenario {
   std::string resolved_toml;          ///< the scenario after --set overrides and defaults, as TOML text
 };
 
-/// Bad scenario input. what() is "FILE:LINE:COL: key 'KEY': message" (line/column 0 when the key is absent,
-/// e.g. a missing required key names its table's position).
+/// Bad scenario input. what() is "FILE:LINE:COL: key 'KEY': message" (docs/scenario-format.md, "Errors"):
+/// LINE:COL (1-based) is where the key's value starts (an unknown key: the key itself); a missing or defaulted
+/// key names its table's header, or 1:1 for the root or an absent table. For a --set option FILE is "--set",
+/// LINE the option's 1-based position among the overrides and COL 1 (key) or the value's column. A TOML syntax
+/// error has the parser's position and the key read from that line ("" when none); an unreadable file is 0:0.
 class ScenarioError : public std::runtime_error {
  public:
   ScenarioError(std::filesystem::path file, int64_t line, int64_t column, std::string key, std::string message);
@@ -74,7 +77,9 @@ class ScenarioError : public std::runtime_error {
 };
 
 /// Loads and validates `path`, after applying `overrides` ("dotted.key=value", value in TOML syntax, bare
-/// words taken as strings) on top of the file. Cross-checks against `catalog` (vm_size exists; GPUs =
+/// words taken as strings; in order, a later one winning) on top of the file. Defaults are filled in from the
+/// parameter table: num_query_groups = num_attention_heads and ffn_hidden_size = 4 * hidden_size when omitted,
+/// so the returned model always has both set. Cross-checks against `catalog` (vm_size exists; GPUs =
 /// nodes * GPUs per VM = tensor * pipeline * data; heads divisible by tensor; layers divisible by
 /// pipeline * virtual_stages; global batch divisible by micro batch * data). Throws ScenarioError.
 Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides,

@@ -2,7 +2,8 @@
 //
 // Layout (schema_version 1):
 //   /                      attributes: software_version, git_sha, schema_version (int64), command_line,
-//                          seed (uint64), scenario_toml (the resolved scenario), created_utc
+//                          seed (uint64), scenario_toml (the resolved scenario). Strings are variable-length
+//                          UTF-8. No timestamps anywhere: the same input gives a byte-identical file.
 //   /summary/<column>      1-D dataset, one row per run; float64, int64 or variable-length UTF-8 string;
 //                          attributes "units" (e.g. "s", "TFLOP/s", "1" for dimensionless, "" for labels)
 //                          and "description".
@@ -37,7 +38,9 @@ struct RunMetadata {
 };
 
 /// Writes `path` atomically. Throws std::runtime_error (message names the path and the HDF5 call) on
-/// failure, or std::invalid_argument if columns differ in length or a name is not [a-z0-9_]+.
+/// failure, or std::invalid_argument (before touching the file system) if columns differ in length, a
+/// name is not [a-z0-9_]+ or appears twice, or a string contains a NUL character. Zero columns and zero
+/// rows are allowed. If only the final fsync of the directory fails, the file is already at `path`.
 void write_results_file(const std::filesystem::path& path, const RunMetadata& meta,
                         const std::vector<SummaryColumn>& columns);
 

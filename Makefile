@@ -1,0 +1,56 @@
+# clustersim: the two commands of the README, plus benchmarks.
+#   make demo   install missing Debian packages (as root; otherwise print the apt-get line and stop),
+#               configure, build (Release) and run the shipped GPT-3 175B scenario
+#   make test   the same set-up, then every test (unit, regression, validation)
+#   make bench  the same set-up, then the benchmarks, printed as tables
+# Variables: BUILD_DIR (default build), JOBS (default: number of cores).
+
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CLUSTERSIM := $(BUILD_DIR)/sim/cli/clustersim
+DEMO_SCENARIO := scenarios/megatron/sc21-table1-145p6b-1536gpus.toml
+
+# Debian 12 packages the build, the tests and the demo need.
+DEB_PACKAGES := g++ make cmake git libboost-graph-dev libboost-program-options-dev libeigen3-dev \
+  libhdf5-dev libtomlplusplus-dev libbenchmark-dev libgtest-dev libgmock-dev hdf5-tools \
+  python3 python3-h5py python3-numpy python3-pandas
+
+.PHONY: all deps configure build demo test bench clean
+
+all: build
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+	    dpkg-query -W -f='$${db:Status-Status}\n' $$p 2>/dev/null | grep -qx installed || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "Installing missing Debian packages:" $$missing; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get update -q && apt-get install -y -q --no-install-recommends $$missing || exit 1; \
+	  else \
+	    echo "Missing Debian packages. Install them with:"; \
+	    echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends" $$missing; \
+	    exit 1; \
+	  fi; \
+	fi
+
+$(BUILD_DIR)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release
+
+configure: deps $(BUILD_DIR)/CMakeCache.txt
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+demo: build
+	@mkdir -p out
+	$(CLUSTERSIM) run $(DEMO_SCENARIO) -o out/demo.h5
+
+test: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+
+bench: build
+	cmake --build $(BUILD_DIR) --target bench
+
+clean:
+	rm -rf $(BUILD_DIR) out

@@ -1,0 +1,90 @@
+// Time of one kernel on one device: GEMMs and memory-bound (element-wise, normalisation) ops.
+//
+// Roofline with wave quantisation (the physical model of DESIGN.md "Compute model"):
+//
+//   gemm_time = max(FLOPs / (R_mm(precision) * wave_eff * tile_eff),  bytes / BW_ach) + t_launch
+//   mem_time  = bytes / BW_ach + t_launch
+//
+// where
+//   R_mm(p)   = achievable_matmul_bf16 * peak(p) / peak(bf16): the device's measured maximum matmul rate
+//               (shared/validation/hardware.csv, stas00/ml-engineering "maximum achievable matmul FLOPS"),
+//               scaled to other precisions by the ratio of datasheet peaks unless the catalog has a
+//               measurement at that precision (fp16 on A100, fp8 on H100/H200);
+//   wave_eff  = tiles / (ceil(tiles / SMs) * SMs): the last wave of thread blocks leaves SMs idle
+//               (NVIDIA "Matrix Multiplication Background User's Guide", wave quantisation);
+//   tile_eff  = (M * N) / (ceil(M/T_m) T_m * ceil(N/T_n) T_n): padding of partial output tiles
+//               (same guide, tile quantisation). Like cuBLAS's heuristics, the fastest of the candidate
+//               thread-block tiles kTiles is taken (128x256, 256x128, 128x128, 128x64, 64x128: CUTLASS's
+//               default tensor-core tiles). Tiles smaller than 128x128 reuse each loaded element less
+//               (T_m T_n / (T_m + T_n) times) and are taken to run at that reuse relative to 128x128's,
+//               e.g. 0.67 for 128x64: a shared-memory-bandwidth bound, an assumption of this model;
+//   bytes     = element_bytes * (M K + K N + M N) * batch: each operand read once, result written once;
+//   BW_ach    = the measured stream-triad bandwidth of the device (hardware.csv);
+//   t_launch  = kKernelOverhead, the fixed cost of one kernel (launch + ramp-up + tail), 4 us: CUDA kernel
+//               launch latency is 2.5-5 us (NVIDIA CUDA C++ Best Practices Guide; Lustig & Martonosi), and
+//               Megatron runs a layer as ~20 kernels, so it matters only for small layers.
+// A fractional VM (device_share < 1, e.g. NV6ads_A10_v5) gets that share of every rate.
+#pragma once
+
+#include <cstdint>
+
+#include "models/hardware/catalog.hpp"
+#include "models/precision.hpp"
+#include "models/units.hpp"
+
+namespace clustersim::models {
+
+/// C[M,N] = A[M,K] * B[K,N], `batch` independent instances (batched GEMM). All dimensions >= 1.
+struct GemmShape {
+  int64_t m = 1;
+  int64_t n = 1;
+  int64_t k = 1;
+  int64_t batch = 1;
+
+  /// 2 * M * N * K * batch (one multiply and one add per term).
+  [[nodiscard]] units::Flops flops() const {
+    return units::Flops(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
+                        static_cast<double>(batch));
+  }
+};
+
+/// Kernel timing on one device. Immutable, cheap to copy.
+class ComputeModel {
+ public:
+  /// Fixed cost of one kernel (launch, ramp-up and tail), s. See the header comment for its source.
+  static constexpr units::Seconds kKernelOverhead = units::microseconds(4.0);
+  /// A candidate thread-block output tile.
+  struct Tile {
+    int64_t rows;
+    int64_t columns;
+  };
+  static constexpr Tile kTiles[] = {{128, 256}, {256, 128}, {128, 128}, {128, 64}, {64, 128}};
+
+  /// `device_share` in (0, 1]: the fraction of the device the VM owns. Throws std::invalid_argument if out of
+  /// range.
+  explicit ComputeModel(const DeviceSpec& device, double device_share = 1.0);
+
+  /// Time of one GEMM whose inputs/outputs are `element_bytes` wide and whose math runs at precision `p`.
+  /// Throws std::out_of_range if the device has no such math mode, std::invalid_argument on a zero dimension.
+  [[nodiscard]] units::Seconds gemm_time(const GemmShape& shape, Precision p, double element_bytes) const;
+  /// Effective rate of that GEMM (FLOPs / time), for reports and tests.
+  [[nodiscard]] units::FlopsPerSecond gemm_rate(const GemmShape& shape, Precision p, double element_bytes) const;
+  /// Time of a memory-bound kernel moving `bytes` (reads + writes) through HBM.
+  [[nodiscard]] units::Seconds memory_time(units::Bytes bytes) const;
+  /// Time of a fused compute-bound kernel of `flops` at `efficiency` of the achievable matmul rate (e.g.
+  /// FlashAttention), plus the kernel overhead.
+  [[nodiscard]] units::Seconds fused_compute_time(units::Flops flops, Precision p, double efficiency) const;
+
+  /// R_mm(p): achievable dense matmul rate at precision p on this device share.
+  [[nodiscard]] units::FlopsPerSecond achievable_matmul(Precision p) const;
+  [[nodiscard]] units::BytesPerSecond achievable_memory_bandwidth() const { return memory_bandwidth_; }
+  [[nodiscard]] units::FlopsPerSecond peak(Precision p) const;
+  [[nodiscard]] const DeviceSpec& device() const { return *device_; }
+
+ private:
+  const DeviceSpec* device_;
+  double share_;
+  units::BytesPerSecond memory_bandwidth_;
+};
+
+}  // namespace clustersim::models

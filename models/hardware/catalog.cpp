@@ -1,0 +1,470 @@
+// Loader and validator of the hardware catalog (devices.toml, vm_sizes.toml). Schema: docs/catalog.md.
+#include "models/hardware/catalog.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#ifndef CLUSTERSIM_CATALOG_DIR
+#define CLUSTERSIM_CATALOG_DIR "models/hardware/catalog"
+#endif
+
+namespace clustersim::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Keys each entry may hold; anything else is rejected with its location. Meaning and units: docs/catalog.md.
+constexpr auto kDeviceKeys = std::to_array<std::string_view>({
+    "kind",
+    "source",
+    "peak_fp32_tflops",
+    "peak_tf32_tflops",
+    "peak_fp16_tflops",
+    "peak_bf16_tflops",
+    "peak_fp8_tflops",
+    "achievable_matmul_bf16_tflops",
+    "achievable_matmul_fp8_tflops",
+    "achievable_matmul_fp16_tflops",
+    "memory_gb",
+    "memory_gib",
+    "memory_bandwidth_tb_per_s",
+    "achievable_memory_bandwidth_tb_per_s",
+    "sm_count",
+    "fabric_gb_per_s_per_direction",
+    "tdp_watts",
+});
+
+constexpr auto kVmKeys = std::to_array<std::string_view>({
+    "device",
+    "devices_per_vm",
+    "device_share",
+    "vcpus",
+    "ram_gib",
+    "fabric",
+    "infiniband_ports",
+    "infiniband_port_gbps",
+    "ethernet_gbps",
+    "local_nvme_gib",
+    "local_nvme_tib",
+    "price_usd_per_hour",
+    "source",
+});
+
+struct PeakKey {
+  Precision precision;
+  std::string_view key;
+};
+constexpr std::array<PeakKey, 5> kPeakKeys = {{
+    {Precision::fp32, "peak_fp32_tflops"},
+    {Precision::tf32, "peak_tf32_tflops"},
+    {Precision::fp16, "peak_fp16_tflops"},
+    {Precision::bf16, "peak_bf16_tflops"},
+    {Precision::fp8, "peak_fp8_tflops"},
+}};
+
+constexpr std::array<IntraNodeFabric, 5> kFabrics = {IntraNodeFabric::nvswitch, IntraNodeFabric::nvlink_mesh,
+                                                     IntraNodeFabric::pcie, IntraNodeFabric::infinity_fabric,
+                                                     IntraNodeFabric::none};
+
+std::string format_number(double v) {
+  std::array<char, 64> buf{};
+  auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  return ec == std::errc() ? std::string(buf.data(), end) : std::string("?");
+}
+
+std::string location(const std::string& file, const toml::source_position& pos) {
+  return file + ":" + std::to_string(pos.line) + ":" + std::to_string(pos.column);
+}
+
+std::string_view type_name(toml::node_type t) {
+  switch (t) {
+    case toml::node_type::none: return "nothing";
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::date: return "a date";
+    case toml::node_type::time: return "a time";
+    case toml::node_type::date_time: return "a date-time";
+  }
+  return "an unknown value";
+}
+
+template <class Range>
+std::string join(const Range& names) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+template <class Map>
+std::string known_names(const Map& m) {
+  std::string out;
+  for (const auto& [name, value] : m) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  return out.empty() ? std::string("(none)") : out;
+}
+
+/// Reads one entry (a top-level table) of a catalog file. Every error names FILE:LINE:COL and the dotted key:
+/// the key's own position when it is present, the entry's header when a required key is missing.
+class EntryReader {
+ public:
+  EntryReader(std::string file, std::string name, const toml::table& table, std::span<const std::string_view> allowed)
+      : file_(std::move(file)), name_(std::move(name)), table_(table) {
+    for (auto&& [key, node] : table_) {
+      if (std::find(allowed.begin(), allowed.end(), key.str()) == allowed.end()) {
+        fail(key.source(), key.str(), "unknown key; expected one of: " + join(allowed));
+      }
+    }
+  }
+
+  [[noreturn]] void fail(const toml::source_region& where, std::string_view key, const std::string& message) const {
+    throw CatalogError(location(file_, where.begin) + ": key '" + name_ + "." + std::string(key) + "': " + message);
+  }
+  /// Error at the value of `key` (which must be present).
+  [[noreturn]] void fail_at(std::string_view key, const std::string& message) const {
+    const toml::node* n = table_.get(key);
+    fail(n != nullptr ? n->source() : table_.source(), key, message);
+  }
+  [[noreturn]] void fail_missing(std::string_view key, const std::string& extra = {}) const {
+    fail(table_.source(), key, "required key is missing" + extra);
+  }
+
+  [[nodiscard]] bool has(std::string_view key) const { return table_.get(key) != nullptr; }
+
+  /// A finite number (TOML integer or float), or nullopt when absent.
+  [[nodiscard]] std::optional<double> number(std::string_view key) const {
+    const toml::node* n = table_.get(key);
+    if (n == nullptr) return std::nullopt;
+    if (!n->is_integer() && !n->is_floating_point()) {
+      fail(n->source(), key, "expected a number, found " + std::string(type_name(n->type())));
+    }
+    const double v = n->value<double>().value_or(std::nan(""));
+    if (!std::isfinite(v)) fail(n->source(), key, "must be a finite number, got " + format_number(v));
+    return v;
+  }
+  [[nodiscard]] std::optional<double> optional_positive(std::string_view key) const {
+    auto v = number(key);
+    if (v && *v <= 0.0) fail_at(key, "must be positive, got " + format_number(*v));
+    return v;
+  }
+  [[nodiscard]] std::optional<double> optional_non_negative(std::string_view key) const {
+    auto v = number(key);
+    if (v && *v < 0.0) fail_at(key, "must be zero or positive, got " + format_number(*v));
+    return v;
+  }
+  [[nodiscard]] double positive(std::string_view key) const {
+    auto v = optional_positive(key);
+    if (!v) fail_missing(key);
+    return *v;
+  }
+
+  /// A TOML integer (read exactly as int64) that fits an int, or nullopt when absent.
+  [[nodiscard]] std::optional<int> integer(std::string_view key) const {
+    const toml::node* n = table_.get(key);
+    if (n == nullptr) return std::nullopt;
+    const std::optional<int64_t> v = n->value_exact<int64_t>();
+    if (!v) fail(n->source(), key, "expected an integer, found " + std::string(type_name(n->type())));
+    if (*v > INT_MAX || *v < INT_MIN) fail(n->source(), key, "out of range: " + std::to_string(*v));
+    return static_cast<int>(*v);
+  }
+  [[nodiscard]] int positive_count(std::string_view key) const {
+    auto v = integer(key);
+    if (!v) fail_missing(key);
+    if (*v <= 0) fail_at(key, "must be a positive integer, got " + std::to_string(*v));
+    return *v;
+  }
+
+  [[nodiscard]] std::string required_string(std::string_view key) const {
+    const toml::node* n = table_.get(key);
+    if (n == nullptr) fail_missing(key);
+    if (!n->is_string()) fail(n->source(), key, "expected a string, found " + std::string(type_name(n->type())));
+    std::string s = n->value<std::string>().value_or("");
+    if (s.empty()) fail(n->source(), key, "must not be empty");
+    return s;
+  }
+
+ private:
+  std::string file_;
+  std::string name_;
+  const toml::table& table_;
+};
+
+toml::table parse_catalog_file(const fs::path& path) {
+  const std::string file = path.string();
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    throw CatalogError(file + ": cannot read catalog file (missing or not a regular file)");
+  }
+  try {
+    return toml::parse_file(file);
+  } catch (const toml::parse_error& e) {
+    throw CatalogError(location(file, e.source().begin) + ": TOML parse error: " + std::string(e.description()));
+  }
+}
+
+/// The top-level entries of a catalog file in file order, each required to be a table.
+std::vector<std::pair<std::string, const toml::table*>> entries(const std::string& file, const toml::table& doc,
+                                                                std::string_view what) {
+  std::vector<std::pair<const toml::key*, const toml::node*>> nodes;
+  for (auto&& [key, node] : doc) nodes.emplace_back(&key, &node);
+  std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) {
+    const auto& pa = a.first->source().begin;
+    const auto& pb = b.first->source().begin;
+    return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
+  });
+  std::vector<std::pair<std::string, const toml::table*>> out;
+  for (const auto& [key, node] : nodes) {
+    const toml::table* t = node->as_table();
+    if (t == nullptr) {
+      throw CatalogError(location(file, key->source().begin) + ": key '" + std::string(key->str()) +
+                         "': expected a table [" + std::string(key->str()) + "] describing a " + std::string(what) +
+                         ", found " + std::string(type_name(node->type())));
+    }
+    out.emplace_back(std::string(key->str()), t);
+  }
+  if (out.empty()) throw CatalogError(file + ":1:1: no " + std::string(what) + " entries");
+  return out;
+}
+
+DeviceSpec read_device(const std::string& file, const std::string& name, const toml::table& t) {
+  const EntryReader r(file, name, t, kDeviceKeys);
+  DeviceSpec d;
+  d.name = name;
+
+  const std::string kind = r.required_string("kind");
+  if (kind == "gpu") {
+    d.kind = DeviceKind::gpu;
+  } else if (kind == "cpu") {
+    d.kind = DeviceKind::cpu;
+  } else {
+    r.fail_at("kind", "expected \"gpu\" or \"cpu\", got \"" + kind + "\"");
+  }
+  d.source = r.required_string("source");
+
+  for (const PeakKey& pk : kPeakKeys) {
+    const auto v = pk.precision == Precision::fp32 ? std::optional<double>(r.positive(pk.key))
+                                                   : r.optional_non_negative(pk.key);
+    if (v && *v > 0.0) d.peak[pk.precision] = units::tflops_per_second(*v);
+  }
+  auto peak_tflops = [&d](Precision p) {
+    auto it = d.peak.find(p);
+    return it == d.peak.end() ? 0.0 : units::in_tflops_per_second(it->second);
+  };
+
+  const double matmul = r.positive("achievable_matmul_bf16_tflops");
+  const double sixteen_bit_peak = std::max(peak_tflops(Precision::bf16), peak_tflops(Precision::fp16));
+  if (sixteen_bit_peak <= 0.0) {
+    r.fail_at("achievable_matmul_bf16_tflops", "the device has neither peak_bf16_tflops nor peak_fp16_tflops");
+  }
+  if (matmul > sixteen_bit_peak) {
+    r.fail_at("achievable_matmul_bf16_tflops",
+              format_number(matmul) + " exceeds the 16-bit peak " + format_number(sixteen_bit_peak));
+  }
+  d.achievable_matmul_bf16 = units::tflops_per_second(matmul);
+
+  if (const auto fp8 = r.optional_positive("achievable_matmul_fp8_tflops")) {
+    const double fp8_peak = peak_tflops(Precision::fp8);
+    if (fp8_peak <= 0.0) r.fail_at("achievable_matmul_fp8_tflops", "the device has no peak_fp8_tflops");
+    if (*fp8 > fp8_peak) {
+      r.fail_at("achievable_matmul_fp8_tflops",
+                format_number(*fp8) + " exceeds peak_fp8_tflops " + format_number(fp8_peak));
+    }
+    d.achievable_matmul_fp8 = units::tflops_per_second(*fp8);
+  }
+  if (const auto fp16 = r.optional_positive("achievable_matmul_fp16_tflops")) {
+    const double fp16_peak = peak_tflops(Precision::fp16);
+    if (fp16_peak <= 0.0) r.fail_at("achievable_matmul_fp16_tflops", "the device has no peak_fp16_tflops");
+    if (*fp16 > fp16_peak) {
+      r.fail_at("achievable_matmul_fp16_tflops",
+                format_number(*fp16) + " exceeds peak_fp16_tflops " + format_number(fp16_peak));
+    }
+    d.achievable_matmul_fp16 = units::tflops_per_second(*fp16);
+  }
+
+  const auto gb = r.optional_positive("memory_gb");
+  const auto gib = r.optional_positive("memory_gib");
+  if (gb && gib) r.fail_at("memory_gib", "give memory_gb or memory_gib, not both");
+  if (!gb && !gib) r.fail_missing("memory_gb", " (or memory_gib)");
+  d.memory_capacity = gb ? units::gigabytes(*gb) : units::gib(*gib);
+  d.memory_quoted_in_gib = gib.has_value();
+
+  const double bw = r.positive("memory_bandwidth_tb_per_s");
+  const double triad = r.positive("achievable_memory_bandwidth_tb_per_s");
+  if (triad > bw) {
+    r.fail_at("achievable_memory_bandwidth_tb_per_s",
+              format_number(triad) + " exceeds memory_bandwidth_tb_per_s " + format_number(bw));
+  }
+  d.memory_bandwidth = units::terabytes_per_second(bw);
+  d.achievable_memory_bandwidth = units::terabytes_per_second(triad);
+
+  d.sm_count = r.positive_count("sm_count");
+
+  // GPUs must state their link to the intra-node fabric; the CPU device has none (0).
+  const auto fabric = r.optional_positive("fabric_gb_per_s_per_direction");
+  if (!fabric && d.kind == DeviceKind::gpu) r.fail_missing("fabric_gb_per_s_per_direction");
+  d.fabric_bandwidth_per_direction = units::gigabytes_per_second(fabric.value_or(0.0));
+
+  d.tdp_watts = r.positive("tdp_watts");
+  return d;
+}
+
+VmSize read_vm(const std::string& file, const std::string& name, const toml::table& t,
+               const std::map<std::string, DeviceSpec>& devices) {
+  const EntryReader r(file, name, t, kVmKeys);
+  VmSize v;
+  v.name = name;
+
+  v.device = r.required_string("device");
+  if (devices.find(v.device) == devices.end()) {
+    r.fail_at("device", "unknown device '" + v.device + "'; known devices: " + known_names(devices));
+  }
+  v.devices_per_vm = r.positive_count("devices_per_vm");
+  if (const auto share = r.number("device_share")) {
+    if (*share <= 0.0 || *share > 1.0) r.fail_at("device_share", "must be in (0, 1], got " + format_number(*share));
+    v.device_share = *share;
+  }
+  v.vcpus = r.positive_count("vcpus");
+  v.ram = units::gib(r.positive("ram_gib"));
+
+  const std::string fabric = r.required_string("fabric");
+  const auto* known = std::find_if(kFabrics.begin(), kFabrics.end(),
+                                   [&fabric](IntraNodeFabric f) { return to_string(f) == fabric; });
+  if (known == kFabrics.end()) {
+    std::vector<std::string_view> names;
+    for (IntraNodeFabric f : kFabrics) names.push_back(to_string(f));
+    r.fail_at("fabric", "unknown fabric '" + fabric + "'; expected one of: " + join(names));
+  }
+  v.fabric = *known;
+  if (v.devices_per_vm > 1 && v.fabric == IntraNodeFabric::none) {
+    r.fail_at("fabric", "a VM with " + std::to_string(v.devices_per_vm) + " devices needs an intra-node fabric");
+  }
+  if (v.devices_per_vm == 1 && v.fabric != IntraNodeFabric::none) {
+    r.fail_at("fabric", "a VM with one device has no intra-node fabric: use \"none\"");
+  }
+
+  const int ports = r.integer("infiniband_ports").value_or(0);
+  if (ports < 0) r.fail_at("infiniband_ports", "must be zero or positive, got " + std::to_string(ports));
+  const auto port_gbps = r.optional_positive("infiniband_port_gbps");
+  if (ports > 0 && !port_gbps) r.fail_missing("infiniband_port_gbps", " (infiniband_ports > 0)");
+  if (ports == 0 && port_gbps) r.fail_at("infiniband_port_gbps", "given without infiniband_ports > 0");
+  v.infiniband_ports = ports;
+  v.infiniband_port_rate = units::gigabits_per_second(port_gbps.value_or(0.0));
+
+  v.ethernet_bandwidth = units::gigabits_per_second(r.positive("ethernet_gbps"));
+
+  const auto nvme_gib = r.optional_positive("local_nvme_gib");
+  const auto nvme_tib = r.optional_positive("local_nvme_tib");
+  if (nvme_gib && nvme_tib) r.fail_at("local_nvme_tib", "give local_nvme_gib or local_nvme_tib, not both");
+  v.local_nvme = nvme_tib ? units::gib(*nvme_tib * 1024.0) : units::gib(nvme_gib.value_or(0.0));
+
+  v.price_usd_per_hour = r.optional_positive("price_usd_per_hour");
+  v.source = r.required_string("source");
+  return v;
+}
+
+}  // namespace
+
+units::FlopsPerSecond DeviceSpec::peak_for(Precision p) const {
+  auto it = peak.find(p);
+  if (it == peak.end() || it->second.value() <= 0.0) {
+    std::vector<std::string_view> supported;
+    for (const auto& [prec, rate] : peak) {
+      if (rate.value() > 0.0) supported.push_back(to_string(prec));
+    }
+    throw std::out_of_range("device '" + name + "' has no " + std::string(to_string(p)) +
+                            " mode (supported: " + join(supported) + ")");
+  }
+  return it->second;
+}
+
+Catalog::Catalog(std::map<std::string, DeviceSpec> devices, std::map<std::string, VmSize> vm_sizes)
+    : devices_(std::move(devices)), vm_sizes_(std::move(vm_sizes)) {
+  for (const auto& [name, vm] : vm_sizes_) {
+    if (devices_.find(vm.device) == devices_.end()) {
+      throw CatalogError("VM size '" + name + "': unknown device '" + vm.device +
+                         "'; known devices: " + known_names(devices_));
+    }
+  }
+}
+
+Catalog Catalog::load(const std::filesystem::path& directory) {
+  const fs::path devices_path = directory / "devices.toml";
+  const fs::path vms_path = directory / "vm_sizes.toml";
+  const std::string devices_file = devices_path.string();
+  const std::string vms_file = vms_path.string();
+
+  const toml::table devices_doc = parse_catalog_file(devices_path);
+  std::map<std::string, DeviceSpec> devices;
+  for (const auto& [name, table] : entries(devices_file, devices_doc, "device")) {
+    devices.emplace(name, read_device(devices_file, name, *table));
+  }
+
+  const toml::table vms_doc = parse_catalog_file(vms_path);
+  std::map<std::string, VmSize> vms;
+  for (const auto& [name, table] : entries(vms_file, vms_doc, "VM size")) {
+    vms.emplace(name, read_vm(vms_file, name, *table, devices));
+  }
+  return Catalog(std::move(devices), std::move(vms));
+}
+
+std::filesystem::path Catalog::default_directory() {
+  const char* env = std::getenv("CLUSTERSIM_CATALOG_DIR");
+  if (env != nullptr && *env != '\0') return std::filesystem::path(env);
+  return std::filesystem::path(CLUSTERSIM_CATALOG_DIR);
+}
+
+const DeviceSpec& Catalog::device(const std::string& name) const {
+  auto it = devices_.find(name);
+  if (it == devices_.end()) {
+    throw std::out_of_range("unknown device '" + name + "'; known devices: " + known_names(devices_));
+  }
+  return it->second;
+}
+
+const VmSize& Catalog::vm_size(const std::string& name) const {
+  auto it = vm_sizes_.find(name);
+  if (it == vm_sizes_.end()) {
+    throw std::out_of_range("unknown VM size '" + name + "'; known VM sizes: " + known_names(vm_sizes_));
+  }
+  return it->second;
+}
+
+std::string_view to_string(IntraNodeFabric f) {
+  switch (f) {
+    case IntraNodeFabric::nvswitch: return "nvswitch";
+    case IntraNodeFabric::nvlink_mesh: return "nvlink_mesh";
+    case IntraNodeFabric::pcie: return "pcie";
+    case IntraNodeFabric::infinity_fabric: return "infinity_fabric";
+    case IntraNodeFabric::none: return "none";
+  }
+  return "?";
+}
+
+std::string_view to_string(DeviceKind k) {
+  switch (k) {
+    case DeviceKind::gpu: return "gpu";
+    case DeviceKind::cpu: return "cpu";
+  }
+  return "?";
+}
+
+}  // namespace clustersim::models

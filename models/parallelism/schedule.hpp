@@ -1,0 +1,40 @@
+// Pipeline schedules: the order in which one pipeline stage runs the forward and backward passes of its
+// microbatches. Pure data; the step executor (sim/step) runs these orders as events, so the pipeline bubble
+// emerges from dependencies rather than from a formula.
+//
+//   GPipe (Huang et al. 2019): all m forwards, then all m backwards.
+//   1F1B (PipeDream-Flush; Narayanan et al. SC'21 Sec. 2.2.1): stage i of p runs min(p-i-1, m) warm-up
+//   forwards, then alternates one forward and one backward, then drains the remaining backwards. Same bubble
+//   as GPipe, (p-1)/m of the ideal time, but at most p microbatches in flight.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace clustersim::models {
+
+enum class PipelineSchedule { gpipe, one_f_one_b };
+
+std::string_view to_string(PipelineSchedule s);
+std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name);
+
+enum class PassKind { forward, backward };
+
+/// One pass of one microbatch through one stage's layers.
+struct ScheduledPass {
+  PassKind kind = PassKind::forward;
+  int64_t microbatch = 0;  ///< 0-based
+  friend bool operator==(const ScheduledPass&, const ScheduledPass&) = default;
+};
+
+/// The order of passes on `stage` (0-based, < stages) for `microbatches` microbatches: 2 * microbatches
+/// entries. Throws std::invalid_argument on stage out of range or non-positive counts.
+std::vector<ScheduledPass> stage_order(PipelineSchedule schedule, int64_t stage, int64_t stages,
+                                       int64_t microbatches);
+
+/// Most microbatches whose activations a stage holds at once under `schedule` (GPipe: m; 1F1B: min(p-i, m)).
+int64_t max_in_flight(PipelineSchedule schedule, int64_t stage, int64_t stages, int64_t microbatches);
+
+}  // namespace clustersim::models

@@ -1,0 +1,638 @@
+// Scenario loading: parse, apply --set overrides, check every key against the parameter table
+// (scenario_params.cpp), fill defaults, cross-check the parallelism layout against the catalog.
+#include "sim/io/scenario.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "models/hardware/catalog.hpp"
+#include "sim/io/scenario_params.hpp"
+
+namespace clustersim::sim {
+
+namespace {
+
+std::string format_what(const std::filesystem::path& file, int64_t line, int64_t column, const std::string& key,
+                        const std::string& message) {
+  std::ostringstream s;
+  s << file.string() << ':' << line << ':' << column << ": key '" << key << "': " << message;
+  return s.str();
+}
+
+}  // namespace
+
+ScenarioError::ScenarioError(std::filesystem::path file, int64_t line, int64_t column, std::string key,
+                             std::string message)
+    : std::runtime_error(format_what(file, line, column, key, message)),
+      file_(std::move(file)),
+      line_(line),
+      column_(column),
+      key_(std::move(key)) {}
+
+namespace {
+
+using detail::Need;
+using detail::ParamSpec;
+using detail::ParamType;
+
+constexpr std::string_view kSetFile = "--set";
+
+/// A position in the scenario file or in a --set option.
+struct Loc {
+  std::filesystem::path file;
+  int64_t line = 1;
+  int64_t column = 1;
+};
+
+std::string_view node_type_name(toml::node_type t) {
+  switch (t) {
+    case toml::node_type::none: return "nothing";
+    case toml::node_type::table: return "table";
+    case toml::node_type::array: return "array";
+    case toml::node_type::string: return "string";
+    case toml::node_type::integer: return "integer";
+    case toml::node_type::floating_point: return "float";
+    case toml::node_type::boolean: return "boolean";
+    case toml::node_type::date: return "date";
+    case toml::node_type::time: return "time";
+    case toml::node_type::date_time: return "date-time";
+  }
+  return "?";
+}
+
+std::string_view expected_name(ParamType t) {
+  switch (t) {
+    case ParamType::integer: return "an integer";
+    case ParamType::number: return "a number";
+    case ParamType::string: return "a string";
+    case ParamType::boolean: return "a boolean";
+  }
+  return "?";
+}
+
+std::string trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  const auto last = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(first, last - first + 1));
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      const size_t sub = diag + (std::tolower(static_cast<unsigned char>(a[i - 1])) ==
+                                         std::tolower(static_cast<unsigned char>(b[j - 1]))
+                                     ? 0
+                                     : 1);
+      row[j] = std::min({up + 1, row[j - 1] + 1, sub});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// Up to `n` of `names`, closest to `wanted` first (ties alphabetical), comma separated.
+std::string closest_names(std::string_view wanted, std::vector<std::string> names, size_t n) {
+  std::stable_sort(names.begin(), names.end(), [&](const std::string& x, const std::string& y) {
+    return edit_distance(wanted, x) < edit_distance(wanted, y);
+  });
+  std::string out;
+  for (size_t i = 0; i < std::min(n, names.size()); ++i) {
+    if (i > 0) out += ", ";
+    out += names[i];
+  }
+  if (names.size() > n) out += ", ...";
+  return out;
+}
+
+/// Keys of table `table` in the parameter table, in order, comma separated.
+std::string known_keys_of(std::string_view table) {
+  std::string out;
+  for (const auto& p : detail::scenario_params()) {
+    if (p.table() != table) continue;
+    if (!out.empty()) out += ", ";
+    out += p.leaf();
+  }
+  return out;
+}
+
+std::string known_tables() {
+  std::string out;
+  for (const auto& t : detail::scenario_tables()) {
+    if (t.name.empty()) continue;
+    if (!out.empty()) out += ", ";
+    out += t.name;
+  }
+  return out;
+}
+
+/// For a syntax error on `line` (1-based) of `text`: "table.key" when that line reads `key = ...` (table from
+/// the last `[table]` header above it), else "". Best effort; the parser has given up, so this reads lines.
+std::string nearest_key(const std::string& text, uint64_t line) {
+  std::istringstream in(text);
+  std::string current_table;
+  std::string row;
+  for (uint64_t n = 1; n <= line && std::getline(in, row); ++n) {
+    const std::string t = trim(row);
+    if (n < line) {
+      if (t.size() > 2 && t.front() == '[' && t[1] != '[') {
+        const auto close = t.find(']');
+        if (close != std::string::npos) current_table = trim(std::string_view(t).substr(1, close - 1));
+      }
+      continue;
+    }
+    const auto eq = t.find('=');
+    if (eq == std::string::npos || t.front() == '[' || t.front() == '#') return {};
+    const std::string key = trim(std::string_view(t).substr(0, eq));
+    if (key.empty() || key.find_first_of("\"' \t") != std::string::npos) return {};
+    return current_table.empty() ? key : current_table + "." + key;
+  }
+  return {};
+}
+
+std::string join_key(std::string_view table, std::string_view leaf) {
+  return table.empty() ? std::string(leaf) : std::string(table) + "." + std::string(leaf);
+}
+
+/// One load: the parsed document, where --set values came from, and the validated, canonical result.
+class Loader {
+ public:
+  explicit Loader(std::filesystem::path path) : path_(std::move(path)) {}
+
+  void parse() {
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) fail("", Loc{path_, 0, 0}, "cannot open the scenario file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    try {
+      doc_ = toml::parse(text.str(), path_.string());
+    } catch (const toml::parse_error& e) {
+      const auto& b = e.source().begin;
+      fail(nearest_key(text.str(), b.line), Loc{path_, static_cast<int64_t>(b.line), static_cast<int64_t>(b.column)},
+           "TOML syntax error: " + std::string(e.description()));
+    }
+  }
+
+  /// Applies "dotted.key=value" overrides in order (a later one wins). The i-th (1-based) option is reported
+  /// as "--set:i:COL", COL 1 for its key and the value's column for its value.
+  void apply_overrides(const std::vector<std::string>& overrides) {
+    for (size_t i = 0; i < overrides.size(); ++i) {
+      const std::string& text = overrides[i];
+      const auto line = static_cast<int64_t>(i + 1);
+      const Loc key_loc{std::filesystem::path(kSetFile), line, 1};
+      const auto eq = text.find('=');
+      const std::string key = trim(std::string_view(text).substr(0, eq));
+      if (eq == std::string::npos || key.empty()) {
+        fail(key, key_loc, "expected KEY=VALUE, got '" + text + "'");
+      }
+      const ParamSpec* spec = detail::find_param(key);
+      if (spec == nullptr) fail(key, key_loc, "unknown key" + suggestion_for_override(key));
+
+      const std::string_view raw_view = std::string_view(text).substr(eq + 1);
+      const auto value_offset = raw_view.find_first_not_of(" \t");
+      const std::string raw = trim(raw_view);
+      const Loc value_loc{std::filesystem::path(kSetFile), line,
+                          static_cast<int64_t>(eq + 2 + (value_offset == std::string_view::npos ? 0 : value_offset))};
+
+      // The value as TOML ("4", "true", "\"x\"", "[1, 2]"); anything else, or a non-string for a string key,
+      // is taken as the bare string.
+      toml::table parsed;
+      bool as_toml = false;
+      try {
+        parsed = toml::parse("v = " + raw, std::string(kSetFile));
+        as_toml = parsed.size() == 1 && parsed.contains("v");
+      } catch (const toml::parse_error&) {
+        as_toml = false;
+      }
+      if (as_toml && spec->type == ParamType::string && !parsed["v"].is_string()) as_toml = false;
+
+      toml::table* target = &doc_;
+      const std::string table{spec->table()};
+      if (!table.empty()) {
+        toml::node* node = doc_.get(table);
+        if (node == nullptr) {
+          doc_.insert(table, toml::table{});
+          node = doc_.get(table);
+          override_locs_.emplace(table, key_loc);
+        }
+        target = node->as_table();
+        if (target == nullptr) {
+          fail(table, node_loc(*node), "expected a table, got " + std::string(node_type_name(node->type())));
+        }
+      }
+      const std::string leaf{spec->leaf()};
+      if (as_toml) {
+        parsed["v"].node()->visit([&](const auto& v) { target->insert_or_assign(leaf, v); });
+      } else {
+        target->insert_or_assign(leaf, raw);
+      }
+      override_locs_.insert_or_assign(key, value_loc);
+    }
+  }
+
+  /// schema_version first: a file of another version is reported as such, not as a list of unknown keys.
+  void check_schema_version() { check_param(*detail::find_param("schema_version")); }
+
+  /// Every table and key of the document is in the parameter table; tables are tables; required tables exist.
+  void check_structure() {
+    for (const auto& [k, node] : doc_) {
+      const std::string key{k.str()};
+      if (const auto* t = detail::find_table(key); t != nullptr && !key.empty()) {
+        const toml::table* tbl = node.as_table();
+        if (tbl == nullptr) {
+          fail(key, value_loc_of(key, node), "expected a table, got " + std::string(node_type_name(node.type())));
+        }
+        for (const auto& entry : *tbl) {
+          const std::string dotted = join_key(key, entry.first.str());
+          if (detail::find_param(dotted) == nullptr) {
+            fail(dotted, key_loc_of(dotted, entry.first),
+                 "unknown key (keys of [" + key + "]: " + known_keys_of(key) + ")");
+          }
+        }
+      } else if (detail::find_param(key) == nullptr) {
+        fail(key, key_loc_of(key, k),
+             std::string(node.is_table() ? "unknown table" : "unknown key") + " (top-level keys: " +
+                 known_keys_of("") + "; tables: " + known_tables() + ")");
+      }
+    }
+    for (const auto& t : detail::scenario_tables()) {
+      if (!t.name.empty() && t.required && doc_.get(std::string(t.name)) == nullptr) {
+        fail(std::string(t.name), Loc{path_, 1, 1}, "required table is missing");
+      }
+    }
+  }
+
+  /// Presence, type and allowed values of every key; fills `resolved_` with canonical values and defaults.
+  void check_params() {
+    for (const auto& p : detail::scenario_params()) check_param(p);
+  }
+
+  /// Defaults computed from other keys of [model], and the model's own consistency.
+  void check_model() {
+    const int64_t heads = get_int("model.num_attention_heads");
+    const int64_t hidden = get_int("model.hidden_size");
+    if (!has("model.num_query_groups")) set("model.num_query_groups", heads);
+    if (!has("model.ffn_hidden_size")) {
+      set("model.ffn_hidden_size", checked_mul(4, hidden, "model.hidden_size"));
+    }
+    if (hidden % heads != 0) {
+      fail_at("model.hidden_size", "must be divisible by model.num_attention_heads (" + std::to_string(heads) +
+                                       "), got " + std::to_string(hidden));
+    }
+    const int64_t groups = get_int("model.num_query_groups");
+    if (heads % groups != 0) {
+      fail_at("model.num_query_groups", "must divide model.num_attention_heads (" + std::to_string(heads) +
+                                            "), got " + std::to_string(groups));
+    }
+  }
+
+  void check_reference() {
+    const toml::table* ref = resolved_table("reference");
+    if (ref == nullptr) return;
+    if (!ref->contains("tflops_per_gpu") && !ref->contains("step_time_s") && !ref->contains("mfu")) {
+      fail("reference", table_loc("reference"), "needs at least one of tflops_per_gpu, step_time_s, mfu");
+    }
+  }
+
+  /// Parallelism checks that need no catalog.
+  void check_parallelism_shape() {
+    const int64_t t = get_int("parallelism.tensor");
+    const int64_t p = get_int("parallelism.pipeline");
+    const int64_t v = get_int("parallelism.virtual_stages");
+    const int64_t heads = get_int("model.num_attention_heads");
+    const int64_t groups = get_int("model.num_query_groups");
+    const int64_t layers = get_int("model.num_layers");
+    if (heads % t != 0) {
+      fail_at("parallelism.tensor", "must divide model.num_attention_heads (" + std::to_string(heads) + "), got " +
+                                        std::to_string(t));
+    }
+    if (groups % t != 0) {
+      fail_at("parallelism.tensor", "must divide model.num_query_groups (" + std::to_string(groups) + "), got " +
+                                        std::to_string(t));
+    }
+    if (v > 1 && p == 1) {
+      fail_at("parallelism.virtual_stages",
+              "interleaved schedule (virtual_stages = " + std::to_string(v) + ") needs pipeline > 1");
+    }
+    const int64_t pv = checked_mul(p, v, "parallelism.pipeline");
+    if (layers % pv != 0) {
+      std::string got = "got " + std::to_string(p);
+      if (v > 1) got += " × " + std::to_string(v) + " = " + std::to_string(pv);
+      fail_at("parallelism.pipeline",
+              "pipeline × virtual_stages must divide model.num_layers (" + std::to_string(layers) + "), " + got);
+    }
+    if (get_bool("parallelism.sequence_parallel") && get_int("model.seq_length") % t != 0) {
+      fail_at("parallelism.sequence_parallel", "needs model.seq_length (" +
+                                                   std::to_string(get_int("model.seq_length")) +
+                                                   ") divisible by tensor (" + std::to_string(t) + ")");
+    }
+  }
+
+  /// The VM size, the GPU count and the data-parallel degree (derived when omitted).
+  void check_cluster(const models::Catalog& catalog) {
+    const std::string vm_name = get_string("cluster.vm_size");
+    const models::VmSize* vm = nullptr;
+    try {
+      vm = &catalog.vm_size(vm_name);
+    } catch (const std::out_of_range&) {
+      std::vector<std::string> names;
+      for (const auto& [n, ignored] : catalog.vm_sizes()) names.push_back(n);
+      fail_at("cluster.vm_size", "unknown VM size '" + vm_name + "' (" + std::to_string(names.size()) +
+                                     " in the catalog; closest: " + closest_names(vm_name, names, 5) + ")");
+    }
+    const int64_t nodes = get_int("cluster.nodes");
+    const int64_t per_vm = vm->devices_per_vm;
+    const int64_t gpus = checked_mul(nodes, per_vm, "cluster.nodes");
+    const std::string cluster_text = std::to_string(gpus) + " GPUs (" + std::to_string(nodes) + " VMs × " +
+                                     std::to_string(per_vm) + " per " + vm_name + ")";
+    const int64_t t = get_int("parallelism.tensor");
+    const int64_t p = get_int("parallelism.pipeline");
+    const int64_t tp = checked_mul(t, p, "parallelism.pipeline");
+    if (has("parallelism.data")) {
+      const int64_t d = get_int("parallelism.data");
+      const int64_t tpd = checked_mul(tp, d, "parallelism.data");
+      if (tpd != gpus) {
+        fail_at("parallelism.data", "tensor × pipeline × data = " + std::to_string(t) + " × " + std::to_string(p) +
+                                        " × " + std::to_string(d) + " = " + std::to_string(tpd) +
+                                        ", but the cluster has " + cluster_text);
+      }
+    } else {
+      if (gpus % t != 0) {
+        fail_at("parallelism.tensor",
+                "tensor = " + std::to_string(t) + " does not divide the cluster's " + cluster_text);
+      }
+      if (gpus % tp != 0) {
+        fail_at("parallelism.pipeline", "tensor × pipeline = " + std::to_string(t) + " × " + std::to_string(p) +
+                                            " = " + std::to_string(tp) + " does not divide the cluster's " +
+                                            cluster_text);
+      }
+      set("parallelism.data", gpus / tp);
+    }
+    const int64_t d = get_int("parallelism.data");
+    const int64_t b = get_int("training.global_batch_size");
+    const int64_t mb = get_int("training.micro_batch_size");
+    const int64_t mbd = checked_mul(mb, d, "training.micro_batch_size");
+    if (b % mbd != 0) {
+      fail_at("training.global_batch_size", "must be divisible by micro_batch_size × data = " + std::to_string(mb) +
+                                                " × " + std::to_string(d) + " = " + std::to_string(mbd) +
+                                                ", got " + std::to_string(b));
+    }
+  }
+
+  [[nodiscard]] Scenario build() const {
+    Scenario s;
+    s.schema_version = get_int("schema_version");
+    s.name = get_string("name");
+    s.description = get_string("description");
+    s.model.num_layers = get_int("model.num_layers");
+    s.model.hidden_size = get_int("model.hidden_size");
+    s.model.num_attention_heads = get_int("model.num_attention_heads");
+    s.model.num_query_groups = get_int("model.num_query_groups");
+    s.model.ffn_hidden_size = get_int("model.ffn_hidden_size");
+    s.model.vocab_size = get_int("model.vocab_size");
+    s.model.seq_length = get_int("model.seq_length");
+    s.training.global_batch_size = get_int("training.global_batch_size");
+    s.training.micro_batch_size = get_int("training.micro_batch_size");
+    s.training.precision = *models::parse_precision(get_string("training.precision"));
+    const std::string recompute = get_string("training.activation_recompute");
+    s.training.activation_recompute = recompute == "full"        ? models::Recompute::full
+                                      : recompute == "selective" ? models::Recompute::selective
+                                                                 : models::Recompute::none;
+    s.parallelism.tensor = get_int("parallelism.tensor");
+    s.parallelism.pipeline = get_int("parallelism.pipeline");
+    s.parallelism.data = get_int("parallelism.data");
+    s.parallelism.virtual_stages = get_int("parallelism.virtual_stages");
+    s.parallelism.sequence_parallel = get_bool("parallelism.sequence_parallel");
+    s.cluster.vm_size = get_string("cluster.vm_size");
+    s.cluster.nodes = get_int("cluster.nodes");
+    if (resolved_table("reference") != nullptr) {
+      ReferenceConfig r;
+      r.tflops_per_gpu = get_optional_double("reference.tflops_per_gpu");
+      r.step_time_s = get_optional_double("reference.step_time_s");
+      r.mfu = get_optional_double("reference.mfu");
+      r.source = get_string("reference.source");
+      s.reference = r;
+    }
+    s.simulation.seed = static_cast<uint64_t>(get_int("simulation.seed"));
+    s.source_path = path_;
+    std::ostringstream text;
+    text << toml::toml_formatter{resolved_, toml::format_flags::allow_unicode_strings |
+                                                toml::format_flags::indentation};
+    s.resolved_toml = text.str();
+    if (s.resolved_toml.empty() || s.resolved_toml.back() != '\n') s.resolved_toml += '\n';
+    return s;
+  }
+
+ private:
+  [[noreturn]] static void fail(std::string key, const Loc& loc, std::string message) {
+    throw ScenarioError(loc.file, loc.line, loc.column, std::move(key), std::move(message));
+  }
+
+  [[noreturn]] void fail_at(const std::string& dotted, std::string message) const {
+    fail(dotted, loc_of(dotted), std::move(message));
+  }
+
+  Loc node_loc(const toml::node& node) const {
+    const auto& src = node.source();
+    if (src.begin.line == 0) return Loc{path_, 1, 1};
+    return Loc{path_, static_cast<int64_t>(src.begin.line), static_cast<int64_t>(src.begin.column)};
+  }
+
+  /// A value's position: its --set option, else its place in the file.
+  Loc value_loc_of(const std::string& dotted, const toml::node& node) const {
+    if (auto it = override_locs_.find(dotted); it != override_locs_.end()) return it->second;
+    return node_loc(node);
+  }
+
+  /// A key's position (for unknown keys): the key itself in the file.
+  Loc key_loc_of(const std::string& dotted, const toml::key& key) const {
+    if (auto it = override_locs_.find(dotted); it != override_locs_.end()) return it->second;
+    const auto& src = key.source();
+    if (src.begin.line == 0) return Loc{path_, 1, 1};
+    return Loc{path_, static_cast<int64_t>(src.begin.line), static_cast<int64_t>(src.begin.column)};
+  }
+
+  /// A table's position: its header (or first dotted key), the --set that created it, or 1:1.
+  Loc table_loc(std::string_view table) const {
+    if (table.empty()) return Loc{path_, 1, 1};
+    const std::string name{table};
+    if (auto it = override_locs_.find(name); it != override_locs_.end()) return it->second;
+    if (const toml::node* n = doc_.get(name)) return node_loc(*n);
+    return Loc{path_, 1, 1};
+  }
+
+  const toml::node* find_node(std::string_view table, std::string_view leaf) const {
+    if (table.empty()) return doc_.get(leaf);
+    const toml::node* t = doc_.get(table);
+    if (t == nullptr || !t->is_table()) return nullptr;
+    return t->as_table()->get(leaf);
+  }
+
+  /// The position of a key's value when it is in the file or a --set, else that of its table.
+  Loc loc_of(const std::string& dotted) const {
+    const auto dot = dotted.find('.');
+    const std::string table = dot == std::string::npos ? std::string{} : dotted.substr(0, dot);
+    const std::string leaf = dot == std::string::npos ? dotted : dotted.substr(dot + 1);
+    if (const toml::node* n = find_node(table, leaf)) return value_loc_of(dotted, *n);
+    return table_loc(table);
+  }
+
+  void check_param(const ParamSpec& p) {
+    const std::string key{p.key};
+    const std::string table{p.table()};
+    const std::string leaf{p.leaf()};
+    if (!table.empty() && doc_.get(table) == nullptr) {
+      // The whole optional table is absent: defaults still apply, required keys do not.
+      if (p.need == Need::defaulted) set_default(p);
+      return;
+    }
+    const toml::node* node = find_node(table, leaf);
+    if (node == nullptr) {
+      switch (p.need) {
+        case Need::required: fail(key, table_loc(table), "required key is missing");
+        case Need::defaulted: set_default(p); return;
+        case Need::derived:
+        case Need::optional: return;
+      }
+      return;
+    }
+    const Loc loc = value_loc_of(key, *node);
+    const auto got_type = [&] {
+      std::string g = "got " + std::string(node_type_name(node->type()));
+      if (node->is_integer()) g += " " + std::to_string(node->as_integer()->get());
+      if (node->is_floating_point()) g += " " + detail::format_number(node->as_floating_point()->get());
+      return g;
+    };
+    const auto wrong_type = [&] { fail(key, loc, "expected " + std::string(expected_name(p.type)) + ", " + got_type()); };
+    const std::string allowed = detail::allowed_text(p);
+    const auto out_of_range = [&](const std::string& got) { fail(key, loc, "must be " + allowed + ", got " + got); };
+    switch (p.type) {
+      case ParamType::integer: {
+        const auto v = node->value_exact<int64_t>();
+        if (!node->is_integer() || !v) wrong_type();
+        if (*v < p.min_int || *v > p.max_int) out_of_range(std::to_string(*v));
+        set(key, *v);
+        break;
+      }
+      case ParamType::number: {
+        if (!node->is_number()) wrong_type();
+        const double v = node->is_integer() ? static_cast<double>(node->as_integer()->get())
+                                            : node->as_floating_point()->get();
+        if (!std::isfinite(v)) fail(key, loc, "must be a finite number, got " + detail::format_number(v));
+        const bool lo_ok = p.lo_open ? v > p.lo : v >= p.lo;
+        const bool hi_ok = p.hi_open ? v < p.hi : v <= p.hi;
+        if (!lo_ok || !hi_ok) out_of_range(detail::format_number(v));
+        set(key, v);
+        break;
+      }
+      case ParamType::string: {
+        if (!node->is_string()) wrong_type();
+        const std::string v = node->as_string()->get();
+        if (!p.choices.empty() && std::find(p.choices.begin(), p.choices.end(), v) == p.choices.end()) {
+          out_of_range("'" + v + "'");
+        }
+        if (p.non_empty && v.empty()) out_of_range("an empty string");
+        set(key, v);
+        break;
+      }
+      case ParamType::boolean: {
+        if (!node->is_boolean()) wrong_type();
+        set(key, node->as_boolean()->get());
+        break;
+      }
+    }
+  }
+
+  void set_default(const ParamSpec& p) {
+    const toml::table parsed = toml::parse("v = " + std::string(p.default_text));
+    parsed["v"].node()->visit([&](const auto& v) { set_node(std::string(p.key), v); });
+  }
+
+  template <typename T>
+  void set(const std::string& dotted, T value) {
+    set_node(dotted, toml::value<T>(std::move(value)));
+  }
+
+  template <typename Node>
+  void set_node(const std::string& dotted, const Node& value) {
+    const auto dot = dotted.find('.');
+    toml::table* target = &resolved_;
+    std::string leaf = dotted;
+    if (dot != std::string::npos) {
+      const std::string table = dotted.substr(0, dot);
+      leaf = dotted.substr(dot + 1);
+      if (resolved_.get(table) == nullptr) resolved_.insert(table, toml::table{});
+      target = resolved_.get(table)->as_table();
+    }
+    target->insert_or_assign(leaf, value);
+  }
+
+  const toml::node* resolved_node(const std::string& dotted) const {
+    const auto dot = dotted.find('.');
+    if (dot == std::string::npos) return resolved_.get(dotted);
+    const toml::table* t = resolved_table(dotted.substr(0, dot));
+    return t == nullptr ? nullptr : t->get(dotted.substr(dot + 1));
+  }
+  const toml::table* resolved_table(const std::string& table) const {
+    const toml::node* n = resolved_.get(table);
+    return n == nullptr ? nullptr : n->as_table();
+  }
+  bool has(const std::string& dotted) const { return resolved_node(dotted) != nullptr; }
+  int64_t get_int(const std::string& dotted) const { return resolved_node(dotted)->as_integer()->get(); }
+  bool get_bool(const std::string& dotted) const { return resolved_node(dotted)->as_boolean()->get(); }
+  std::string get_string(const std::string& dotted) const { return resolved_node(dotted)->as_string()->get(); }
+  std::optional<double> get_optional_double(const std::string& dotted) const {
+    const toml::node* n = resolved_node(dotted);
+    if (n == nullptr) return std::nullopt;
+    return n->as_floating_point()->get();
+  }
+
+  /// a * b, or a ScenarioError on `key` when it overflows.
+  int64_t checked_mul(int64_t a, int64_t b, const std::string& key) const {
+    int64_t r = 0;
+    if (__builtin_mul_overflow(a, b, &r)) {
+      fail_at(key, "too large: " + std::to_string(a) + " × " + std::to_string(b) + " overflows a 64-bit integer");
+    }
+    return r;
+  }
+
+  std::string suggestion_for_override(const std::string& key) const {
+    std::vector<std::string> names;
+    for (const auto& p : detail::scenario_params()) names.emplace_back(p.key);
+    return " (closest: " + closest_names(key, names, 3) + ")";
+  }
+
+  std::filesystem::path path_;
+  toml::table doc_;
+  toml::table resolved_;
+  std::map<std::string, Loc, std::less<>> override_locs_;  ///< dotted key or table name -> its --set option
+};
+
+}  // namespace
+
+Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides,
+                       const models::Catalog& catalog) {
+  Loader loader(path);
+  loader.parse();
+  loader.apply_overrides(overrides);
+  loader.check_schema_version();
+  loader.check_structure();
+  loader.check_params();
+  loader.check_model();
+  loader.check_reference();
+  loader.check_parallelism_shape();
+  loader.check_cluster(catalog);
+  return loader.build();
+}
+
+}  // namespace clustersim::sim

@@ -1,0 +1,226 @@
+// The scenario parameter table and the reference generated from it (docs/scenario-format.md).
+#include "sim/io/scenario_params.hpp"
+
+#include <array>
+#include <charconv>
+#include <sstream>
+
+#include "sim/io/scenario.hpp"
+
+namespace clustersim::sim::detail {
+namespace {
+
+using enum ParamType;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Must match models::parse_precision and the Recompute enum (tests/scenario checks both).
+constexpr std::array<std::string_view, 5> kPrecisions{"fp32", "tf32", "fp16", "bf16", "fp8"};
+constexpr std::array<std::string_view, 3> kRecompute{"none", "selective", "full"};
+
+constexpr std::array kTables{
+    TableSpec{"", true, "File-level identification."},
+    TableSpec{"model", true, "Transformer decoder shape (GPT-style)."},
+    TableSpec{"training", true, "Batch and numerics of the training run."},
+    TableSpec{"parallelism", false,
+              "Megatron-LM PTD-P layout: GPUs = tensor × pipeline × data. Every key has a default."},
+    TableSpec{"cluster", true, "The VMs the job runs on."},
+    TableSpec{"reference", false,
+              "A published measurement to compare the prediction with: `source` and at least one of "
+              "`tflops_per_gpu`, `step_time_s`, `mfu`."},
+    TableSpec{"simulation", false, "Settings of the simulation itself."},
+};
+
+constexpr std::array kParams{
+    // root
+    ParamSpec{.key = "schema_version", .type = integer, .need = Need::required, .min_int = 1, .max_int = 1,
+              .help = "Version of this format. This build reads 1."},
+    ParamSpec{.key = "name", .type = string, .need = Need::required, .non_empty = true,
+              .help = "Short identifier of the scenario, used in reports and output files."},
+    ParamSpec{.key = "description", .type = string, .need = Need::defaulted, .default_text = "\"\"",
+              .help = "One line saying what is simulated and where it comes from."},
+    // [model]
+    ParamSpec{.key = "model.num_layers", .type = integer, .unit = "layers", .need = Need::required, .min_int = 1,
+              .help = "Decoder layers, l. Must be divisible by parallelism.pipeline × parallelism.virtual_stages."},
+    ParamSpec{.key = "model.hidden_size", .type = integer, .unit = "elements", .need = Need::required, .min_int = 1,
+              .help = "Model width, h. Must be divisible by num_attention_heads."},
+    ParamSpec{.key = "model.num_attention_heads", .type = integer, .unit = "heads", .need = Need::required,
+              .min_int = 1, .help = "Query heads, a. Must be divisible by parallelism.tensor."},
+    ParamSpec{.key = "model.num_query_groups", .type = integer, .unit = "heads", .need = Need::derived,
+              .default_text = "num_attention_heads", .min_int = 1,
+              .help = "Key/value heads (grouped-query attention); equal to num_attention_heads for multi-head "
+                      "attention. Must divide num_attention_heads and be divisible by parallelism.tensor."},
+    ParamSpec{.key = "model.ffn_hidden_size", .type = integer, .unit = "elements", .need = Need::derived,
+              .default_text = "4 × hidden_size", .min_int = 1, .help = "Inner width of the MLP."},
+    ParamSpec{.key = "model.vocab_size", .type = integer, .unit = "tokens", .need = Need::required, .min_int = 1,
+              .help = "Vocabulary size, V."},
+    ParamSpec{.key = "model.seq_length", .type = integer, .unit = "tokens", .need = Need::required, .min_int = 1,
+              .help = "Tokens per sequence, s."},
+    // [training]
+    ParamSpec{.key = "training.global_batch_size", .type = integer, .unit = "sequences", .need = Need::required,
+              .min_int = 1,
+              .help = "Sequences per optimizer step, B. Must be divisible by micro_batch_size × parallelism.data."},
+    ParamSpec{.key = "training.micro_batch_size", .type = integer, .unit = "sequences", .need = Need::defaulted,
+              .default_text = "1", .min_int = 1, .help = "Sequences per microbatch, b."},
+    ParamSpec{.key = "training.precision", .type = string, .need = Need::defaulted, .default_text = "\"bf16\"",
+              .choices = kPrecisions,
+              .help = "Precision of the GEMMs. fp8: GEMMs at the FP8 tensor-core rate, everything else in bf16."},
+    ParamSpec{.key = "training.activation_recompute", .type = string, .need = Need::defaulted,
+              .default_text = "\"none\"", .choices = kRecompute,
+              .help = "Activation recomputation (Korthikanti et al. 2022): selective re-runs the attention core, "
+                      "full re-runs each layer's forward during backward."},
+    // [parallelism]
+    ParamSpec{.key = "parallelism.tensor", .type = integer, .unit = "GPUs", .need = Need::defaulted,
+              .default_text = "1", .min_int = 1, .help = "Tensor-parallel group size, t."},
+    ParamSpec{.key = "parallelism.pipeline", .type = integer, .unit = "stages", .need = Need::defaulted,
+              .default_text = "1", .min_int = 1, .help = "Pipeline stages, p."},
+    ParamSpec{.key = "parallelism.data", .type = integer, .unit = "replicas", .need = Need::derived,
+              .default_text = "GPUs / (tensor × pipeline)", .min_int = 1,
+              .help = "Data-parallel replicas, d. When given, tensor × pipeline × data must equal the cluster's "
+                      "GPUs (nodes × GPUs per VM); when omitted, tensor × pipeline must divide them."},
+    ParamSpec{.key = "parallelism.virtual_stages", .type = integer, .unit = "chunks", .need = Need::defaulted,
+              .default_text = "1", .min_int = 1,
+              .help = "Model chunks per pipeline rank, v. Above 1 selects interleaved 1F1B and needs pipeline > 1."},
+    ParamSpec{.key = "parallelism.sequence_parallel", .type = boolean, .need = Need::defaulted,
+              .default_text = "false",
+              .help = "Megatron sequence parallelism. Needs model.seq_length divisible by tensor."},
+    // [cluster]
+    ParamSpec{.key = "cluster.vm_size", .type = string, .need = Need::required, .non_empty = true,
+              .help = "VM size: a name from the hardware catalog (models/hardware/catalog/vm_sizes.toml)."},
+    ParamSpec{.key = "cluster.nodes", .type = integer, .unit = "VMs", .need = Need::required, .min_int = 1,
+              .help = "VMs in the job. GPUs = nodes × GPUs per VM."},
+    // [reference]
+    ParamSpec{.key = "reference.tflops_per_gpu", .type = number, .unit = "TFLOP/s", .need = Need::optional,
+              .lo = 0.0, .lo_open = true, .hi = kInf, .hi_open = true,
+              .help = "Achieved TFLOP/s per GPU, as the source counts it."},
+    ParamSpec{.key = "reference.step_time_s", .type = number, .unit = "s", .need = Need::optional, .lo = 0.0,
+              .lo_open = true, .hi = kInf, .hi_open = true, .help = "Iteration (optimizer step) time."},
+    ParamSpec{.key = "reference.mfu", .type = number, .unit = "fraction", .need = Need::optional, .lo = 0.0,
+              .lo_open = true, .hi = 1.0, .hi_open = false, .help = "Model FLOPs utilisation."},
+    ParamSpec{.key = "reference.source", .type = string, .need = Need::required, .non_empty = true,
+              .help = "Citation of the measurement (paper, table, page)."},
+    // [simulation]
+    ParamSpec{.key = "simulation.seed", .type = integer, .need = Need::defaulted, .default_text = "0", .min_int = 0,
+              .help = "Base seed of every random stream of the run."},
+};
+
+std::string escape_cell(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::span<const TableSpec> scenario_tables() { return kTables; }
+std::span<const ParamSpec> scenario_params() { return kParams; }
+
+const ParamSpec* find_param(std::string_view dotted) {
+  for (const auto& p : kParams) {
+    if (p.key == dotted) return &p;
+  }
+  return nullptr;
+}
+
+const TableSpec* find_table(std::string_view name) {
+  for (const auto& t : kTables) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+std::string_view type_name(ParamType t) {
+  switch (t) {
+    case integer: return "integer";
+    case number: return "number";
+    case string: return "string";
+    case boolean: return "boolean";
+  }
+  return "?";
+}
+
+std::string format_number(double v) {
+  std::array<char, 64> buf{};
+  const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  return std::string(buf.data(), res.ptr);
+}
+
+std::string allowed_text(const ParamSpec& p) {
+  switch (p.type) {
+    case integer: {
+      const bool has_min = p.min_int != std::numeric_limits<int64_t>::min();
+      const bool has_max = p.max_int != std::numeric_limits<int64_t>::max();
+      if (has_min && has_max && p.min_int == p.max_int) return std::to_string(p.min_int);
+      if (has_min && has_max) return "in [" + std::to_string(p.min_int) + ", " + std::to_string(p.max_int) + "]";
+      if (has_min) return ">= " + std::to_string(p.min_int);
+      if (has_max) return "<= " + std::to_string(p.max_int);
+      return "";
+    }
+    case number: {
+      const bool has_lo = p.lo != -kInf;
+      const bool has_hi = p.hi != kInf;
+      if (has_lo && has_hi) {
+        return std::string("in ") + (p.lo_open ? "(" : "[") + format_number(p.lo) + ", " + format_number(p.hi) +
+               (p.hi_open ? ")" : "]");
+      }
+      if (has_lo) return (p.lo_open ? "> " : ">= ") + format_number(p.lo);
+      if (has_hi) return (p.hi_open ? "< " : "<= ") + format_number(p.hi);
+      return "";
+    }
+    case string: {
+      if (!p.choices.empty()) {
+        std::string s = "one of ";
+        for (size_t i = 0; i < p.choices.size(); ++i) {
+          if (i > 0) s += ", ";
+          s += p.choices[i];
+        }
+        return s;
+      }
+      return p.non_empty ? "non-empty" : "";
+    }
+    case boolean: return "";
+  }
+  return "";
+}
+
+}  // namespace clustersim::sim::detail
+
+namespace clustersim::sim {
+
+std::string scenario_keys_markdown() {
+  using namespace detail;
+  std::ostringstream md;
+  md << "| Key | Type | Unit | Default | Meaning |\n";
+  md << "|---|---|---|---|---|\n";
+  for (const auto& t : scenario_tables()) {
+    if (!t.name.empty()) {
+      md << "| **`[" << t.name << "]`** | table | | " << (t.required ? "required" : "optional") << " | "
+         << escape_cell(t.help) << " |\n";
+    }
+    for (const auto& p : scenario_params()) {
+      if (p.table() != t.name) continue;
+      std::string type{type_name(p.type)};
+      if (const auto allowed = allowed_text(p); !allowed.empty()) {
+        type += (p.type == ParamType::integer && p.min_int == p.max_int) ? ", exactly " : ", ";
+        type += allowed;
+      }
+      std::string def;
+      switch (p.need) {
+        case Need::required:
+          def = "required";
+          if (!t.required) def.append(" in `[").append(t.name).append("]`");
+          break;
+        case Need::defaulted: def.append("`").append(p.default_text).append("`"); break;
+        case Need::derived: def.append("= ").append(p.default_text); break;
+        case Need::optional: def = "—"; break;
+      }
+      md << "| `" << p.key << "` | " << escape_cell(type) << " | " << (p.unit.empty() ? "—" : p.unit) << " | "
+         << escape_cell(def) << " | " << escape_cell(p.help) << " |\n";
+    }
+  }
+  return md.str();
+}
+
+}  // namespace clustersim::sim

@@ -1,0 +1,236 @@
+// The HDF5 results file: see results_file.hpp for the contract and docs/hdf5-schema.md for the schema.
+#include "sim/output/results_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <stdexcept>
+#include <type_traits>
+
+#include "sim/output/hdf5_util.hpp"
+
+namespace clustersim::sim {
+namespace {
+
+namespace fs = std::filesystem;
+using hdf5::Hid;
+
+/// Throws std::runtime_error "<context>: <call> failed: <innermost HDF5 message>".
+[[noreturn]] void throw_hdf5(const std::string& context, const std::string& call) {
+  std::string msg = context + ": " + call + " failed";
+  const std::string detail = hdf5::error_detail();
+  if (!detail.empty()) msg += ": " + detail;
+  throw std::runtime_error(msg);
+}
+
+[[noreturn]] void throw_errno(const std::string& context, const std::string& call, int err) {
+  throw std::runtime_error(context + ": " + call + " failed: " + std::strerror(err));
+}
+
+bool valid_name(const std::string& name) {
+  if (name.empty()) return false;
+  for (const char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+void check_no_nul(const std::string& s, const std::string& what) {
+  if (s.find('\0') != std::string::npos) {
+    throw std::invalid_argument("write_results_file: " + what +
+                                " contains a NUL character (HDF5 strings are NUL-terminated)");
+  }
+}
+
+std::size_t column_size(const SummaryColumn& c) {
+  return std::visit([](const auto& v) { return v.size(); }, c.values);
+}
+
+void validate(const RunMetadata& meta, const std::vector<SummaryColumn>& columns) {
+  check_no_nul(meta.software_version, "software_version");
+  check_no_nul(meta.git_sha, "git_sha");
+  check_no_nul(meta.command_line, "command_line");
+  check_no_nul(meta.scenario_toml, "scenario_toml");
+  std::set<std::string> seen;
+  for (const SummaryColumn& c : columns) {
+    if (!valid_name(c.name)) {
+      throw std::invalid_argument("write_results_file: column name '" + c.name +
+                                  "' does not match [a-z0-9_]+");
+    }
+    if (!seen.insert(c.name).second) {
+      throw std::invalid_argument("write_results_file: duplicate column name '" + c.name + "'");
+    }
+    if (column_size(c) != column_size(columns.front())) {
+      throw std::invalid_argument("write_results_file: column '" + c.name + "' has " +
+                                  std::to_string(column_size(c)) + " rows but column '" +
+                                  columns.front().name + "' has " +
+                                  std::to_string(column_size(columns.front())));
+    }
+    check_no_nul(c.units, "units of column '" + c.name + "'");
+    check_no_nul(c.description, "description of column '" + c.name + "'");
+    if (const auto* s = std::get_if<std::vector<std::string>>(&c.values)) {
+      for (const std::string& v : *s) check_no_nul(v, "a value of column '" + c.name + "'");
+    }
+  }
+}
+
+/// Creates the HDF5 objects and writes them; every step is checked. `ctx` prefixes error messages.
+class Writer {
+ public:
+  explicit Writer(std::string ctx) : ctx_(std::move(ctx)) {}
+
+  void write(const fs::path& tmp, const RunMetadata& meta, const std::vector<SummaryColumn>& columns) {
+    // File creation: no object timestamps on the root group (fcpl is a group-creation list).
+    Hid fcpl = make(H5Pcreate(H5P_FILE_CREATE), H5Pclose, "H5Pcreate(H5P_FILE_CREATE)");
+    check(H5Pset_obj_track_times(fcpl.get(), 0), "H5Pset_obj_track_times(fcpl)");
+    // File access: the on-disk format is pinned to the 1.8 object formats (readable by HDF5 >= 1.8, and
+    // unchanged when the library is upgraded); closing the file closes anything left open.
+    Hid fapl = make(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate(H5P_FILE_ACCESS)");
+    check(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18), "H5Pset_libver_bounds");
+    check(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG), "H5Pset_fclose_degree");
+    gcpl_ = make(H5Pcreate(H5P_GROUP_CREATE), H5Pclose, "H5Pcreate(H5P_GROUP_CREATE)");
+    check(H5Pset_obj_track_times(gcpl_.get(), 0), "H5Pset_obj_track_times(gcpl)");
+    dcpl_ = make(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate(H5P_DATASET_CREATE)");
+    check(H5Pset_obj_track_times(dcpl_.get(), 0), "H5Pset_obj_track_times(dcpl)");
+    str_type_ = make(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy(H5T_C_S1)");
+    check(H5Tset_size(str_type_.get(), H5T_VARIABLE), "H5Tset_size(H5T_VARIABLE)");
+    check(H5Tset_cset(str_type_.get(), H5T_CSET_UTF8), "H5Tset_cset(H5T_CSET_UTF8)");
+    scalar_ = make(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate(H5S_SCALAR)");
+
+    Hid file = make(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()), H5Fclose,
+                    "H5Fcreate(\"" + tmp.string() + "\")");
+
+    string_attr(file.get(), "/", "software_version", meta.software_version);
+    string_attr(file.get(), "/", "git_sha", meta.git_sha);
+    int64_t schema = meta.schema_version;
+    attr(file.get(), "/", "schema_version", H5T_STD_I64LE, H5T_NATIVE_INT64, &schema);
+    string_attr(file.get(), "/", "command_line", meta.command_line);
+    uint64_t seed = meta.seed;
+    attr(file.get(), "/", "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, &seed);
+    string_attr(file.get(), "/", "scenario_toml", meta.scenario_toml);
+
+    Hid summary = make(H5Gcreate2(file.get(), "summary", H5P_DEFAULT, gcpl_.get(), H5P_DEFAULT),
+                       H5Gclose, "H5Gcreate2(\"/summary\")");
+    for (const SummaryColumn& c : columns) column(summary.get(), c);
+    check(summary.close(), "H5Gclose(\"/summary\")");
+
+    check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
+    check(file.close(), "H5Fclose");
+  }
+
+ private:
+  Hid make(hid_t id, Hid::Closer closer, const std::string& call) const {
+    if (id < 0) throw_hdf5(ctx_, call);
+    return Hid(id, closer);
+  }
+  void check(herr_t rc, const std::string& call) const {
+    if (rc < 0) throw_hdf5(ctx_, call);
+  }
+
+  void attr(hid_t obj, const std::string& obj_name, const char* name, hid_t file_type, hid_t mem_type,
+            const void* value) const {
+    const std::string what = "(\"" + obj_name + "\", \"" + name + "\")";
+    Hid a = make(H5Acreate2(obj, name, file_type, scalar_.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose,
+                 "H5Acreate2" + what);
+    check(H5Awrite(a.get(), mem_type, value), "H5Awrite" + what);
+    check(a.close(), "H5Aclose" + what);
+  }
+
+  void string_attr(hid_t obj, const std::string& obj_name, const char* name,
+                   const std::string& value) const {
+    const char* p = value.c_str();
+    attr(obj, obj_name, name, str_type_.get(), str_type_.get(), &p);
+  }
+
+  void column(hid_t group, const SummaryColumn& c) const {
+    const std::string obj_name = "/summary/" + c.name;
+    const std::string what = "(\"" + obj_name + "\")";
+    const hsize_t dims[1] = {column_size(c)};
+    Hid space = make(H5Screate_simple(1, dims, nullptr), H5Sclose, "H5Screate_simple" + what);
+
+    std::visit(
+        [&](const auto& values) {
+          using T = typename std::decay_t<decltype(values)>::value_type;
+          hid_t file_type = H5I_INVALID_HID;
+          hid_t mem_type = H5I_INVALID_HID;
+          std::vector<const char*> ptrs;
+          const void* buf = nullptr;
+          if constexpr (std::is_same_v<T, double>) {
+            file_type = H5T_IEEE_F64LE;
+            mem_type = H5T_NATIVE_DOUBLE;
+            buf = values.data();
+          } else if constexpr (std::is_same_v<T, int64_t>) {
+            file_type = H5T_STD_I64LE;
+            mem_type = H5T_NATIVE_INT64;
+            buf = values.data();
+          } else {
+            file_type = str_type_.get();
+            mem_type = str_type_.get();
+            ptrs.reserve(values.size());
+            for (const std::string& s : values) ptrs.push_back(s.c_str());
+            buf = ptrs.data();
+          }
+          Hid ds = make(H5Dcreate2(group, c.name.c_str(), file_type, space.get(), H5P_DEFAULT,
+                                   dcpl_.get(), H5P_DEFAULT),
+                        H5Dclose, "H5Dcreate2" + what);
+          if (!values.empty()) {
+            check(H5Dwrite(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf), "H5Dwrite" + what);
+          }
+          string_attr(ds.get(), obj_name, "units", c.units);
+          string_attr(ds.get(), obj_name, "description", c.description);
+          check(ds.close(), "H5Dclose" + what);
+        },
+        c.values);
+  }
+
+  std::string ctx_;
+  Hid gcpl_, dcpl_, str_type_, scalar_;
+};
+
+/// fsync(2) of a file or directory opened read-only.
+void fsync_path(const fs::path& p, int extra_flags, const std::string& ctx, bool tolerate_einval) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | extra_flags);
+  if (fd < 0) throw_errno(ctx, "open(\"" + p.string() + "\")", errno);
+  int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  // Some file systems cannot fsync a directory (EINVAL); the rename is then as durable as they allow.
+  if (rc != 0 && !(tolerate_einval && err == EINVAL)) {
+    throw_errno(ctx, "fsync(\"" + p.string() + "\")", err);
+  }
+}
+
+}  // namespace
+
+void write_results_file(const std::filesystem::path& path, const RunMetadata& meta,
+                        const std::vector<SummaryColumn>& columns) {
+  validate(meta, columns);
+
+  const std::string ctx = "write_results_file(\"" + path.string() + "\")";
+  if (path.filename().empty()) throw std::runtime_error(ctx + ": path has no file name");
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  fs::path tmp = path;
+  tmp += ".tmp-" + std::to_string(::getpid());
+
+  try {
+    {
+      const hdf5::ErrorSilencer silence;
+      Writer(ctx).write(tmp, meta, columns);
+    }
+    fsync_path(tmp, 0, ctx, false);
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      throw_errno(ctx, "rename(\"" + tmp.string() + "\", \"" + path.string() + "\")", errno);
+    }
+  } catch (...) {
+    ::unlink(tmp.c_str());  // best effort (never a directory); the original error is the one reported
+    throw;
+  }
+  // The file is in place now; a failure here means the rename may not survive a crash.
+  fsync_path(dir, O_DIRECTORY, ctx, true);
+}
+
+}  // namespace clustersim::sim

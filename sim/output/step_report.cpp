@@ -1,0 +1,134 @@
+#include "sim/output/step_report.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+#include "models/hardware/catalog.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/step/step_simulation.hpp"
+
+namespace clustersim::sim {
+
+namespace {
+
+std::string printf_string(const char* format, auto... args) {
+  char buffer[512];
+  std::snprintf(buffer, sizeof buffer, format, args...);
+  return buffer;
+}
+
+std::string_view recompute_name(models::Recompute r) {
+  switch (r) {
+    case models::Recompute::none: return "none";
+    case models::Recompute::selective: return "selective";
+    case models::Recompute::full: return "full";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::optional<ReferenceComparison> compare_with_reference(const Scenario& scenario, const StepReport& report) {
+  if (!scenario.reference) return std::nullopt;
+  const ReferenceConfig& ref = *scenario.reference;
+  ReferenceComparison c;
+  c.source = ref.source;
+  if (ref.tflops_per_gpu) {
+    c = {"tflops_per_gpu", "TFLOP/s", *ref.tflops_per_gpu, report.tflops_per_gpu, 0.0, ref.source};
+  } else if (ref.step_time_s) {
+    c = {"step_time_s", "s", *ref.step_time_s, report.step_time.value(), 0.0, ref.source};
+  } else if (ref.mfu) {
+    c = {"mfu", "1", *ref.mfu, report.mfu, 0.0, ref.source};
+  } else {
+    return std::nullopt;
+  }
+  c.relative_error = c.predicted / c.measured - 1.0;
+  return c;
+}
+
+std::string format_step_summary(const Scenario& sc, const models::Catalog& catalog, const StepReport& r) {
+  const models::VmSize& vm = catalog.vm_size(sc.cluster.vm_size);
+  const auto& par = sc.parallelism;
+  std::ostringstream out;
+  out << sc.name << "\n";
+  if (!sc.description.empty()) out << "  " << sc.description << "\n";
+  out << printf_string("cluster     %lld x %s (%lld x %s)\n", static_cast<long long>(sc.cluster.nodes),
+                       vm.name.c_str(), static_cast<long long>(r.gpus), vm.device.c_str());
+  out << printf_string("layout      TP %lld x PP %lld x DP %lld, micro batch %lld, %lld microbatches, 1F1B, "
+                       "recompute %s, %s\n",
+                       static_cast<long long>(par.tensor), static_cast<long long>(par.pipeline),
+                       static_cast<long long>(par.data), static_cast<long long>(sc.training.micro_batch_size),
+                       static_cast<long long>(r.microbatches),
+                       std::string(recompute_name(sc.training.activation_recompute)).c_str(),
+                       std::string(models::to_string(sc.training.precision)).c_str());
+  const double step = r.step_time.value();
+  out << printf_string("step time   %.3f s   (critical stage %lld of %zu)\n", step,
+                       static_cast<long long>(r.pipeline.critical_stage), r.pipeline.stages.size());
+  auto line = [&](const char* what, units::Seconds s) {
+    out << printf_string("  %-34s %9.3f s  %5.1f %%\n", what, s.value(), 100.0 * s.value() / step);
+  };
+  line("compute", r.critical.compute);
+  line("tensor-parallel comm (exposed)", r.critical.tp_comm);
+  line("pipeline comm (exposed)", r.critical.pp_exposed);
+  line("pipeline bubble", r.critical.bubble);
+  line("data-parallel grad sync (exposed)", r.critical.grad_sync);
+  line("optimizer", r.critical.optimizer);
+  out << printf_string("throughput  %.1f TFLOP/s per GPU (counts recomputation), %.1f model TFLOP/s per GPU\n",
+                       r.tflops_per_gpu, r.model_tflops_per_gpu);
+  out << printf_string("            MFU %.1f %%, HFU %.1f %% of %s peak\n", 100.0 * r.mfu, 100.0 * r.hfu,
+                       std::string(models::to_string(sc.training.precision)).c_str());
+  if (auto c = compare_with_reference(sc, r)) {
+    out << printf_string("reference   %s = %.4g %s measured, %.4g predicted: %+.1f %%  (%s)\n", c->metric.c_str(),
+                         c->measured, c->units.c_str(), c->predicted, 100.0 * c->relative_error, c->source.c_str());
+  }
+  return out.str();
+}
+
+std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepReport& r) {
+  auto real = [](std::string name, std::string units, std::string description, double v) {
+    return SummaryColumn{std::move(name), std::move(units), std::move(description), std::vector<double>{v}};
+  };
+  auto integer = [](std::string name, std::string units, std::string description, int64_t v) {
+    return SummaryColumn{std::move(name), std::move(units), std::move(description), std::vector<int64_t>{v}};
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto ref = compare_with_reference(sc, r);
+  std::vector<SummaryColumn> cols;
+  cols.push_back({"scenario", "", "scenario name", std::vector<std::string>{sc.name}});
+  cols.push_back({"vm_size", "", "VM size", std::vector<std::string>{sc.cluster.vm_size}});
+  cols.push_back(integer("nodes", "1", "VMs", sc.cluster.nodes));
+  cols.push_back(integer("gpus", "1", "GPUs", r.gpus));
+  cols.push_back(integer("tensor_parallel", "1", "tensor-parallel size", sc.parallelism.tensor));
+  cols.push_back(integer("pipeline_parallel", "1", "pipeline stages", sc.parallelism.pipeline));
+  cols.push_back(integer("data_parallel", "1", "data-parallel replicas", sc.parallelism.data));
+  cols.push_back(integer("microbatches", "1", "microbatches per pipeline per step", r.microbatches));
+  cols.push_back(real("step_time_s", "s", "time of one optimizer step", r.step_time.value()));
+  cols.push_back(real("compute_time_s", "s", "compute kernels on the critical stage", r.critical.compute.value()));
+  cols.push_back(real("exposed_tp_comm_s", "s", "tensor-parallel communication not hidden by compute",
+                      r.critical.tp_comm.value()));
+  cols.push_back(real("exposed_pp_comm_s", "s", "pipeline transfers the critical stage waited on",
+                      r.critical.pp_exposed.value()));
+  cols.push_back(real("exposed_dp_comm_s", "s", "data-parallel gradient sync not hidden by compute",
+                      r.critical.grad_sync.value()));
+  cols.push_back(real("bubble_time_s", "s", "pipeline bubble on the critical stage", r.critical.bubble.value()));
+  cols.push_back(real("optimizer_time_s", "s", "optimizer step", r.critical.optimizer.value()));
+  cols.push_back(real("tflops_per_gpu", "TFLOP/s", "achieved TFLOP/s per GPU counting recomputation (Megatron)",
+                      r.tflops_per_gpu));
+  cols.push_back(real("model_tflops_per_gpu", "TFLOP/s", "model TFLOP/s per GPU (no recomputation)",
+                      r.model_tflops_per_gpu));
+  cols.push_back(real("mfu", "1", "model FLOPs utilisation of the datasheet peak", r.mfu));
+  cols.push_back(real("hfu", "1", "hardware FLOPs utilisation of the datasheet peak", r.hfu));
+  cols.push_back({"reference_metric", "", "metric of the [reference] measurement, empty if none",
+                  std::vector<std::string>{ref ? ref->metric : std::string()}});
+  cols.push_back(real("reference_value", ref ? ref->units : "", "published measurement, NaN if none",
+                      ref ? ref->measured : nan));
+  cols.push_back(real("predicted_value", ref ? ref->units : "", "prediction of the reference metric, NaN if none",
+                      ref ? ref->predicted : nan));
+  cols.push_back(real("reference_error", "1", "predicted / measured - 1, NaN if none",
+                      ref ? ref->relative_error : nan));
+  return cols;
+}
+
+}  // namespace clustersim::sim

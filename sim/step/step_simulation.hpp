@@ -1,0 +1,38 @@
+// One training step of a scenario: build the step IR from the models, execute it on the engine, and derive
+// the figures users compare (step time breakdown, TFLOP/s per GPU, MFU, HFU).
+#pragma once
+
+#include <cstdint>
+
+#include "models/hardware/catalog.hpp"
+#include "models/parallelism/step_program.hpp"
+#include "sim/step/pipeline_executor.hpp"
+
+namespace clustersim::sim {
+
+struct Scenario;
+
+/// Result of simulating one optimizer step.
+struct StepReport {
+  PipelineResult pipeline;        ///< per-stage timelines
+  StageBreakdown critical;        ///< breakdown of the stage that finishes last; sums to step_time
+  units::Seconds step_time;
+  int64_t gpus = 0;
+  int64_t microbatches = 0;
+  units::Flops model_flops;       ///< per iteration, no recomputation (MFU numerator)
+  units::Flops hardware_flops;    ///< per iteration, with recomputation (Megatron's TFLOP/s convention)
+  double tflops_per_gpu = 0.0;    ///< hardware_flops / (step_time * gpus), TFLOP/s
+  double model_tflops_per_gpu = 0.0;  ///< model_flops / (step_time * gpus), TFLOP/s
+  double mfu = 0.0;               ///< model_tflops_per_gpu / datasheet peak at the run's precision
+  double hfu = 0.0;               ///< tflops_per_gpu / the same peak
+};
+
+/// Simulates one step of `setup` on `gpus` GPUs of `vm`'s kind. Throws std::invalid_argument on an
+/// inconsistent setup, std::out_of_range if the device lacks the precision.
+StepReport simulate_step(const models::StepSetup& setup, const models::VmSize& vm,
+                         const models::DeviceSpec& device);
+
+/// The StepSetup a scenario describes (1F1B, GPUs per node from its VM size).
+models::StepSetup step_setup_of(const Scenario& scenario, const models::Catalog& catalog);
+
+}  // namespace clustersim::sim

@@ -1,0 +1,463 @@
+// The hardware catalog: the shipped data loads and holds the sourced numbers (each expected value is written out
+// with where it comes from), and malformed catalog files fail with "FILE:LINE:COL: key 'entry.key': message".
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "models/hardware/catalog.hpp"
+#include "sim/cli/catalog_table.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using clustersim::models::Catalog;
+using clustersim::models::CatalogError;
+using clustersim::models::DeviceKind;
+using clustersim::models::DeviceSpec;
+using clustersim::models::IntraNodeFabric;
+using clustersim::models::Precision;
+using clustersim::models::VmSize;
+namespace units = clustersim::units;
+
+fs::path shipped_dir() { return fs::path(CLUSTERSIM_SOURCE_DIR) / "models" / "hardware" / "catalog"; }
+
+const Catalog& shipped() {
+  static const Catalog catalog = Catalog::load(shipped_dir());
+  return catalog;
+}
+
+// ---------------------------------------------------------------------------------------------- shipped data
+
+TEST(ShippedCatalog, LoadsEveryDeviceAndVmSize) {
+  const Catalog& c = shipped();
+  for (const char* name : {"V100-SXM2-32GB", "T4", "A10", "A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM5-80GB",
+                           "H200-SXM-141GB", "MI300X", "Xeon-8370C-16vCPU"}) {
+    EXPECT_NO_THROW((void)c.device(name)) << name;
+  }
+  EXPECT_EQ(c.devices().size(), 9U);
+  // Every row of shared/validation/azure_vm_sizes.csv.
+  for (const char* name :
+       {"Standard_NC4as_T4_v3", "Standard_NC64as_T4_v3", "Standard_ND96asr_v4", "Standard_ND96amsr_A100_v4",
+        "Standard_ND96isr_H100_v5", "Standard_ND96isr_H200_v5", "Standard_ND96isr_MI300X_v5",
+        "Standard_NV36ads_A10_v5", "Standard_NV6ads_A10_v5", "Standard_D16s_v5"}) {
+    EXPECT_NO_THROW((void)c.vm_size(name)) << name;
+  }
+  EXPECT_EQ(c.vm_sizes().size(), 10U);
+}
+
+TEST(ShippedCatalog, EveryVmDeviceExists) {
+  for (const auto& [name, vm] : shipped().vm_sizes()) {
+    EXPECT_NO_THROW((void)shipped().device(vm.device)) << name << " names " << vm.device;
+  }
+}
+
+TEST(ShippedCatalog, A100PeaksFromDatasheet) {
+  const DeviceSpec& a100 = shipped().device("A100-SXM4-80GB");
+  EXPECT_EQ(a100.kind, DeviceKind::gpu);
+  EXPECT_DOUBLE_EQ(a100.peak_for(Precision::bf16).value(), 312e12);  // A100 datasheet, dense
+  EXPECT_DOUBLE_EQ(a100.peak_for(Precision::tf32).value(), 156e12);
+  EXPECT_DOUBLE_EQ(a100.peak_for(Precision::fp32).value(), 19.5e12);
+  EXPECT_THROW((void)a100.peak_for(Precision::fp8), std::out_of_range);  // Ampere: no fp8
+  EXPECT_DOUBLE_EQ(a100.achievable_matmul_bf16.value(), 271.2e12);     // hardware.csv MAMF
+  EXPECT_DOUBLE_EQ(a100.achievable_memory_bandwidth.value(), 1.70e12); // hardware.csv triad
+  EXPECT_DOUBLE_EQ(a100.memory_capacity.value(), 80e9);
+  EXPECT_EQ(a100.sm_count, 108);
+  EXPECT_DOUBLE_EQ(a100.fabric_bandwidth_per_direction.value(), 300e9);  // 600 GB/s bidirectional / 2
+}
+
+TEST(ShippedCatalog, H100FabricIsHalfTheBidirectionalNvlink) {
+  const DeviceSpec& h100 = shipped().device("H100-SXM5-80GB");
+  EXPECT_DOUBLE_EQ(h100.fabric_bandwidth_per_direction.value(), 900e9 / 2.0);  // hardware.csv 900 GB/s bidir
+  EXPECT_DOUBLE_EQ(h100.peak_for(Precision::bf16).value(), 989e12);
+  EXPECT_DOUBLE_EQ(h100.peak_for(Precision::fp8).value(), 1979e12);
+  EXPECT_DOUBLE_EQ(h100.achievable_matmul_bf16.value(), 794.5e12);
+  ASSERT_TRUE(h100.achievable_matmul_fp8.has_value());
+  EXPECT_DOUBLE_EQ(h100.achievable_matmul_fp8->value(), 1402.6e12);
+  EXPECT_EQ(h100.sm_count, 132);
+}
+
+TEST(ShippedCatalog, VoltaAndTuringHaveNoBf16) {
+  // V100/T4 tensor cores do fp16 only: bf16 must be unsupported, not silently the fp16 rate.
+  const DeviceSpec& v100 = shipped().device("V100-SXM2-32GB");
+  EXPECT_THROW((void)v100.peak_for(Precision::bf16), std::out_of_range);
+  EXPECT_THROW((void)v100.peak_for(Precision::tf32), std::out_of_range);
+  EXPECT_DOUBLE_EQ(v100.peak_for(Precision::fp16).value(), 125e12);
+  EXPECT_DOUBLE_EQ(v100.fabric_bandwidth_per_direction.value(), 150e9);  // 300 GB/s bidir / 2
+  const DeviceSpec& t4 = shipped().device("T4");
+  EXPECT_THROW((void)t4.peak_for(Precision::bf16), std::out_of_range);
+  EXPECT_DOUBLE_EQ(t4.peak_for(Precision::fp16).value(), 65e12);
+  try {
+    (void)t4.peak_for(Precision::bf16);
+    FAIL() << "expected std::out_of_range";
+  } catch (const std::out_of_range& e) {
+    EXPECT_NE(std::string(e.what()).find("T4"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fp16"), std::string::npos) << e.what();  // lists what it supports
+  }
+}
+
+TEST(ShippedCatalog, CpuDeviceIsArithmeticOfCoresWidthAndClock) {
+  const DeviceSpec& cpu = shipped().device("Xeon-8370C-16vCPU");
+  EXPECT_EQ(cpu.kind, DeviceKind::cpu);
+  // 8 physical cores x 32 fp32 FLOP/cycle (2 AVX-512 FMA x 16 lanes x 2) x 3.5 GHz.
+  EXPECT_NEAR(cpu.peak_for(Precision::fp32).value(), 8 * 32 * 3.5e9, 1.0);
+  // No AMX / AVX512_BF16 on Ice Lake: bf16 runs at the fp32 rate.
+  EXPECT_DOUBLE_EQ(cpu.peak_for(Precision::bf16).value(), cpu.peak_for(Precision::fp32).value());
+  EXPECT_EQ(cpu.sm_count, 8);
+  EXPECT_DOUBLE_EQ(cpu.memory_capacity.value(), 64.0 * 1024 * 1024 * 1024);  // the VM's 64 GiB
+  EXPECT_TRUE(cpu.memory_quoted_in_gib);
+}
+
+TEST(ShippedCatalog, H100VmHasEightNdrPorts) {
+  const VmSize& vm = shipped().vm_size("Standard_ND96isr_H100_v5");
+  EXPECT_EQ(vm.device, "H100-SXM5-80GB");
+  EXPECT_EQ(vm.devices_per_vm, 8);
+  EXPECT_EQ(vm.fabric, IntraNodeFabric::nvswitch);
+  EXPECT_EQ(vm.infiniband_ports, 8);
+  EXPECT_DOUBLE_EQ(vm.infiniband_port_rate.value(), 400e9);  // NDR, bit/s
+  // 8 x 400 Gb/s = 3.2 Tb/s = 400 GB/s of InfiniBand per VM.
+  EXPECT_DOUBLE_EQ(units::to_bytes_per_second(vm.infiniband_port_rate).value() * vm.infiniband_ports, 400e9);
+  ASSERT_TRUE(vm.price_usd_per_hour.has_value());
+  EXPECT_DOUBLE_EQ(*vm.price_usd_per_hour, 98.32);
+  EXPECT_DOUBLE_EQ(vm.ethernet_bandwidth.value(), 80e9);  // 80000 Mbps
+  EXPECT_DOUBLE_EQ(vm.local_nvme.value(), 28.0 * 1024 * 1024 * 1024 * 1024);  // 28 TiB
+  EXPECT_EQ(vm.vcpus, 96);
+  EXPECT_DOUBLE_EQ(vm.ram.value(), 1900.0 * 1024 * 1024 * 1024);
+}
+
+TEST(ShippedCatalog, VmRowsMatchAzureCsv) {
+  // azure_vm_sizes.csv: gpus, gpu_memory_gb_total, ib ports x Gb/s, price (NaN: none given).
+  struct Row {
+    const char* name;
+    double gpus;
+    double gpu_memory_gb_total;
+    int ib_ports;
+    double ib_gbps;
+    double price;
+  };
+  const double none = std::nan("");
+  const std::vector<Row> rows = {
+      {"Standard_NC4as_T4_v3", 1, 16, 0, 0, 0.53},
+      {"Standard_NC64as_T4_v3", 4, 64, 0, 0, 4.25},
+      {"Standard_ND96asr_v4", 8, 320, 8, 200, 27.20},
+      {"Standard_ND96amsr_A100_v4", 8, 640, 8, 200, none},
+      {"Standard_ND96isr_H100_v5", 8, 640, 8, 400, 98.32},
+      {"Standard_ND96isr_H200_v5", 8, 1128, 8, 400, none},
+      {"Standard_ND96isr_MI300X_v5", 8, 1535, 8, 400, none},  // CSV rounds 8 x 192 = 1536 down
+      {"Standard_NV36ads_A10_v5", 1, 24, 0, 0, 1.80},
+      {"Standard_NV6ads_A10_v5", 1.0 / 6.0, 4, 0, 0, 0.45},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    const VmSize& vm = shipped().vm_size(r.name);
+    const DeviceSpec& d = shipped().device(vm.device);
+    EXPECT_NEAR(vm.devices_per_vm * vm.device_share, r.gpus, 1e-12);
+    EXPECT_NEAR(vm.devices_per_vm * vm.device_share * d.memory_capacity.value() * 1e-9, r.gpu_memory_gb_total, 1.0);
+    EXPECT_EQ(vm.infiniband_ports, r.ib_ports);
+    EXPECT_DOUBLE_EQ(vm.infiniband_port_rate.value(), r.ib_gbps * 1e9);
+    if (std::isnan(r.price)) {
+      EXPECT_FALSE(vm.price_usd_per_hour.has_value());
+    } else {
+      ASSERT_TRUE(vm.price_usd_per_hour.has_value());
+      EXPECT_DOUBLE_EQ(*vm.price_usd_per_hour, r.price);
+    }
+  }
+  const VmSize& cpu_vm = shipped().vm_size("Standard_D16s_v5");
+  EXPECT_EQ(shipped().device(cpu_vm.device).kind, DeviceKind::cpu);
+  EXPECT_EQ(cpu_vm.devices_per_vm, 1);
+  EXPECT_EQ(cpu_vm.fabric, IntraNodeFabric::none);
+  EXPECT_DOUBLE_EQ(cpu_vm.ethernet_bandwidth.value(), 12.5e9);
+  EXPECT_DOUBLE_EQ(cpu_vm.local_nvme.value(), 0.0);
+}
+
+TEST(ShippedCatalog, AchievableNeverExceedsPeak) {
+  for (const auto& [name, d] : shipped().devices()) {
+    SCOPED_TRACE(name);
+    double sixteen = 0.0;
+    for (Precision p : {Precision::bf16, Precision::fp16}) {
+      auto it = d.peak.find(p);
+      if (it != d.peak.end()) sixteen = std::max(sixteen, it->second.value());
+    }
+    EXPECT_GT(d.achievable_matmul_bf16.value(), 0.0);
+    EXPECT_LE(d.achievable_matmul_bf16.value(), sixteen);
+    EXPECT_GT(d.achievable_memory_bandwidth.value(), 0.0);
+    EXPECT_LE(d.achievable_memory_bandwidth.value(), d.memory_bandwidth.value());
+    EXPECT_FALSE(d.source.empty());
+  }
+}
+
+TEST(ShippedCatalog, UnknownNamesListTheKnownOnes) {
+  try {
+    (void)shipped().device("B200");
+    FAIL() << "expected std::out_of_range";
+  } catch (const std::out_of_range& e) {
+    EXPECT_NE(std::string(e.what()).find("B200"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("H100-SXM5-80GB"), std::string::npos) << e.what();
+  }
+  try {
+    (void)shipped().vm_size("Standard_ND96_nope");
+    FAIL() << "expected std::out_of_range";
+  } catch (const std::out_of_range& e) {
+    EXPECT_NE(std::string(e.what()).find("Standard_ND96isr_H100_v5"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ShippedCatalog, DefaultDirectoryIsTheSourceTreeUnlessOverridden) {
+  const char* saved = std::getenv("CLUSTERSIM_CATALOG_DIR");
+  const std::string saved_value = saved != nullptr ? saved : "";
+  ::unsetenv("CLUSTERSIM_CATALOG_DIR");
+  EXPECT_EQ(fs::weakly_canonical(Catalog::default_directory()), fs::weakly_canonical(shipped_dir()));
+  ::setenv("CLUSTERSIM_CATALOG_DIR", "/somewhere/else", 1);
+  EXPECT_EQ(Catalog::default_directory(), fs::path("/somewhere/else"));
+  if (saved != nullptr) {
+    ::setenv("CLUSTERSIM_CATALOG_DIR", saved_value.c_str(), 1);
+  } else {
+    ::unsetenv("CLUSTERSIM_CATALOG_DIR");
+  }
+}
+
+TEST(ShippedCatalog, EnumNames) {
+  EXPECT_EQ(clustersim::models::to_string(IntraNodeFabric::infinity_fabric), "infinity_fabric");
+  EXPECT_EQ(clustersim::models::to_string(IntraNodeFabric::nvswitch), "nvswitch");
+  EXPECT_EQ(clustersim::models::to_string(DeviceKind::cpu), "cpu");
+}
+
+// --------------------------------------------------------------------------------------------- error cases
+
+// A minimal valid catalog, one line per element so the tests can name line numbers.
+const std::vector<std::string> kDevicesLines = {
+    "[X100]",                                     // 1
+    "kind = \"gpu\"",                             // 2
+    "source = \"test\"",                          // 3
+    "peak_fp32_tflops = 10",                      // 4
+    "peak_bf16_tflops = 100",                     // 5
+    "achievable_matmul_bf16_tflops = 80",         // 6
+    "memory_gb = 40",                             // 7
+    "memory_bandwidth_tb_per_s = 2",              // 8
+    "achievable_memory_bandwidth_tb_per_s = 1.5", // 9
+    "sm_count = 100",                             // 10
+    "fabric_gb_per_s_per_direction = 300",        // 11
+    "tdp_watts = 400",                            // 12
+};
+const std::vector<std::string> kVmLines = {
+    "[Test_VM]",                   // 1
+    "device = \"X100\"",           // 2
+    "devices_per_vm = 8",          // 3
+    "vcpus = 96",                  // 4
+    "ram_gib = 900",               // 5
+    "fabric = \"nvswitch\"",       // 6
+    "infiniband_ports = 8",        // 7
+    "infiniband_port_gbps = 200",  // 8
+    "ethernet_gbps = 24",          // 9
+    "source = \"test\"",           // 10
+};
+
+class CatalogErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("clustersim_catalog_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void write(const char* file, const std::vector<std::string>& lines) const {
+    std::ofstream out(dir_ / file);
+    for (const auto& l : lines) out << l << '\n';
+  }
+  /// Writes both files and returns the CatalogError message of loading them ("" when it loads).
+  std::string load(const std::vector<std::string>& devices, const std::vector<std::string>& vms) const {
+    write("devices.toml", devices);
+    write("vm_sizes.toml", vms);
+    try {
+      (void)Catalog::load(dir_);
+    } catch (const CatalogError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  /// "DIR/FILE:LINE:" — the location prefix an error in FILE at LINE must start with.
+  [[nodiscard]] std::string at(const char* file, int line) const {
+    return (dir_ / file).string() + ":" + std::to_string(line) + ":";
+  }
+  static std::vector<std::string> with(std::vector<std::string> lines, size_t line, const std::string& text) {
+    lines.at(line - 1) = text;
+    return lines;
+  }
+
+  fs::path dir_;
+};
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "message: " << (haystack)
+
+TEST_F(CatalogErrors, MinimalCatalogLoads) {
+  EXPECT_EQ(load(kDevicesLines, kVmLines), "");
+  const Catalog c = Catalog::load(dir_);
+  EXPECT_DOUBLE_EQ(c.device("X100").peak_for(Precision::bf16).value(), 100e12);
+  EXPECT_DOUBLE_EQ(c.vm_size("Test_VM").infiniband_port_rate.value(), 200e9);
+}
+
+TEST_F(CatalogErrors, UnknownKey) {
+  const std::string msg = load(with(kDevicesLines, 5, "peak_bf16_tflop = 100"), kVmLines);
+  EXPECT_EQ(msg.rfind(at("devices.toml", 5), 0), 0U) << msg;
+  EXPECT_CONTAINS(msg, "key 'X100.peak_bf16_tflop'");
+  EXPECT_CONTAINS(msg, "unknown key");
+}
+
+TEST_F(CatalogErrors, WrongTypeString) {
+  const std::string msg = load(with(kDevicesLines, 7, "memory_gb = \"40\""), kVmLines);
+  EXPECT_EQ(msg.rfind(at("devices.toml", 7), 0), 0U) << msg;
+  EXPECT_CONTAINS(msg, "key 'X100.memory_gb'");
+  EXPECT_CONTAINS(msg, "expected a number");
+}
+
+TEST_F(CatalogErrors, CountMustBeAnInteger) {
+  const std::string msg = load(with(kDevicesLines, 10, "sm_count = 100.0"), kVmLines);
+  EXPECT_EQ(msg.rfind(at("devices.toml", 10), 0), 0U) << msg;
+  EXPECT_CONTAINS(msg, "key 'X100.sm_count'");
+  EXPECT_CONTAINS(msg, "expected an integer");
+}
+
+TEST_F(CatalogErrors, NegativeRate) {
+  const std::string msg = load(with(kDevicesLines, 8, "memory_bandwidth_tb_per_s = -2"), kVmLines);
+  EXPECT_EQ(msg.rfind(at("devices.toml", 8), 0), 0U) << msg;
+  EXPECT_CONTAINS(msg, "key 'X100.memory_bandwidth_tb_per_s'");
+  EXPECT_CONTAINS(msg, "must be positive");
+}
+
+TEST_F(CatalogErrors, AchievableAbovePeak) {
+  const std::string msg = load(with(kDevicesLines, 6, "achievable_matmul_bf16_tflops = 120"), kVmLines);
+  EXPECT_EQ(msg.rfind(at("devices.toml", 6), 0), 0U) << msg;
+  EXPECT_CONTAINS(msg, "key 'X100.achievable_matmul_bf16_tflops'");
+}
+
+TEST_F(CatalogErrors, MissingKeyPointsAtTheEntry) {
+  std::vector<std::string> lines = kDevicesLines;
+  lines.pop_back();  // tdp_watts
+  const std::string msg = load(lines, kVmLines);
+  EXPECT_EQ(msg.rfind(at("devices.toml", 1), 0), 0U) << msg;
+  EXPECT_CONTAINS(msg, "key 'X100.tdp_watts'");
+  EXPECT_CONTAINS(msg, "required key is missing");
+}
+
+TEST_F(CatalogErrors, VmWithUnknownDevice) {
+  const std::string msg = load(kDevicesLines, with(kVmLines, 2, "device = \"Y100\""));
+  EXPECT_EQ(msg.rfind(at("vm_sizes.toml", 2), 0), 0U) << msg;
+  EXPECT_CONTAINS(msg, "key 'Test_VM.device'");
+  EXPECT_CONTAINS(msg, "unknown device 'Y100'");
+  EXPECT_CONTAINS(msg, "X100");  // lists the known devices
+}
+
+TEST_F(CatalogErrors, UnknownFabric) {
+  const std::string msg = load(kDevicesLines, with(kVmLines, 6, "fabric = \"nvlink\""));
+  EXPECT_EQ(msg.rfind(at("vm_sizes.toml", 6), 0), 0U) << msg;
+  EXPECT_CONTAINS(msg, "key 'Test_VM.fabric'");
+  EXPECT_CONTAINS(msg, "nvswitch");  // lists the known fabrics
+}
+
+TEST_F(CatalogErrors, InfinibandPortsWithoutRate) {
+  std::vector<std::string> lines = kVmLines;
+  lines.at(7) = "# no rate";  // line 8
+  const std::string msg = load(kDevicesLines, lines);
+  EXPECT_EQ(msg.rfind(at("vm_sizes.toml", 1), 0), 0U) << msg;
+  EXPECT_CONTAINS(msg, "key 'Test_VM.infiniband_port_gbps'");
+}
+
+TEST_F(CatalogErrors, TomlSyntaxError) {
+  const std::string msg = load(with(kDevicesLines, 12, "tdp_watts = = 400"), kVmLines);
+  EXPECT_EQ(msg.rfind(at("devices.toml", 12), 0), 0U) << msg;
+  EXPECT_CONTAINS(msg, "TOML parse error");
+}
+
+TEST_F(CatalogErrors, MissingFile) {
+  write("devices.toml", kDevicesLines);
+  try {
+    (void)Catalog::load(dir_);
+    FAIL() << "expected CatalogError";
+  } catch (const CatalogError& e) {
+    EXPECT_CONTAINS(e.what(), "vm_sizes.toml");
+  }
+}
+
+// ------------------------------------------------------------------------------------------------- table
+
+TEST(CatalogTable, RendersAlignedColumns) {
+  DeviceSpec d;
+  d.name = "X100";
+  d.peak[Precision::fp32] = units::tflops_per_second(19.5);
+  d.peak[Precision::bf16] = units::tflops_per_second(312);
+  d.achievable_matmul_bf16 = units::tflops_per_second(271.2);
+  d.memory_capacity = units::gigabytes(80);
+  d.memory_bandwidth = units::terabytes_per_second(2.039);
+  d.achievable_memory_bandwidth = units::terabytes_per_second(1.7);
+  d.sm_count = 108;
+  d.fabric_bandwidth_per_direction = units::gigabytes_per_second(300);
+  d.tdp_watts = 400;
+  VmSize v;
+  v.name = "VM8";
+  v.device = "X100";
+  v.devices_per_vm = 8;
+  v.vcpus = 96;
+  v.ram = units::gib(1900);
+  v.fabric = IntraNodeFabric::nvswitch;
+  v.infiniband_ports = 8;
+  v.infiniband_port_rate = units::gigabits_per_second(400);
+  v.ethernet_bandwidth = units::gigabits_per_second(80);
+  v.local_nvme = units::gib(28 * 1024);
+  v.price_usd_per_hour = 98.32;
+  VmSize small = v;
+  small.name = "VM1";
+  small.devices_per_vm = 1;
+  small.device_share = 1.0 / 6.0;
+  small.fabric = IntraNodeFabric::none;
+  small.infiniband_ports = 0;
+  small.local_nvme = units::gib(180);
+  small.price_usd_per_hour.reset();
+  const Catalog c({{"X100", d}}, {{"VM8", v}, {"VM1", small}});
+
+  const std::string expected =
+      "Devices (dense peak TFLOP/s per precision, '-' = no such mode; matmul = achievable bf16 matmul TFLOP/s;\n"
+      "mem = datasheet, triad = measured or estimated achievable memory bandwidth)\n"
+      "device  kind  fp32  tf32  fp16  bf16  fp8  matmul  memory  mem TB/s  triad TB/s  SMs  fabric GB/s/dir  TDP W\n"
+      "------  ----  ----  ----  ----  ----  ---  ------  ------  --------  ----------  ---  ---------------  -----\n"
+      "X100    gpu   19.5     -     -   312    -   271.2   80 GB     2.039         1.7  108              300    400\n"
+      "\n"
+      "VM sizes (price: pay-as-you-go Linux East US, '-' = unknown)\n"
+      "VM size  devices     vCPUs       RAM  fabric    InfiniBand  Ethernet Gb/s  local disk    $/h\n"
+      "-------  ----------  -----  --------  --------  ----------  -------------  ----------  -----\n"
+      "VM1      1/6 x X100     96  1900 GiB  none               -             80     180 GiB      -\n"
+      "VM8      8 x X100       96  1900 GiB  nvswitch  8x400 Gb/s             80      28 TiB  98.32\n";
+  EXPECT_EQ(clustersim::sim::format_catalog_table(c), expected);
+}
+
+TEST(CatalogTable, ShippedCatalogRendersEveryEntry) {
+  const std::string text = clustersim::sim::format_catalog_table(shipped());
+  for (const auto& [name, d] : shipped().devices()) EXPECT_CONTAINS(text, name);
+  for (const auto& [name, v] : shipped().vm_sizes()) EXPECT_CONTAINS(text, name);
+  EXPECT_CONTAINS(text, "8x400 Gb/s");
+  EXPECT_CONTAINS(text, "1/6 x A10");
+  EXPECT_CONTAINS(text, "98.32");
+  if (std::getenv("CLUSTERSIM_PRINT_CATALOG") != nullptr) std::cout << text;
+}
+
+TEST(CatalogConstructor, RejectsVmWithUnknownDevice) {
+  VmSize v;
+  v.name = "VM";
+  v.device = "nope";
+  EXPECT_THROW(Catalog({}, {{"VM", v}}), CatalogError);
+}
+
+}  // namespace

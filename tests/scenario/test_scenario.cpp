@@ -1,0 +1,330 @@
+// Scenario loading: valid files, defaults, --set overrides, one test per class of bad input (each asserting the
+// file, LINE:COL and key of the message), and the generated reference in docs/scenario-format.md.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "models/hardware/catalog.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/io/scenario_params.hpp"
+
+namespace clustersim::sim {
+namespace {
+
+const std::filesystem::path kSourceDir{CLUSTERSIM_SOURCE_DIR};
+const std::filesystem::path kData = kSourceDir / "tests" / "scenario" / "data";
+
+const models::Catalog& catalog() {
+  static const models::Catalog c = models::Catalog::load(models::Catalog::default_directory());
+  return c;
+}
+
+Scenario load(const std::string& fixture, const std::vector<std::string>& overrides = {}) {
+  return load_scenario(kData / fixture, overrides, catalog());
+}
+
+/// Loads `fixture` (with `overrides`) expecting a ScenarioError; checks that what() starts with
+/// "FILE:LINE:COL: key 'KEY': " (FILE the fixture, or "--set") and contains `message`.
+void expect_error(const std::string& fixture, const std::vector<std::string>& overrides, const std::string& file,
+                  int64_t line, int64_t column, const std::string& key, const std::string& message) {
+  try {
+    (void)load(fixture, overrides);
+    FAIL() << fixture << ": expected a ScenarioError";
+  } catch (const ScenarioError& e) {
+    const std::string what = e.what();
+    const std::string prefix = file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": key '" + key +
+                               "': ";
+    EXPECT_NE(what.find(prefix), std::string::npos) << "message: " << what << "\nexpected prefix: " << prefix;
+    EXPECT_NE(what.find(message), std::string::npos) << "message: " << what << "\nexpected to contain: " << message;
+    EXPECT_EQ(e.line(), line) << what;
+    EXPECT_EQ(e.column(), column) << what;
+    EXPECT_EQ(e.key(), key) << what;
+  }
+}
+
+void expect_file_error(const std::string& fixture, int64_t line, int64_t column, const std::string& key,
+                       const std::string& message) {
+  expect_error(fixture, {}, (kData / fixture).string(), line, column, key, message);
+}
+
+// --- valid files -----------------------------------------------------------------------------------------------
+
+TEST(ScenarioLoad, FullFileLoadsEveryValue) {
+  const Scenario s = load("valid_full.toml");
+  EXPECT_EQ(s.schema_version, 1);
+  EXPECT_EQ(s.name, "megatron-sc21-145b-1536");
+  EXPECT_EQ(s.description, "145.6B GPT on 1,536 A100-80GB (Megatron-LM SC'21, Table 1)");
+  EXPECT_EQ(s.model.num_layers, 80);
+  EXPECT_EQ(s.model.hidden_size, 12288);
+  EXPECT_EQ(s.model.num_attention_heads, 96);
+  EXPECT_EQ(s.model.num_query_groups, 96);
+  EXPECT_EQ(s.model.ffn_hidden_size, 49152);
+  EXPECT_EQ(s.model.vocab_size, 51200);
+  EXPECT_EQ(s.model.seq_length, 2048);
+  EXPECT_EQ(s.training.global_batch_size, 2304);
+  EXPECT_EQ(s.training.micro_batch_size, 1);
+  EXPECT_EQ(s.training.precision, models::Precision::bf16);
+  EXPECT_EQ(s.training.activation_recompute, models::Recompute::full);
+  EXPECT_EQ(s.parallelism.tensor, 8);
+  EXPECT_EQ(s.parallelism.pipeline, 8);
+  EXPECT_EQ(s.parallelism.data, 24);
+  EXPECT_EQ(s.parallelism.virtual_stages, 1);
+  EXPECT_FALSE(s.parallelism.sequence_parallel);
+  EXPECT_EQ(s.parallelism.gpus(), 1536);  // 192 VMs x 8 A100
+  EXPECT_EQ(s.cluster.vm_size, "Standard_ND96amsr_A100_v4");
+  EXPECT_EQ(s.cluster.nodes, 192);
+  ASSERT_TRUE(s.reference.has_value());
+  ASSERT_TRUE(s.reference->tflops_per_gpu.has_value());
+  EXPECT_DOUBLE_EQ(*s.reference->tflops_per_gpu, 148.0);  // an integer accepted for a number key
+  EXPECT_FALSE(s.reference->step_time_s.has_value());
+  EXPECT_FALSE(s.reference->mfu.has_value());
+  EXPECT_EQ(s.reference->source, "Narayanan et al., SC'21, Table 1");
+  EXPECT_EQ(s.simulation.seed, 7u);
+  EXPECT_EQ(s.source_path, kData / "valid_full.toml");
+}
+
+TEST(ScenarioLoad, MinimalFileTakesDefaults) {
+  const Scenario s = load("valid_minimal.toml");
+  EXPECT_EQ(s.description, "");
+  EXPECT_EQ(s.model.num_query_groups, 16);     // = num_attention_heads
+  EXPECT_EQ(s.model.ffn_hidden_size, 8192);    // 4 x 2048
+  EXPECT_EQ(s.training.micro_batch_size, 1);
+  EXPECT_EQ(s.training.precision, models::Precision::bf16);
+  EXPECT_EQ(s.training.activation_recompute, models::Recompute::none);
+  EXPECT_EQ(s.parallelism.tensor, 1);
+  EXPECT_EQ(s.parallelism.pipeline, 1);
+  EXPECT_EQ(s.parallelism.data, 32);  // 4 VMs x 8 H100 / (1 x 1)
+  EXPECT_EQ(s.parallelism.virtual_stages, 1);
+  EXPECT_FALSE(s.parallelism.sequence_parallel);
+  EXPECT_FALSE(s.reference.has_value());
+  EXPECT_EQ(s.simulation.seed, 0u);
+}
+
+TEST(ScenarioLoad, ResolvedTomlHasDefaultsAndDerivedDataAndReloadsToItself) {
+  const Scenario s = load("valid_minimal.toml", {"parallelism.tensor=4"});
+  const std::string& r = s.resolved_toml;
+  EXPECT_NE(r.find("data = 8"), std::string::npos) << r;  // 32 GPUs / (4 x 1)
+  EXPECT_NE(r.find("tensor = 4"), std::string::npos) << r;
+  EXPECT_NE(r.find("micro_batch_size = 1"), std::string::npos) << r;
+  EXPECT_NE(r.find("precision = \"bf16\""), std::string::npos) << r;
+  EXPECT_NE(r.find("ffn_hidden_size = 8192"), std::string::npos) << r;
+  EXPECT_NE(r.find("seed = 0"), std::string::npos) << r;
+  EXPECT_EQ(r.find("[reference]"), std::string::npos) << r;
+
+  const auto path = std::filesystem::temp_directory_path() / "clustersim_test_scenario_resolved.toml";
+  {
+    std::ofstream out(path);
+    out << r;
+  }
+  const Scenario again = load_scenario(path, {}, catalog());
+  std::filesystem::remove(path);
+  EXPECT_EQ(again.resolved_toml, r);
+  EXPECT_EQ(again.parallelism.data, 8);
+  EXPECT_EQ(again.parallelism.tensor, 4);
+}
+
+TEST(ScenarioLoad, ResolvedTomlIsStable) {
+  EXPECT_EQ(load("valid_full.toml").resolved_toml, load("valid_full.toml").resolved_toml);
+}
+
+// --- --set overrides -------------------------------------------------------------------------------------------
+
+TEST(ScenarioOverrides, IntegerBareWordAndQuotedString) {
+  const Scenario s = load("valid_minimal.toml", {"parallelism.tensor=4", "training.precision=fp8", "name=\"x\""});
+  EXPECT_EQ(s.parallelism.tensor, 4);
+  EXPECT_EQ(s.parallelism.data, 8);
+  EXPECT_EQ(s.training.precision, models::Precision::fp8);
+  EXPECT_EQ(s.name, "x");
+}
+
+TEST(ScenarioOverrides, LaterOverrideWinsAndSpacesAreTrimmed) {
+  const Scenario s = load("valid_full.toml", {"simulation.seed=1", " simulation.seed = 2 "});
+  EXPECT_EQ(s.simulation.seed, 2u);
+}
+
+TEST(ScenarioOverrides, StringKeyTakesNonStringTextVerbatim) {
+  EXPECT_EQ(load("valid_minimal.toml", {"name=2024"}).name, "2024");
+}
+
+TEST(ScenarioOverrides, CreateMissingTable) {
+  const Scenario s = load("valid_minimal.toml", {"reference.mfu=0.5", "reference.source=paper"});
+  ASSERT_TRUE(s.reference.has_value());
+  EXPECT_DOUBLE_EQ(*s.reference->mfu, 0.5);
+  EXPECT_EQ(s.reference->source, "paper");
+}
+
+TEST(ScenarioOverrides, UnknownKeyNamesSetAndItsIndex) {
+  expect_error("valid_minimal.toml", {"parallelism.tensr=4"}, "--set", 1, 1, "parallelism.tensr", "unknown key");
+  expect_error("valid_minimal.toml", {"parallelism.tensor=2", "foo=1"}, "--set", 2, 1, "foo", "unknown key");
+}
+
+TEST(ScenarioOverrides, BadValuePointsAtTheValue) {
+  // "parallelism.tensor=0": the value starts at column 20.
+  expect_error("valid_minimal.toml", {"parallelism.tensor=0"}, "--set", 1, 20, "parallelism.tensor",
+               "must be >= 1, got 0");
+  expect_error("valid_minimal.toml", {"parallelism.tensor=four"}, "--set", 1, 20, "parallelism.tensor",
+               "expected an integer, got string");
+}
+
+TEST(ScenarioOverrides, MissingEqualsSign) {
+  expect_error("valid_minimal.toml", {"parallelism.tensor"}, "--set", 1, 1, "parallelism.tensor",
+               "expected KEY=VALUE");
+}
+
+// --- bad input, one class per test -----------------------------------------------------------------------------
+
+TEST(ScenarioErrors, UnknownKey) {
+  expect_file_error("bad_unknown_key.toml", 20, 1, "parallelism.tensr", "unknown key");
+}
+
+TEST(ScenarioErrors, UnknownTable) {
+  expect_file_error("bad_unknown_table.toml", 19, 2, "modle", "unknown table");
+}
+
+TEST(ScenarioErrors, WrongType) {
+  expect_file_error("bad_wrong_type.toml", 20, 10, "parallelism.tensor", "expected an integer, got string");
+}
+
+TEST(ScenarioErrors, FloatForInteger) {
+  expect_file_error("bad_float_for_integer.toml", 20, 10, "parallelism.tensor", "expected an integer, got float 8.5");
+}
+
+TEST(ScenarioErrors, MissingRequiredKeyPointsAtItsTable) {
+  expect_file_error("bad_missing_key.toml", 5, 1, "model.hidden_size", "required key is missing");
+}
+
+TEST(ScenarioErrors, MissingRequiredTablePointsAtTheFileStart) {
+  expect_file_error("bad_missing_table.toml", 1, 1, "cluster", "required table is missing");
+}
+
+TEST(ScenarioErrors, OutOfRange) {
+  expect_file_error("bad_out_of_range.toml", 20, 10, "parallelism.tensor", "must be >= 1, got 0");
+}
+
+TEST(ScenarioErrors, FractionOutOfRange) {
+  expect_file_error("bad_mfu.toml", 21, 7, "reference.mfu", "must be in (0, 1], got 1.5");
+}
+
+TEST(ScenarioErrors, NotOneOfTheChoices) {
+  expect_file_error("bad_choice.toml", 14, 13, "training.precision",
+                    "must be one of fp32, tf32, fp16, bf16, fp8, got 'fp12'");
+}
+
+TEST(ScenarioErrors, SchemaVersion) {
+  expect_file_error("bad_schema_version.toml", 2, 18, "schema_version", "must be 1, got 2");
+}
+
+TEST(ScenarioErrors, ReferenceWithoutMetric) {
+  expect_file_error("bad_reference_no_metric.toml", 19, 1, "reference", "needs at least one of");
+}
+
+TEST(ScenarioErrors, TomlSyntaxError) {
+  // The parser's position; the key is read from the offending line and its table header.
+  expect_file_error("bad_syntax.toml", 7, 15, "model.hidden_size", "TOML syntax error");
+}
+
+TEST(ScenarioErrors, UnknownVmSizeListsKnownNames) {
+  expect_file_error("bad_vm_size.toml", 16, 11, "cluster.vm_size", "unknown VM size 'Standard_ND96isr_H100_v9'");
+  expect_file_error("bad_vm_size.toml", 16, 11, "cluster.vm_size", "Standard_ND96isr_H100_v5");
+}
+
+TEST(ScenarioErrors, GpuCountMismatch) {
+  // 8 x 2 x 4 = 64, but 4 VMs x 8 H100 = 32.
+  expect_file_error("bad_gpu_count.toml", 22, 8, "parallelism.data",
+                    "tensor × pipeline × data = 8 × 2 × 4 = 64, but the cluster has 32 GPUs");
+}
+
+TEST(ScenarioErrors, DerivedDataNotAnInteger) {
+  // 32 GPUs / (2 x 3) is not an integer.
+  expect_file_error("bad_data_not_integer.toml", 21, 12, "parallelism.pipeline",
+                    "tensor × pipeline = 2 × 3 = 6 does not divide the cluster's 32 GPUs");
+}
+
+TEST(ScenarioErrors, HeadsNotDivisibleByTensor) {
+  expect_file_error("bad_heads_tensor.toml", 20, 10, "parallelism.tensor",
+                    "must divide model.num_attention_heads (16), got 32");
+}
+
+TEST(ScenarioErrors, LayersNotDivisibleByPipeline) {
+  expect_file_error("bad_layers_pipeline.toml", 21, 12, "parallelism.pipeline",
+                    "must divide model.num_layers (24), got 16");
+}
+
+TEST(ScenarioErrors, BatchNotDivisibleByMicroBatchTimesData) {
+  expect_file_error("bad_batch.toml", 13, 21, "training.global_batch_size",
+                    "must be divisible by micro_batch_size × data = 3 × 32 = 96, got 512");
+}
+
+TEST(ScenarioErrors, VirtualStagesNeedPipeline) {
+  expect_file_error("bad_virtual_stages.toml", 20, 18, "parallelism.virtual_stages", "needs pipeline > 1");
+}
+
+TEST(ScenarioErrors, HiddenNotDivisibleByHeads) {
+  expect_file_error("bad_hidden_heads.toml", 7, 15, "model.hidden_size",
+                    "must be divisible by model.num_attention_heads (16), got 2050");
+}
+
+TEST(ScenarioErrors, MissingFile) {
+  expect_file_error("no_such_file.toml", 0, 0, "", "cannot open");
+}
+
+TEST(ScenarioError, WhatIsFileLineColumnKeyMessage) {
+  const ScenarioError e("scenarios/x.toml", 12, 10, "parallelism.tensor", "must be >= 1, got 0");
+  EXPECT_STREQ(e.what(), "scenarios/x.toml:12:10: key 'parallelism.tensor': must be >= 1, got 0");
+  EXPECT_EQ(e.file(), std::filesystem::path("scenarios/x.toml"));
+  EXPECT_EQ(e.line(), 12);
+  EXPECT_EQ(e.column(), 10);
+  EXPECT_EQ(e.key(), "parallelism.tensor");
+}
+
+// --- the parameter table and its reference ---------------------------------------------------------------------
+
+TEST(ScenarioKeys, ChoicesMatchTheEnums) {
+  const auto* precision = detail::find_param("training.precision");
+  ASSERT_NE(precision, nullptr);
+  for (auto name : precision->choices) EXPECT_TRUE(models::parse_precision(name).has_value()) << name;
+  const auto* recompute = detail::find_param("training.activation_recompute");
+  ASSERT_NE(recompute, nullptr);
+  EXPECT_EQ(recompute->choices.size(), 3u);
+}
+
+TEST(ScenarioKeys, EveryKeyIsInTheMarkdownTable) {
+  const std::string md = scenario_keys_markdown();
+  for (const auto& p : detail::scenario_params()) {
+    EXPECT_NE(md.find("| `" + std::string(p.key) + "` |"), std::string::npos) << p.key;
+    EXPECT_FALSE(p.help.empty()) << p.key;
+  }
+}
+
+// docs/scenario-format.md holds the generated table between two marker lines, byte for byte. Regenerate with
+// CLUSTERSIM_UPDATE_DOCS=1 ./test_scenario --gtest_filter=ScenarioKeys.DocMatchesGeneratedTable
+TEST(ScenarioKeys, DocMatchesGeneratedTable) {
+  const auto doc_path = kSourceDir / "docs" / "scenario-format.md";
+  const std::string begin = "<!-- BEGIN GENERATED: scenario keys (scenario_keys_markdown) -->\n";
+  const std::string end = "<!-- END GENERATED: scenario keys -->\n";
+  std::ifstream in(doc_path);
+  ASSERT_TRUE(in) << "cannot read " << doc_path;
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string doc = buf.str();
+  const auto b = doc.find(begin);
+  const auto e = doc.find(end);
+  ASSERT_NE(b, std::string::npos) << "missing marker line: " << begin;
+  ASSERT_NE(e, std::string::npos) << "missing marker line: " << end;
+  ASSERT_LT(b, e);
+  const std::string in_doc = doc.substr(b + begin.size(), e - b - begin.size());
+  const std::string generated = scenario_keys_markdown();
+  if (in_doc != generated && std::getenv("CLUSTERSIM_UPDATE_DOCS") != nullptr) {
+    std::ofstream out(doc_path, std::ios::binary);
+    out << doc.substr(0, b + begin.size()) << generated << doc.substr(e);
+    GTEST_SKIP() << "rewrote the generated table in " << doc_path;
+  }
+  EXPECT_EQ(in_doc, generated) << "docs/scenario-format.md is out of date; regenerate with CLUSTERSIM_UPDATE_DOCS=1";
+}
+
+}  // namespace
+}  // namespace clustersim::sim

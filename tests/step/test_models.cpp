@@ -1,0 +1,139 @@
+// Compute, workload and alpha-beta network models against hand-checkable formulas.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "models/compute/compute_model.hpp"
+#include "models/hardware/catalog.hpp"
+#include "models/network/alpha_beta.hpp"
+#include "models/parallelism/step_program.hpp"
+#include "models/workload/transformer.hpp"
+
+namespace clustersim::models {
+namespace {
+
+const Catalog& catalog() {
+  static const Catalog c = Catalog::load(Catalog::default_directory());
+  return c;
+}
+
+ModelConfig gpt3_175b() {
+  ModelConfig m;
+  m.num_layers = 96;
+  m.hidden_size = 12288;
+  m.num_attention_heads = 96;
+  m.vocab_size = 51200;
+  m.seq_length = 2048;
+  return m;
+}
+
+TEST(ComputeModel, LargeGemmRunsAtTheMeasuredMatmulRate) {
+  const ComputeModel a100(catalog().device("A100-SXM4-80GB"));
+  // 128*108 x 256*10 tiles: exactly 10 full waves on 108 SMs, no padding; K large enough to be compute bound.
+  const GemmShape shape{128 * 108, 256 * 10, 8192, 1};
+  const double expected = shape.flops().value() / 271.2e12 + 4e-6;
+  EXPECT_NEAR(a100.gemm_time(shape, Precision::bf16, 2.0).value(), expected, 1e-9);
+}
+
+TEST(ComputeModel, OneTileTooManyCostsAWave) {
+  const ComputeModel a100(catalog().device("A100-SXM4-80GB"));
+  // 13824 x 256 (108 tiles of 128x256): one full wave on 108 SMs, efficiency 1.
+  // 13952 x 256, the best candidate tile:
+  //   128x256: 109 tiles, 2 waves: 109/216 = 0.505
+  //   256x128: 55 x 2 = 110 tiles, 2 waves, padding 13952/14080: 0.504
+  //   128x128: 109 x 2 = 218 tiles, 3 waves: 218/324 = 0.673      <- fastest
+  //   128x64:  436 tiles, 5 waves, reuse 42.7/64: 0.538
+  const GemmShape full{128 * 108, 256, 65536, 1};
+  const GemmShape one_more{128 * 109, 256, 65536, 1};
+  const double rate_full = full.flops().value() / (a100.gemm_time(full, Precision::bf16, 2.0).value() - 4e-6);
+  const double rate_more =
+      one_more.flops().value() / (a100.gemm_time(one_more, Precision::bf16, 2.0).value() - 4e-6);
+  EXPECT_NEAR(rate_full, 271.2e12, 1e6);
+  EXPECT_NEAR(rate_more / rate_full, 218.0 / 324.0, 1e-9);
+}
+
+TEST(ComputeModel, SkinnyGemmIsMemoryBound) {
+  const ComputeModel a100(catalog().device("A100-SXM4-80GB"));
+  // 65536 x 256 x 256: 2 M N K = 8.6 GFLOP (32 us at 271.2 TFLOP/s) on 2 (M K + K N + M N) = 67 MB of traffic
+  // (39 us at 1.70 TB/s): memory bound.
+  const GemmShape skinny{65536, 256, 256, 1};
+  const double bytes = 2.0 * (65536.0 * 256 + 256.0 * 256 + 65536.0 * 256);
+  EXPECT_NEAR(a100.gemm_time(skinny, Precision::bf16, 2.0).value(), bytes / 1.70e12 + 4e-6, 1e-9);
+}
+
+TEST(ComputeModel, MeasuredRatesWinOverPeakRatioScaling) {
+  const ComputeModel h100(catalog().device("H100-SXM5-80GB"));
+  // H100 has an fp8 measurement (1402.6 TFLOP/s); tf32 has none and scales bf16's by the peak ratio.
+  EXPECT_NEAR(h100.achievable_matmul(Precision::fp8).value(), 1402.6e12, 1e3);
+  EXPECT_NEAR(h100.achievable_matmul(Precision::tf32) / h100.achievable_matmul(Precision::bf16), 494.5 / 989.0,
+              1e-9);
+  const ComputeModel a100(catalog().device("A100-SXM4-80GB"));
+  EXPECT_THROW((void)a100.achievable_matmul(Precision::fp8), std::out_of_range);
+}
+
+TEST(Workload, LayerForwardFlopsMatchMegatronsCount) {
+  // Per layer forward on one TP rank: 24 b s h^2 / t (GEMMs) + 4 b s^2 h / t (attention).
+  TrainingConfig tr;
+  tr.micro_batch_size = 2;
+  const ModelConfig m = gpt3_175b();
+  LayerOptions o;
+  o.tensor = 8;
+  const LayerWork w = transformer_layer(m, tr, o);
+  const double b = 2, s = 2048, h = 12288, t = 8;
+  EXPECT_NEAR(total_flops(w.forward).value(), (24 * b * s * h * h + 4 * b * s * s * h) / t, 1.0);
+  EXPECT_NEAR(total_flops(w.backward).value(), 2.0 * total_flops(w.forward).value(), 1.0);
+  EXPECT_TRUE(w.recompute.empty());
+  EXPECT_EQ(w.tp_forward.count, 2);
+  EXPECT_EQ(w.tp_forward.bytes_each.value(), b * s * h * 2.0);
+}
+
+TEST(Workload, IterationFlopsAreMegatronsFormulas) {
+  // Narayanan et al. SC'21: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) with full recompute;
+  // model FLOPs (no recompute): 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
+  const ModelConfig m = gpt3_175b();
+  TrainingConfig tr;
+  tr.global_batch_size = 1536;
+  tr.activation_recompute = Recompute::full;
+  const double B = 1536, s = 2048, l = 96, h = 12288, V = 51200;
+  const double megatron = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  const double model = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+  EXPECT_NEAR(hardware_flops_per_iteration(m, tr, false).value() / megatron, 1.0, 1e-12);
+  EXPECT_NEAR(model_flops_per_iteration(m, tr, false).value() / model, 1.0, 1e-12);
+  // 175B parameters: 12 l h^2 + V h within 1 %.
+  EXPECT_NEAR(parameter_count(m, false) / 174.6e9, 1.0, 0.01);
+}
+
+TEST(AlphaBetaNetwork, RingAllReduceClosedForm) {
+  const VmSize& vm = catalog().vm_size("Standard_ND96amsr_A100_v4");
+  const AlphaBetaNetwork net(vm, catalog().device(vm.device));
+  // Inside one node: 2 (n-1)/n S / B + 2 (n-1) alpha, B = 300 GB/s x 0.77, alpha = 10 us.
+  const double n = 8, S = 256e6, B = 300e9 * 0.77, alpha = 10e-6;
+  CommGroup group{8, 8, 1};
+  EXPECT_NEAR(net.collective_time(Collective::all_reduce, group, units::Bytes(S)).value(),
+              2 * (n - 1) / n * S / B + 2 * (n - 1) * alpha, 1e-12);
+  EXPECT_NEAR(net.collective_time(Collective::reduce_scatter, group, units::Bytes(S)).value(),
+              (n - 1) / n * S / B + (n - 1) * alpha, 1e-12);
+  // One member per node, 8 groups sharing 8 x 200 Gb/s: each ring gets one NIC, 25 GB/s x 0.9.
+  CommGroup across{24, 1, 8};
+  const double nic = 25e9 * 0.9;
+  EXPECT_NEAR(net.collective_time(Collective::all_reduce, across, units::Bytes(S)).value(),
+              2 * 23.0 / 24.0 * S / nic + 2 * 23 * alpha, 1e-12);
+  EXPECT_EQ(net.collective_time(Collective::all_reduce, CommGroup{1, 1, 8}, units::Bytes(S)).value(), 0.0);
+}
+
+TEST(StepProgram, MegatronRankOrderGroups) {
+  StepSetup setup;
+  setup.gpus_per_node = 8;
+  setup.parallelism = {8, 8, 24, 1, false};
+  EXPECT_EQ(tensor_parallel_group(setup).ranks_per_node, 8);
+  const CommGroup dp = data_parallel_group(setup);
+  EXPECT_EQ(dp.size, 24);
+  EXPECT_EQ(dp.ranks_per_node, 1);
+  EXPECT_EQ(dp.groups_per_node, 8);
+  setup.parallelism = {2, 1, 32, 1, false};
+  EXPECT_EQ(data_parallel_group(setup).ranks_per_node, 4);
+  EXPECT_EQ(data_parallel_group(setup).groups_per_node, 2);
+}
+
+}  // namespace
+}  // namespace clustersim::models

@@ -1,0 +1,130 @@
+// Pipeline schedules and their execution on the engine, against hand-checkable closed forms.
+#include <gtest/gtest.h>
+
+#include "models/parallelism/schedule.hpp"
+#include "models/parallelism/step_program.hpp"
+#include "sim/step/pipeline_executor.hpp"
+
+namespace clustersim {
+namespace {
+
+using models::PassKind;
+using models::PipelineSchedule;
+using models::ScheduledPass;
+
+constexpr PassKind F = PassKind::forward;
+constexpr PassKind B = PassKind::backward;
+
+TEST(Schedule, OneFOneBOrderOnTwoStagesThreeMicrobatches) {
+  // Stage 0 of 2 warms up with p - 0 - 1 = 1 forward, alternates, then drains.
+  EXPECT_EQ(models::stage_order(PipelineSchedule::one_f_one_b, 0, 2, 3),
+            (std::vector<ScheduledPass>{{F, 0}, {F, 1}, {B, 0}, {F, 2}, {B, 1}, {B, 2}}));
+  // The last stage has no warm-up: strict alternation.
+  EXPECT_EQ(models::stage_order(PipelineSchedule::one_f_one_b, 1, 2, 3),
+            (std::vector<ScheduledPass>{{F, 0}, {B, 0}, {F, 1}, {B, 1}, {F, 2}, {B, 2}}));
+}
+
+TEST(Schedule, WarmupIsCappedByMicrobatches) {
+  // Stage 0 of 4 would warm up with 3 forwards, but only 2 microbatches exist.
+  EXPECT_EQ(models::stage_order(PipelineSchedule::one_f_one_b, 0, 4, 2),
+            (std::vector<ScheduledPass>{{F, 0}, {F, 1}, {B, 0}, {B, 1}}));
+}
+
+TEST(Schedule, GPipeRunsAllForwardsFirst) {
+  EXPECT_EQ(models::stage_order(PipelineSchedule::gpipe, 1, 3, 2),
+            (std::vector<ScheduledPass>{{F, 0}, {F, 1}, {B, 0}, {B, 1}}));
+}
+
+TEST(Schedule, InFlightMicrobatches) {
+  EXPECT_EQ(models::max_in_flight(PipelineSchedule::one_f_one_b, 0, 8, 96), 8);
+  EXPECT_EQ(models::max_in_flight(PipelineSchedule::one_f_one_b, 7, 8, 96), 1);
+  EXPECT_EQ(models::max_in_flight(PipelineSchedule::gpipe, 0, 8, 96), 96);
+  EXPECT_THROW(models::stage_order(PipelineSchedule::gpipe, 3, 3, 2), std::invalid_argument);
+}
+
+/// A communication-free program: every stage takes tf per forward and tb per backward.
+models::StepProgram uniform_program(PipelineSchedule schedule, int64_t p, int64_t m, double tf, double tb,
+                                    double p2p = 0.0) {
+  models::StepProgram program;
+  program.microbatches = m;
+  for (int64_t k = 0; k < p; ++k) {
+    models::StageProgram s;
+    s.order = models::stage_order(schedule, k, p, m);
+    s.forward.compute = units::seconds(tf);
+    s.backward.compute = units::seconds(tb);
+    program.stages.push_back(s);
+  }
+  program.p2p_forward = units::seconds(p2p);
+  program.p2p_backward = units::seconds(p2p);
+  return program;
+}
+
+double sum_of_parts(const sim::StageBreakdown& b) {
+  return (b.compute + b.tp_comm + b.pp_exposed + b.bubble + b.grad_sync + b.optimizer).value();
+}
+
+class BubbleOracle : public ::testing::TestWithParam<std::tuple<PipelineSchedule, int64_t, int64_t>> {};
+
+TEST_P(BubbleOracle, BubbleFractionIsPMinusOneOverM) {
+  const auto [schedule, p, m] = GetParam();
+  const double tf = 1e-3, tb = 2e-3;
+  const sim::PipelineResult r = sim::execute_pipeline(uniform_program(schedule, p, m, tf, tb));
+  // Ideal time m (tf + tb); the pipeline adds (p - 1)(tf + tb): bubble / ideal = (p - 1) / m.
+  const double ideal = static_cast<double>(m) * (tf + tb);
+  EXPECT_NEAR(r.step_time.value(), static_cast<double>(m + p - 1) * (tf + tb), 1e-8);
+  for (const auto& stage : r.stages) {
+    EXPECT_NEAR(stage.bubble.value() / ideal, static_cast<double>(p - 1) / static_cast<double>(m), 1e-6);
+    EXPECT_NEAR(sum_of_parts(stage), r.step_time.value(), 1e-8);
+    EXPECT_EQ(stage.pp_exposed.value(), 0.0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, BubbleOracle,
+                         ::testing::Values(std::tuple{PipelineSchedule::one_f_one_b, int64_t{1}, int64_t{4}},
+                                           std::tuple{PipelineSchedule::one_f_one_b, int64_t{4}, int64_t{8}},
+                                           std::tuple{PipelineSchedule::one_f_one_b, int64_t{8}, int64_t{96}},
+                                           std::tuple{PipelineSchedule::one_f_one_b, int64_t{4}, int64_t{2}},
+                                           std::tuple{PipelineSchedule::gpipe, int64_t{4}, int64_t{8}},
+                                           std::tuple{PipelineSchedule::gpipe, int64_t{3}, int64_t{5}}));
+
+TEST(PipelineExecutor, SingleMicrobatchPaysEveryTransferTwice) {
+  // One microbatch walks down p stages and back: p (tf + tb) of work plus 2 (p - 1) transfers of c, all of which
+  // stage 0 waits on (its only pass after the forward is the backward, which waits for the whole round trip).
+  const int64_t p = 4;
+  const double tf = 1e-3, tb = 2e-3, c = 0.5e-3;
+  const sim::PipelineResult r =
+      sim::execute_pipeline(uniform_program(PipelineSchedule::one_f_one_b, p, 1, tf, tb, c));
+  EXPECT_NEAR(r.step_time.value(), p * (tf + tb) + 2.0 * (p - 1) * c, 1e-8);
+  EXPECT_EQ(r.critical_stage, 0);
+  EXPECT_NEAR(r.stages[0].pp_exposed.value(), 2.0 * (p - 1) * c, 1e-8);
+  EXPECT_NEAR(r.stages[0].bubble.value(), (p - 1) * (tf + tb), 1e-8);
+}
+
+TEST(PipelineExecutor, TailRunsGradientSyncThenOptimizer) {
+  models::StepProgram program = uniform_program(PipelineSchedule::one_f_one_b, 2, 4, 1e-3, 2e-3);
+  program.stages[0].grad_sync = units::seconds(0.010);
+  program.stages[0].optimizer = units::seconds(0.001);
+  const sim::PipelineResult r = sim::execute_pipeline(program);
+  // Stage 0 ends last: (m + p - 1)(tf + tb) + sync + optimizer = 5 * 3 ms + 11 ms.
+  EXPECT_NEAR(r.step_time.value(), 0.015 + 0.011, 1e-8);
+  EXPECT_EQ(r.critical_stage, 0);
+  EXPECT_NEAR(sum_of_parts(r.stages[1]), r.step_time.value(), 1e-8);
+}
+
+TEST(PipelineExecutor, IsDeterministic) {
+  const auto program = uniform_program(PipelineSchedule::one_f_one_b, 8, 64, 1.3e-3, 2.9e-3, 0.1e-3);
+  const sim::PipelineResult a = sim::execute_pipeline(program);
+  const sim::PipelineResult b = sim::execute_pipeline(program);
+  EXPECT_EQ(a.fingerprint, b.fingerprint);
+  EXPECT_EQ(a.events, b.events);
+  EXPECT_EQ(a.step_time.value(), b.step_time.value());
+}
+
+TEST(PipelineExecutor, RejectsBackwardBeforeForward) {
+  models::StepProgram program = uniform_program(PipelineSchedule::one_f_one_b, 1, 2, 1e-3, 2e-3);
+  program.stages[0].order = {{B, 0}, {F, 0}, {F, 1}, {B, 1}};
+  EXPECT_THROW(sim::execute_pipeline(program), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace clustersim
