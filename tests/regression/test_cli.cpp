@@ -1,0 +1,124 @@
+// End-to-end: every shipped scenario runs through the clustersim binary and writes its HDF5 file; bad input
+// exits 65 naming file, line, column and key, and writes nothing; same input gives the same bytes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/support/cli.hpp"
+
+namespace clustersim {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_cli;
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("clustersim-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(ShippedScenarios, EveryScenarioRunsAndWritesItsResults) {
+  const auto scenarios = testing::shipped_scenarios();
+  ASSERT_FALSE(scenarios.empty());
+  const fs::path dir = temp_dir("shipped");
+  for (const fs::path& scenario : scenarios) {
+    SCOPED_TRACE(scenario.string());
+    const fs::path out = dir / (scenario.stem().string() + ".h5");
+    const auto r = run_cli("run '" + scenario.string() + "' -o '" + out.string() + "'");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("step time"), std::string::npos) << r.out;
+    EXPECT_TRUE(fs::exists(out));
+    EXPECT_TRUE(r.err.empty()) << r.err;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Cli, SameInputGivesByteIdenticalFiles) {
+  const fs::path dir = temp_dir("determinism");
+  const std::string args = "run scenarios/megatron/sc21-table1-145p6b-1536gpus.toml -o '" + (dir / "a.h5").string() + "'";
+  ASSERT_EQ(run_cli(args).exit_code, 0);
+  const std::string first = testing::read_file(dir / "a.h5");
+  ASSERT_EQ(run_cli(args).exit_code, 0);
+  EXPECT_EQ(testing::read_file(dir / "a.h5"), first);
+  fs::remove_all(dir);
+}
+
+TEST(Cli, SetOverridesAKey) {
+  const auto base = run_cli("run scenarios/megatron/sc21-table1-1p7b-32gpus.toml");
+  const auto changed = run_cli("run scenarios/megatron/sc21-table1-1p7b-32gpus.toml --set training.global_batch_size=1024");
+  ASSERT_EQ(changed.exit_code, 0) << changed.err;
+  EXPECT_NE(changed.out.find("32 microbatches"), std::string::npos) << changed.out;
+  EXPECT_NE(base.out.find("16 microbatches"), std::string::npos) << base.out;
+}
+
+struct BadInput {
+  const char* file;     ///< fixture under tests/scenario/data
+  const char* where;    ///< expected "FILE:LINE:" prefix fragment
+  const char* key;      ///< expected key
+};
+
+class CliBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(CliBadInput, ExitsSixtyFiveNamingFileLineAndKeyAndWritesNothing) {
+  const BadInput& bad = GetParam();
+  const fs::path dir = temp_dir("bad");
+  const fs::path out = dir / "never.h5";
+  const auto r = run_cli(std::string("run tests/scenario/data/") + bad.file + " -o '" + out.string() + "'");
+  EXPECT_EQ(r.exit_code, 65) << r.err;
+  EXPECT_NE(r.err.find(std::string(bad.file) + ":" + bad.where), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(std::string("key '") + bad.key + "'"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_TRUE(fs::is_empty(dir)) << "something was written";
+  fs::remove_all(dir);
+}
+
+// Line numbers are those of the fixtures (tests/scenario/data), checked in tests/scenario too.
+INSTANTIATE_TEST_SUITE_P(
+    EachClass, CliBadInput,
+    ::testing::Values(BadInput{"bad_unknown_key.toml", "20:", "parallelism.tensr"},
+                      BadInput{"bad_wrong_type.toml", "20:", "parallelism.tensor"},
+                      BadInput{"bad_missing_key.toml", "5:", "model.hidden_size"},
+                      BadInput{"bad_out_of_range.toml", "20:", "parallelism.tensor"},
+                      BadInput{"bad_gpu_count.toml", "22:", "parallelism.data"},
+                      BadInput{"bad_heads_tensor.toml", "20:", "parallelism.tensor"},
+                      BadInput{"bad_layers_pipeline.toml", "21:", "parallelism.pipeline"},
+                      BadInput{"bad_syntax.toml", "7:", "model.hidden_size"},
+                      BadInput{"bad_vm_size.toml", "16:", "cluster.vm_size"}));
+
+TEST(Cli, BadSetOverrideExitsSixtyFive) {
+  const auto r = run_cli("run scenarios/megatron/sc21-table1-1p7b-32gpus.toml --set parallelism.tensr=2");
+  EXPECT_EQ(r.exit_code, 65);
+  EXPECT_NE(r.err.find("--set:1:1: key 'parallelism.tensr'"), std::string::npos) << r.err;
+}
+
+TEST(Cli, UsageErrorsExitSixtyFour) {
+  EXPECT_EQ(run_cli("").exit_code, 64);
+  EXPECT_EQ(run_cli("frobnicate").exit_code, 64);
+  EXPECT_EQ(run_cli("run").exit_code, 64);
+  EXPECT_EQ(run_cli("run --no-such-option x.toml").exit_code, 64);
+}
+
+TEST(Cli, MissingScenarioFileExitsSixtyFive) {
+  const auto r = run_cli("run no/such/file.toml");
+  EXPECT_EQ(r.exit_code, 65);
+  EXPECT_NE(r.err.find("no/such/file.toml"), std::string::npos) << r.err;
+}
+
+TEST(Cli, UnwritableOutputExitsSeventyFour) {
+  const auto r = run_cli("run scenarios/megatron/sc21-table1-1p7b-32gpus.toml -o /no/such/dir/x.h5");
+  EXPECT_EQ(r.exit_code, 74);
+  EXPECT_NE(r.err.find("/no/such/dir/x.h5"), std::string::npos) << r.err;
+}
+
+TEST(Cli, CatalogPrintsEveryVmSize) {
+  const auto r = run_cli("catalog");
+  ASSERT_EQ(r.exit_code, 0);
+  for (const char* vm : {"Standard_ND96amsr_A100_v4", "Standard_ND96isr_H100_v5", "Standard_D16s_v5"}) {
+    EXPECT_NE(r.out.find(vm), std::string::npos) << vm;
+  }
+}
+
+}  // namespace
+}  // namespace clustersim
