@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "models/precision.hpp"
 
@@ -25,6 +27,11 @@ struct ModelConfig {
 /// Activation recomputation (Korthikanti et al. 2022): none, selective (attention core only) or full
 /// (each layer's forward re-run during backward from its stored input).
 enum class Recompute { none, selective, full };
+
+/// Canonical name as written in scenario files: "none" | "selective" | "full".
+std::string_view to_string(Recompute r);
+/// Parses the canonical name; std::nullopt for anything else.
+std::optional<Recompute> parse_recompute(std::string_view name);
 
 /// Batch and numerics of a training run.
 struct TrainingConfig {

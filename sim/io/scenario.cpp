@@ -404,10 +404,7 @@ class Loader {
     s.training.global_batch_size = get_int("training.global_batch_size");
     s.training.micro_batch_size = get_int("training.micro_batch_size");
     s.training.precision = *models::parse_precision(get_string("training.precision"));
-    const std::string recompute = get_string("training.activation_recompute");
-    s.training.activation_recompute = recompute == "full"        ? models::Recompute::full
-                                      : recompute == "selective" ? models::Recompute::selective
-                                                                 : models::Recompute::none;
+    s.training.activation_recompute = *models::parse_recompute(get_string("training.activation_recompute"));
     s.parallelism.tensor = get_int("parallelism.tensor");
     s.parallelism.pipeline = get_int("parallelism.pipeline");
     s.parallelism.data = get_int("parallelism.data");

@@ -13,7 +13,7 @@ namespace {
 using enum ParamType;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Must match models::parse_precision and the Recompute enum (tests/scenario checks both).
+// Must match models::parse_precision and models::parse_recompute (tests/scenario checks both).
 constexpr std::array<std::string_view, 5> kPrecisions{"fp32", "tf32", "fp16", "bf16", "fp8"};
 constexpr std::array<std::string_view, 3> kRecompute{"none", "selective", "full"};
 

@@ -19,15 +19,6 @@ std::string printf_string(const char* format, auto... args) {
   return buffer;
 }
 
-std::string_view recompute_name(models::Recompute r) {
-  switch (r) {
-    case models::Recompute::none: return "none";
-    case models::Recompute::selective: return "selective";
-    case models::Recompute::full: return "full";
-  }
-  return "?";
-}
-
 }  // namespace
 
 std::optional<ReferenceComparison> compare_with_reference(const Scenario& scenario, const StepReport& report) {
@@ -61,7 +52,7 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
                        static_cast<long long>(par.tensor), static_cast<long long>(par.pipeline),
                        static_cast<long long>(par.data), static_cast<long long>(sc.training.micro_batch_size),
                        static_cast<long long>(r.microbatches),
-                       std::string(recompute_name(sc.training.activation_recompute)).c_str(),
+                       std::string(models::to_string(sc.training.activation_recompute)).c_str(),
                        std::string(models::to_string(sc.training.precision)).c_str());
   const double step = r.step_time.value();
   out << printf_string("step time   %.3f s   (critical stage %lld of %zu)\n", step,

@@ -290,6 +290,7 @@ TEST(ScenarioKeys, ChoicesMatchTheEnums) {
   const auto* recompute = detail::find_param("training.activation_recompute");
   ASSERT_NE(recompute, nullptr);
   EXPECT_EQ(recompute->choices.size(), 3u);
+  for (auto name : recompute->choices) EXPECT_TRUE(models::parse_recompute(name).has_value()) << name;
 }
 
 TEST(ScenarioKeys, EveryKeyIsInTheMarkdownTable) {
