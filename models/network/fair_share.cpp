@@ -1,0 +1,296 @@
+#include "models/network/fair_share.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace clustersim::models {
+
+namespace {
+
+constexpr int kSlotBits = 32;
+constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
+
+FlowId make_id(uint32_t slot, uint32_t generation) {
+  return (static_cast<uint64_t>(generation) << kSlotBits) | slot;
+}
+
+void check_capacity(units::BytesPerSecond capacity) {
+  const double c = capacity.value();
+  if (!(c > 0.0) || !std::isfinite(c)) {
+    throw std::invalid_argument("link capacity must be finite and > 0 B/s, got " + std::to_string(c));
+  }
+}
+
+}  // namespace
+
+LinkId FairShareSolver::add_link(units::BytesPerSecond capacity) {
+  check_capacity(capacity);
+  if (links_.size() >= std::numeric_limits<LinkId>::max()) throw std::length_error("too many links");
+  const auto id = static_cast<LinkId>(links_.size());
+  links_.emplace_back();
+  links_.back().capacity = capacity.value();
+  return id;
+}
+
+void FairShareSolver::check_link(LinkId link) const {
+  if (link >= links_.size()) throw std::out_of_range("unknown link id " + std::to_string(link));
+}
+
+void FairShareSolver::set_capacity(LinkId link, units::BytesPerSecond capacity) {
+  check_link(link);
+  check_capacity(capacity);
+  links_[link].capacity = capacity.value();
+  mark_dirty(link);
+}
+
+units::BytesPerSecond FairShareSolver::capacity(LinkId link) const {
+  check_link(link);
+  return units::BytesPerSecond(links_[link].capacity);
+}
+
+void FairShareSolver::mark_dirty(LinkId link) {
+  Link& l = links_[link];
+  if (!l.dirty) {
+    l.dirty = true;
+    dirty_links_.push_back(link);
+  }
+}
+
+FlowId FairShareSolver::add_flow(std::span<const LinkId> path, units::BytesPerSecond cap) {
+  const double c = cap.value();
+  if (!(c > 0.0)) throw std::invalid_argument("flow cap must be > 0 B/s, got " + std::to_string(c));
+  if (path.empty() && std::isinf(c)) {
+    throw std::invalid_argument("a flow with an empty path needs a finite cap");
+  }
+  for (LinkId link : path) check_link(link);
+
+  uint32_t slot = 0;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    if (flows_.size() >= kSlotMask) throw std::length_error("too many flows");
+    slot = static_cast<uint32_t>(flows_.size());
+    flows_.emplace_back();
+  }
+  Flow& f = flows_[slot];
+  f.live = true;
+  f.cap = c;
+  f.rate = 0.0;
+  f.hops.clear();
+  f.hops.reserve(path.size());
+  for (size_t h = 0; h < path.size(); ++h) {
+    Link& l = links_[path[h]];
+    f.hops.push_back({path[h], static_cast<uint32_t>(l.entries.size())});
+    l.entries.push_back({slot, static_cast<uint32_t>(h)});
+    mark_dirty(path[h]);
+  }
+  if (path.empty()) dirty_pathless_.push_back(slot);
+  ++live_flows_;
+  return make_id(slot, f.generation);
+}
+
+uint32_t FairShareSolver::slot_of(FlowId flow) const {
+  const auto slot = static_cast<uint32_t>(flow & kSlotMask);
+  const auto generation = static_cast<uint32_t>(flow >> kSlotBits);
+  if (slot >= flows_.size() || !flows_[slot].live || flows_[slot].generation != generation) {
+    throw std::out_of_range("unknown or removed flow id " + std::to_string(flow));
+  }
+  return slot;
+}
+
+bool FairShareSolver::contains(FlowId flow) const {
+  const auto slot = static_cast<uint32_t>(flow & kSlotMask);
+  const auto generation = static_cast<uint32_t>(flow >> kSlotBits);
+  return slot < flows_.size() && flows_[slot].live && flows_[slot].generation == generation;
+}
+
+void FairShareSolver::remove_flow(FlowId flow) {
+  const uint32_t slot = slot_of(flow);
+  Flow& f = flows_[slot];
+  for (const Hop& hop : f.hops) {
+    std::vector<Entry>& entries = links_[hop.link].entries;
+    const Entry moved = entries.back();
+    entries[hop.pos] = moved;
+    flows_[moved.flow].hops[moved.hop].pos = hop.pos;  // no-op when the removed entry was the last
+    entries.pop_back();
+    mark_dirty(hop.link);
+  }
+  f.live = false;
+  f.rate = 0.0;
+  ++f.generation;
+  free_slots_.push_back(slot);
+  --live_flows_;
+}
+
+units::BytesPerSecond FairShareSolver::rate(FlowId flow) const {
+  return units::BytesPerSecond(flows_[slot_of(flow)].rate);
+}
+
+void FairShareSolver::invalidate_all() {
+  for (LinkId l = 0; l < links_.size(); ++l) mark_dirty(l);
+  for (uint32_t s = 0; s < flows_.size(); ++s) {
+    if (flows_[s].live && flows_[s].hops.empty()) dirty_pathless_.push_back(s);
+  }
+}
+
+void FairShareSolver::solve() {
+  stats_ = {};
+  if (!dirty()) return;
+  if (++epoch_ == 0) {  // wrapped: clear the stamps so that no stale one matches
+    for (Link& l : links_) l.stamp = 0;
+    for (Flow& f : flows_) f.stamp = 0;
+    epoch_ = 1;
+  }
+  collect_components();
+  fill();
+  // Flows with an empty path form their own components: their rate is their cap.
+  for (uint32_t slot : dirty_pathless_) {
+    Flow& f = flows_[slot];
+    if (f.live && f.hops.empty() && f.stamp != epoch_) {
+      f.stamp = epoch_;
+      f.rate = f.cap;
+      ++stats_.flows;
+      ++stats_.components;
+    }
+  }
+  dirty_pathless_.clear();
+}
+
+// Breadth-first search from every dirty link over link -> flows -> links; comp_links_ / comp_flows_ receive
+// the members of all dirty components, in discovery order (a function of the call sequence only).
+void FairShareSolver::collect_components() {
+  comp_links_.clear();
+  comp_flows_.clear();
+  for (LinkId seed : dirty_links_) {
+    links_[seed].dirty = false;
+    if (links_[seed].stamp == epoch_) continue;
+    ++stats_.components;
+    links_[seed].stamp = epoch_;
+    size_t head = comp_links_.size();
+    comp_links_.push_back(seed);
+    while (head < comp_links_.size()) {
+      const Link& l = links_[comp_links_[head++]];
+      for (const Entry& e : l.entries) {
+        Flow& f = flows_[e.flow];
+        if (f.stamp == epoch_) continue;
+        f.stamp = epoch_;
+        comp_flows_.push_back(e.flow);
+        for (const Hop& hop : f.hops) {
+          Link& next = links_[hop.link];
+          if (next.stamp != epoch_) {
+            next.stamp = epoch_;
+            comp_links_.push_back(hop.link);
+          }
+        }
+      }
+    }
+  }
+  dirty_links_.clear();
+  stats_.links = comp_links_.size();
+  stats_.flows = comp_flows_.size();
+}
+
+namespace {
+
+// Heap order on (share, link id): total, so the order of the rounds is deterministic.
+bool before(double share_a, LinkId a, double share_b, LinkId b) {
+  return share_a < share_b || (share_a == share_b && a < b);
+}
+
+}  // namespace
+
+void FairShareSolver::sift_down(uint32_t pos) {
+  const HeapItem item = heap_[pos];
+  const auto n = static_cast<uint32_t>(heap_.size());
+  while (true) {
+    uint32_t child = 2 * pos + 1;
+    if (child >= n) break;
+    if (child + 1 < n && before(heap_[child + 1].share, heap_[child + 1].link, heap_[child].share,
+                                heap_[child].link)) {
+      ++child;
+    }
+    if (!before(heap_[child].share, heap_[child].link, item.share, item.link)) break;
+    heap_[pos] = heap_[child];
+    pos = child;
+  }
+  heap_[pos] = item;
+}
+
+void FairShareSolver::pop_top() {
+  heap_.front() = heap_.back();
+  heap_.pop_back();
+  if (!heap_.empty()) sift_down(0);
+}
+
+void FairShareSolver::freeze(uint32_t slot, double rate) {
+  Flow& f = flows_[slot];
+  f.frozen = true;
+  f.rate = rate;
+  for (const Hop& hop : f.hops) {
+    Link& l = links_[hop.link];
+    l.remaining = std::max(0.0, l.remaining - rate);  // rounding must not make a share negative
+    --l.unfrozen;
+  }
+}
+
+// Progressive filling with lazy keys. Freezing flows at the current minimum share never lowers another
+// link's share (remaining - k s >= s_l (n - k) when s <= s_l), so a link's key in the heap is a lower bound
+// of its share: when a link reaches the top, its share is recomputed; if it grew, the link is pushed down
+// and the next one examined, otherwise it is the bottleneck. A link is re-keyed only when it reaches the
+// top, not every time one of its flows freezes.
+void FairShareSolver::fill() {
+  heap_.clear();
+  caps_.clear();
+  for (LinkId id : comp_links_) {
+    Link& l = links_[id];
+    l.remaining = l.capacity;
+    l.unfrozen = static_cast<uint32_t>(l.entries.size());
+    if (l.unfrozen > 0) heap_.push_back({l.remaining / l.unfrozen, id});
+  }
+  // O(L) heapify. Its arrangement is implementation-defined, but (share, id) is a total order, so the order
+  // of the pops, and hence every rate, is not.
+  std::make_heap(heap_.begin(), heap_.end(),
+                 [](const HeapItem& a, const HeapItem& b) { return before(b.share, b.link, a.share, a.link); });
+  for (uint32_t slot : comp_flows_) {
+    Flow& f = flows_[slot];
+    f.frozen = false;
+    if (std::isfinite(f.cap)) caps_.push_back({f.cap, slot});
+  }
+  std::sort(caps_.begin(), caps_.end(), [](const CapItem& a, const CapItem& b) {
+    return a.cap < b.cap || (a.cap == b.cap && a.slot < b.slot);
+  });
+
+  size_t next_cap = 0;
+  while (!heap_.empty() || next_cap < caps_.size()) {
+    double share = std::numeric_limits<double>::infinity();
+    if (!heap_.empty()) {
+      const Link& l = links_[heap_.front().link];
+      if (l.unfrozen == 0) {  // every flow on it froze elsewhere
+        pop_top();
+        continue;
+      }
+      share = l.remaining / l.unfrozen;
+      if (share > heap_.front().share) {  // stale key: re-key and look again
+        heap_.front().share = share;
+        sift_down(0);
+        continue;
+      }
+    }
+    // The smallest cap wins only when strictly below the smallest link share (ties: the link first).
+    if (next_cap < caps_.size() && caps_[next_cap].cap < share) {
+      const CapItem c = caps_[next_cap++];
+      if (!flows_[c.slot].frozen) freeze(c.slot, c.cap);
+      continue;
+    }
+    const LinkId id = heap_.front().link;
+    for (const Entry& e : links_[id].entries) {
+      if (!flows_[e.flow].frozen) freeze(e.flow, share);
+    }
+    pop_top();
+  }
+}
+
+}  // namespace clustersim::models

@@ -1,0 +1,616 @@
+// Cluster topology: construction and routing. The contract, modelling choices and sources are in topology.hpp.
+#include "models/network/topology.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+#include <boost/graph/adjacency_list.hpp>
+
+namespace clustersim::models {
+
+namespace {
+
+struct EdgeProps {
+  LinkId id = 0;
+};
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, VertexInfo, EdgeProps>;
+
+constexpr std::uint32_t kInf = std::numeric_limits<std::uint32_t>::max() / 4;
+constexpr std::uint16_t kFar = std::numeric_limits<std::uint16_t>::max();
+
+/// Vertex ids fit 32 bits (checked when building).
+template <class Edge>
+VertexId target_of(Edge e, const Graph& g) {
+  return static_cast<VertexId>(boost::target(e, g));
+}
+
+[[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("build_topology: " + what); }
+
+}  // namespace
+
+std::string_view to_string(LinkClass c) {
+  switch (c) {
+    case LinkClass::nvlink: return "nvlink";
+    case LinkClass::pcie: return "pcie";
+    case LinkClass::infinity_fabric: return "infinity_fabric";
+    case LinkClass::infiniband: return "infiniband";
+    case LinkClass::ethernet: return "ethernet";
+    case LinkClass::inter_zone: return "inter_zone";
+  }
+  return "?";
+}
+
+std::string_view to_string(FabricKind f) {
+  switch (f) {
+    case FabricKind::single_switch: return "single_switch";
+    case FabricKind::fat_tree: return "fat_tree";
+    case FabricKind::rail_optimized: return "rail_optimized";
+  }
+  return "?";
+}
+
+std::string_view to_string(VertexKind k) {
+  switch (k) {
+    case VertexKind::gpu: return "gpu";
+    case VertexKind::nvswitch: return "nvswitch";
+    case VertexKind::host: return "host";
+    case VertexKind::nic: return "nic";
+    case VertexKind::ethernet_nic: return "ethernet_nic";
+    case VertexKind::network_switch: return "network_switch";
+    case VertexKind::zone_gateway: return "zone_gateway";
+  }
+  return "?";
+}
+
+struct Topology::Impl {
+  Graph g;
+  std::vector<Link> links;
+  std::int64_t nodes = 0;
+  int gpn = 0;                  // GPUs per node
+  VertexId gpus = 0;            // G: GPU vertices are 0..G-1
+  int extras = 0;               // E: non-GPU vertices per node, at G + node * E + k
+  IntraNodeFabric fabric = IntraNodeFabric::none;
+  int off_nvswitch = -1;        // offsets k of the per-node extras
+  int off_host = 0;
+  int off_nic0 = 0;
+  int nics = 0;
+  int off_eth = -1;             // front-end Ethernet NIC (IB VMs with zones); -1 when absent
+  std::vector<ZoneSpec> zones;
+  std::vector<int> node_zone;
+  VertexId first_network = 0;   // network switches and gateways are first_network..vertex_count-1
+  std::size_t network_count = 0;
+  std::vector<std::int32_t> target_row;  // per network vertex: its row in dist, -1 when not a target
+  std::vector<std::uint16_t> dist;       // dist[row * network_count + w]: hops from target to w (== w to target)
+
+  // Out-links of each network vertex to other network vertices, in link id order (CSR over network indices).
+  std::vector<std::size_t> net_adj_begin;
+  std::vector<std::pair<LinkId, VertexId>> net_adj;
+
+  LinkId add_one(VertexId a, VertexId b, units::BytesPerSecond cap, units::Seconds lat, LinkClass cls) {
+    const auto id = static_cast<LinkId>(links.size());
+    links.push_back(Link{a, b, cap, lat, cls});
+    boost::add_edge(a, b, EdgeProps{id}, g);
+    return id;
+  }
+  /// Every physical link is added as a pair: ids 2k (a -> b) and 2k+1 (b -> a).
+  void add_pair(VertexId a, VertexId b, units::BytesPerSecond cap, units::Seconds lat, LinkClass cls) {
+    add_one(a, b, cap, lat, cls);
+    add_one(b, a, cap, lat, cls);
+  }
+  [[nodiscard]] VertexId extra(std::int64_t node, int k) const {
+    return gpus + static_cast<VertexId>(node * extras + k);
+  }
+  /// Index of a node-local vertex within its node: GPUs 0..gpn-1, extras gpn..gpn+E-1.
+  [[nodiscard]] std::size_t local_index(VertexId v) const {
+    if (v < gpus) return v % static_cast<VertexId>(gpn);
+    return static_cast<std::size_t>(gpn) + (v - gpus) % static_cast<VertexId>(extras);
+  }
+};
+
+Topology::Topology(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Topology::Topology(Topology&&) noexcept = default;
+Topology& Topology::operator=(Topology&&) noexcept = default;
+Topology::~Topology() = default;
+
+std::int64_t Topology::node_count() const { return impl_->nodes; }
+int Topology::gpus_per_node() const { return impl_->gpn; }
+std::int64_t Topology::gpu_count() const { return impl_->gpus; }
+VertexId Topology::gpu(std::int64_t node, int local) const {
+  if (node < 0 || node >= impl_->nodes || local < 0 || local >= impl_->gpn) {
+    throw std::out_of_range("Topology::gpu: no GPU " + std::to_string(local) + " on node " + std::to_string(node));
+  }
+  return static_cast<VertexId>(node * impl_->gpn + local);
+}
+std::size_t Topology::vertex_count() const { return boost::num_vertices(impl_->g); }
+const VertexInfo& Topology::vertex(VertexId v) const {
+  if (v >= vertex_count()) throw std::out_of_range("Topology::vertex: no vertex " + std::to_string(v));
+  return impl_->g[v];
+}
+std::size_t Topology::link_count() const { return impl_->links.size(); }
+const Link& Topology::link(LinkId id) const {
+  if (id >= impl_->links.size()) throw std::out_of_range("Topology::link: no link " + std::to_string(id));
+  return impl_->links[id];
+}
+const std::vector<Link>& Topology::links() const { return impl_->links; }
+int Topology::zone_of_node(std::int64_t node) const {
+  if (node < 0 || node >= impl_->nodes) throw std::out_of_range("Topology::zone_of_node: no node " + std::to_string(node));
+  return impl_->node_zone[static_cast<std::size_t>(node)];
+}
+const std::vector<ZoneSpec>& Topology::zones() const { return impl_->zones; }
+
+// ------------------------------------------------------------------------------------------------- building
+
+Topology build_topology(const VmSize& vm, const DeviceSpec& device, const TopologyConfig& cfg) {
+  // ---- validation
+  if (cfg.nodes < 1) bad("nodes must be >= 1, got " + std::to_string(cfg.nodes));
+  if (vm.devices_per_vm < 1) bad("VM size '" + vm.name + "' has no devices");
+  if (vm.device != device.name) bad("VM size '" + vm.name + "' holds '" + vm.device + "', not '" + device.name + "'");
+  if (vm.fabric == IntraNodeFabric::nvlink_mesh) bad("intra-node fabric nvlink_mesh is not modelled (VM '" + vm.name + "')");
+  const bool needs_fabric_rate = vm.fabric == IntraNodeFabric::nvswitch ||
+                                 vm.fabric == IntraNodeFabric::infinity_fabric || vm.fabric == IntraNodeFabric::pcie;
+  if (needs_fabric_rate && !(device.fabric_bandwidth_per_direction.value() > 0.0)) {
+    bad("device '" + device.name + "' has no fabric_bandwidth_per_direction");
+  }
+  if (vm.infiniband_ports < 0) bad("negative infiniband_ports");
+  if (vm.infiniband_ports > 0 && !(vm.infiniband_port_rate.value() > 0.0)) bad("infiniband_port_rate must be > 0");
+  if (vm.infiniband_ports == 0 && !(vm.ethernet_bandwidth.value() > 0.0)) {
+    bad("VM '" + vm.name + "' has neither InfiniBand nor an Ethernet rate");
+  }
+  if (cfg.fat_tree_tiers != 2 && cfg.fat_tree_tiers != 3) {
+    bad("fat_tree_tiers must be 2 or 3, got " + std::to_string(cfg.fat_tree_tiers));
+  }
+  if (cfg.fat_tree_radix < 2 || cfg.fat_tree_radix % 2 != 0) {
+    bad("fat_tree_radix must be even and >= 2, got " + std::to_string(cfg.fat_tree_radix));
+  }
+  if (!std::isfinite(cfg.oversubscription) || cfg.oversubscription < 1.0) {
+    bad("oversubscription must be >= 1, got " + std::to_string(cfg.oversubscription));
+  }
+  std::vector<ZoneSpec> zones = cfg.zones;
+  if (zones.empty()) zones.push_back(ZoneSpec{"zone-0", cfg.nodes});
+  {
+    std::int64_t sum = 0;
+    std::set<std::string> names;
+    for (const auto& z : zones) {
+      if (z.name.empty()) bad("a zone has an empty name");
+      if (!names.insert(z.name).second) bad("zone '" + z.name + "' is named twice");
+      if (z.nodes < 1) bad("zone '" + z.name + "' has " + std::to_string(z.nodes) + " nodes; must be >= 1");
+      sum += z.nodes;
+    }
+    if (sum != cfg.nodes) {
+      bad("zone node counts sum to " + std::to_string(sum) + " but nodes = " + std::to_string(cfg.nodes));
+    }
+  }
+  const bool multi_zone = zones.size() > 1;
+  if (multi_zone) {
+    if (!(cfg.inter_zone_latency.value() >= 0.0)) bad("inter_zone_latency must be >= 0");
+    if (!(vm.ethernet_bandwidth.value() > 0.0)) bad("zones need the VM's Ethernet NIC, but its rate is 0");
+    if (cfg.inter_zone_bandwidth_per_node && !(cfg.inter_zone_bandwidth_per_node->value() > 0.0)) {
+      bad("inter_zone_bandwidth_per_node must be > 0");
+    }
+  }
+
+  auto impl = std::make_unique<Topology::Impl>();
+  Topology::Impl& t = *impl;
+  t.nodes = cfg.nodes;
+  t.gpn = vm.devices_per_vm;
+  t.fabric = vm.fabric;
+  t.zones = zones;
+  const bool infiniband = vm.infiniband_ports > 0;
+  t.nics = infiniband ? vm.infiniband_ports : 1;
+  const bool rail_nics = infiniband && vm.infiniband_ports == vm.devices_per_vm;
+  int k = 0;
+  if (vm.fabric == IntraNodeFabric::nvswitch) t.off_nvswitch = k++;
+  t.off_host = k++;
+  t.off_nic0 = k;
+  k += t.nics;
+  if (infiniband && multi_zone) t.off_eth = k++;
+  t.extras = k;
+
+  // Sizes: per zone, the network switches of its fabric.
+  const int half = cfg.fat_tree_radix / 2;
+  struct ZoneFabric {
+    std::int64_t first_node = 0;
+    std::int64_t node_count = 0;
+    VertexId first_switch = 0;
+    std::int64_t tier0 = 0;   // single switch / leaves / rails
+    std::int64_t tier1 = 0;   // spines (three-tier fat tree: aggregation switches, radix/2 per pod)
+    std::int64_t tier2 = 0;   // three-tier fat tree: core switches
+  };
+  std::vector<ZoneFabric> zf(zones.size());
+  const double vertices_before_network =
+      static_cast<double>(cfg.nodes) * (static_cast<double>(t.gpn) + static_cast<double>(t.extras));
+  if (vertices_before_network > 1e9) bad("cluster too large (" + std::to_string(cfg.nodes) + " nodes)");
+  t.gpus = static_cast<VertexId>(cfg.nodes * t.gpn);
+  t.first_network = static_cast<VertexId>(cfg.nodes * (t.gpn + t.extras));
+  {
+    std::int64_t node = 0;
+    std::int64_t next = t.first_network;
+    for (std::size_t z = 0; z < zones.size(); ++z) {
+      ZoneFabric& f = zf[z];
+      f.first_node = node;
+      f.node_count = zones[z].nodes;
+      node += f.node_count;
+      f.first_switch = static_cast<VertexId>(next);
+      const std::int64_t zone_nics = f.node_count * t.nics;
+      switch (cfg.fabric) {
+        case FabricKind::single_switch: f.tier0 = 1; break;
+        case FabricKind::fat_tree:
+          f.tier0 = (zone_nics + half - 1) / half;
+          if (cfg.fat_tree_tiers == 3 && f.tier0 > half) {
+            f.tier1 = (f.tier0 + half - 1) / half * half;
+            f.tier2 = static_cast<std::int64_t>(half) * half;
+          } else if (f.tier0 > 1) {
+            f.tier1 = half;
+          }
+          break;
+        case FabricKind::rail_optimized:
+          f.tier0 = t.nics;
+          f.tier1 = t.nics > 1 ? half : 0;
+          break;
+      }
+      next += f.tier0 + f.tier1 + f.tier2;
+    }
+    const std::int64_t gateways = multi_zone ? static_cast<std::int64_t>(zones.size()) : 0;
+    if (next + gateways >= std::int64_t{std::numeric_limits<VertexId>::max()}) {
+      bad("cluster too large: more than 2^32 vertices");
+    }
+    t.network_count = static_cast<std::size_t>(next + gateways - t.first_network);
+  }
+  t.node_zone.resize(static_cast<std::size_t>(cfg.nodes));
+  for (std::size_t z = 0; z < zones.size(); ++z) {
+    for (std::int64_t n = 0; n < zf[z].node_count; ++n) {
+      t.node_zone[static_cast<std::size_t>(zf[z].first_node + n)] = static_cast<int>(z);
+    }
+  }
+
+  // ---- vertices, in id order
+  Graph& g = t.g;
+  for (std::int64_t n = 0; n < cfg.nodes; ++n) {
+    const int z = t.node_zone[static_cast<std::size_t>(n)];
+    for (int l = 0; l < t.gpn; ++l) boost::add_vertex(VertexInfo{VertexKind::gpu, n, z, 0}, g);
+  }
+  for (std::int64_t n = 0; n < cfg.nodes; ++n) {
+    const int z = t.node_zone[static_cast<std::size_t>(n)];
+    for (int e = 0; e < t.extras; ++e) {
+      VertexKind kind = VertexKind::nic;
+      if (e == t.off_nvswitch) kind = VertexKind::nvswitch;
+      else if (e == t.off_host) kind = VertexKind::host;
+      else if (e == t.off_eth) kind = VertexKind::ethernet_nic;
+      else if (!infiniband) kind = VertexKind::ethernet_nic;
+      boost::add_vertex(VertexInfo{kind, n, z, 0}, g);
+    }
+  }
+  for (std::size_t z = 0; z < zones.size(); ++z) {
+    for (std::int64_t s = 0; s < zf[z].tier0; ++s) {
+      boost::add_vertex(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 0}, g);
+    }
+    for (std::int64_t s = 0; s < zf[z].tier1; ++s) {
+      boost::add_vertex(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 1}, g);
+    }
+    for (std::int64_t s = 0; s < zf[z].tier2; ++s) {
+      boost::add_vertex(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 2}, g);
+    }
+  }
+  const VertexId first_gateway = static_cast<VertexId>(boost::num_vertices(g));
+  if (multi_zone) {
+    for (std::size_t z = 0; z < zones.size(); ++z) {
+      boost::add_vertex(VertexInfo{VertexKind::zone_gateway, -1, static_cast<int>(z), 0}, g);
+    }
+  }
+
+  // ---- links: intra-node
+  const units::BytesPerSecond fabric_rate = device.fabric_bandwidth_per_direction;
+  const units::BytesPerSecond port_rate = infiniband ? units::to_bytes_per_second(vm.infiniband_port_rate)
+                                                     : units::to_bytes_per_second(vm.ethernet_bandwidth);
+  const units::BytesPerSecond ethernet_rate = units::to_bytes_per_second(vm.ethernet_bandwidth);
+  const LinkClass net_class = infiniband ? LinkClass::infiniband : LinkClass::ethernet;
+  const units::Seconds net_latency = infiniband ? kInfinibandHopLatency : kEthernetHopLatency;
+  const bool host_is_fabric = vm.fabric == IntraNodeFabric::pcie || vm.fabric == IntraNodeFabric::none;
+  const units::BytesPerSecond host_rate =
+      host_is_fabric && fabric_rate.value() > 0.0 ? fabric_rate : kHostPcieBandwidth;
+  for (std::int64_t n = 0; n < cfg.nodes; ++n) {
+    const VertexId g0 = static_cast<VertexId>(n * t.gpn);
+    if (vm.fabric == IntraNodeFabric::nvswitch) {
+      for (int l = 0; l < t.gpn; ++l) {
+        t.add_pair(g0 + l, t.extra(n, t.off_nvswitch), fabric_rate, kNvlinkHopLatency, LinkClass::nvlink);
+      }
+    } else if (vm.fabric == IntraNodeFabric::infinity_fabric && t.gpn > 1) {
+      const units::BytesPerSecond peer = fabric_rate / static_cast<double>(t.gpn - 1);
+      for (int a = 0; a < t.gpn; ++a) {
+        for (int b = a + 1; b < t.gpn; ++b) {
+          t.add_pair(g0 + a, g0 + b, peer, kInfinityFabricLatency, LinkClass::infinity_fabric);
+        }
+      }
+    }
+    for (int l = 0; l < t.gpn; ++l) {
+      t.add_pair(g0 + l, t.extra(n, t.off_host), host_rate, kPcieHopLatency, LinkClass::pcie);
+    }
+    for (int i = 0; i < t.nics; ++i) {
+      const VertexId nic = t.extra(n, t.off_nic0 + i);
+      if (rail_nics) t.add_pair(g0 + i, nic, port_rate, kPcieHopLatency, LinkClass::pcie);
+      else t.add_pair(t.extra(n, t.off_host), nic, port_rate, kPcieHopLatency, LinkClass::pcie);
+    }
+    if (t.off_eth >= 0) {
+      t.add_pair(t.extra(n, t.off_host), t.extra(n, t.off_eth), ethernet_rate, kPcieHopLatency, LinkClass::pcie);
+    }
+  }
+
+  // ---- links: inter-node fabric, per zone
+  for (std::size_t z = 0; z < zones.size(); ++z) {
+    const ZoneFabric& f = zf[z];
+    const VertexId tier1_first = f.first_switch + static_cast<VertexId>(f.tier0);
+    for (std::int64_t ln = 0; ln < f.node_count; ++ln) {
+      const std::int64_t n = f.first_node + ln;
+      for (int i = 0; i < t.nics; ++i) {
+        std::int64_t sw = 0;
+        if (cfg.fabric == FabricKind::fat_tree) sw = (ln * t.nics + i) / half;
+        else if (cfg.fabric == FabricKind::rail_optimized) sw = i;
+        t.add_pair(t.extra(n, t.off_nic0 + i), f.first_switch + static_cast<VertexId>(sw), port_rate, net_latency,
+                   net_class);
+      }
+    }
+    if (f.tier2 > 0) {
+      // Three tiers: leaf a of pod a / half <-> every aggregation switch of its pod; aggregation switch j of
+      // every pod <-> core switches j * half .. j * half + half - 1. Every up-link carries the leaf's
+      // (half * port rate) / oversubscription / half; the upper tier is not oversubscribed.
+      const units::BytesPerSecond up = port_rate / cfg.oversubscription;
+      const VertexId tier2_first = tier1_first + static_cast<VertexId>(f.tier1);
+      for (std::int64_t a = 0; a < f.tier0; ++a) {
+        const std::int64_t pod = a / half;
+        for (int j = 0; j < half; ++j) {
+          t.add_pair(f.first_switch + static_cast<VertexId>(a), tier1_first + static_cast<VertexId>(pod * half + j),
+                     up, net_latency, net_class);
+        }
+      }
+      for (std::int64_t agg = 0; agg < f.tier1; ++agg) {
+        const std::int64_t j = agg % half;
+        for (int c = 0; c < half; ++c) {
+          t.add_pair(tier1_first + static_cast<VertexId>(agg), tier2_first + static_cast<VertexId>(j * half + c), up,
+                     net_latency, net_class);
+        }
+      }
+    } else if (f.tier1 > 0) {
+      const double down_ports = cfg.fabric == FabricKind::fat_tree ? static_cast<double>(half)
+                                                                   : static_cast<double>(f.node_count);
+      const units::BytesPerSecond up =
+          port_rate * down_ports / cfg.oversubscription / static_cast<double>(f.tier1);
+      for (std::int64_t a = 0; a < f.tier0; ++a) {
+        for (std::int64_t s = 0; s < f.tier1; ++s) {
+          t.add_pair(f.first_switch + static_cast<VertexId>(a), tier1_first + static_cast<VertexId>(s), up,
+                     net_latency, net_class);
+        }
+      }
+    }
+  }
+
+  // ---- links: zones
+  if (multi_zone) {
+    const units::BytesPerSecond per_node = cfg.inter_zone_bandwidth_per_node.value_or(ethernet_rate);
+    for (std::int64_t n = 0; n < cfg.nodes; ++n) {
+      const int eth = t.off_eth >= 0 ? t.off_eth : t.off_nic0;
+      const VertexId gw = first_gateway + static_cast<VertexId>(t.node_zone[static_cast<std::size_t>(n)]);
+      t.add_pair(t.extra(n, eth), gw, ethernet_rate, kEthernetHopLatency, LinkClass::ethernet);
+    }
+    for (std::size_t a = 0; a < zones.size(); ++a) {
+      for (std::size_t b = a + 1; b < zones.size(); ++b) {
+        const auto smaller = static_cast<double>(std::min(zones[a].nodes, zones[b].nodes));
+        t.add_pair(first_gateway + static_cast<VertexId>(a), first_gateway + static_cast<VertexId>(b),
+                   per_node * smaller, cfg.inter_zone_latency, LinkClass::inter_zone);
+      }
+    }
+  }
+
+  // ---- routing tables: network adjacency
+  t.net_adj_begin.assign(t.network_count + 1, 0);
+  for (std::size_t w = 0; w < t.network_count; ++w) {
+    t.net_adj_begin[w] = t.net_adj.size();
+    for (auto [e, end] = boost::out_edges(t.first_network + static_cast<VertexId>(w), g); e != end; ++e) {
+      const VertexId x = target_of(*e, g);
+      if (x >= t.first_network) t.net_adj.emplace_back(g[*e].id, x);
+    }
+    std::sort(t.net_adj.begin() + static_cast<std::ptrdiff_t>(t.net_adj_begin[w]), t.net_adj.end());
+  }
+  t.net_adj_begin[t.network_count] = t.net_adj.size();
+
+  // ---- routing tables: hop distances from every NIC-facing switch and gateway to every network vertex,
+  // over network-to-network links only (links are symmetric, so this is also the distance to it).
+  const std::size_t nn = t.network_count;
+  t.target_row.assign(nn, -1);
+  std::int32_t rows = 0;
+  for (std::size_t w = 0; w < nn; ++w) {
+    const VertexInfo& info = g[t.first_network + static_cast<VertexId>(w)];
+    if (info.kind == VertexKind::zone_gateway || info.tier == 0) t.target_row[w] = rows++;
+  }
+  t.dist.assign(static_cast<std::size_t>(rows) * nn, kFar);
+  std::vector<std::uint32_t> queue(nn);
+  for (std::size_t s = 0; s < nn; ++s) {
+    if (t.target_row[s] < 0) continue;
+    std::uint16_t* row = &t.dist[static_cast<std::size_t>(t.target_row[s]) * nn];
+    std::size_t head = 0;
+    std::size_t tail = 0;
+    row[s] = 0;
+    queue[tail++] = static_cast<std::uint32_t>(s);
+    while (head < tail) {
+      const std::uint32_t u = queue[head++];
+      for (auto [e, end] = boost::out_edges(t.first_network + u, g); e != end; ++e) {
+        const VertexId w = target_of(*e, g);
+        if (w < t.first_network) continue;
+        const std::size_t wi = w - t.first_network;
+        if (row[wi] != kFar) continue;
+        row[wi] = static_cast<std::uint16_t>(row[u] + 1);
+        queue[tail++] = static_cast<std::uint32_t>(wi);
+      }
+    }
+  }
+  return Topology(std::move(impl));
+}
+
+// -------------------------------------------------------------------------------------------------- routing
+
+std::vector<LinkId> Topology::route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const {
+  const Impl& t = *impl_;
+  const Graph& g = t.g;
+  if (src_gpu >= t.gpus || dst_gpu >= t.gpus) {
+    throw std::invalid_argument("Topology::route: vertex " + std::to_string(std::max(src_gpu, dst_gpu)) +
+                                " is not a GPU (GPUs are 0.." + std::to_string(t.gpus - 1) + ")");
+  }
+  if (src_gpu == dst_gpu) return {};
+  const std::int64_t ns = g[src_gpu].node;
+  const std::int64_t nd = g[dst_gpu].node;
+  const bool same_node = ns == nd;
+  const bool same_zone = g[src_gpu].zone == g[dst_gpu].zone;
+  const std::size_t local_count = static_cast<std::size_t>(t.gpn + t.extras);
+
+  // Which node-local vertices may carry the flow (besides its two end GPUs).
+  auto transit = [&](VertexId v) {
+    switch (g[v].kind) {
+      case VertexKind::gpu: return false;
+      case VertexKind::nvswitch: return same_node;
+      case VertexKind::host:
+        return !same_node || t.fabric == IntraNodeFabric::pcie || t.fabric == IntraNodeFabric::none;
+      case VertexKind::nic:
+      case VertexKind::ethernet_nic: return !same_node;
+      default: return false;
+    }
+  };
+
+  // Hops to dst from the vertices of dst's node: BFS from dst (links are symmetric).
+  std::vector<std::uint32_t> dd(local_count, kInf);
+  {
+    std::vector<VertexId> queue;
+    queue.reserve(local_count);
+    dd[t.local_index(dst_gpu)] = 0;
+    queue.push_back(dst_gpu);
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+      const VertexId u = queue[head];
+      for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
+        const VertexId w = target_of(*e, g);
+        if (g[w].node != nd) continue;
+        std::uint32_t& d = dd[t.local_index(w)];
+        if (d != kInf) continue;
+        if (w == src_gpu) { d = dd[t.local_index(u)] + 1; continue; }
+        if (!transit(w)) continue;
+        d = dd[t.local_index(u)] + 1;
+        queue.push_back(w);
+      }
+    }
+  }
+
+  // Network vertices adjacent to dst's node, with the hops from each to dst.
+  struct Ingress {
+    std::size_t row;     // dist row of the network vertex f
+    std::uint32_t hops;  // hops from f to dst
+    VertexId f;
+    LinkId down;         // link f -> u
+    VertexId u;          // dst-node vertex below f
+  };
+  std::vector<Ingress> ingress;
+  if (!same_node) {
+    for (int e = 0; e < t.extras; ++e) {
+      const VertexId u = t.extra(nd, e);
+      const std::uint32_t du = dd[t.local_index(u)];
+      if (du == kInf) continue;
+      for (auto [it, end] = boost::out_edges(u, g); it != end; ++it) {
+        const VertexId f = target_of(*it, g);
+        if (f < t.first_network) continue;
+        if (same_zone && g[f].kind == VertexKind::zone_gateway) continue;
+        const std::int32_t row = t.target_row[f - t.first_network];
+        // Links come in pairs 2k / 2k+1, so the link f -> u is the partner of u -> f.
+        if (row >= 0) ingress.push_back({static_cast<std::size_t>(row), du + 1, f, g[*it].id ^ 1U, u});
+      }
+    }
+  }
+  const std::size_t nn = t.network_count;
+  auto net_distance = [&](VertexId w) -> std::uint32_t {
+    if (same_node) return kInf;
+    if (same_zone && g[w].kind == VertexKind::zone_gateway) return kInf;
+    const std::size_t wi = w - t.first_network;
+    std::uint32_t best = kInf;
+    for (const Ingress& in : ingress) {
+      const std::uint16_t d = t.dist[in.row * nn + wi];
+      if (d != kFar) best = std::min(best, d + in.hops);
+    }
+    return best;
+  };
+
+  // Hops to dst from the vertices of src's node (other node): relax to a fixed point over the few local vertices.
+  std::vector<std::uint32_t> ds(local_count, kInf);
+  auto distance = [&](VertexId w) -> std::uint32_t {
+    if (w >= t.first_network) return net_distance(w);
+    const std::int64_t n = g[w].node;
+    if (n == nd) return dd[t.local_index(w)];
+    if (n == ns) return ds[t.local_index(w)];
+    return kInf;
+  };
+  if (!same_node) {
+    std::vector<VertexId> members;
+    members.push_back(src_gpu);
+    for (int e = 0; e < t.extras; ++e) {
+      if (transit(t.extra(ns, e))) members.push_back(t.extra(ns, e));
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const VertexId v : members) {
+        std::uint32_t best = ds[t.local_index(v)];
+        for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
+          const VertexId w = target_of(*e, g);
+          if (w < t.gpus) continue;  // GPUs are never transit, and dst is on another node
+          if (w < t.first_network && !transit(w)) continue;
+          const std::uint32_t d = distance(w);
+          if (d != kInf && d + 1 < best) best = d + 1;
+        }
+        if (best < ds[t.local_index(v)]) {
+          ds[t.local_index(v)] = best;
+          changed = true;
+        }
+      }
+    }
+  }
+
+  // Walk down the distance, taking candidate flow_hash % count among the shortest next hops.
+  std::uint32_t remaining = same_node ? dd[t.local_index(src_gpu)] : ds[t.local_index(src_gpu)];
+  if (remaining == kInf) {
+    throw std::logic_error("Topology::route: no path from GPU " + std::to_string(src_gpu) + " to GPU " +
+                           std::to_string(dst_gpu));
+  }
+  std::vector<LinkId> path;
+  path.reserve(remaining);
+  std::vector<std::pair<LinkId, VertexId>> candidates;
+  VertexId v = src_gpu;
+  std::uint64_t hash_digits = flow_hash;
+  while (v != dst_gpu) {
+    candidates.clear();
+    if (v >= t.first_network) {
+      // A network switch: its network neighbours from the CSR, its links down into dst's node from `ingress`
+      // (a rail switch has thousands of NIC neighbours; scanning them all would dominate the route).
+      const std::size_t vi = v - t.first_network;
+      for (std::size_t k = t.net_adj_begin[vi]; k < t.net_adj_begin[vi + 1]; ++k) {
+        if (net_distance(t.net_adj[k].second) + 1 == remaining) candidates.push_back(t.net_adj[k]);
+      }
+      for (const Ingress& in : ingress) {
+        if (in.f == v && in.hops == remaining) candidates.emplace_back(in.down, in.u);
+      }
+    } else {
+      for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
+        const VertexId w = target_of(*e, g);
+        if (w != dst_gpu && w < t.first_network && !transit(w)) continue;
+        if (distance(w) + 1 == remaining) candidates.emplace_back(g[*e].id, w);
+      }
+    }
+    if (candidates.empty()) throw std::logic_error("Topology::route: routing tables inconsistent");
+    std::sort(candidates.begin(), candidates.end());
+    const auto& pick = candidates[hash_digits % candidates.size()];
+    hash_digits /= candidates.size();
+    path.push_back(pick.first);
+    v = pick.second;
+    --remaining;
+  }
+  return path;
+}
+
+}  // namespace clustersim::models

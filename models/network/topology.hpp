@@ -1,0 +1,195 @@
+// The physical network of a cluster (issue 3, part 1): GPUs, intra-node fabric, NICs, network switches and
+// availability-zone gateways as a directed graph of links, with shortest-path ECMP routing between GPUs.
+//
+// The graph is a boost::adjacency_list (vecS, vecS, directedS, bundled properties) held behind a pimpl, so this
+// header does not include Boost. A fair-share solver works over link ids 0..link_count()-1.
+//
+// ## Vertices
+//   * GPUs first, in global rank order (node-major): vertex id == rank == node * gpus_per_node + local.
+//   * Per node, after all GPUs: the intra-node fabric switch (NVSwitch for fabric "nvswitch"), the host
+//     PCIe switch / root complex ("host": the PCIe switch of fabric "pcie" and of single-GPU VMs), the NICs
+//     (one per InfiniBand port; one Ethernet NIC of ethernet_bandwidth for VMs without InfiniBand), and, only
+//     when the cluster has more than one zone and the VM has InfiniBand, a front-end Ethernet NIC.
+//   * Network switches per zone (single switch; fat-tree leaves and spines; rails and rail spines), then one
+//     gateway per zone (only with more than one zone).
+//
+// ## Links (every physical link is two directed links with the same capacity and latency: ids 2k and 2k+1,
+//    so link(id ^ 1) is the reverse of link(id))
+//   * nvswitch: GPU <-> NVSwitch, class nvlink, capacity DeviceSpec::fabric_bandwidth_per_direction
+//     (H100: 450 GB/s), latency kNvlinkHopLatency. GPU -> GPU inside a node is 2 hops.
+//   * infinity_fabric (MI300X): full mesh of GPU -> GPU links, class infinity_fabric, capacity
+//     fabric_bandwidth_per_direction / (gpus_per_node - 1) each (896 GB/s bidirectional = 448 GB/s per
+//     direction over 7 peers = 64 GB/s per peer per direction; devices.toml), latency kInfinityFabricLatency.
+//   * pcie (T4 x4) and single-GPU VMs: GPU <-> host PCIe switch, class pcie, capacity
+//     fabric_bandwidth_per_direction (T4: PCIe gen3 x16 15.75 GB/s); GPU -> GPU inside a node is 2 hops.
+//   * nvswitch / infinity_fabric VMs: GPU <-> host, class pcie, capacity kHostPcieBandwidth (assumption:
+//     PCIe gen4 x16), used to reach NICs that are not rail NICs and the front-end Ethernet NIC; never used
+//     between two GPUs of one node.
+//   * NICs. When infiniband_ports == gpus_per_node every GPU has its own "rail" NIC: GPU i <-> NIC i, class
+//     pcie, capacity = the port rate (assumption: the PCIe switch between GPU and NIC is never the bottleneck,
+//     gen4 x16 31.5 GB/s > HDR 25 GB/s, gen5 x16 63 GB/s > NDR 50 GB/s), and the rail NIC is NOT attached to
+//     the host. Otherwise all NICs hang off the host at the port rate. Latency kPcieHopLatency (NIC + PCIe).
+//   * NIC <-> its switch: class infiniband (ethernet for Ethernet-only VMs), capacity = port rate in bytes/s
+//     (NDR 400 Gb/s = 50 GB/s), latency kInfinibandHopLatency (kEthernetHopLatency).
+//
+// ## Inter-node fabrics, one instance per zone (FabricKind)
+//   * single_switch: every NIC of the zone on one switch (a non-blocking crossbar of any radix).
+//   * fat_tree, two tiers (fat_tree_tiers = 2, default): NICs fill leaves of radix/2 down-ports in order
+//     (zone-local NIC index, node-major), leaves = ceil(NICs / (radix/2)); if there is more than one leaf,
+//     radix/2 spines, each leaf linked to every spine. Leaf-spine link capacity = (radix/2 * port rate) /
+//     oversubscription / spines (the leaf's full down-port capacity, populated or not, so all leaves are
+//     alike). Spines are given whatever radix they need (a real 64-port two-tier tree stops at 2,048 NICs).
+//   * fat_tree, three tiers (fat_tree_tiers = 3, used when the zone needs more than radix/2 leaves, else two
+//     tiers are built): pods of radix/2 leaves and radix/2 aggregation switches (tier 1), leaf <-> every
+//     aggregation switch of its pod; (radix/2)^2 core switches (tier 2), aggregation switch j of every pod <->
+//     cores j*radix/2 .. (j+1)*radix/2-1 (the k-ary fat tree of Al-Fares et al., SIGCOMM 2008). Every
+//     up-link = port rate / oversubscription (oversubscribed at the leaf only). Cores get whatever radix the
+//     pod count needs.
+//   * rail_optimized: NIC i of every node on rail switch i (each rail one non-blocking switch); if there is
+//     more than one rail, radix/2 spines join the rails: rail-spine capacity =
+//     (nodes in zone * port rate) / oversubscription / spines. GPU i -> GPU i of another node: 1 rail switch.
+//     GPU i -> GPU j (i != j) of another node goes rail i -> spine -> rail j (no PXN: GPUs never forward).
+//
+// ## Availability zones
+// Nodes are split over zones in the given order (zone 0 gets nodes 0..n0-1, ...). Each zone has its own fabric
+// instance; InfiniBand does not cross zones. Cross-zone traffic: GPU -> host -> the node's Ethernet NIC ->
+// [ethernet, the NIC's rate] -> zone gateway -> [inter_zone] -> other zone's gateway -> [ethernet] -> Ethernet
+// NIC -> host -> GPU. Each ordered pair of zones (a, b) is joined by one directed inter_zone link of capacity
+// inter_zone_bandwidth_per_node * min(nodes(a), nodes(b)) (every node of the smaller zone can talk across at
+// the per-node rate; default per-node rate = the VM's Ethernet NIC rate) and latency inter_zone_latency
+// (default 1 ms one way: Azure zones are < 2 ms round trip, shared/validation/azure_vm_sizes.csv comment from
+// the Azure availability-zones overview). The per-node limit itself is the node's Ethernet link to the gateway.
+//
+// ## Routing
+// route() returns a fewest-hops path from one GPU to another. GPUs are endpoints only, never transit; a
+// route between two GPUs of one node uses only the intra-node fabric (never NICs); a route between zones uses
+// the gateways, one within a zone never does. Deterministic ECMP: among next hops that keep the path shortest,
+// in increasing link id order, the first decision with count > 1 candidates takes flow_hash % count, and each
+// later one takes the next digit of flow_hash read as a mixed-radix number (h = flow_hash / count_1 at the
+// second, ...), so sequential hashes cover every combination and decisions are not polarised. A decision
+// with one candidate consumes nothing. Cost: hop-count distances between the network
+// switches are precomputed from every NIC-facing switch and gateway to every network vertex (16-bit entries:
+// 512 leaves x 544 switches for 2,048 H100 nodes on a two-tier fat tree; no all-pairs table over GPUs); a route
+// then costs a small search over the two end nodes plus one scan of each switch's switch neighbours.
+//
+// ## Latencies (per directed link; the latency of a switch is charged to the link entering it)
+//   kNvlinkHopLatency      0.5 us  ASSUMPTION (NCCL small-message GPU-GPU over NVSwitch is ~1-2 us incl.
+//                                  software; half of the ~1 us hardware+protocol share per hop).
+//   kInfinityFabricLatency 1 us    ASSUMPTION (one direct hop, same order as NVLink's two).
+//   kPcieHopLatency        1 us    ASSUMPTION (PCIe switch + NIC DMA, order of magnitude).
+//   kInfinibandHopLatency  130 ns  ASSUMPTION: the port-to-port figure usually quoted for NVIDIA Quantum HDR
+//                                  (QM8700) switches, not checked against a datasheet here; a third-party page
+//                                  (yobitel.com knowledge base, "NVIDIA Quantum-2") gives ~330 ns for NDR
+//                                  Quantum-2. Cable propagation (~5 ns/m) neglected.
+//   kEthernetHopLatency    1 us    ASSUMPTION (datacenter Ethernet switch hop, cut-through ~0.5-1 us).
+//
+// Errors: build_topology throws std::invalid_argument naming the bad input.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/hardware/catalog.hpp"
+#include "models/units.hpp"
+
+namespace clustersim::models {
+
+using VertexId = std::uint32_t;
+using LinkId = std::uint32_t;
+
+enum class LinkClass { nvlink, pcie, infinity_fabric, infiniband, ethernet, inter_zone };
+enum class FabricKind { single_switch, fat_tree, rail_optimized };
+enum class VertexKind { gpu, nvswitch, host, nic, ethernet_nic, network_switch, zone_gateway };
+
+std::string_view to_string(LinkClass c);
+std::string_view to_string(FabricKind f);
+std::string_view to_string(VertexKind k);
+
+/// One directed link. capacity: B/s in this direction; latency: one way. Links 2k and 2k+1 are the two
+/// directions of one physical link.
+struct Link {
+  VertexId src = 0;
+  VertexId dst = 0;
+  units::BytesPerSecond capacity;
+  units::Seconds latency;
+  LinkClass link_class = LinkClass::nvlink;
+};
+
+/// What a vertex is. node: owning node (-1 for network switches and gateways). zone: zone index.
+/// tier: for network switches 0 = leaf / rail / single switch, 1 = spine or aggregation, 2 = core; 0 otherwise.
+struct VertexInfo {
+  VertexKind kind = VertexKind::gpu;
+  std::int64_t node = -1;
+  int zone = 0;
+  int tier = 0;
+};
+
+struct ZoneSpec {
+  std::string name;
+  std::int64_t nodes = 0;
+};
+
+struct TopologyConfig {
+  std::int64_t nodes = 1;                       ///< VMs in the cluster, >= 1
+  FabricKind fabric = FabricKind::fat_tree;
+  int fat_tree_radix = 64;                      ///< switch ports, even, >= 2; leaves get radix/2 NICs
+  int fat_tree_tiers = 2;                       ///< 2 or 3 (three only when more than radix/2 leaves)
+  double oversubscription = 1.0;                ///< leaf (rail) down capacity / up capacity, >= 1
+  std::vector<ZoneSpec> zones;                  ///< empty: one zone "zone-0" with every node
+  units::Seconds inter_zone_latency = units::milliseconds(1.0);  ///< one way
+  std::optional<units::BytesPerSecond> inter_zone_bandwidth_per_node;  ///< default: VM Ethernet NIC rate
+};
+
+inline constexpr units::Seconds kNvlinkHopLatency = units::microseconds(0.5);
+inline constexpr units::Seconds kInfinityFabricLatency = units::microseconds(1.0);
+inline constexpr units::Seconds kPcieHopLatency = units::microseconds(1.0);
+inline constexpr units::Seconds kInfinibandHopLatency = units::nanoseconds(130.0);
+inline constexpr units::Seconds kEthernetHopLatency = units::microseconds(1.0);
+/// GPU <-> host PCIe rate where the intra-node fabric is not PCIe: gen4 x16, 16 GT/s x 16 x 128/130 / 8.
+inline constexpr units::BytesPerSecond kHostPcieBandwidth = units::gigabytes_per_second(31.5);
+
+class Topology {
+ public:
+  Topology(Topology&&) noexcept;
+  Topology& operator=(Topology&&) noexcept;
+  Topology(const Topology&) = delete;
+  Topology& operator=(const Topology&) = delete;
+  ~Topology();
+
+  [[nodiscard]] std::int64_t node_count() const;
+  [[nodiscard]] int gpus_per_node() const;
+  [[nodiscard]] std::int64_t gpu_count() const;
+  /// Vertex of GPU `local` of `node` (== node * gpus_per_node + local). Throws std::out_of_range.
+  [[nodiscard]] VertexId gpu(std::int64_t node, int local) const;
+  [[nodiscard]] std::size_t vertex_count() const;
+  [[nodiscard]] const VertexInfo& vertex(VertexId v) const;
+  [[nodiscard]] std::size_t link_count() const;
+  /// Link `id` in 0..link_count()-1. Throws std::out_of_range.
+  [[nodiscard]] const Link& link(LinkId id) const;
+  [[nodiscard]] const std::vector<Link>& links() const;
+  /// Zone index of a node and the zones as configured (one "zone-0" when none were given).
+  [[nodiscard]] int zone_of_node(std::int64_t node) const;
+  [[nodiscard]] const std::vector<ZoneSpec>& zones() const;
+
+  /// Fewest-hops route from GPU src_gpu to GPU dst_gpu with deterministic ECMP (see the header comment).
+  /// Empty when src == dst. Throws std::invalid_argument when either vertex is not a GPU.
+  [[nodiscard]] std::vector<LinkId> route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const;
+
+  struct Impl;
+
+ private:
+  explicit Topology(std::unique_ptr<Impl> impl);
+  friend Topology build_topology(const VmSize& vm, const DeviceSpec& device, const TopologyConfig& cfg);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Builds the cluster network for `cfg.nodes` VMs of size `vm` with devices `device`. Throws
+/// std::invalid_argument on inconsistent input (zones not summing to nodes, bad radix, vm.device != device.name,
+/// fabric "nvlink_mesh" which is not modelled, non-positive rates, ...).
+Topology build_topology(const VmSize& vm, const DeviceSpec& device, const TopologyConfig& cfg);
+
+}  // namespace clustersim::models
