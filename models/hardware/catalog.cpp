@@ -58,6 +58,11 @@ constexpr auto kVmKeys = std::to_array<std::string_view>({
     "local_nvme_gib",
     "local_nvme_tib",
     "price_usd_per_hour",
+    "nccl_base_latency_us",
+    "nccl_intra_step_latency_us",
+    "nccl_ring_efficiency",
+    "nccl_nvls_efficiency",
+    "nccl_source",
     "source",
 });
 
@@ -377,6 +382,17 @@ VmSize read_vm(const std::string& file, const std::string& name, const toml::tab
   v.local_nvme = nvme_tib ? units::gib(*nvme_tib * 1024.0) : units::gib(nvme_gib.value_or(0.0));
 
   v.price_usd_per_hour = r.optional_positive("price_usd_per_hour");
+  if (const auto us = r.optional_positive("nccl_base_latency_us")) v.nccl.base_latency = units::microseconds(*us);
+  if (const auto us = r.optional_positive("nccl_intra_step_latency_us")) {
+    v.nccl.intra_step_latency = units::microseconds(*us);
+  }
+  for (const char* key : {"nccl_ring_efficiency", "nccl_nvls_efficiency"}) {
+    if (const auto eff = r.optional_positive(key)) {
+      if (*eff > 1.0) r.fail_at(key, "an efficiency must be in (0, 1], got " + format_number(*eff));
+      (std::string_view(key) == "nccl_ring_efficiency" ? v.nccl.ring_efficiency : v.nccl.nvls_efficiency) = *eff;
+    }
+  }
+  if (t.contains("nccl_source")) v.nccl.source = r.required_string("nccl_source");
   v.source = r.required_string("source");
   return v;
 }

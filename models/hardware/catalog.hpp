@@ -60,6 +60,16 @@ struct DeviceSpec {
   [[nodiscard]] units::FlopsPerSecond peak_for(Precision p) const;
 };
 
+/// NCCL collective calibration of a VM size, fitted to nccl-tests on that VM (docs/network.md). Absent values
+/// take the defaults of models/network/collective_model.hpp.
+struct NcclCalibration {
+  std::optional<units::Seconds> base_latency;        ///< launch + synchronisation of one collective
+  std::optional<units::Seconds> intra_step_latency;  ///< per step inside a node, Simple protocol
+  std::optional<double> ring_efficiency;             ///< ring busbw / link rate, large messages
+  std::optional<double> nvls_efficiency;             ///< NVLS: link-rate fraction each GPU moves S at
+  std::string source;
+};
+
 /// One cloud VM size.
 struct VmSize {
   std::string name;           ///< e.g. "Standard_ND96amsr_A100_v4"
@@ -74,6 +84,7 @@ struct VmSize {
   units::BitsPerSecond ethernet_bandwidth;       ///< front-end (Accelerated Networking) NIC total, bit/s
   units::Bytes local_nvme;                       ///< local temporary/NVMe disk, bytes (0: none)
   std::optional<double> price_usd_per_hour;      ///< pay-as-you-go Linux East US, when known
+  NcclCalibration nccl;                          ///< collective calibration, where measured
   std::string source;
 };
 

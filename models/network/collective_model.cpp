@@ -1,0 +1,117 @@
+#include "models/network/collective_model.hpp"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace clustersim::models {
+
+CollectiveConstants CollectiveConstants::for_vm(const VmSize& vm) {
+  CollectiveConstants c;
+  if (vm.fabric == IntraNodeFabric::pcie || vm.fabric == IntraNodeFabric::none) {
+    c.intra_step_simple = units::microseconds(5.7);  // NCCL hwLat PCI ring Simple
+    c.intra_step_ll = units::microseconds(1.0);      // NCCL hwLat PCI ring LL
+  }
+  if (vm.nccl.base_latency) c.base_latency = *vm.nccl.base_latency;
+  if (vm.nccl.intra_step_latency) c.intra_step_simple = *vm.nccl.intra_step_latency;
+  if (vm.nccl.ring_efficiency) c.ring_efficiency = *vm.nccl.ring_efficiency;
+  if (vm.fabric == IntraNodeFabric::nvswitch) c.nvls_efficiency = vm.nccl.nvls_efficiency;
+  return c;
+}
+
+CollectiveModel::CollectiveModel(const Topology& topology, CollectiveConstants constants)
+    : topology_(topology), constants_(constants), nvls_capable_(constants.nvls_efficiency.has_value()) {}
+
+std::optional<CollectiveModel::Solved> CollectiveModel::solve(CollectiveOp op, CollectiveAlgorithm algorithm,
+                                                              const CommPattern& pattern) const {
+  const auto key = std::tuple{static_cast<int>(op), static_cast<int>(algorithm), pattern.hash()};
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  }
+  std::optional<Solved> result;
+  if (auto schedule = build_schedule(op, algorithm, topology_, pattern, nvls_capable_)) {
+    const CollectiveConstants& k = constants_;
+    LinkEfficiency eff;
+    eff.nvlink = algorithm == CollectiveAlgorithm::nvls ? k.nvls_efficiency.value_or(k.ring_efficiency)
+                                                         : k.ring_efficiency;
+    eff.pcie = k.ring_efficiency;
+    eff.infinity_fabric = k.ring_efficiency;
+    eff.infiniband = k.infiniband_efficiency;
+    eff.ethernet = k.ethernet_efficiency;
+    eff.inter_zone = k.ethernet_efficiency;
+    Solved s;
+    s.seconds_per_byte = bandwidth_seconds_per_byte(*schedule, topology_, eff);
+    for (const Phase& phase : schedule->phases) {
+      const double steps = static_cast<double>(phase.intra_steps + phase.inter_steps);
+      const double zone = steps * phase.zone_latency.value();
+      s.latency_simple += static_cast<double>(phase.intra_steps) * k.intra_step_simple.value() +
+                          static_cast<double>(phase.inter_steps) * k.network_step_simple.value() + zone;
+      s.latency_ll += static_cast<double>(phase.intra_steps) * k.intra_step_ll.value() +
+                      static_cast<double>(phase.inter_steps) * k.network_step_ll.value() + zone;
+      s.crosses_zones = s.crosses_zones || phase.zone_latency.value() > 0.0;
+    }
+    result = s;
+  }
+  std::lock_guard lock(mutex_);
+  memo_.emplace(key, result);
+  return result;
+}
+
+CollectiveTiming CollectiveModel::time(CollectiveOp op, const CommPattern& pattern, units::Bytes bytes,
+                                       std::optional<CollectiveAlgorithm> forced) const {
+  if (pattern.groups.empty()) throw std::invalid_argument("CollectiveModel::time: empty pattern");
+  CollectiveTiming best;
+  if (pattern.groups.front().size() <= 1 || bytes.value() <= 0.0) return best;
+
+  std::vector<CollectiveAlgorithm> candidates;
+  if (forced) {
+    candidates = {*forced};
+  } else {
+    switch (op) {
+      case CollectiveOp::all_reduce:
+        candidates = {CollectiveAlgorithm::ring, CollectiveAlgorithm::tree, CollectiveAlgorithm::hierarchical,
+                      CollectiveAlgorithm::nvls};
+        break;
+      case CollectiveOp::reduce_scatter:
+      case CollectiveOp::all_gather:
+      case CollectiveOp::broadcast: candidates = {CollectiveAlgorithm::ring}; break;
+      case CollectiveOp::all_to_all:
+      case CollectiveOp::send_recv: candidates = {CollectiveAlgorithm::direct}; break;
+    }
+  }
+  const double t0 = constants_.base_latency.value();
+  double best_time = std::numeric_limits<double>::infinity();
+  for (CollectiveAlgorithm algorithm : candidates) {
+    const auto solved = solve(op, algorithm, pattern);
+    if (!solved) continue;
+    const double bw = solved->seconds_per_byte * bytes.value();
+    // Simple: pipelined chunks, (sqrt(L) + sqrt(T_bw))^2.
+    const double simple = t0 + std::pow(std::sqrt(solved->latency_simple) + std::sqrt(bw), 2.0);
+    auto consider = [&](double t, Protocol p, double bandwidth_part) {
+      if (t < best_time) {
+        best_time = t;
+        best.time = units::Seconds(t);
+        best.algorithm = algorithm;
+        best.protocol = p;
+        best.bandwidth_time = units::Seconds(bandwidth_part);
+        best.latency_time = units::Seconds(t - bandwidth_part);
+        best.crosses_zones = solved->crosses_zones;
+      }
+    };
+    consider(simple, Protocol::simple, bw);
+    if (algorithm != CollectiveAlgorithm::nvls) {
+      // LL: fine-grained flags, no pipeline fill, half the bandwidth.
+      consider(t0 + solved->latency_ll + 2.0 * bw, Protocol::ll, 2.0 * bw);
+    }
+  }
+  if (!std::isfinite(best_time)) {
+    throw std::invalid_argument(std::string("CollectiveModel: algorithm '") +
+                                std::string(forced ? to_string(*forced) : "any") + "' does not apply to " +
+                                std::string(to_string(op)) + " on this pattern");
+  }
+  return best;
+}
+
+}  // namespace clustersim::models

@@ -1,0 +1,92 @@
+// Collective timing on a cluster's topology: the flow-level network behind the training step and
+// `clustersim collective`.
+//
+// For each applicable (algorithm, protocol) it builds the flow schedule (collectives.hpp), measures its
+// bandwidth time under max-min fair sharing of every concurrent group's traffic, adds NCCL's latency
+// structure, and keeps the fastest, the way NCCL's tuner picks (NVIDIA/nccl src/graph/tuning.cc), unless an
+// algorithm is forced. Bandwidth time is linear in the payload, so one flow solve per (op, algorithm,
+// pattern) is memoised as seconds per byte; later sizes cost a multiplication.
+//
+// Constants (docs/network.md):
+//   base latency T0, intra-node step latency, NVLink ring and NVLS efficiencies: per VM size, fitted to
+//     nccl-tests (catalog keys nccl_*); without a fit: T0 = kDefaultBaseLatency, step latency NCCL's
+//     hwLat (NVLink ring Simple 3.4 us, PCIe 5.7 us), ring efficiency kDefaultRingEfficiency;
+//   network step latency: NCCL hwLat NET ring Simple 9.6 us, LL 2.7 us; NVLink LL 0.47 us, PCIe LL 1.0 us;
+//   InfiniBand efficiency kInfinibandEfficiency, Ethernet/inter-zone kEthernetEfficiency: assumptions.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <tuple>
+
+#include "models/hardware/catalog.hpp"
+#include "models/network/collectives.hpp"
+#include "models/network/topology.hpp"
+
+namespace clustersim::models {
+
+inline constexpr units::Seconds kDefaultBaseLatency = units::microseconds(30.0);
+inline constexpr double kDefaultRingEfficiency = 0.842;  // the ND A100 v4 fit
+inline constexpr double kInfinibandEfficiency = 0.9;     // assumption: NCCL over IB ~90 % of line rate
+inline constexpr double kEthernetEfficiency = 0.8;       // assumption: TCP/RoCE over a VM's front-end NIC
+
+/// Latency and efficiency constants of one cluster.
+struct CollectiveConstants {
+  units::Seconds base_latency = kDefaultBaseLatency;
+  units::Seconds intra_step_simple = units::microseconds(3.4);
+  units::Seconds intra_step_ll = units::microseconds(0.47);
+  units::Seconds network_step_simple = units::microseconds(9.6);
+  units::Seconds network_step_ll = units::microseconds(2.7);
+  double ring_efficiency = kDefaultRingEfficiency;
+  std::optional<double> nvls_efficiency;  ///< set where the NVSwitch does NVLS (H100/H200)
+  double infiniband_efficiency = kInfinibandEfficiency;
+  double ethernet_efficiency = kEthernetEfficiency;
+
+  /// The constants of `vm` (its nccl_* calibration over the defaults; PCIe step latencies for PCIe VMs).
+  static CollectiveConstants for_vm(const VmSize& vm);
+};
+
+/// The time of one collective and how it was reached.
+struct CollectiveTiming {
+  units::Seconds time;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::ring;
+  Protocol protocol = Protocol::simple;
+  units::Seconds bandwidth_time;  ///< the flow-level part (contention included), at the protocol's rate
+  units::Seconds latency_time;    ///< time - bandwidth_time
+  bool crosses_zones = false;     ///< some transfer of the pattern crosses an inter-zone link
+};
+
+class CollectiveModel {
+ public:
+  /// `topology` must outlive the model.
+  CollectiveModel(const Topology& topology, CollectiveConstants constants);
+
+  /// Time of `op` on every group of `pattern` at once, `bytes` per rank (all-reduce input; reduce-scatter
+  /// input; all-gather output; all-to-all send buffer; broadcast and send/recv message). Zero for groups of
+  /// one. `forced`: that algorithm only (throws std::invalid_argument if it does not apply). Thread-safe.
+  [[nodiscard]] CollectiveTiming time(CollectiveOp op, const CommPattern& pattern, units::Bytes bytes,
+                                      std::optional<CollectiveAlgorithm> forced = std::nullopt) const;
+
+  [[nodiscard]] const Topology& topology() const { return topology_; }
+  [[nodiscard]] const CollectiveConstants& constants() const { return constants_; }
+
+ private:
+  struct Solved {
+    double seconds_per_byte = 0.0;
+    double latency_simple = 0.0;  ///< sum of step latencies, s
+    double latency_ll = 0.0;
+    bool crosses_zones = false;
+  };
+  /// nullopt when the algorithm does not apply. Memoised.
+  std::optional<Solved> solve(CollectiveOp op, CollectiveAlgorithm algorithm, const CommPattern& pattern) const;
+
+  const Topology& topology_;
+  CollectiveConstants constants_;
+  bool nvls_capable_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::tuple<int, int, uint64_t>, std::optional<Solved>> memo_;
+};
+
+}  // namespace clustersim::models

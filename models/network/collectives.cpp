@@ -1,0 +1,404 @@
+#include "models/network/collectives.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+namespace clustersim::models {
+
+namespace {
+
+constexpr CollectiveOp kOps[] = {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter, CollectiveOp::all_gather,
+                                 CollectiveOp::all_to_all, CollectiveOp::broadcast,      CollectiveOp::send_recv};
+constexpr CollectiveAlgorithm kAlgorithms[] = {CollectiveAlgorithm::ring, CollectiveAlgorithm::tree,
+                                               CollectiveAlgorithm::hierarchical, CollectiveAlgorithm::nvls,
+                                               CollectiveAlgorithm::direct};
+
+uint64_t mix(uint64_t x) {  // splitmix64 finaliser
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t flow_hash(uint64_t group, uint64_t channel, uint64_t from, uint64_t to) {
+  return mix(mix(mix(mix(group) ^ channel) ^ from) ^ to);
+}
+
+/// Builds transfers over routed paths and tallies the inter-zone propagation on them.
+class Builder {
+ public:
+  Builder(const Topology& t) : topology_(t), gpn_(t.gpus_per_node()) {}
+
+  int64_t node_of(int64_t rank) const { return rank / gpn_; }
+
+  void add(Phase& phase, int64_t from, int64_t to, double bytes_per_byte, uint64_t hash) {
+    Transfer tr;
+    tr.path = topology_.route(static_cast<VertexId>(from), static_cast<VertexId>(to), hash);
+    tr.bytes_per_byte = bytes_per_byte;
+    phase.transfers.push_back(std::move(tr));
+  }
+
+  /// GPU -> NVSwitch and NVSwitch -> GPU links of `rank` (NVLS), or nullopt without an NVSwitch.
+  std::optional<std::pair<LinkId, LinkId>> switch_links(int64_t rank) const {
+    const auto gpu = static_cast<VertexId>(rank);
+    const auto& links = topology_.links();
+    for (LinkId id = 0; id < links.size(); ++id) {
+      const Link& l = links[id];
+      if (l.src == gpu && topology_.vertex(l.dst).kind == VertexKind::nvswitch) return std::pair{id, id ^ 1u};
+    }
+    return std::nullopt;
+  }
+
+ private:
+  const Topology& topology_;
+  int64_t gpn_;
+};
+
+/// Members of `group` per node, in rank order; nodes in order of first appearance after sorting.
+std::vector<std::vector<int64_t>> by_node(const std::vector<int64_t>& sorted, const Builder& b) {
+  std::vector<std::vector<int64_t>> nodes;
+  for (int64_t r : sorted) {
+    if (nodes.empty() || b.node_of(nodes.back().front()) != b.node_of(r)) nodes.emplace_back();
+    nodes.back().push_back(r);
+  }
+  return nodes;
+}
+
+void ring_phase(Phase& phase, Builder& b, const std::vector<std::vector<int64_t>>& nodes, uint64_t group_index,
+                double bytes_per_step, bool wrap) {
+  // One channel per member of a node (the fewest members any node has), each rotated so that it leaves every
+  // node through a different GPU; one channel inside a single node.
+  size_t channels = nodes.size() == 1 ? 1 : nodes.front().size();
+  for (const auto& n : nodes) channels = std::min(channels, n.size());
+  for (size_t c = 0; c < channels; ++c) {
+    std::vector<int64_t> order;
+    for (const auto& members : nodes) {
+      for (size_t i = 0; i < members.size(); ++i) order.push_back(members[(i + c) % members.size()]);
+    }
+    const size_t n = order.size();
+    for (size_t i = 0; i < n; ++i) {
+      if (!wrap && i + 1 == n) break;
+      const int64_t from = order[i], to = order[(i + 1) % n];
+      b.add(phase, from, to, bytes_per_step / static_cast<double>(channels),
+            flow_hash(group_index, c, static_cast<uint64_t>(from), static_cast<uint64_t>(to)));
+    }
+  }
+}
+
+int64_t ceil_log2(int64_t x) {
+  int64_t k = 0;
+  while ((int64_t{1} << k) < x) ++k;
+  return k;
+}
+
+}  // namespace
+
+std::string_view to_string(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::all_reduce: return "all_reduce";
+    case CollectiveOp::reduce_scatter: return "reduce_scatter";
+    case CollectiveOp::all_gather: return "all_gather";
+    case CollectiveOp::all_to_all: return "all_to_all";
+    case CollectiveOp::broadcast: return "broadcast";
+    case CollectiveOp::send_recv: return "send_recv";
+  }
+  return "?";
+}
+
+std::string_view to_string(CollectiveAlgorithm a) {
+  switch (a) {
+    case CollectiveAlgorithm::ring: return "ring";
+    case CollectiveAlgorithm::tree: return "tree";
+    case CollectiveAlgorithm::hierarchical: return "hierarchical";
+    case CollectiveAlgorithm::nvls: return "nvls";
+    case CollectiveAlgorithm::direct: return "direct";
+  }
+  return "?";
+}
+
+std::string_view to_string(Protocol p) { return p == Protocol::ll ? "LL" : "Simple"; }
+
+std::optional<CollectiveOp> parse_collective_op(std::string_view name) {
+  for (CollectiveOp op : kOps) {
+    if (to_string(op) == name) return op;
+  }
+  return std::nullopt;
+}
+
+std::optional<CollectiveAlgorithm> parse_collective_algorithm(std::string_view name) {
+  for (CollectiveAlgorithm a : kAlgorithms) {
+    if (to_string(a) == name) return a;
+  }
+  return std::nullopt;
+}
+
+double bus_bandwidth_factor(CollectiveOp op, int64_t ranks) {
+  const double n = static_cast<double>(ranks);
+  switch (op) {
+    case CollectiveOp::all_reduce: return 2.0 * (n - 1.0) / n;
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_gather:
+    case CollectiveOp::all_to_all: return (n - 1.0) / n;
+    case CollectiveOp::broadcast:
+    case CollectiveOp::send_recv: return 1.0;
+  }
+  return 1.0;
+}
+
+uint64_t CommPattern::hash() const {
+  uint64_t h = mix(groups.size());
+  for (const auto& g : groups) {
+    h = mix(h ^ g.size());
+    for (int64_t r : g) h = mix(h ^ static_cast<uint64_t>(r));
+  }
+  return h;
+}
+
+double LinkEfficiency::of(LinkClass c) const {
+  switch (c) {
+    case LinkClass::nvlink: return nvlink;
+    case LinkClass::pcie: return pcie;
+    case LinkClass::infinity_fabric: return infinity_fabric;
+    case LinkClass::infiniband: return infiniband;
+    case LinkClass::ethernet: return ethernet;
+    case LinkClass::inter_zone: return inter_zone;
+  }
+  return 1.0;
+}
+
+std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgorithm algorithm,
+                                                 const Topology& topology, const CommPattern& pattern,
+                                                 bool nvls_capable) {
+  if (pattern.groups.empty() || pattern.groups.front().empty()) {
+    throw std::invalid_argument("build_schedule: the pattern has no group");
+  }
+  const size_t n = pattern.groups.front().size();
+  for (const auto& g : pattern.groups) {
+    if (g.size() != n) throw std::invalid_argument("build_schedule: groups of one pattern must have equal size");
+    for (int64_t r : g) {
+      if (r < 0 || r >= topology.gpu_count()) {
+        throw std::invalid_argument("build_schedule: rank " + std::to_string(r) + " is not a GPU of the cluster (" +
+                                    std::to_string(topology.gpu_count()) + " GPUs)");
+      }
+    }
+  }
+  if (op == CollectiveOp::send_recv && n != 2) {
+    throw std::invalid_argument("build_schedule: send_recv groups are {source, destination} pairs");
+  }
+
+  Builder b(topology);
+  CollectiveSchedule s;
+  s.op = op;
+  s.algorithm = algorithm;
+  s.ranks = static_cast<int64_t>(n);
+  if (n == 1) return s;  // nothing to move
+  auto finish = [&topology](CollectiveSchedule& schedule) {
+    const auto& links = topology.links();
+    for (Phase& phase : schedule.phases) {
+      double worst = 0.0;
+      for (const Transfer& t : phase.transfers) {
+        double zone = 0.0;
+        for (LinkId l : t.path) {
+          if (links[l].link_class == LinkClass::inter_zone) zone += links[l].latency.value();
+        }
+        worst = std::max(worst, zone);
+      }
+      phase.zone_latency = units::Seconds(worst);
+    }
+    return std::optional<CollectiveSchedule>(std::move(schedule));
+  };
+
+  // The first group decides applicability and step counts (all groups have the same shape in practice).
+  std::vector<int64_t> first = pattern.groups.front();
+  std::sort(first.begin(), first.end());
+  const auto first_nodes = by_node(first, b);
+  const auto nodes_spanned = static_cast<int64_t>(first_nodes.size());
+  const bool one_node = nodes_spanned == 1;
+  const double nd = static_cast<double>(n);
+
+  auto per_group = [&](auto&& fn) {
+    for (size_t gi = 0; gi < pattern.groups.size(); ++gi) {
+      std::vector<int64_t> sorted = pattern.groups[gi];
+      if (op != CollectiveOp::send_recv) std::sort(sorted.begin(), sorted.end());
+      fn(gi, sorted, by_node(sorted, b));
+    }
+  };
+
+  switch (algorithm) {
+    case CollectiveAlgorithm::ring: {
+      if (op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv) return std::nullopt;
+      Phase phase;
+      const bool broadcast = op == CollectiveOp::broadcast;
+      const int64_t steps = op == CollectiveOp::all_reduce ? 2 * (s.ranks - 1) : s.ranks - 1;
+      phase.repeat = broadcast ? 1 : steps;
+      const int64_t inter = one_node ? 0 : (op == CollectiveOp::all_reduce ? 2 * (nodes_spanned - 1) : nodes_spanned - 1);
+      phase.inter_steps = inter;
+      phase.intra_steps = steps - inter;
+      per_group([&](size_t gi, const std::vector<int64_t>&, const std::vector<std::vector<int64_t>>& nodes) {
+        ring_phase(phase, b, nodes, gi, broadcast ? 1.0 : 1.0 / nd, /*wrap=*/!broadcast);
+      });
+      s.phases.push_back(std::move(phase));
+      return finish(s);
+    }
+    case CollectiveAlgorithm::hierarchical: {
+      if (op != CollectiveOp::all_reduce || one_node || first_nodes.front().size() < 2) return std::nullopt;
+      const auto k = static_cast<int64_t>(first_nodes.front().size());
+      Phase reduce_scatter, inter, all_gather;
+      reduce_scatter.repeat = all_gather.repeat = k - 1;
+      reduce_scatter.intra_steps = all_gather.intra_steps = k - 1;
+      inter.repeat = 2 * (nodes_spanned - 1);
+      inter.inter_steps = 2 * (nodes_spanned - 1);
+      per_group([&](size_t gi, const std::vector<int64_t>&, const std::vector<std::vector<int64_t>>& nodes) {
+        for (const auto& members : nodes) {
+          ring_phase(reduce_scatter, b, {members}, gi, 1.0 / static_cast<double>(k), true);
+          ring_phase(all_gather, b, {members}, gi, 1.0 / static_cast<double>(k), true);
+        }
+        for (int64_t j = 0; j < k; ++j) {
+          std::vector<std::vector<int64_t>> column;
+          for (const auto& members : nodes) column.push_back({members[static_cast<size_t>(j) % members.size()]});
+          ring_phase(inter, b, column, gi * 1000003 + static_cast<uint64_t>(j),
+                     1.0 / static_cast<double>(k) / static_cast<double>(nodes_spanned), true);
+        }
+      });
+      s.phases.push_back(std::move(reduce_scatter));
+      s.phases.push_back(std::move(inter));
+      s.phases.push_back(std::move(all_gather));
+      return finish(s);
+    }
+    case CollectiveAlgorithm::tree: {
+      if (op != CollectiveOp::all_reduce || one_node) return std::nullopt;
+      const auto k = static_cast<int64_t>(first_nodes.front().size());
+      Phase phase;
+      phase.intra_steps = 2 * (k - 1);
+      phase.inter_steps = 2 * ceil_log2(nodes_spanned);
+      per_group([&](size_t gi, const std::vector<int64_t>&, const std::vector<std::vector<int64_t>>& nodes) {
+        // Intra-node chain, both directions (reduce up, broadcast down), the whole payload.
+        for (const auto& members : nodes) {
+          for (size_t i = 0; i + 1 < members.size(); ++i) {
+            b.add(phase, members[i + 1], members[i], 1.0, flow_hash(gi, 7, i, 0));
+            b.add(phase, members[i], members[i + 1], 1.0, flow_hash(gi, 7, i, 1));
+          }
+        }
+        // Two binary trees over the nodes, each with half the payload; the second tree is the first shifted by
+        // one node so that most nodes are a leaf in one of them (double binary tree, Sanders et al. 2009).
+        const size_t count = nodes.size();
+        for (size_t tree = 0; tree < 2; ++tree) {
+          for (size_t i = 1; i < count; ++i) {
+            const size_t child = (i + tree) % count, parent = ((i - 1) / 2 + tree) % count;
+            const auto& cm = nodes[child];
+            const auto& pm = nodes[parent];
+            const int64_t c = cm[tree % cm.size()], p = pm[tree % pm.size()];
+            b.add(phase, c, p, 0.5, flow_hash(gi, tree, static_cast<uint64_t>(c), static_cast<uint64_t>(p)));
+            b.add(phase, p, c, 0.5, flow_hash(gi, tree, static_cast<uint64_t>(p), static_cast<uint64_t>(c)));
+          }
+        }
+      });
+      s.phases.push_back(std::move(phase));
+      return finish(s);
+    }
+    case CollectiveAlgorithm::nvls: {
+      if (op != CollectiveOp::all_reduce || !one_node || !nvls_capable) return std::nullopt;
+      Phase phase;
+      phase.intra_steps = 2;
+      bool ok = true;
+      per_group([&](size_t, const std::vector<int64_t>& sorted, const std::vector<std::vector<int64_t>>&) {
+        for (int64_t r : sorted) {
+          const auto links = b.switch_links(r);
+          if (!links) {
+            ok = false;
+            return;
+          }
+          phase.transfers.push_back(Transfer{{links->first}, 1.0});
+          phase.transfers.push_back(Transfer{{links->second}, 1.0});
+        }
+      });
+      if (!ok) return std::nullopt;
+      s.phases.push_back(std::move(phase));
+      return finish(s);
+    }
+    case CollectiveAlgorithm::direct: {
+      if (op != CollectiveOp::all_to_all && op != CollectiveOp::send_recv) return std::nullopt;
+      Phase phase;
+      (one_node ? phase.intra_steps : phase.inter_steps) = 1;
+      per_group([&](size_t gi, const std::vector<int64_t>& ranks, const std::vector<std::vector<int64_t>>&) {
+        if (op == CollectiveOp::send_recv) {
+          b.add(phase, ranks[0], ranks[1], 1.0, flow_hash(gi, 0, static_cast<uint64_t>(ranks[0]), 1));
+          return;
+        }
+        for (int64_t from : ranks) {
+          for (int64_t to : ranks) {
+            if (from != to) {
+              b.add(phase, from, to, 1.0 / nd, flow_hash(gi, 0, static_cast<uint64_t>(from), static_cast<uint64_t>(to)));
+            }
+          }
+        }
+      });
+      // A send/recv pattern may mix pairs inside and across nodes: count it as crossing when any pair does.
+      if (op == CollectiveOp::send_recv) {
+        bool crosses = false;
+        for (const auto& g : pattern.groups) crosses = crosses || b.node_of(g[0]) != b.node_of(g[1]);
+        phase.intra_steps = crosses ? 0 : 1;
+        phase.inter_steps = crosses ? 1 : 0;
+      }
+      s.phases.push_back(std::move(phase));
+      return finish(s);
+    }
+  }
+  return std::nullopt;
+}
+
+double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topology& topology,
+                                  const LinkEfficiency& efficiency) {
+  const auto& links = topology.links();
+  double total = 0.0;
+  for (const Phase& phase : schedule.phases) {
+    if (phase.transfers.empty()) continue;
+    // Only the links the phase uses enter the solver.
+    std::map<LinkId, LinkId> local;
+    FairShareSolver solver;
+    std::vector<FlowId> flows;
+    std::vector<double> remaining;
+    std::vector<LinkId> path;
+    for (const Transfer& t : phase.transfers) {
+      path.clear();
+      for (LinkId l : t.path) {
+        auto [it, inserted] = local.try_emplace(l, 0);
+        if (inserted) {
+          const Link& link = links[l];
+          it->second = solver.add_link(link.capacity * efficiency.of(link.link_class));
+        }
+        path.push_back(it->second);
+      }
+      flows.push_back(solver.add_flow(path));
+      remaining.push_back(t.bytes_per_byte);
+    }
+    // Progressive completion: solve, advance to the next finish, drop finished transfers, repeat.
+    double elapsed = 0.0;
+    std::vector<size_t> live(flows.size());
+    for (size_t i = 0; i < live.size(); ++i) live[i] = i;
+    while (!live.empty()) {
+      solver.solve();
+      double step = std::numeric_limits<double>::infinity();
+      for (size_t i : live) step = std::min(step, remaining[i] / solver.rate(flows[i]).value());
+      elapsed += step;
+      std::vector<size_t> still;
+      for (size_t i : live) {
+        remaining[i] -= solver.rate(flows[i]).value() * step;
+        if (remaining[i] <= 1e-12 * phase.transfers[i].bytes_per_byte) {
+          solver.remove_flow(flows[i]);
+        } else {
+          still.push_back(i);
+        }
+      }
+      live.swap(still);
+    }
+    total += elapsed * static_cast<double>(phase.repeat);
+  }
+  return total;
+}
+
+}  // namespace clustersim::models
