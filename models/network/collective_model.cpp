@@ -20,8 +20,17 @@ CollectiveConstants CollectiveConstants::for_vm(const VmSize& vm) {
   return c;
 }
 
-CollectiveModel::CollectiveModel(const Topology& topology, CollectiveConstants constants)
-    : topology_(topology), constants_(constants), nvls_capable_(constants.nvls_efficiency.has_value()) {}
+CollectiveModel::CollectiveModel(const Topology& topology, CollectiveConstants constants,
+                                 std::optional<CollectiveAlgorithm> all_reduce_algorithm)
+    : topology_(topology),
+      constants_(constants),
+      nvls_capable_(constants.nvls_efficiency.has_value()),
+      all_reduce_algorithm_(all_reduce_algorithm) {}
+
+CollectiveTiming CollectiveModel::collective_time(CollectiveOp op, const CommPattern& pattern,
+                                                  units::Bytes bytes) const {
+  return time(op, pattern, bytes, op == CollectiveOp::all_reduce ? all_reduce_algorithm_ : std::nullopt);
+}
 
 std::optional<CollectiveModel::Solved> CollectiveModel::solve(CollectiveOp op, CollectiveAlgorithm algorithm,
                                                               const CommPattern& pattern) const {

@@ -23,6 +23,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "models/network/collectives.hpp"
+#include "models/network/communication_model.hpp"
 #include "models/network/topology.hpp"
 
 namespace clustersim::models {
@@ -58,10 +59,16 @@ struct CollectiveTiming {
   bool crosses_zones = false;     ///< some transfer of the pattern crosses an inter-zone link
 };
 
-class CollectiveModel {
+class CollectiveModel final : public CommunicationModel {
  public:
-  /// `topology` must outlive the model.
-  CollectiveModel(const Topology& topology, CollectiveConstants constants);
+  /// `topology` must outlive the model. `all_reduce_algorithm`: the algorithm every all-reduce of
+  /// collective_time() uses; nullopt for the automatic choice.
+  CollectiveModel(const Topology& topology, CollectiveConstants constants,
+                  std::optional<CollectiveAlgorithm> all_reduce_algorithm = std::nullopt);
+
+  /// CommunicationModel: time(op, pattern, bytes) with the configured all-reduce algorithm.
+  [[nodiscard]] CollectiveTiming collective_time(CollectiveOp op, const CommPattern& pattern,
+                                                 units::Bytes bytes) const override;
 
   /// Time of `op` on every group of `pattern` at once, `bytes` per rank (all-reduce input; reduce-scatter
   /// input; all-gather output; all-to-all send buffer; broadcast and send/recv message). Zero for groups of
@@ -85,6 +92,7 @@ class CollectiveModel {
   const Topology& topology_;
   CollectiveConstants constants_;
   bool nvls_capable_;
+  std::optional<CollectiveAlgorithm> all_reduce_algorithm_;
   mutable std::mutex mutex_;
   mutable std::map<std::tuple<int, int, uint64_t>, std::optional<Solved>> memo_;
 };

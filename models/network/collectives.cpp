@@ -24,9 +24,11 @@ uint64_t mix(uint64_t x) {  // splitmix64 finaliser
   return x ^ (x >> 31);
 }
 
-uint64_t flow_hash(uint64_t group, uint64_t channel, uint64_t from, uint64_t to) {
-  return mix(mix(mix(mix(group) ^ channel) ^ from) ^ to);
-}
+/// The ECMP key of a transfer: its destination GPU (D-mod-K routing: an up-link is chosen by destination, which
+/// routes shift permutations such as ring steps without conflicts on a fat tree; Zahavi et al., "D-Mod-K
+/// routing providing non-blocking traffic for shift permutations on real life fat trees", 2010; the default
+/// of InfiniBand's OpenSM ftree routing). The other arguments are kept for the call sites' readability.
+uint64_t flow_hash(uint64_t /*group*/, uint64_t /*channel*/, uint64_t /*from*/, uint64_t to) { return to; }
 
 /// Builds transfers over routed paths and tallies the inter-zone propagation on them.
 class Builder {
@@ -279,8 +281,8 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
         // Intra-node chain, both directions (reduce up, broadcast down), the whole payload.
         for (const auto& members : nodes) {
           for (size_t i = 0; i + 1 < members.size(); ++i) {
-            b.add(phase, members[i + 1], members[i], 1.0, flow_hash(gi, 7, i, 0));
-            b.add(phase, members[i], members[i + 1], 1.0, flow_hash(gi, 7, i, 1));
+            b.add(phase, members[i + 1], members[i], 1.0, flow_hash(gi, 7, i, static_cast<uint64_t>(members[i])));
+            b.add(phase, members[i], members[i + 1], 1.0, flow_hash(gi, 7, i, static_cast<uint64_t>(members[i + 1])));
           }
         }
         // Two binary trees over the nodes, each with half the payload; the second tree is the first shifted by
@@ -326,7 +328,7 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
       (one_node ? phase.intra_steps : phase.inter_steps) = 1;
       per_group([&](size_t gi, const std::vector<int64_t>& ranks, const std::vector<std::vector<int64_t>>&) {
         if (op == CollectiveOp::send_recv) {
-          b.add(phase, ranks[0], ranks[1], 1.0, flow_hash(gi, 0, static_cast<uint64_t>(ranks[0]), 1));
+          b.add(phase, ranks[0], ranks[1], 1.0, flow_hash(gi, 0, static_cast<uint64_t>(ranks[0]), static_cast<uint64_t>(ranks[1])));
           return;
         }
         for (int64_t from : ranks) {

@@ -54,6 +54,13 @@ std::string_view to_string(FabricKind f) {
   return "?";
 }
 
+std::optional<FabricKind> parse_fabric_kind(std::string_view name) {
+  for (FabricKind f : {FabricKind::single_switch, FabricKind::fat_tree, FabricKind::rail_optimized}) {
+    if (to_string(f) == name) return f;
+  }
+  return std::nullopt;
+}
+
 std::string_view to_string(VertexKind k) {
   switch (k) {
     case VertexKind::gpu: return "gpu";

@@ -107,6 +107,8 @@ enum class VertexKind { gpu, nvswitch, host, nic, ethernet_nic, network_switch, 
 
 std::string_view to_string(LinkClass c);
 std::string_view to_string(FabricKind f);
+/// Parses "single_switch" | "fat_tree" | "rail_optimized"; nullopt otherwise.
+std::optional<FabricKind> parse_fabric_kind(std::string_view name);
 std::string_view to_string(VertexKind k);
 
 /// One directed link. capacity: B/s in this direction; latency: one way. Links 2k and 2k+1 are the two

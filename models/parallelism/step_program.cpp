@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/network/collective_model.hpp"
 #include "models/workload/transformer.hpp"
 
 namespace clustersim::models {
@@ -32,22 +33,22 @@ PassCost cost_of(const std::vector<Op>& ops, const ComputeModel& compute, Precis
   return c;
 }
 
-units::Seconds tp_time(const TensorParallelTraffic& traffic, const CommGroup& group, const StepSetup& setup,
+units::Seconds tp_time(const TensorParallelTraffic& traffic, const CommPattern& tp, const StepSetup& setup,
                        const CommunicationModel& network) {
   if (traffic.count == 0) return units::Seconds(0.0);
-  const units::Seconds one =
-      setup.parallelism.sequence_parallel
-          ? network.collective_time(Collective::reduce_scatter, group, traffic.bytes_each) +
-                network.collective_time(Collective::all_gather, group, traffic.bytes_each)
-          : network.collective_time(Collective::all_reduce, group, traffic.bytes_each);
-  // With sequence parallelism each of the `count` all-reduces becomes one reduce-scatter or one all-gather;
-  // the pair above costs two of them, so halve.
-  return one * (setup.parallelism.sequence_parallel ? 0.5 * traffic.count : 1.0 * traffic.count);
+  // With sequence parallelism each all-reduce becomes a reduce-scatter or an all-gather of the same tensor;
+  // they alternate, so count each as half a (reduce-scatter + all-gather) pair.
+  if (setup.parallelism.sequence_parallel) {
+    const units::Seconds pair = network.collective_time(CollectiveOp::reduce_scatter, tp, traffic.bytes_each).time +
+                                network.collective_time(CollectiveOp::all_gather, tp, traffic.bytes_each).time;
+    return pair * (0.5 * traffic.count);
+  }
+  return network.collective_time(CollectiveOp::all_reduce, tp, traffic.bytes_each).time * (1.0 * traffic.count);
 }
 
 /// Cost of `work` on one GPU, forward or backward (backward = recompute + backward).
 PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup, const ComputeModel& compute,
-                   const CommunicationModel& network, const CommGroup& tp_group) {
+                   const CommunicationModel& network, const CommPattern& tp_group) {
   const Precision p = setup.training.precision;
   const double e = activation_bytes_per_element(p);
   if (kind == PassKind::forward) {
@@ -88,22 +89,44 @@ int64_t StepSetup::microbatches() const {
   return training.global_batch_size / per_step;
 }
 
-CommGroup tensor_parallel_group(const StepSetup& setup) {
-  const int64_t t = setup.parallelism.tensor, g = setup.gpus_per_node;
-  CommGroup group;
-  group.size = t;
-  group.ranks_per_node = std::min(t, g);
-  group.groups_per_node = std::max<int64_t>(1, g / t);
-  return group;
+int64_t megatron_rank(const ParallelismConfig& p, int64_t tensor_rank, int64_t data_rank, int64_t stage) {
+  return stage * (p.tensor * p.data) + data_rank * p.tensor + tensor_rank;
 }
 
-CommGroup data_parallel_group(const StepSetup& setup) {
-  const int64_t t = setup.parallelism.tensor, dp = setup.parallelism.data, g = setup.gpus_per_node;
-  CommGroup group;
-  group.size = dp;
-  group.ranks_per_node = std::min(dp, std::max<int64_t>(1, g / t));
-  group.groups_per_node = std::max<int64_t>(1, g / group.ranks_per_node);
-  return group;
+CommPattern tensor_parallel_pattern(const ParallelismConfig& p) {
+  CommPattern pattern;
+  for (int64_t stage = 0; stage < p.pipeline; ++stage) {
+    for (int64_t d = 0; d < p.data; ++d) {
+      std::vector<int64_t> group;
+      for (int64_t t = 0; t < p.tensor; ++t) group.push_back(megatron_rank(p, t, d, stage));
+      pattern.groups.push_back(std::move(group));
+    }
+  }
+  return pattern;
+}
+
+CommPattern data_parallel_pattern(const ParallelismConfig& p) {
+  CommPattern pattern;
+  for (int64_t stage = 0; stage < p.pipeline; ++stage) {
+    for (int64_t t = 0; t < p.tensor; ++t) {
+      std::vector<int64_t> group;
+      for (int64_t d = 0; d < p.data; ++d) group.push_back(megatron_rank(p, t, d, stage));
+      pattern.groups.push_back(std::move(group));
+    }
+  }
+  return pattern;
+}
+
+CommPattern pipeline_pattern(const ParallelismConfig& p) {
+  CommPattern pattern;
+  for (int64_t stage = 0; stage + 1 < p.pipeline; ++stage) {
+    for (int64_t d = 0; d < p.data; ++d) {
+      for (int64_t t = 0; t < p.tensor; ++t) {
+        pattern.groups.push_back({megatron_rank(p, t, d, stage), megatron_rank(p, t, d, stage + 1)});
+      }
+    }
+  }
+  return pattern;
 }
 
 StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compute,
@@ -128,8 +151,8 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   const LayerWork head = lm_head(model, setup.training, options);
   const LayerWork embed = embedding(model, setup.training, options);
 
-  const CommGroup tp = tensor_parallel_group(setup);
-  const CommGroup dp = data_parallel_group(setup);
+  const CommPattern tp = tensor_parallel_pattern(par);
+  const CommPattern dp = data_parallel_pattern(par);
   const PassCost layer_fwd = pass_cost(layer, PassKind::forward, setup, compute, network, tp);
   const PassCost layer_bwd = pass_cost(layer, PassKind::backward, setup, compute, network, tp);
 
@@ -142,6 +165,10 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
 
   StepProgram program;
   program.microbatches = m;
+  if (par.tensor > 1) {
+    program.crosses_zones.tensor_parallel =
+        network.collective_time(CollectiveOp::all_reduce, tp, units::Bytes(1e6)).crosses_zones;
+  }
   program.stages.resize(static_cast<size_t>(par.pipeline));
   for (int64_t i = 0; i < par.pipeline; ++i) {
     StageProgram& stage = program.stages[static_cast<size_t>(i)];
@@ -159,8 +186,10 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
       stage.backward = stage.backward + pass_cost(head, PassKind::backward, setup, compute, network, tp);
       if (par.pipeline > 1) stage.parameters += embedding_params;
     }
-    stage.grad_sync =
-        network.collective_time(Collective::all_reduce, dp, units::Bytes(stage.parameters * grad_bytes));
+    const CollectiveTiming sync =
+        network.collective_time(CollectiveOp::all_reduce, dp, units::Bytes(stage.parameters * grad_bytes));
+    stage.grad_sync = sync.time;
+    program.crosses_zones.data_parallel = program.crosses_zones.data_parallel || sync.crosses_zones;
     stage.optimizer = compute.memory_time(units::Bytes(stage.parameters * kAdamBytesPerParameter));
   }
 
@@ -168,21 +197,18 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     const double e = activation_bytes_per_element(setup.training.precision);
     const units::Bytes activation(d(setup.training.micro_batch_size) * d(model.seq_length) *
                                   d(model.hidden_size) * e);
-    // A stage boundary crosses nodes when one stage fills at least a node (t * d >= G).
-    const bool cross_node = par.tensor * par.data >= setup.gpus_per_node;
-    units::Seconds transfer;
-    if (par.tensor > 1 && cross_node) {
-      // Scatter/gather: each tensor rank sends 1/t; the receiver all-gathers inside its node (already split
-      // with sequence parallelism, so no all-gather then).
-      transfer = network.p2p_time(activation / d(par.tensor), true, setup.gpus_per_node);
-      if (!par.sequence_parallel) transfer += network.collective_time(Collective::all_gather, tp, activation);
-    } else {
-      const int64_t concurrent = cross_node ? std::min(setup.gpus_per_node, par.tensor * par.data) : 1;
-      transfer = network.p2p_time(par.sequence_parallel ? activation / d(par.tensor) : activation, cross_node,
-                                  concurrent);
+    // Scatter/gather (SC'21 Sec. 4.1): each tensor rank sends 1/t of the activation to its peer of the next
+    // stage, which all-gathers it over NVLink (with sequence parallelism it is split by t already, so no
+    // all-gather). Without tensor parallelism the one rank sends all of it.
+    const CollectiveTiming send =
+        network.collective_time(CollectiveOp::send_recv, pipeline_pattern(par), activation / d(par.tensor));
+    units::Seconds transfer = send.time;
+    if (par.tensor > 1 && !par.sequence_parallel) {
+      transfer += network.collective_time(CollectiveOp::all_gather, tp, activation).time;
     }
     program.p2p_forward = transfer;
     program.p2p_backward = transfer;
+    program.crosses_zones.pipeline = send.crosses_zones;
   }
   return program;
 }

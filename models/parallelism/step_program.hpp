@@ -5,9 +5,11 @@
 // events by sim/step/pipeline_executor. One representative rank per stage ("replica" fidelity): every
 // tensor-parallel rank and data-parallel replica of a stage runs the same passes.
 //
-// Rank layout (Megatron-LM): tensor-parallel rank fastest, then data-parallel, then pipeline stage. With G GPUs
-// per node, a tensor-parallel group has min(t, G) members per node; a data-parallel group has
-// min(d, max(1, G/t)) members per node and G / that many groups share each node's NICs.
+// Rank layout (Megatron-LM): rank = stage * (t * d) + data_rank * t + tensor_rank, so a tensor-parallel group
+// is t consecutive ranks (inside a node when t <= GPUs per node) and a data-parallel group is strided by t.
+// The communication of each kind is timed as a whole-cluster pattern (every group of that kind at once), so
+// data-parallel rings that share NICs or spine links slow each other down (replica fidelity: one
+// representative rank per stage runs the passes; the network sees every rank's traffic).
 //
 // Costs per pass of one microbatch through one stage (layers_per_stage = l / p):
 //   forward  = embedding (first stage) + layers x forward ops + LM head and loss (last stage)
@@ -15,7 +17,8 @@
 // with 2 tensor-parallel all-reduces of b*s*h activations per layer per forward, backward and recompute.
 // Pipeline transfers move one microbatch's b*s*h activation (or its gradient). Megatron's scatter/gather
 // optimisation (SC'21 Sec. 4.1) sends 1/t of it per tensor rank across nodes and all-gathers it over NVLink.
-// Gradient sync: ring all-reduce of the stage's parameters per tensor rank in the gradient dtype
+// Every stage boundary and every (tensor, data) rank sends at once (the send/recv pattern).
+// Gradient sync: all-reduce of the stage's parameters per tensor rank in the gradient dtype
 // (fp32 for bf16/fp8/fp32/tf32, which Megatron requires via --accumulate-allreduce-grads-in-fp32; fp16 for
 // fp16). Optimizer: Adam over the local parameters, memory-bound at kAdamBytesPerParameter.
 #pragma once
@@ -68,11 +71,20 @@ struct StageProgram {
   double parameters = 0.0;           ///< parameters held by one GPU of this stage
 };
 
+/// Which kinds of communication cross an availability-zone boundary.
+struct ZoneCrossings {
+  bool tensor_parallel = false;
+  bool pipeline = false;
+  bool data_parallel = false;
+  [[nodiscard]] bool any() const { return tensor_parallel || pipeline || data_parallel; }
+};
+
 struct StepProgram {
   int64_t microbatches = 0;
   std::vector<StageProgram> stages;  ///< p entries
   units::Seconds p2p_forward;        ///< activation transfer stage i -> i+1, per microbatch
   units::Seconds p2p_backward;       ///< gradient transfer stage i+1 -> i, per microbatch
+  ZoneCrossings crosses_zones;
 };
 
 /// Builds the step IR. Throws std::invalid_argument on an inconsistent setup (layers not divisible by
@@ -80,8 +92,13 @@ struct StepProgram {
 StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compute,
                                const CommunicationModel& network);
 
-/// The communication groups of `setup` under Megatron's rank order (see the header comment).
-CommGroup tensor_parallel_group(const StepSetup& setup);
-CommGroup data_parallel_group(const StepSetup& setup);
+/// Global rank of (tensor rank, data rank, stage) under Megatron's order.
+int64_t megatron_rank(const ParallelismConfig& p, int64_t tensor_rank, int64_t data_rank, int64_t stage);
+/// Every tensor-parallel group of the cluster (t consecutive ranks each).
+CommPattern tensor_parallel_pattern(const ParallelismConfig& p);
+/// Every data-parallel group of the cluster (d ranks strided by t each), all stages at once.
+CommPattern data_parallel_pattern(const ParallelismConfig& p);
+/// Every pipeline send of one microbatch: {rank at stage s, same (tensor, data) rank at stage s+1}.
+CommPattern pipeline_pattern(const ParallelismConfig& p);
 
 }  // namespace clustersim::models

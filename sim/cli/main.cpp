@@ -2,6 +2,7 @@
 //
 //   clustersim run SCENARIO [-o FILE.h5] [--set key=value]...   simulate one training step
 //   clustersim catalog                                           print the hardware catalog
+//   clustersim collective --vm-size VM [options]                 time one collective over message sizes
 //   clustersim scenario-keys                                     print the scenario key reference (Markdown)
 //   clustersim --version
 // Global option: --catalog DIR (default: CLUSTERSIM_CATALOG_DIR or the source tree's catalog).
@@ -11,6 +12,7 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
+#include <optional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -18,6 +20,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/cli/catalog_table.hpp"
+#include "sim/cli/collective_command.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/output/results_file.hpp"
 #include "sim/output/step_report.hpp"
@@ -87,10 +90,16 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
   const std::vector<std::string> overrides =
       vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   const sim::Scenario scenario = sim::load_scenario(vm["scenario"].as<std::string>(), overrides, catalog);
-  const models::VmSize& vm_size = catalog.vm_size(scenario.cluster.vm_size);
-  const sim::StepReport report =
-      sim::simulate_step(sim::step_setup_of(scenario, catalog), vm_size, catalog.device(vm_size.device));
-  std::cout << sim::format_step_summary(scenario, catalog, report);
+  const sim::StepReport report = sim::simulate_scenario(scenario, catalog);
+  // A job split over zones is also simulated in one zone: the cross-zone penalty and what causes it.
+  std::optional<sim::StepReport> one_zone;
+  if (scenario.cluster.zones.size() > 1) {
+    sim::Scenario single = scenario;
+    single.cluster.zones.clear();
+    one_zone = sim::simulate_scenario(single, catalog);
+  }
+  const sim::StepReport* one_zone_ptr = one_zone ? &*one_zone : nullptr;
+  std::cout << sim::format_step_summary(scenario, catalog, report, one_zone_ptr);
 
   if (vm.count("output")) {
     sim::RunMetadata meta;
@@ -101,7 +110,7 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
     meta.scenario_toml = scenario.resolved_toml;
     const std::string path = vm["output"].as<std::string>();
     try {
-      sim::write_results_file(path, meta, sim::step_summary_columns(scenario, report));
+      sim::write_results_file(path, meta, sim::step_summary_columns(scenario, report, one_zone_ptr));
     } catch (const std::exception& e) {
       std::cerr << "clustersim: error: " << e.what() << "\n";
       return kExitIoError;
@@ -134,6 +143,7 @@ constexpr const char* kUsage =
     "commands:\n"
     "  run SCENARIO [-o FILE.h5] [--set key=value]...   simulate one training step of a scenario\n"
     "  catalog                                          print the hardware catalog (devices, VM sizes)\n"
+    "  collective --vm-size VM [--op OP] [-o FILE.h5]   time one collective over message sizes (nccl-tests)\n"
     "  scenario-keys                                    print every scenario key (Markdown)\n"
     "\n"
     "options: --version, --help; 'clustersim <command> --help' for a command's options\n";
@@ -159,6 +169,7 @@ int main(int argc, char** argv) {
     }
     if (command == "run") return cmd_run(args, command_line);
     if (command == "catalog") return cmd_catalog(args);
+    if (command == "collective") return sim::run_collective_command(args, command_line);
     if (command == "scenario-keys") {
       std::cout << sim::scenario_keys_markdown();
       return 0;

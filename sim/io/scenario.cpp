@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <toml++/toml.h>
 
@@ -71,6 +72,7 @@ std::string_view expected_name(ParamType t) {
     case ParamType::number: return "a number";
     case ParamType::string: return "a string";
     case ParamType::boolean: return "a boolean";
+    case ParamType::zone_list: return "an array of tables";
   }
   return "?";
 }
@@ -351,6 +353,24 @@ class Loader {
                                      " in the catalog; closest: " + closest_names(vm_name, names, 5) + ")");
     }
     const int64_t nodes = get_int("cluster.nodes");
+    if (has("cluster.zones")) {
+      int64_t sum = 0;
+      for (const toml::node& z : *resolved_node("cluster.zones")->as_array()) {
+        sum += z.as_table()->get("nodes")->as_integer()->get();
+      }
+      if (sum != nodes) {
+        fail_at("cluster.zones", "zone node counts sum to " + std::to_string(sum) + ", but cluster.nodes = " +
+                                     std::to_string(nodes));
+      }
+    }
+    if (get_int("cluster.fat_tree_radix") % 2 != 0) {
+      fail_at("cluster.fat_tree_radix", "must be even, got " + std::to_string(get_int("cluster.fat_tree_radix")));
+    }
+    if (get_string("network.all_reduce_algorithm") == "nvls" && (nodes != 1 || !vm->nccl.nvls_efficiency)) {
+      fail_at("network.all_reduce_algorithm",
+              "nvls needs one node of a VM size with NVLink SHARP (H100/H200 NVSwitch), got " +
+                  std::to_string(nodes) + " × " + vm_name);
+    }
     const int64_t per_vm = vm->devices_per_vm;
     const int64_t gpus = checked_mul(nodes, per_vm, "cluster.nodes");
     const std::string cluster_text = std::to_string(gpus) + " GPUs (" + std::to_string(nodes) + " VMs × " +
@@ -412,6 +432,22 @@ class Loader {
     s.parallelism.sequence_parallel = get_bool("parallelism.sequence_parallel");
     s.cluster.vm_size = get_string("cluster.vm_size");
     s.cluster.nodes = get_int("cluster.nodes");
+    s.cluster.fabric = *models::parse_fabric_kind(get_string("cluster.fabric"));
+    s.cluster.oversubscription = get_double("cluster.oversubscription");
+    s.cluster.fat_tree_radix = get_int("cluster.fat_tree_radix");
+    s.cluster.inter_zone_latency = units::milliseconds(get_double("cluster.inter_zone_latency_ms"));
+    if (const auto gbps = get_optional_double("cluster.inter_zone_bandwidth_gbps")) {
+      s.cluster.inter_zone_bandwidth_per_node = units::to_bytes_per_second(units::gigabits_per_second(*gbps));
+    }
+    if (has("cluster.zones")) {
+      for (const toml::node& z : *resolved_node("cluster.zones")->as_array()) {
+        const toml::table& zone = *z.as_table();
+        s.cluster.zones.push_back({zone.get("name")->as_string()->get(), zone.get("nodes")->as_integer()->get()});
+      }
+    }
+    if (const std::string algorithm = get_string("network.all_reduce_algorithm"); algorithm != "auto") {
+      s.network.all_reduce_algorithm = models::parse_collective_algorithm(algorithm);
+    }
     if (resolved_table("reference") != nullptr) {
       ReferenceConfig r;
       r.tflops_per_gpu = get_optional_double("reference.tflops_per_gpu");
@@ -547,6 +583,37 @@ class Loader {
         set(key, node->as_boolean()->get());
         break;
       }
+      case ParamType::zone_list: {
+        const toml::array* zones = node->as_array();
+        if (zones == nullptr || zones->empty()) wrong_type();
+        toml::array canonical;
+        std::set<std::string> names;
+        for (const toml::node& z : *zones) {
+          const toml::table* zone = z.as_table();
+          if (zone == nullptr) fail(key, node_loc(z), "expected a table {name, nodes}, got " +
+                                                          std::string(node_type_name(z.type())));
+          for (const auto& [k, v] : *zone) {
+            if (k.str() != "name" && k.str() != "nodes") {
+              fail(key + "." + std::string(k.str()), key_loc_of(key, k), "unknown key (keys of a zone: name, nodes)");
+            }
+          }
+          const toml::node* name = zone->get("name");
+          const toml::node* count = zone->get("nodes");
+          if (name == nullptr) fail(key + ".name", node_loc(z), "required key is missing");
+          if (count == nullptr) fail(key + ".nodes", node_loc(z), "required key is missing");
+          if (!name->is_string() || name->as_string()->get().empty()) {
+            fail(key + ".name", node_loc(*name), "expected a non-empty string");
+          }
+          const auto n = count->value_exact<int64_t>();
+          if (!count->is_integer() || !n || *n < 1) fail(key + ".nodes", node_loc(*count), "expected an integer >= 1");
+          if (!names.insert(name->as_string()->get()).second) {
+            fail(key + ".name", node_loc(*name), "zone '" + name->as_string()->get() + "' is given twice");
+          }
+          canonical.push_back(toml::table{{"name", name->as_string()->get()}, {"nodes", *n}});
+        }
+        set_node(key, canonical);
+        break;
+      }
     }
   }
 
@@ -587,11 +654,12 @@ class Loader {
   bool has(const std::string& dotted) const { return resolved_node(dotted) != nullptr; }
   int64_t get_int(const std::string& dotted) const { return resolved_node(dotted)->as_integer()->get(); }
   bool get_bool(const std::string& dotted) const { return resolved_node(dotted)->as_boolean()->get(); }
+  double get_double(const std::string& dotted) const { return *resolved_node(dotted)->value<double>(); }
   std::string get_string(const std::string& dotted) const { return resolved_node(dotted)->as_string()->get(); }
   std::optional<double> get_optional_double(const std::string& dotted) const {
     const toml::node* n = resolved_node(dotted);
     if (n == nullptr) return std::nullopt;
-    return n->as_floating_point()->get();
+    return n->value<double>();
   }
 
   /// a * b, or a ScenarioError on `key` when it overflows.

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "models/network/collectives.hpp"
+#include "models/network/topology.hpp"
 #include "models/parallelism/plan.hpp"
 #include "models/workload/model_config.hpp"
 
@@ -22,10 +24,21 @@ class Catalog;
 
 namespace clustersim::sim {
 
-/// The cluster a job runs on: a VM size from the catalog and how many of them.
+/// The cluster a job runs on: a VM size from the catalog, how many of them, their fabric and zones.
 struct ClusterConfig {
   std::string vm_size;  ///< catalog key, e.g. "Standard_ND96amsr_A100_v4"
   int64_t nodes = 0;    ///< VMs
+  models::FabricKind fabric = models::FabricKind::fat_tree;
+  double oversubscription = 1.0;  ///< fat-tree leaf down/up capacity ratio
+  int64_t fat_tree_radix = 64;    ///< switch ports
+  std::vector<models::ZoneSpec> zones;  ///< empty: one zone
+  units::Seconds inter_zone_latency = units::milliseconds(1.0);  ///< one way
+  std::optional<units::BytesPerSecond> inter_zone_bandwidth_per_node;  ///< default: the VM's Ethernet rate
+};
+
+/// Collective algorithm overrides ([network]).
+struct NetworkConfig {
+  std::optional<models::CollectiveAlgorithm> all_reduce_algorithm;  ///< nullopt: NCCL-like automatic choice
 };
 
 /// A published measurement to compare the prediction with. At least one metric is set.
@@ -49,6 +62,7 @@ struct Scenario {
   models::TrainingConfig training;
   models::ParallelismConfig parallelism;  ///< data filled in from the cluster size when omitted
   ClusterConfig cluster;
+  NetworkConfig network;
   std::optional<ReferenceConfig> reference;
   SimulationConfig simulation;
 

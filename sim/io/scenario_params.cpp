@@ -16,6 +16,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Must match models::parse_precision and models::parse_recompute (tests/scenario checks both).
 constexpr std::array<std::string_view, 5> kPrecisions{"fp32", "tf32", "fp16", "bf16", "fp8"};
 constexpr std::array<std::string_view, 3> kRecompute{"none", "selective", "full"};
+// Must match models::FabricKind and models::parse_collective_algorithm (tests/scenario checks them).
+constexpr std::array<std::string_view, 3> kFabrics{"single_switch", "fat_tree", "rail_optimized"};
+constexpr std::array<std::string_view, 5> kAllReduceAlgorithms{"auto", "ring", "tree", "hierarchical", "nvls"};
 
 constexpr std::array kTables{
     TableSpec{"", true, "File-level identification."},
@@ -23,7 +26,8 @@ constexpr std::array kTables{
     TableSpec{"training", true, "Batch and numerics of the training run."},
     TableSpec{"parallelism", false,
               "Megatron-LM PTD-P layout: GPUs = tensor × pipeline × data. Every key has a default."},
-    TableSpec{"cluster", true, "The VMs the job runs on."},
+    TableSpec{"cluster", true, "The VMs the job runs on, their network fabric and their availability zones."},
+    TableSpec{"network", false, "Collective algorithm choices (NCCL's, by default)."},
     TableSpec{"reference", false,
               "A published measurement to compare the prediction with: `source` and at least one of "
               "`tflops_per_gpu`, `step_time_s`, `mfu`."},
@@ -88,6 +92,31 @@ constexpr std::array kParams{
               .help = "VM size: a name from the hardware catalog (models/hardware/catalog/vm_sizes.toml)."},
     ParamSpec{.key = "cluster.nodes", .type = integer, .unit = "VMs", .need = Need::required, .min_int = 1,
               .help = "VMs in the job. GPUs = nodes × GPUs per VM."},
+    ParamSpec{.key = "cluster.fabric", .type = string, .need = Need::defaulted, .default_text = "\"fat_tree\"",
+              .choices = kFabrics,
+              .help = "Inter-node network of each zone: one switch, a two-tier fat tree (three tiers when it "
+                      "outgrows radix/2 leaves), or rail-optimized (NIC i of every node on rail switch i)."},
+    ParamSpec{.key = "cluster.oversubscription", .type = number, .unit = "ratio", .need = Need::defaulted,
+              .default_text = "1.0", .lo = 1.0, .help = "Fat-tree leaf down/up capacity ratio (2 means 2:1)."},
+    ParamSpec{.key = "cluster.fat_tree_radix", .type = integer, .unit = "ports", .need = Need::defaulted,
+              .default_text = "64", .min_int = 2,
+              .help = "Switch ports; a leaf takes radix/2 NICs. Even."},
+    ParamSpec{.key = "cluster.zones", .type = zone_list, .need = Need::optional,
+              .help = "Availability zones as `[[cluster.zones]]` tables with `name` (string) and `nodes` "
+                      "(integer >= 1); node counts must sum to cluster.nodes. Nodes fill zones in order. "
+                      "Absent: one zone. InfiniBand does not cross zones; cross-zone traffic takes the "
+                      "inter-zone link."},
+    ParamSpec{.key = "cluster.inter_zone_latency_ms", .type = number, .unit = "ms", .need = Need::defaulted,
+              .default_text = "1.0", .lo = 0.0, .lo_open = true,
+              .help = "One-way latency between zones (Azure: under 2 ms round trip between zones of a region)."},
+    ParamSpec{.key = "cluster.inter_zone_bandwidth_gbps", .type = number, .unit = "Gb/s per node",
+              .need = Need::derived, .default_text = "the VM's Ethernet NIC rate", .lo = 0.0, .lo_open = true,
+              .help = "Bandwidth each node gets across zones (bits per second, as NICs are quoted)."},
+    // [network]
+    ParamSpec{.key = "network.all_reduce_algorithm", .type = string, .need = Need::defaulted,
+              .default_text = "\"auto\"", .choices = kAllReduceAlgorithms,
+              .help = "All-reduce algorithm of every group; auto takes the fastest applicable per size, as "
+                      "NCCL's tuner does. nvls needs one node of H100/H200; tree and hierarchical several nodes."},
     // [reference]
     ParamSpec{.key = "reference.tflops_per_gpu", .type = number, .unit = "TFLOP/s", .need = Need::optional,
               .lo = 0.0, .lo_open = true, .hi = kInf, .hi_open = true,
@@ -137,6 +166,7 @@ std::string_view type_name(ParamType t) {
     case number: return "number";
     case string: return "string";
     case boolean: return "boolean";
+    case zone_list: return "array of tables";
   }
   return "?";
 }
@@ -180,7 +210,8 @@ std::string allowed_text(const ParamSpec& p) {
       }
       return p.non_empty ? "non-empty" : "";
     }
-    case boolean: return "";
+    case boolean:
+    case zone_list: return "";
   }
   return "";
 }

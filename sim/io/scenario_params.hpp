@@ -13,7 +13,8 @@
 
 namespace clustersim::sim::detail {
 
-enum class ParamType { integer, number, string, boolean };
+/// zone_list: an array of tables, each {name = string, nodes = integer >= 1} ([[cluster.zones]]).
+enum class ParamType { integer, number, string, boolean, zone_list };
 
 /// How a key may be absent.
 enum class Need {

@@ -1,11 +1,13 @@
 #include "sim/output/step_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <sstream>
 
 #include "models/hardware/catalog.hpp"
+#include "models/parallelism/step_program.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/step/step_simulation.hpp"
 
@@ -20,6 +22,19 @@ std::string printf_string(const char* format, auto... args) {
 }
 
 }  // namespace
+
+std::string cross_zone_traffic(const models::ZoneCrossings& c) {
+  std::string out;
+  auto add = [&](bool on, const char* what) {
+    if (!on) return;
+    if (!out.empty()) out += ", ";
+    out += what;
+  };
+  add(c.tensor_parallel, "tensor-parallel all-reduce");
+  add(c.pipeline, "pipeline send/recv");
+  add(c.data_parallel, "data-parallel gradient all-reduce");
+  return out;
+}
 
 std::optional<ReferenceComparison> compare_with_reference(const Scenario& scenario, const StepReport& report) {
   if (!scenario.reference) return std::nullopt;
@@ -39,7 +54,8 @@ std::optional<ReferenceComparison> compare_with_reference(const Scenario& scenar
   return c;
 }
 
-std::string format_step_summary(const Scenario& sc, const models::Catalog& catalog, const StepReport& r) {
+std::string format_step_summary(const Scenario& sc, const models::Catalog& catalog, const StepReport& r,
+                                const StepReport* one_zone) {
   const models::VmSize& vm = catalog.vm_size(sc.cluster.vm_size);
   const auto& par = sc.parallelism;
   std::ostringstream out;
@@ -74,10 +90,21 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
     out << printf_string("reference   %s = %.4g %s measured, %.4g predicted: %+.1f %%  (%s)\n", c->metric.c_str(),
                          c->measured, c->units.c_str(), c->predicted, 100.0 * c->relative_error, c->source.c_str());
   }
+  if (one_zone != nullptr) {
+    std::string zones;
+    for (const auto& z : sc.cluster.zones) {
+      zones += (zones.empty() ? "" : ", ") + z.name + ": " + std::to_string(z.nodes);
+    }
+    const std::string crossing = cross_zone_traffic(r.crosses_zones);
+    out << printf_string("cross-zone  %zu zones (%s nodes): %.3f s per step vs %.3f s in one zone: penalty %+.1f %%\n",
+                         sc.cluster.zones.size(), zones.c_str(), r.step_time.value(), one_zone->step_time.value(),
+                         100.0 * (r.step_time / one_zone->step_time - 1.0));
+    out << "            crossing the zone boundary: " << (crossing.empty() ? "nothing" : crossing) << "\n";
+  }
   return out.str();
 }
 
-std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepReport& r) {
+std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepReport& r, const StepReport* one_zone) {
   auto real = [](std::string name, std::string units, std::string description, double v) {
     return SummaryColumn{std::move(name), std::move(units), std::move(description), std::vector<double>{v}};
   };
@@ -119,6 +146,14 @@ std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepRe
                       ref ? ref->predicted : nan));
   cols.push_back(real("reference_error", "1", "predicted / measured - 1, NaN if none",
                       ref ? ref->relative_error : nan));
+  cols.push_back(integer("zones", "1", "availability zones the nodes are split over",
+                         std::max<int64_t>(1, static_cast<int64_t>(sc.cluster.zones.size()))));
+  cols.push_back(real("one_zone_step_time_s", "s", "step time of the same job in one zone, NaN for one zone",
+                      one_zone ? one_zone->step_time.value() : nan));
+  cols.push_back(real("cross_zone_penalty", "1", "step time / one-zone step time - 1, NaN for one zone",
+                      one_zone ? r.step_time / one_zone->step_time - 1.0 : nan));
+  cols.push_back({"cross_zone_traffic", "", "communication crossing a zone boundary, comma-separated; empty if none",
+                  std::vector<std::string>{cross_zone_traffic(r.crosses_zones)}});
   return cols;
 }
 

@@ -10,6 +10,7 @@
 
 namespace clustersim::models {
 class Catalog;
+struct ZoneCrossings;
 }
 
 namespace clustersim::sim {
@@ -30,11 +31,19 @@ struct ReferenceComparison {
 /// The first metric the reference gives, in the order tflops_per_gpu, step_time_s, mfu; nullopt without one.
 std::optional<ReferenceComparison> compare_with_reference(const Scenario& scenario, const StepReport& report);
 
-/// Multi-line text summary: layout, step time and its breakdown (s and % of the step), TFLOP/s per GPU,
-/// MFU, HFU, and the reference comparison when there is one.
-std::string format_step_summary(const Scenario& scenario, const models::Catalog& catalog, const StepReport& report);
+/// The communication that crosses a zone boundary, in words ("data-parallel gradient all-reduce, pipeline
+/// send/recv"); "" when none does.
+std::string cross_zone_traffic(const models::ZoneCrossings& crossings);
 
-/// One row of /summary columns for this run (units on each).
-std::vector<SummaryColumn> step_summary_columns(const Scenario& scenario, const StepReport& report);
+/// Multi-line text summary: layout, step time and its breakdown (s and % of the step), TFLOP/s per GPU,
+/// MFU, HFU, the reference comparison when there is one, and, when `one_zone` is given (the same job in a
+/// single zone), the cross-zone penalty T / T_one_zone - 1 and what crosses the zone boundary.
+std::string format_step_summary(const Scenario& scenario, const models::Catalog& catalog, const StepReport& report,
+                                const StepReport* one_zone = nullptr);
+
+/// One row of /summary columns for this run (units on each); the cross-zone columns are NaN / "" without
+/// `one_zone`.
+std::vector<SummaryColumn> step_summary_columns(const Scenario& scenario, const StepReport& report,
+                                                const StepReport* one_zone = nullptr);
 
 }  // namespace clustersim::sim

@@ -1,16 +1,24 @@
 #include "sim/step/step_simulation.hpp"
 
+#include <stdexcept>
+#include <string>
+
 #include "models/compute/compute_model.hpp"
-#include "models/network/alpha_beta.hpp"
+#include "models/network/collective_model.hpp"
 #include "models/workload/transformer.hpp"
 #include "sim/io/scenario.hpp"
 
 namespace clustersim::sim {
 
-StepReport simulate_step(const models::StepSetup& setup, const models::VmSize& vm,
-                         const models::DeviceSpec& device) {
+StepReport simulate_step(const models::StepSetup& setup, const models::VmSize& vm, const models::DeviceSpec& device,
+                         const NetworkSetup& net) {
   const models::ComputeModel compute(device, vm.device_share);
-  const models::AlphaBetaNetwork network(vm, device);
+  const models::Topology topology = models::build_topology(vm, device, net.topology);
+  if (topology.gpu_count() < setup.parallelism.gpus()) {
+    throw std::invalid_argument("simulate_step: the cluster has " + std::to_string(topology.gpu_count()) +
+                                " GPUs, the layout needs " + std::to_string(setup.parallelism.gpus()));
+  }
+  const models::CollectiveModel network(topology, models::CollectiveConstants::for_vm(vm), net.all_reduce_algorithm);
   const models::StepProgram program = models::build_step_program(setup, compute, network);
 
   StepReport r;
@@ -27,6 +35,7 @@ StepReport simulate_step(const models::StepSetup& setup, const models::VmSize& v
   const double peak_tflops = units::in_tflops_per_second(compute.peak(setup.training.precision));
   r.mfu = r.model_tflops_per_gpu / peak_tflops;
   r.hfu = r.tflops_per_gpu / peak_tflops;
+  r.crosses_zones = program.crosses_zones;
   return r;
 }
 
@@ -38,6 +47,25 @@ models::StepSetup step_setup_of(const Scenario& scenario, const models::Catalog&
   setup.schedule = models::PipelineSchedule::one_f_one_b;
   setup.gpus_per_node = catalog.vm_size(scenario.cluster.vm_size).devices_per_vm;
   return setup;
+}
+
+NetworkSetup network_setup_of(const Scenario& scenario) {
+  NetworkSetup n;
+  const ClusterConfig& c = scenario.cluster;
+  n.topology.nodes = c.nodes;
+  n.topology.fabric = c.fabric;
+  n.topology.fat_tree_radix = static_cast<int>(c.fat_tree_radix);
+  n.topology.oversubscription = c.oversubscription;
+  n.topology.zones = c.zones;
+  n.topology.inter_zone_latency = c.inter_zone_latency;
+  n.topology.inter_zone_bandwidth_per_node = c.inter_zone_bandwidth_per_node;
+  n.all_reduce_algorithm = scenario.network.all_reduce_algorithm;
+  return n;
+}
+
+StepReport simulate_scenario(const Scenario& scenario, const models::Catalog& catalog) {
+  const models::VmSize& vm = catalog.vm_size(scenario.cluster.vm_size);
+  return simulate_step(step_setup_of(scenario, catalog), vm, catalog.device(vm.device), network_setup_of(scenario));
 }
 
 }  // namespace clustersim::sim

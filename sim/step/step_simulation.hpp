@@ -3,14 +3,23 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "models/hardware/catalog.hpp"
+#include "models/network/collectives.hpp"
+#include "models/network/topology.hpp"
 #include "models/parallelism/step_program.hpp"
 #include "sim/step/pipeline_executor.hpp"
 
 namespace clustersim::sim {
 
 struct Scenario;
+
+/// The cluster network of a step: topology (nodes, fabric, zones) and the all-reduce algorithm choice.
+struct NetworkSetup {
+  models::TopologyConfig topology;
+  std::optional<models::CollectiveAlgorithm> all_reduce_algorithm;  ///< nullopt: automatic (NCCL-like)
+};
 
 /// Result of simulating one optimizer step.
 struct StepReport {
@@ -25,14 +34,20 @@ struct StepReport {
   double model_tflops_per_gpu = 0.0;  ///< model_flops / (step_time * gpus), TFLOP/s
   double mfu = 0.0;               ///< model_tflops_per_gpu / datasheet peak at the run's precision
   double hfu = 0.0;               ///< tflops_per_gpu / the same peak
+  models::ZoneCrossings crosses_zones;  ///< communication kinds that cross an availability-zone boundary
 };
 
-/// Simulates one step of `setup` on `gpus` GPUs of `vm`'s kind. Throws std::invalid_argument on an
-/// inconsistent setup, std::out_of_range if the device lacks the precision.
-StepReport simulate_step(const models::StepSetup& setup, const models::VmSize& vm,
-                         const models::DeviceSpec& device);
+/// Simulates one step of `setup` on the cluster `network` describes, of VMs `vm` with devices `device`.
+/// network.topology.nodes must hold setup's GPUs. Throws std::invalid_argument on an inconsistent setup,
+/// std::out_of_range if the device lacks the precision.
+StepReport simulate_step(const models::StepSetup& setup, const models::VmSize& vm, const models::DeviceSpec& device,
+                         const NetworkSetup& network);
 
 /// The StepSetup a scenario describes (1F1B, GPUs per node from its VM size).
 models::StepSetup step_setup_of(const Scenario& scenario, const models::Catalog& catalog);
+/// The NetworkSetup a scenario describes ([cluster] nodes, fabric and zones; [network]).
+NetworkSetup network_setup_of(const Scenario& scenario);
+/// step_setup_of + network_setup_of + simulate_step on the scenario's VM size.
+StepReport simulate_scenario(const Scenario& scenario, const models::Catalog& catalog);
 
 }  // namespace clustersim::sim

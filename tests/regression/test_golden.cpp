@@ -39,9 +39,7 @@ TEST(Golden, StepTimesOfShippedScenariosAreUnchanged) {
   std::map<std::string, double> now;
   for (const fs::path& scenario : testing::shipped_scenarios()) {
     const sim::Scenario sc = sim::load_scenario(fs::path(CLUSTERSIM_SOURCE_DIR) / scenario, {}, catalog);
-    const models::VmSize& vm = catalog.vm_size(sc.cluster.vm_size);
-    now[scenario.generic_string()] =
-        sim::simulate_step(sim::step_setup_of(sc, catalog), vm, catalog.device(vm.device)).step_time.value();
+    now[scenario.generic_string()] = sim::simulate_scenario(sc, catalog).step_time.value();
   }
   if (const char* update = std::getenv("CLUSTERSIM_UPDATE_GOLDEN"); update && std::string(update) == "1") {
     std::ofstream out(kGolden);

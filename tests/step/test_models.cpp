@@ -5,7 +5,6 @@
 
 #include "models/compute/compute_model.hpp"
 #include "models/hardware/catalog.hpp"
-#include "models/network/alpha_beta.hpp"
 #include "models/parallelism/step_program.hpp"
 #include "models/workload/transformer.hpp"
 
@@ -103,36 +102,21 @@ TEST(Workload, IterationFlopsAreMegatronsFormulas) {
   EXPECT_NEAR(parameter_count(m, false) / 174.6e9, 1.0, 0.01);
 }
 
-TEST(AlphaBetaNetwork, RingAllReduceClosedForm) {
-  const VmSize& vm = catalog().vm_size("Standard_ND96amsr_A100_v4");
-  const AlphaBetaNetwork net(vm, catalog().device(vm.device));
-  // Inside one node: 2 (n-1)/n S / B + 2 (n-1) alpha, B = 300 GB/s x 0.77, alpha = 10 us.
-  const double n = 8, S = 256e6, B = 300e9 * 0.77, alpha = 10e-6;
-  CommGroup group{8, 8, 1};
-  EXPECT_NEAR(net.collective_time(Collective::all_reduce, group, units::Bytes(S)).value(),
-              2 * (n - 1) / n * S / B + 2 * (n - 1) * alpha, 1e-12);
-  EXPECT_NEAR(net.collective_time(Collective::reduce_scatter, group, units::Bytes(S)).value(),
-              (n - 1) / n * S / B + (n - 1) * alpha, 1e-12);
-  // One member per node, 8 groups sharing 8 x 200 Gb/s: each ring gets one NIC, 25 GB/s x 0.9.
-  CommGroup across{24, 1, 8};
-  const double nic = 25e9 * 0.9;
-  EXPECT_NEAR(net.collective_time(Collective::all_reduce, across, units::Bytes(S)).value(),
-              2 * 23.0 / 24.0 * S / nic + 2 * 23 * alpha, 1e-12);
-  EXPECT_EQ(net.collective_time(Collective::all_reduce, CommGroup{1, 1, 8}, units::Bytes(S)).value(), 0.0);
-}
-
-TEST(StepProgram, MegatronRankOrderGroups) {
-  StepSetup setup;
-  setup.gpus_per_node = 8;
-  setup.parallelism = {8, 8, 24, 1, false};
-  EXPECT_EQ(tensor_parallel_group(setup).ranks_per_node, 8);
-  const CommGroup dp = data_parallel_group(setup);
-  EXPECT_EQ(dp.size, 24);
-  EXPECT_EQ(dp.ranks_per_node, 1);
-  EXPECT_EQ(dp.groups_per_node, 8);
-  setup.parallelism = {2, 1, 32, 1, false};
-  EXPECT_EQ(data_parallel_group(setup).ranks_per_node, 4);
-  EXPECT_EQ(data_parallel_group(setup).groups_per_node, 2);
+TEST(StepProgram, MegatronRankOrderPatterns) {
+  // rank = stage * (t d) + data_rank * t + tensor_rank.
+  const ParallelismConfig p{8, 8, 24, 1, false};
+  EXPECT_EQ(megatron_rank(p, 3, 2, 1), 1 * 192 + 2 * 8 + 3);
+  const CommPattern tp = tensor_parallel_pattern(p);
+  ASSERT_EQ(tp.groups.size(), 8u * 24u);
+  EXPECT_EQ(tp.groups[1], (std::vector<int64_t>{8, 9, 10, 11, 12, 13, 14, 15}));
+  const CommPattern dp = data_parallel_pattern(p);
+  ASSERT_EQ(dp.groups.size(), 8u * 8u);
+  EXPECT_EQ(dp.groups[0].size(), 24u);
+  EXPECT_EQ(dp.groups[1][0], 1);
+  EXPECT_EQ(dp.groups[1][1], 9);  // strided by t
+  const CommPattern pp = pipeline_pattern(p);
+  EXPECT_EQ(pp.groups.size(), 7u * 192u);
+  EXPECT_EQ(pp.groups[0], (std::vector<int64_t>{0, 192}));
 }
 
 }  // namespace

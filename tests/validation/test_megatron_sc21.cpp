@@ -25,8 +25,7 @@ TEST(ValidationMegatronSc21, Table1TflopsPerGpu) {
   for (const fs::path& file : testing::shipped_scenarios()) {
     if (file.parent_path().filename() != "megatron" || file.filename().string().rfind("sc21-table1", 0) != 0) continue;
     const sim::Scenario sc = sim::load_scenario(fs::path(CLUSTERSIM_SOURCE_DIR) / file, {}, catalog);
-    const models::VmSize& vm = catalog.vm_size(sc.cluster.vm_size);
-    const sim::StepReport r = sim::simulate_step(sim::step_setup_of(sc, catalog), vm, catalog.device(vm.device));
+    const sim::StepReport r = sim::simulate_scenario(sc, catalog);
     const auto cmp = sim::compare_with_reference(sc, r);
     ASSERT_TRUE(cmp.has_value()) << file;
     ASSERT_EQ(cmp->metric, "tflops_per_gpu");
