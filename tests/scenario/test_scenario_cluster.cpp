@@ -1,0 +1,98 @@
+// Scenario keys of the cluster's network: fabric, zones ([[cluster.zones]]) and [network].
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "models/hardware/catalog.hpp"
+#include "sim/io/scenario.hpp"
+
+namespace clustersim::sim {
+namespace {
+
+const std::filesystem::path kData = std::filesystem::path(CLUSTERSIM_SOURCE_DIR) / "tests/scenario/data";
+
+const models::Catalog& catalog() {
+  static const models::Catalog c = models::Catalog::load(models::Catalog::default_directory());
+  return c;
+}
+
+/// what() of the ScenarioError `fixture` raises, or a failure.
+std::string error_of(const std::string& fixture, const std::vector<std::string>& overrides = {}) {
+  try {
+    (void)load_scenario(kData / fixture, overrides, catalog());
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << fixture << ": expected a ScenarioError";
+  return {};
+}
+
+TEST(ScenarioCluster, ZonesFabricAndAlgorithmLoad) {
+  const Scenario s = load_scenario(kData / "valid_zones.toml", {}, catalog());
+  ASSERT_EQ(s.cluster.zones.size(), 2u);
+  EXPECT_EQ(s.cluster.zones[0].name, "a");
+  EXPECT_EQ(s.cluster.zones[0].nodes, 3);
+  EXPECT_EQ(s.cluster.zones[1].nodes, 1);
+  EXPECT_EQ(s.cluster.fabric, models::FabricKind::rail_optimized);
+  EXPECT_DOUBLE_EQ(s.cluster.inter_zone_latency.value(), 1.5e-3);
+  ASSERT_TRUE(s.cluster.inter_zone_bandwidth_per_node.has_value());
+  EXPECT_DOUBLE_EQ(s.cluster.inter_zone_bandwidth_per_node->value(), 40e9 / 8.0);  // 40 Gb/s = 5 GB/s
+  EXPECT_EQ(s.network.all_reduce_algorithm, models::CollectiveAlgorithm::ring);
+  // The resolved TOML keeps the zones and reloads to the same scenario.
+  EXPECT_NE(s.resolved_toml.find("[[cluster.zones]]"), std::string::npos) << s.resolved_toml;
+}
+
+TEST(ScenarioCluster, DefaultsAreOneZoneFatTreeAndAutomaticAlgorithm) {
+  const Scenario s = load_scenario(kData / "valid_minimal.toml", {}, catalog());
+  EXPECT_TRUE(s.cluster.zones.empty());
+  EXPECT_EQ(s.cluster.fabric, models::FabricKind::fat_tree);
+  EXPECT_EQ(s.cluster.fat_tree_radix, 64);
+  EXPECT_DOUBLE_EQ(s.cluster.oversubscription, 1.0);
+  EXPECT_DOUBLE_EQ(s.cluster.inter_zone_latency.value(), 1e-3);
+  EXPECT_FALSE(s.network.all_reduce_algorithm.has_value());
+}
+
+TEST(ScenarioCluster, ZoneNodeCountsMustSumToNodes) {
+  const std::string e = error_of("bad_zone_sum.toml");
+  EXPECT_NE(e.find("bad_zone_sum.toml:21:"), std::string::npos) << e;
+  EXPECT_NE(e.find("key 'cluster.zones': zone node counts sum to 5, but cluster.nodes = 4"), std::string::npos) << e;
+}
+
+TEST(ScenarioCluster, DuplicateZoneName) {
+  const std::string e = error_of("bad_zone_duplicate.toml");
+  EXPECT_NE(e.find("bad_zone_duplicate.toml:26:"), std::string::npos) << e;
+  EXPECT_NE(e.find("key 'cluster.zones.name': zone 'a' is given twice"), std::string::npos) << e;
+}
+
+TEST(ScenarioCluster, UnknownKeyInAZone) {
+  const std::string e = error_of("bad_zone_key.toml");
+  EXPECT_NE(e.find("bad_zone_key.toml:24:1: key 'cluster.zones.rack': unknown key"), std::string::npos) << e;
+}
+
+TEST(ScenarioCluster, UnknownFabric) {
+  const std::string e = error_of("bad_fabric.toml");
+  EXPECT_NE(e.find("bad_fabric.toml:17:10: key 'cluster.fabric': must be one of single_switch, fat_tree, "
+                   "rail_optimized, got 'torus'"),
+            std::string::npos)
+      << e;
+}
+
+TEST(ScenarioCluster, NvlsNeedsOneNodeOfAnNvlsCapableVm) {
+  const std::string e = error_of("valid_minimal.toml", {"network.all_reduce_algorithm=nvls"});
+  EXPECT_NE(e.find("--set:1:"), std::string::npos) << e;
+  EXPECT_NE(e.find("key 'network.all_reduce_algorithm': nvls needs one node"), std::string::npos) << e;
+  EXPECT_NO_THROW((void)load_scenario(kData / "valid_minimal.toml",
+                                      {"network.all_reduce_algorithm=nvls", "cluster.nodes=1",
+                                       "training.global_batch_size=64"},
+                                      catalog()));
+}
+
+TEST(ScenarioCluster, ZonesBySet) {
+  const Scenario s = load_scenario(kData / "valid_minimal.toml",
+                                   {"cluster.zones=[{name = \"x\", nodes = 2}, {name = \"y\", nodes = 2}]"}, catalog());
+  ASSERT_EQ(s.cluster.zones.size(), 2u);
+  EXPECT_EQ(s.cluster.zones[1].name, "y");
+}
+
+}  // namespace
+}  // namespace clustersim::sim
