@@ -16,6 +16,7 @@ CollectiveConstants CollectiveConstants::for_vm(const VmSize& vm) {
   if (vm.nccl.base_latency) c.base_latency = *vm.nccl.base_latency;
   if (vm.nccl.intra_step_latency) c.intra_step_simple = *vm.nccl.intra_step_latency;
   if (vm.nccl.ring_efficiency) c.ring_efficiency = *vm.nccl.ring_efficiency;
+  if (vm.fabric == IntraNodeFabric::pcie) c.pcie_efficiency = c.ring_efficiency;
   if (vm.fabric == IntraNodeFabric::nvswitch) c.nvls_efficiency = vm.nccl.nvls_efficiency;
   return c;
 }
@@ -45,7 +46,7 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve(CollectiveOp op, C
     LinkEfficiency eff;
     eff.nvlink = algorithm == CollectiveAlgorithm::nvls ? k.nvls_efficiency.value_or(k.ring_efficiency)
                                                          : k.ring_efficiency;
-    eff.pcie = k.ring_efficiency;
+    eff.pcie = k.pcie_efficiency;
     eff.infinity_fabric = k.ring_efficiency;
     eff.infiniband = k.infiniband_efficiency;
     eff.ethernet = k.ethernet_efficiency;
@@ -55,8 +56,9 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve(CollectiveOp op, C
     for (const Phase& phase : schedule->phases) {
       const double steps = static_cast<double>(phase.intra_steps + phase.inter_steps);
       const double zone = steps * phase.zone_latency.value();
-      s.latency_simple += static_cast<double>(phase.intra_steps) * k.intra_step_simple.value() +
-                          static_cast<double>(phase.inter_steps) * k.network_step_simple.value() + zone;
+      s.latency_intra += static_cast<double>(phase.intra_steps) * k.intra_step_simple.value();
+      s.latency_inter += static_cast<double>(phase.inter_steps) * k.network_step_simple.value() + zone;
+      s.inter_node = s.inter_node || phase.inter_steps > 0;
       s.latency_ll += static_cast<double>(phase.intra_steps) * k.intra_step_ll.value() +
                       static_cast<double>(phase.inter_steps) * k.network_step_ll.value() + zone;
       s.crosses_zones = s.crosses_zones || phase.zone_latency.value() > 0.0;
@@ -71,8 +73,17 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve(CollectiveOp op, C
 CollectiveTiming CollectiveModel::time(CollectiveOp op, const CommPattern& pattern, units::Bytes bytes,
                                        std::optional<CollectiveAlgorithm> forced) const {
   if (pattern.groups.empty()) throw std::invalid_argument("CollectiveModel::time: empty pattern");
+  if (!(bytes.value() >= 0.0)) throw std::invalid_argument("CollectiveModel::time: bytes must be >= 0");
+  for (const auto& group : pattern.groups) {
+    for (int64_t r : group) {
+      if (r < 0 || r >= topology_.gpu_count()) {
+        throw std::invalid_argument("CollectiveModel::time: rank " + std::to_string(r) + " is not a GPU of the " +
+                                    std::to_string(topology_.gpu_count()) + "-GPU cluster");
+      }
+    }
+  }
   CollectiveTiming best;
-  if (pattern.groups.front().size() <= 1 || bytes.value() <= 0.0) return best;
+  if (pattern.groups.front().size() <= 1 || bytes.value() == 0.0) return best;
 
   std::vector<CollectiveAlgorithm> candidates;
   if (forced) {
@@ -96,8 +107,9 @@ CollectiveTiming CollectiveModel::time(CollectiveOp op, const CommPattern& patte
     const auto solved = solve(op, algorithm, pattern);
     if (!solved) continue;
     const double bw = solved->seconds_per_byte * bytes.value();
-    // Simple: pipelined chunks, (sqrt(L) + sqrt(T_bw))^2.
-    const double simple = t0 + std::pow(std::sqrt(solved->latency_simple) + std::sqrt(bw), 2.0);
+    // Simple: pipelined chunks inside nodes, (sqrt(L_intra) + sqrt(T_bw))^2, plus the steps across nodes.
+    const double simple =
+        t0 + std::pow(std::sqrt(solved->latency_intra) + std::sqrt(bw), 2.0) + solved->latency_inter;
     auto consider = [&](double t, Protocol p, double bandwidth_part) {
       if (t < best_time) {
         best_time = t;
@@ -111,8 +123,10 @@ CollectiveTiming CollectiveModel::time(CollectiveOp op, const CommPattern& patte
     };
     consider(simple, Protocol::simple, bw);
     if (algorithm != CollectiveAlgorithm::nvls) {
-      // LL: fine-grained flags, no pipeline fill, half the bandwidth.
-      consider(t0 + solved->latency_ll + 2.0 * bw, Protocol::ll, 2.0 * bw);
+      // LL: fine-grained flags, no pipeline fill; half the bandwidth inside a node (fitted), a quarter across
+      // nodes (NCCL tuning.cc: ring LL busBw / 4 with several nodes).
+      const double slowdown = solved->inter_node ? 4.0 : 2.0;
+      consider(t0 + solved->latency_ll + slowdown * bw, Protocol::ll, slowdown * bw);
     }
   }
   if (!std::isfinite(best_time)) {

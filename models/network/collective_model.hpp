@@ -41,6 +41,9 @@ struct CollectiveConstants {
   units::Seconds network_step_simple = units::microseconds(9.6);
   units::Seconds network_step_ll = units::microseconds(2.7);
   double ring_efficiency = kDefaultRingEfficiency;
+  /// PCIe links: the intra-node fabric of PCIe VMs (ring_efficiency there); elsewhere only GPU/NIC/host
+  /// attachments, which are not a collective's bottleneck by design (1.0).
+  double pcie_efficiency = 1.0;
   std::optional<double> nvls_efficiency;  ///< set where the NVSwitch does NVLS (H100/H200)
   double infiniband_efficiency = kInfinibandEfficiency;
   double ethernet_efficiency = kEthernetEfficiency;
@@ -82,8 +85,10 @@ class CollectiveModel final : public CommunicationModel {
  private:
   struct Solved {
     double seconds_per_byte = 0.0;
-    double latency_simple = 0.0;  ///< sum of step latencies, s
-    double latency_ll = 0.0;
+    double latency_intra = 0.0;   ///< Simple: step latencies inside nodes (pipeline fill), s
+    double latency_inter = 0.0;   ///< Simple: step latencies across nodes and zones, s
+    double latency_ll = 0.0;      ///< LL: all step latencies, s
+    bool inter_node = false;      ///< some phase has steps across nodes
     bool crosses_zones = false;
   };
   /// nullopt when the algorithm does not apply. Memoised.

@@ -278,24 +278,34 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
       phase.intra_steps = 2 * (k - 1);
       phase.inter_steps = 2 * ceil_log2(nodes_spanned);
       per_group([&](size_t gi, const std::vector<int64_t>&, const std::vector<std::vector<int64_t>>& nodes) {
-        // Intra-node chain, both directions (reduce up, broadcast down), the whole payload.
-        for (const auto& members : nodes) {
-          for (size_t i = 0; i + 1 < members.size(); ++i) {
-            b.add(phase, members[i + 1], members[i], 1.0, flow_hash(gi, 7, i, static_cast<uint64_t>(members[i])));
-            b.add(phase, members[i], members[i + 1], 1.0, flow_hash(gi, 7, i, static_cast<uint64_t>(members[i + 1])));
+        // One channel per member of a node (as NCCL runs a tree per channel), each carrying S / channels.
+        size_t channels = nodes.front().size();
+        for (const auto& node : nodes) channels = std::min(channels, node.size());
+        const double share = 1.0 / static_cast<double>(channels);
+        for (size_t c = 0; c < channels; ++c) {
+          // Intra-node chain starting at member c, both directions (reduce up, broadcast down).
+          for (const auto& members : nodes) {
+            for (size_t i = 0; i + 1 < members.size(); ++i) {
+              const int64_t a = members[(c + i) % members.size()], b2 = members[(c + i + 1) % members.size()];
+              b.add(phase, b2, a, share, flow_hash(gi, c, static_cast<uint64_t>(b2), static_cast<uint64_t>(a)));
+              b.add(phase, a, b2, share, flow_hash(gi, c, static_cast<uint64_t>(a), static_cast<uint64_t>(b2)));
+            }
           }
-        }
-        // Two binary trees over the nodes, each with half the payload; the second tree is the first shifted by
-        // one node so that most nodes are a leaf in one of them (double binary tree, Sanders et al. 2009).
-        const size_t count = nodes.size();
-        for (size_t tree = 0; tree < 2; ++tree) {
-          for (size_t i = 1; i < count; ++i) {
-            const size_t child = (i + tree) % count, parent = ((i - 1) / 2 + tree) % count;
-            const auto& cm = nodes[child];
-            const auto& pm = nodes[parent];
-            const int64_t c = cm[tree % cm.size()], p = pm[tree % pm.size()];
-            b.add(phase, c, p, 0.5, flow_hash(gi, tree, static_cast<uint64_t>(c), static_cast<uint64_t>(p)));
-            b.add(phase, p, c, 0.5, flow_hash(gi, tree, static_cast<uint64_t>(p), static_cast<uint64_t>(c)));
+          // Two binary trees over the nodes, each with half the channel's payload, through member c of each
+          // node; the second tree is the first shifted by one node, so that most nodes are a leaf in one of
+          // them (double binary tree, Sanders et al. 2009).
+          const size_t count = nodes.size();
+          for (size_t tree = 0; tree < 2; ++tree) {
+            for (size_t i = 1; i < count; ++i) {
+              const size_t child = (i + tree) % count, parent = ((i - 1) / 2 + tree) % count;
+              const auto& cm = nodes[child];
+              const auto& pm = nodes[parent];
+              const int64_t from = cm[c % cm.size()], to = pm[c % pm.size()];
+              b.add(phase, from, to, 0.5 * share,
+                    flow_hash(gi, c, static_cast<uint64_t>(from), static_cast<uint64_t>(to)));
+              b.add(phase, to, from, 0.5 * share,
+                    flow_hash(gi, c, static_cast<uint64_t>(to), static_cast<uint64_t>(from)));
+            }
           }
         }
       });
@@ -325,6 +335,7 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
     case CollectiveAlgorithm::direct: {
       if (op != CollectiveOp::all_to_all && op != CollectiveOp::send_recv) return std::nullopt;
       Phase phase;
+      phase.pipelined = false;
       (one_node ? phase.intra_steps : phase.inter_steps) = 1;
       per_group([&](size_t gi, const std::vector<int64_t>& ranks, const std::vector<std::vector<int64_t>>&) {
         if (op == CollectiveOp::send_recv) {
@@ -360,7 +371,8 @@ double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topo
   for (const Phase& phase : schedule.phases) {
     if (phase.transfers.empty()) continue;
     // Only the links the phase uses enter the solver.
-    std::map<LinkId, LinkId> local;
+    constexpr LinkId kAbsent = std::numeric_limits<LinkId>::max();
+    std::vector<LinkId> local(links.size(), kAbsent);
     FairShareSolver solver;
     std::vector<FlowId> flows;
     std::vector<double> remaining;
@@ -368,12 +380,11 @@ double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topo
     for (const Transfer& t : phase.transfers) {
       path.clear();
       for (LinkId l : t.path) {
-        auto [it, inserted] = local.try_emplace(l, 0);
-        if (inserted) {
+        if (local[l] == kAbsent) {
           const Link& link = links[l];
-          it->second = solver.add_link(link.capacity * efficiency.of(link.link_class));
+          local[l] = solver.add_link(link.capacity * efficiency.of(link.link_class));
         }
-        path.push_back(it->second);
+        path.push_back(local[l]);
       }
       flows.push_back(solver.add_flow(path));
       remaining.push_back(t.bytes_per_byte);
@@ -382,6 +393,13 @@ double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topo
     double elapsed = 0.0;
     std::vector<size_t> live(flows.size());
     for (size_t i = 0; i < live.size(); ++i) live[i] = i;
+    if (phase.pipelined) {
+      solver.solve();
+      double slowest = 0.0;
+      for (size_t i = 0; i < flows.size(); ++i) slowest = std::max(slowest, remaining[i] / solver.rate(flows[i]).value());
+      total += slowest * static_cast<double>(phase.repeat);
+      continue;
+    }
     while (!live.empty()) {
       solver.solve();
       double step = std::numeric_limits<double>::infinity();
@@ -390,7 +408,8 @@ double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topo
       std::vector<size_t> still;
       for (size_t i : live) {
         remaining[i] -= solver.rate(flows[i]).value() * step;
-        if (remaining[i] <= 1e-12 * phase.transfers[i].bytes_per_byte) {
+        // Transfers within 1e-9 of finishing finish now: merges rounds that differ only by rounding.
+        if (remaining[i] <= 1e-9 * phase.transfers[i].bytes_per_byte) {
           solver.remove_flow(flows[i]);
         } else {
           still.push_back(i);

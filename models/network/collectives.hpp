@@ -15,7 +15,8 @@
 //   hierarchical all-red.  intra-node ring reduce-scatter (k ranks per node), inter-node ring all-reduce of
 //                          S/k among same-local-index ranks, intra-node ring all-gather
 //   double binary tree     two trees over the nodes, each carrying S/2 up (reduce) and down (broadcast),
-//                          pipelined; ranks inside a node form a chain (NCCL, Sanders et al. 2009)
+//                          pipelined; ranks inside a node form a chain (NCCL, Sanders et al. 2009); one
+//                          tree pair per channel (member of a node), each with S / channels
 //   NVLS all-reduce        NVLink SHARP (H100/H200 NVSwitch): each GPU sends S to the switch, which reduces,
 //                          and receives S by multicast: T_bw = S / B  (one node)
 //   all-to-all (direct)    every rank sends S/n to every other rank
@@ -25,11 +26,14 @@
 // node and leaves each node through a different GPU's NIC), each channel carrying S / channels.
 //
 // Time of an (algorithm, protocol), NCCL's cost structure (NVIDIA/nccl src/graph/tuning.cc) with a pipeline
-// fill term:
-//   Simple:  T = T0 + (sqrt(L) + sqrt(T_bw))^2      L = sum over steps of the step latency
-//   LL:      T = T0 + L_LL + 2 * T_bw               (LL moves 4 bytes of flag with every 4 bytes of data)
+// fill term for the steps inside a node:
+//   Simple:  T = T0 + (sqrt(L_intra) + sqrt(T_bw))^2 + L_inter    L = sum over steps of the step latency
+//   LL:      T = T0 + L_LL + T_bw / f_LL      f_LL = 1/2 inside one node (LL moves a 4-byte flag with every
+//                                               4 bytes of data; fitted), 1/4 across nodes (NCCL tuning.cc)
 // (sqrt(L) + sqrt(T_bw))^2 is the time of a pipelined transfer with the optimal chunk count (Traff & Ripke
-// 2008; Bruck et al.); T0 is the launch and synchronisation cost measured on the VM. T0, the NVLink step
+// 2008); it fits the measured single-VM curves. Steps across nodes add their latency, as in NCCL's model
+// (a fill term over thousands of ring steps would overstate large rings). T0 is the launch and
+// synchronisation cost measured on the VM. T0, the NVLink step
 // latency and the NVLink efficiencies are calibrated per VM size from nccl-tests (catalog vm_sizes.toml,
 // docs/network.md); network step latencies are NCCL's (tuning.cc hwLat: NET ring Simple 9.6 us, LL 2.7 us).
 #pragma once
@@ -83,6 +87,10 @@ struct Phase {
   /// for its slowest hop, so the phase pays (intra_steps + inter_steps) x this on top of NCCL's step latencies
   /// (which hold for one datacenter).
   units::Seconds zone_latency;
+  /// true: the transfers are stages of one pipelined stream (ring steps, tree edges, NVLS), so the phase runs
+  /// at its slowest transfer's rate from one max-min solve; false: independent transfers (all-to-all,
+  /// send/recv) finish progressively and hand their bandwidth to the rest.
+  bool pipelined = true;
 };
 
 struct CollectiveSchedule {
@@ -111,8 +119,8 @@ struct LinkEfficiency {
 };
 
 /// Seconds per byte of payload S of the whole schedule: each phase's transfers run concurrently under max-min
-/// fair sharing (links at capacity x efficiency), progressively as transfers finish; phases add up, times
-/// their repeat. Throws std::invalid_argument on an empty schedule.
+/// fair sharing (links at capacity x efficiency); a pipelined phase takes its slowest transfer's time, an
+/// independent one finishes progressively; phases add up, times their repeat. 0 for a schedule without transfers (a group of one).
 double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topology& topology,
                                   const LinkEfficiency& efficiency);
 
