@@ -14,6 +14,8 @@ struct ParallelismConfig {
   int64_t data = 1;            ///< d: data-parallel replicas
   int64_t virtual_stages = 1;  ///< v: model chunks per pipeline rank (interleaved 1F1B when > 1)
   bool sequence_parallel = false;  ///< Megatron sequence parallelism (reduce-scatter/all-gather for TP)
+  int64_t zero_stage = 0;          ///< ZeRO stage over the data-parallel group, 0-3
+  bool overlap_grad_reduce = false;  ///< gradient reduction overlapped with the last backward, by bucket
 
   [[nodiscard]] int64_t gpus() const { return tensor * pipeline * data; }
 };

@@ -145,8 +145,8 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   LayerOptions options;
   options.tensor = par.tensor;
   options.sequence_parallel = par.sequence_parallel;
-  options.flash_attention = setup.flash_attention;
-  options.gated_mlp = setup.gated_mlp;
+  options.flash_attention = setup.training.flash_attention;
+  options.gated_mlp = model.gated_mlp;
   const LayerWork layer = transformer_layer(model, setup.training, options);
   const LayerWork head = lm_head(model, setup.training, options);
   const LayerWork embed = embedding(model, setup.training, options);
@@ -158,7 +158,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
 
   // Parameters on one GPU: the stage's layers split over t, plus the word embedding (V h / t) on the first
   // stage and its tied copy on the last (Megatron keeps both and all-reduces their gradients).
-  const double layer_params = (parameter_count(model, setup.gated_mlp) - d(model.vocab_size + model.seq_length) *
+  const double layer_params = (parameter_count(model, model.gated_mlp) - d(model.vocab_size + model.seq_length) *
                                    d(model.hidden_size) - 2.0 * d(model.hidden_size)) / d(model.num_layers);
   const double embedding_params = d(model.vocab_size) * d(model.hidden_size) / d(par.tensor);
   const double grad_bytes = setup.training.precision == Precision::fp16 ? 2.0 : 4.0;

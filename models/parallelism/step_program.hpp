@@ -46,8 +46,6 @@ struct StepSetup {
   TrainingConfig training;
   ParallelismConfig parallelism;
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
-  bool flash_attention = false;
-  bool gated_mlp = false;
   int64_t gpus_per_node = 8;
 
   /// Microbatches per pipeline per step: m = global_batch / (micro_batch * data).

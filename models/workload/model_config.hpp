@@ -18,6 +18,7 @@ struct ModelConfig {
   int64_t ffn_hidden_size = 0;      ///< MLP inner width; 0 = 4h
   int64_t vocab_size = 0;           ///< V
   int64_t seq_length = 0;           ///< s, tokens per sequence
+  bool gated_mlp = false;           ///< SwiGLU (Llama): fc1 produces 2 x ffn columns; false: GeLU (GPT)
 
   [[nodiscard]] int64_t ffn() const { return ffn_hidden_size > 0 ? ffn_hidden_size : 4 * hidden_size; }
   [[nodiscard]] int64_t kv_heads() const { return num_query_groups > 0 ? num_query_groups : num_attention_heads; }
@@ -39,6 +40,7 @@ struct TrainingConfig {
   int64_t micro_batch_size = 1;   ///< sequences per microbatch, b
   Precision precision = Precision::bf16;
   Recompute activation_recompute = Recompute::none;
+  bool flash_attention = false;  ///< fused attention kernel, no s x s scores in memory
 };
 
 }  // namespace clustersim::models

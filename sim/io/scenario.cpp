@@ -322,6 +322,10 @@ class Loader {
       fail_at("parallelism.tensor", "must divide model.num_query_groups (" + std::to_string(groups) + "), got " +
                                         std::to_string(t));
     }
+    if (v > 1 && get_string("parallelism.schedule") == "gpipe") {
+      fail_at("parallelism.schedule", "gpipe has no interleaved form: virtual_stages must be 1, got " +
+                                          std::to_string(v));
+    }
     if (v > 1 && p == 1) {
       fail_at("parallelism.virtual_stages",
               "interleaved schedule (virtual_stages = " + std::to_string(v) + ") needs pipeline > 1");
@@ -421,15 +425,20 @@ class Loader {
     s.model.ffn_hidden_size = get_int("model.ffn_hidden_size");
     s.model.vocab_size = get_int("model.vocab_size");
     s.model.seq_length = get_int("model.seq_length");
+    s.model.gated_mlp = get_string("model.mlp") == "swiglu";
     s.training.global_batch_size = get_int("training.global_batch_size");
     s.training.micro_batch_size = get_int("training.micro_batch_size");
     s.training.precision = *models::parse_precision(get_string("training.precision"));
     s.training.activation_recompute = *models::parse_recompute(get_string("training.activation_recompute"));
+    s.training.flash_attention = get_bool("training.flash_attention");
     s.parallelism.tensor = get_int("parallelism.tensor");
     s.parallelism.pipeline = get_int("parallelism.pipeline");
     s.parallelism.data = get_int("parallelism.data");
     s.parallelism.virtual_stages = get_int("parallelism.virtual_stages");
     s.parallelism.sequence_parallel = get_bool("parallelism.sequence_parallel");
+    s.parallelism.zero_stage = get_int("parallelism.zero_stage");
+    s.parallelism.overlap_grad_reduce = get_bool("parallelism.overlap_grad_reduce");
+    s.schedule = *models::parse_pipeline_schedule(get_string("parallelism.schedule"));
     s.cluster.vm_size = get_string("cluster.vm_size");
     s.cluster.nodes = get_int("cluster.nodes");
     s.cluster.fabric = *models::parse_fabric_kind(get_string("cluster.fabric"));
@@ -457,6 +466,7 @@ class Loader {
       s.reference = r;
     }
     s.simulation.seed = static_cast<uint64_t>(get_int("simulation.seed"));
+    s.simulation.fidelity = get_string("simulation.fidelity") == "full" ? Fidelity::full : Fidelity::replica;
     s.source_path = path_;
     std::ostringstream text;
     text << toml::toml_formatter{resolved_, toml::format_flags::allow_unicode_strings |

@@ -16,6 +16,7 @@
 #include "models/network/collectives.hpp"
 #include "models/network/topology.hpp"
 #include "models/parallelism/plan.hpp"
+#include "models/parallelism/schedule.hpp"
 #include "models/workload/model_config.hpp"
 
 namespace clustersim::models {
@@ -49,8 +50,11 @@ struct ReferenceConfig {
   std::string source;                    ///< citation
 };
 
+enum class Fidelity { replica, full };
+
 struct SimulationConfig {
   uint64_t seed = 0;  ///< base seed of every random stream of the run
+  Fidelity fidelity = Fidelity::replica;
 };
 
 /// A fully resolved, validated scenario.
@@ -61,6 +65,7 @@ struct Scenario {
   models::ModelConfig model;
   models::TrainingConfig training;
   models::ParallelismConfig parallelism;  ///< data filled in from the cluster size when omitted
+  models::PipelineSchedule schedule = models::PipelineSchedule::one_f_one_b;
   ClusterConfig cluster;
   NetworkConfig network;
   std::optional<ReferenceConfig> reference;

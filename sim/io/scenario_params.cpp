@@ -19,6 +19,9 @@ constexpr std::array<std::string_view, 3> kRecompute{"none", "selective", "full"
 // Must match models::FabricKind and models::parse_collective_algorithm (tests/scenario checks them).
 constexpr std::array<std::string_view, 3> kFabrics{"single_switch", "fat_tree", "rail_optimized"};
 constexpr std::array<std::string_view, 5> kAllReduceAlgorithms{"auto", "ring", "tree", "hierarchical", "nvls"};
+constexpr std::array<std::string_view, 2> kMlps{"gelu", "swiglu"};
+constexpr std::array<std::string_view, 2> kSchedules{"1f1b", "gpipe"};
+constexpr std::array<std::string_view, 2> kFidelities{"replica", "full"};
 
 constexpr std::array kTables{
     TableSpec{"", true, "File-level identification."},
@@ -59,6 +62,10 @@ constexpr std::array kParams{
               .help = "Vocabulary size, V."},
     ParamSpec{.key = "model.seq_length", .type = integer, .unit = "tokens", .need = Need::required, .min_int = 1,
               .help = "Tokens per sequence, s."},
+    ParamSpec{.key = "model.mlp", .type = string, .need = Need::defaulted, .default_text = "\"gelu\"",
+              .choices = kMlps,
+              .help = "MLP activation: gelu (two GEMMs, GPT) or swiglu (gated: fc1 produces 2 × ffn_hidden_size "
+                      "columns, Llama)."},
     // [training]
     ParamSpec{.key = "training.global_batch_size", .type = integer, .unit = "sequences", .need = Need::required,
               .min_int = 1,
@@ -72,6 +79,9 @@ constexpr std::array kParams{
               .default_text = "\"none\"", .choices = kRecompute,
               .help = "Activation recomputation (Korthikanti et al. 2022): selective re-runs the attention core, "
                       "full re-runs each layer's forward during backward."},
+    ParamSpec{.key = "training.flash_attention", .type = boolean, .need = Need::defaulted, .default_text = "false",
+              .help = "Fused attention (FlashAttention, Dao et al. 2022): no s × s score matrix in memory; the "
+                      "attention core runs as one kernel."},
     // [parallelism]
     ParamSpec{.key = "parallelism.tensor", .type = integer, .unit = "GPUs", .need = Need::defaulted,
               .default_text = "1", .min_int = 1, .help = "Tensor-parallel group size, t."},
@@ -87,6 +97,19 @@ constexpr std::array kParams{
     ParamSpec{.key = "parallelism.sequence_parallel", .type = boolean, .need = Need::defaulted,
               .default_text = "false",
               .help = "Megatron sequence parallelism. Needs model.seq_length divisible by tensor."},
+    ParamSpec{.key = "parallelism.schedule", .type = string, .need = Need::defaulted, .default_text = "\"1f1b\"",
+              .choices = kSchedules,
+              .help = "Pipeline schedule: 1f1b (PipeDream-Flush; interleaved when virtual_stages > 1) or gpipe "
+                      "(all forwards, then all backwards; virtual_stages must be 1)."},
+    ParamSpec{.key = "parallelism.zero_stage", .type = integer, .need = Need::defaulted, .default_text = "0",
+              .min_int = 0, .max_int = 3,
+              .help = "ZeRO (Rajbhandari et al. 2020) over the data-parallel group: 1 shards optimizer states "
+                      "(Megatron's distributed optimizer: gradient reduce-scatter, parameter all-gather), 2 also "
+                      "gradients, 3 also parameters (FSDP: all-gather per layer in forward and backward)."},
+    ParamSpec{.key = "parallelism.overlap_grad_reduce", .type = boolean, .need = Need::defaulted,
+              .default_text = "false",
+              .help = "Overlap the data-parallel gradient reduction with the last microbatch's backward, bucket "
+                      "by bucket (Megatron --overlap-grad-reduce, PyTorch DDP). Off: after the pipeline flush."},
     // [cluster]
     ParamSpec{.key = "cluster.vm_size", .type = string, .need = Need::required, .non_empty = true,
               .help = "VM size: a name from the hardware catalog (models/hardware/catalog/vm_sizes.toml)."},
@@ -130,6 +153,11 @@ constexpr std::array kParams{
     // [simulation]
     ParamSpec{.key = "simulation.seed", .type = integer, .need = Need::defaulted, .default_text = "0", .min_int = 0,
               .help = "Base seed of every random stream of the run."},
+    ParamSpec{.key = "simulation.fidelity", .type = string, .need = Need::defaulted, .default_text = "\"replica\"",
+              .choices = kFidelities,
+              .help = "replica: one representative GPU per pipeline stage runs the passes, collectives timed on the "
+                      "whole cluster's traffic; full: every GPU runs its own timeline and collectives wait for "
+                      "every member of their group."},
 };
 
 std::string escape_cell(std::string_view s) {

@@ -21,6 +21,15 @@ std::string printf_string(const char* format, auto... args) {
   return buffer;
 }
 
+std::string schedule_text(const Scenario& sc) {
+  if (sc.parallelism.virtual_stages > 1) {
+    return "interleaved 1F1B (" + std::to_string(sc.parallelism.virtual_stages) + " virtual stages)";
+  }
+  std::string s = sc.schedule == models::PipelineSchedule::gpipe ? "GPipe" : "1F1B";
+  if (sc.parallelism.zero_stage > 0) s += ", ZeRO-" + std::to_string(sc.parallelism.zero_stage);
+  return s;
+}
+
 }  // namespace
 
 std::string cross_zone_traffic(const models::ZoneCrossings& c) {
@@ -63,11 +72,11 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
   if (!sc.description.empty()) out << "  " << sc.description << "\n";
   out << printf_string("cluster     %lld x %s (%lld x %s)\n", static_cast<long long>(sc.cluster.nodes),
                        vm.name.c_str(), static_cast<long long>(r.gpus), vm.device.c_str());
-  out << printf_string("layout      TP %lld x PP %lld x DP %lld, micro batch %lld, %lld microbatches, 1F1B, "
+  out << printf_string("layout      TP %lld x PP %lld x DP %lld, micro batch %lld, %lld microbatches, %s, "
                        "recompute %s, %s\n",
                        static_cast<long long>(par.tensor), static_cast<long long>(par.pipeline),
                        static_cast<long long>(par.data), static_cast<long long>(sc.training.micro_batch_size),
-                       static_cast<long long>(r.microbatches),
+                       static_cast<long long>(r.microbatches), schedule_text(sc).c_str(),
                        std::string(models::to_string(sc.training.activation_recompute)).c_str(),
                        std::string(models::to_string(sc.training.precision)).c_str());
   const double step = r.step_time.value();

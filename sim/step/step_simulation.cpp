@@ -27,8 +27,8 @@ StepReport simulate_step(const models::StepSetup& setup, const models::VmSize& v
   r.step_time = r.pipeline.step_time;
   r.gpus = setup.parallelism.gpus();
   r.microbatches = program.microbatches;
-  r.model_flops = models::model_flops_per_iteration(setup.model, setup.training, setup.gated_mlp);
-  r.hardware_flops = models::hardware_flops_per_iteration(setup.model, setup.training, setup.gated_mlp);
+  r.model_flops = models::model_flops_per_iteration(setup.model, setup.training, setup.model.gated_mlp);
+  r.hardware_flops = models::hardware_flops_per_iteration(setup.model, setup.training, setup.model.gated_mlp);
   const double gpu_seconds = r.step_time.value() * static_cast<double>(r.gpus);
   r.tflops_per_gpu = r.hardware_flops.value() / gpu_seconds * 1e-12;
   r.model_tflops_per_gpu = r.model_flops.value() / gpu_seconds * 1e-12;
@@ -44,7 +44,7 @@ models::StepSetup step_setup_of(const Scenario& scenario, const models::Catalog&
   setup.model = scenario.model;
   setup.training = scenario.training;
   setup.parallelism = scenario.parallelism;
-  setup.schedule = models::PipelineSchedule::one_f_one_b;
+  setup.schedule = scenario.schedule;
   setup.gpus_per_node = catalog.vm_size(scenario.cluster.vm_size).devices_per_vm;
   return setup;
 }
