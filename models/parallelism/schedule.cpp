@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace clustersim::models {
 
@@ -30,25 +31,63 @@ void check(int64_t stage, int64_t stages, int64_t microbatches) {
 
 }  // namespace
 
+namespace {
+
+/// Megatron-LM's interleaved 1F1B order (schedules.py, forward_backward_pipelining_with_interleaving).
+std::vector<ScheduledPass> interleaved_order(int64_t stage, int64_t p, int64_t m, int64_t v) {
+  if (m % p != 0) {
+    throw std::invalid_argument("interleaved 1F1B needs microbatches (" + std::to_string(m) +
+                                ") divisible by pipeline stages (" + std::to_string(p) + ")");
+  }
+  const int64_t total = m * v;
+  const int64_t warmup = std::min((p - stage - 1) * 2 + (v - 1) * p, total);
+  auto forward = [&](int64_t k) {
+    const int64_t in_group = k % (p * v);
+    return ScheduledPass{PassKind::forward, (k / (p * v)) * p + k % p, in_group / p};
+  };
+  auto backward = [&](int64_t k) {
+    const int64_t in_group = k % (p * v);
+    return ScheduledPass{PassKind::backward, (k / (p * v)) * p + k % p, v - 1 - in_group / p};
+  };
+  std::vector<ScheduledPass> order;
+  order.reserve(static_cast<size_t>(2 * total));
+  for (int64_t k = 0; k < warmup; ++k) order.push_back(forward(k));
+  for (int64_t k = 0; k < total - warmup; ++k) {
+    order.push_back(forward(warmup + k));
+    order.push_back(backward(k));
+  }
+  for (int64_t k = total - warmup; k < total; ++k) order.push_back(backward(k));
+  return order;
+}
+
+}  // namespace
+
 std::vector<ScheduledPass> stage_order(PipelineSchedule schedule, int64_t stage, int64_t stages,
-                                       int64_t microbatches) {
+                                       int64_t microbatches, int64_t virtual_stages) {
   check(stage, stages, microbatches);
+  if (virtual_stages < 1) throw std::invalid_argument("pipeline schedule: virtual_stages must be >= 1");
+  if (virtual_stages > 1) {
+    if (schedule == PipelineSchedule::gpipe) {
+      throw std::invalid_argument("pipeline schedule: GPipe has no interleaved form (virtual_stages must be 1)");
+    }
+    return interleaved_order(stage, stages, microbatches, virtual_stages);
+  }
   std::vector<ScheduledPass> order;
   order.reserve(static_cast<size_t>(2 * microbatches));
   if (schedule == PipelineSchedule::gpipe) {
-    for (int64_t i = 0; i < microbatches; ++i) order.push_back({PassKind::forward, i});
-    for (int64_t i = 0; i < microbatches; ++i) order.push_back({PassKind::backward, i});
+    for (int64_t i = 0; i < microbatches; ++i) order.push_back({PassKind::forward, i, 0});
+    for (int64_t i = 0; i < microbatches; ++i) order.push_back({PassKind::backward, i, 0});
     return order;
   }
   const int64_t warmup = std::min(stages - stage - 1, microbatches);
   int64_t next_forward = 0;
   int64_t next_backward = 0;
-  for (; next_forward < warmup; ++next_forward) order.push_back({PassKind::forward, next_forward});
+  for (; next_forward < warmup; ++next_forward) order.push_back({PassKind::forward, next_forward, 0});
   while (next_forward < microbatches) {
-    order.push_back({PassKind::forward, next_forward++});
-    order.push_back({PassKind::backward, next_backward++});
+    order.push_back({PassKind::forward, next_forward++, 0});
+    order.push_back({PassKind::backward, next_backward++, 0});
   }
-  while (next_backward < microbatches) order.push_back({PassKind::backward, next_backward++});
+  while (next_backward < microbatches) order.push_back({PassKind::backward, next_backward++, 0});
   return order;
 }
 

@@ -1,6 +1,7 @@
 #include "models/parallelism/step_program.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -68,6 +69,7 @@ PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup,
 PassCost scaled(PassCost c, double k) {
   c.compute *= k;
   c.tp_comm *= k;
+  c.dp_comm *= k;
   c.flops *= k;
   return c;
 }
@@ -75,6 +77,7 @@ PassCost scaled(PassCost c, double k) {
 PassCost operator+(PassCost a, const PassCost& b) {
   a.compute += b.compute;
   a.tp_comm += b.tp_comm;
+  a.dp_comm += b.dp_comm;
   a.flops += b.flops;
   return a;
 }
@@ -133,14 +136,16 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
                                const CommunicationModel& network) {
   const ParallelismConfig& par = setup.parallelism;
   const ModelConfig& model = setup.model;
-  require(par.tensor >= 1 && par.pipeline >= 1 && par.data >= 1, "parallel sizes must be >= 1");
+  require(par.tensor >= 1 && par.pipeline >= 1 && par.data >= 1 && par.virtual_stages >= 1,
+          "parallel sizes must be >= 1");
+  require(par.zero_stage >= 0 && par.zero_stage <= 3, "zero_stage must be 0-3");
   require(setup.gpus_per_node >= 1, "gpus_per_node must be >= 1");
-  require(model.num_layers % par.pipeline == 0,
-          "num_layers " + std::to_string(model.num_layers) + " is not divisible by pipeline " +
-              std::to_string(par.pipeline));
-  require(par.virtual_stages == 1, "interleaved schedules (virtual_stages > 1) are not supported yet");
+  const int64_t v = par.virtual_stages;
+  require(model.num_layers % (par.pipeline * v) == 0,
+          "num_layers " + std::to_string(model.num_layers) + " is not divisible by pipeline x virtual_stages = " +
+              std::to_string(par.pipeline * v));
   const int64_t m = setup.microbatches();
-  const int64_t layers = model.num_layers / par.pipeline;
+  const int64_t layers = model.num_layers / (par.pipeline * v);  // per model chunk
 
   LayerOptions options;
   options.tensor = par.tensor;
@@ -153,44 +158,84 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
 
   const CommPattern tp = tensor_parallel_pattern(par);
   const CommPattern dp = data_parallel_pattern(par);
-  const PassCost layer_fwd = pass_cost(layer, PassKind::forward, setup, compute, network, tp);
-  const PassCost layer_bwd = pass_cost(layer, PassKind::backward, setup, compute, network, tp);
+  PassCost layer_fwd = pass_cost(layer, PassKind::forward, setup, compute, network, tp);
+  PassCost layer_bwd = pass_cost(layer, PassKind::backward, setup, compute, network, tp);
 
-  // Parameters on one GPU: the stage's layers split over t, plus the word embedding (V h / t) on the first
-  // stage and its tied copy on the last (Megatron keeps both and all-reduces their gradients).
+  // Parameters on one GPU: the layers split over t, plus the word embedding (V h / t) on the first stage and its
+  // tied copy on the last (Megatron keeps both and all-reduces their gradients).
   const double layer_params = (parameter_count(model, model.gated_mlp) - d(model.vocab_size + model.seq_length) *
                                    d(model.hidden_size) - 2.0 * d(model.hidden_size)) / d(model.num_layers);
+  const double layer_params_per_gpu = layer_params / d(par.tensor);
   const double embedding_params = d(model.vocab_size) * d(model.hidden_size) / d(par.tensor);
-  const double grad_bytes = setup.training.precision == Precision::fp16 ? 2.0 : 4.0;
+  const Precision precision = setup.training.precision;
+  const double weight_bytes = activation_bytes_per_element(precision);  // 16-bit weights (fp32 for fp32/tf32)
+  const double grad_bytes = precision == Precision::fp16 ? 2.0 : 4.0;
 
   StepProgram program;
   program.microbatches = m;
+  program.virtual_stages = v;
   if (par.tensor > 1) {
     program.crosses_zones.tensor_parallel =
         network.collective_time(CollectiveOp::all_reduce, tp, units::Bytes(1e6)).crosses_zones;
   }
+
+  // ZeRO-3: per layer, all-gather its parameters before forward and backward, reduce-scatter its gradients
+  // after backward; prefetched one layer ahead, so a layer exposes max(0, traffic - compute).
+  if (par.zero_stage == 3 && par.data > 1) {
+    const units::Bytes layer_weights(layer_params_per_gpu * weight_bytes);
+    const CollectiveTiming gather = network.collective_time(CollectiveOp::all_gather, dp, layer_weights);
+    const CollectiveTiming scatter =
+        network.collective_time(CollectiveOp::reduce_scatter, dp, units::Bytes(layer_params_per_gpu * grad_bytes));
+    auto exposed = [](units::Seconds traffic, units::Seconds compute_time) {
+      return traffic > compute_time ? traffic - compute_time : units::Seconds(0.0);
+    };
+    layer_fwd.dp_comm = exposed(gather.time, layer_fwd.compute + layer_fwd.tp_comm);
+    layer_bwd.dp_comm = exposed(gather.time + scatter.time, layer_bwd.compute + layer_bwd.tp_comm);
+    program.crosses_zones.data_parallel = gather.crosses_zones;
+  }
+
   program.stages.resize(static_cast<size_t>(par.pipeline));
+  const int64_t last_virtual = par.pipeline * v - 1;
   for (int64_t i = 0; i < par.pipeline; ++i) {
     StageProgram& stage = program.stages[static_cast<size_t>(i)];
-    stage.order = stage_order(setup.schedule, i, par.pipeline, m);
-    stage.forward = scaled(layer_fwd, d(layers));
-    stage.backward = scaled(layer_bwd, d(layers));
-    stage.parameters = d(layers) * layer_params / d(par.tensor);
-    if (i == 0) {
-      stage.forward = stage.forward + pass_cost(embed, PassKind::forward, setup, compute, network, tp);
-      stage.backward = stage.backward + pass_cost(embed, PassKind::backward, setup, compute, network, tp);
-      stage.parameters += embedding_params + d(model.seq_length) * d(model.hidden_size);
+    stage.order = stage_order(setup.schedule, i, par.pipeline, m, v);
+    stage.parameters = d(layers * v) * layer_params_per_gpu;
+    for (int64_t c = 0; c < v; ++c) {
+      const int64_t virtual_stage = c * par.pipeline + i;
+      PassCost fwd = scaled(layer_fwd, d(layers));
+      PassCost bwd = scaled(layer_bwd, d(layers));
+      if (virtual_stage == 0) {
+        fwd = fwd + pass_cost(embed, PassKind::forward, setup, compute, network, tp);
+        bwd = bwd + pass_cost(embed, PassKind::backward, setup, compute, network, tp);
+      }
+      if (virtual_stage == last_virtual) {
+        fwd = fwd + pass_cost(head, PassKind::forward, setup, compute, network, tp);
+        bwd = bwd + pass_cost(head, PassKind::backward, setup, compute, network, tp);
+      }
+      stage.forward.push_back(fwd);
+      stage.backward.push_back(bwd);
     }
-    if (i == par.pipeline - 1) {
-      stage.forward = stage.forward + pass_cost(head, PassKind::forward, setup, compute, network, tp);
-      stage.backward = stage.backward + pass_cost(head, PassKind::backward, setup, compute, network, tp);
-      if (par.pipeline > 1) stage.parameters += embedding_params;
+    if (i == 0) stage.parameters += embedding_params + d(model.seq_length) * d(model.hidden_size);
+    if (i == par.pipeline - 1 && par.pipeline > 1) stage.parameters += embedding_params;
+
+    const double shard = par.zero_stage >= 1 ? 1.0 / d(par.data) : 1.0;
+    stage.grad_buckets =
+        std::max<int64_t>(1, static_cast<int64_t>(std::ceil(stage.parameters / kGradientBucketParameters)));
+    stage.overlap_grad_sync = par.overlap_grad_reduce;
+    if (par.zero_stage == 0) {
+      const CollectiveTiming sync =
+          network.collective_time(CollectiveOp::all_reduce, dp, units::Bytes(stage.parameters * grad_bytes));
+      stage.grad_sync = sync.time;
+      program.crosses_zones.data_parallel = program.crosses_zones.data_parallel || sync.crosses_zones;
+    } else if (par.zero_stage <= 2) {
+      const CollectiveTiming sync =
+          network.collective_time(CollectiveOp::reduce_scatter, dp, units::Bytes(stage.parameters * grad_bytes));
+      stage.grad_sync = sync.time;
+      stage.param_gather =
+          network.collective_time(CollectiveOp::all_gather, dp, units::Bytes(stage.parameters * weight_bytes)).time;
+      program.crosses_zones.data_parallel = program.crosses_zones.data_parallel || sync.crosses_zones;
     }
-    const CollectiveTiming sync =
-        network.collective_time(CollectiveOp::all_reduce, dp, units::Bytes(stage.parameters * grad_bytes));
-    stage.grad_sync = sync.time;
-    program.crosses_zones.data_parallel = program.crosses_zones.data_parallel || sync.crosses_zones;
-    stage.optimizer = compute.memory_time(units::Bytes(stage.parameters * kAdamBytesPerParameter));
+    stage.optimizer = compute.memory_time(units::Bytes(stage.parameters * shard * kAdamBytesPerParameter));
   }
 
   if (par.pipeline > 1) {

@@ -11,9 +11,13 @@
 // data-parallel rings that share NICs or spine links slow each other down (replica fidelity: one
 // representative rank per stage runs the passes; the network sees every rank's traffic).
 //
-// Costs per pass of one microbatch through one stage (layers_per_stage = l / p):
-//   forward  = embedding (first stage) + layers x forward ops + LM head and loss (last stage)
+// Costs per pass of one microbatch through one model chunk (l / (p v) layers; v = 1 without interleaving):
+//   forward  = embedding (first virtual stage) + layers x forward ops + LM head and loss (last virtual stage)
 //   backward = layers x (recompute ops + backward ops) + the same extras' backward
+// ZeRO (Rajbhandari et al. 2020): stages 1-2 (Megatron's distributed optimizer) reduce-scatter the gradients,
+// step the optimizer on 1/d of the parameters and all-gather the 16-bit parameters; stage 3 all-gathers each
+// layer's parameters before its forward and backward and reduce-scatters its gradients after the backward,
+// prefetched one layer ahead, so only the part of that traffic longer than the layer's compute is exposed.
 // with 2 tensor-parallel all-reduces of b*s*h activations per layer per forward, backward and recompute.
 // Pipeline transfers move one microbatch's b*s*h activation (or its gradient). Megatron's scatter/gather
 // optimisation (SC'21 Sec. 4.1) sends 1/t of it per tensor rank across nodes and all-gathers it over NVLink.
@@ -52,21 +56,30 @@ struct StepSetup {
   [[nodiscard]] int64_t microbatches() const;
 };
 
-/// Cost of one pass of one microbatch through one stage on one GPU.
+/// Parameters per data-parallel gradient bucket (Megatron's DDP default bucket of 40 M parameters).
+inline constexpr double kGradientBucketParameters = 40e6;
+
+/// Cost of one pass of one microbatch through one model chunk on one GPU.
 struct PassCost {
   units::Seconds compute;  ///< kernels on the compute stream
   units::Seconds tp_comm;  ///< tensor-parallel collectives, serialised with the compute (not overlapped)
+  units::Seconds dp_comm;  ///< ZeRO-3 parameter all-gathers / gradient reduce-scatters not hidden by prefetch
   units::Flops flops;      ///< math executed (counts recomputation)
-  [[nodiscard]] units::Seconds total() const { return compute + tp_comm; }
+  [[nodiscard]] units::Seconds total() const { return compute + tp_comm + dp_comm; }
 };
 
 struct StageProgram {
   std::vector<ScheduledPass> order;  ///< the schedule's pass order on this stage
-  PassCost forward;
-  PassCost backward;                 ///< includes recomputation
-  units::Seconds grad_sync;          ///< data-parallel gradient all-reduce after the last backward
-  units::Seconds optimizer;          ///< optimizer step after the gradient sync
-  double parameters = 0.0;           ///< parameters held by one GPU of this stage
+  std::vector<PassCost> forward;     ///< per model chunk (v entries)
+  std::vector<PassCost> backward;    ///< per model chunk, includes recomputation
+  /// Data-parallel gradient reduction after the last backward: all-reduce (ZeRO 0), reduce-scatter (ZeRO 1-2),
+  /// none (ZeRO 3 reduces per layer inside the passes).
+  units::Seconds grad_sync;
+  int64_t grad_buckets = 1;          ///< buckets of kGradientBucketParameters the reduction is split into
+  bool overlap_grad_sync = false;    ///< reduction overlapped with the final backward pass, bucket by bucket
+  units::Seconds optimizer;          ///< optimizer step over the local (ZeRO: sharded) parameters
+  units::Seconds param_gather;       ///< ZeRO 1-2: all-gather of the updated parameters after the optimizer
+  double parameters = 0.0;           ///< parameters held by one GPU of this stage (before ZeRO sharding)
 };
 
 /// Which kinds of communication cross an availability-zone boundary.
@@ -79,6 +92,7 @@ struct ZoneCrossings {
 
 struct StepProgram {
   int64_t microbatches = 0;
+  int64_t virtual_stages = 1;        ///< model chunks per rank, v
   std::vector<StageProgram> stages;  ///< p entries
   units::Seconds p2p_forward;        ///< activation transfer stage i -> i+1, per microbatch
   units::Seconds p2p_backward;       ///< gradient transfer stage i+1 -> i, per microbatch

@@ -17,120 +17,151 @@ using models::PassKind;
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 struct StageState {
-  size_t next = 0;          ///< index of the next pass in the stage's order
+  size_t next = 0;  ///< index of the next pass in the stage's order
   bool busy = false;
-  std::vector<int64_t> forward_arrival_ns;   ///< input activation present (kNever = not yet)
-  std::vector<int64_t> backward_arrival_ns;  ///< output gradient present (kNever = not yet)
+  bool finished = false;
+  Time finish = Time::zero();
+  Time last_pass_start = Time::zero();
   StageBreakdown breakdown;
 };
 
 class Executor {
  public:
-  explicit Executor(const models::StepProgram& program) : program_(program) {
-    const size_t p = program.stages.size();
-    const auto m = static_cast<size_t>(program.microbatches);
-    states_.resize(p);
-    for (size_t k = 0; k < p; ++k) {
-      StageState& s = states_[k];
-      s.forward_arrival_ns.assign(m, k == 0 ? 0 : kNever);
-      s.backward_arrival_ns.assign(m, kNever);
-      validate(program.stages[k].order, m, k);
+  Executor(const models::StepProgram& program, bool record)
+      : program_(program),
+        ranks_(program.stages.size()),
+        chunks_(static_cast<size_t>(program.virtual_stages)),
+        microbatches_(static_cast<size_t>(program.microbatches)),
+        record_(record) {
+    if (chunks_ < 1) throw std::invalid_argument("pipeline executor: virtual_stages must be >= 1");
+    states_.resize(ranks_);
+    const size_t virtual_stages = ranks_ * chunks_;
+    forward_arrival_.assign(virtual_stages, std::vector<int64_t>(microbatches_, kNever));
+    backward_arrival_.assign(virtual_stages, std::vector<int64_t>(microbatches_, kNever));
+    std::fill(forward_arrival_[0].begin(), forward_arrival_[0].end(), 0);
+    for (size_t k = 0; k < ranks_; ++k) {
+      const auto& stage = program.stages[k];
+      if (stage.forward.size() != chunks_ || stage.backward.size() != chunks_) {
+        throw std::invalid_argument("pipeline executor: stage " + std::to_string(k) + " must cost each of its " +
+                                    std::to_string(chunks_) + " chunks");
+      }
+      validate(stage.order, k);
     }
     p2p_forward_ = Time::from_seconds(program.p2p_forward);
     p2p_backward_ = Time::from_seconds(program.p2p_backward);
   }
 
   PipelineResult run() {
-    for (size_t k = 0; k < states_.size(); ++k) try_start(k);
+    for (size_t k = 0; k < ranks_; ++k) try_start(k);
     sim_.run();
     PipelineResult result;
     Time end = Time::zero();
-    for (size_t k = 0; k < states_.size(); ++k) {
-      if (states_[k].next != program_.stages[k].order.size() || !finished_[k]) {
+    for (size_t k = 0; k < ranks_; ++k) {
+      if (states_[k].next != program_.stages[k].order.size() || !states_[k].finished) {
         throw std::logic_error("pipeline executor: stage " + std::to_string(k) + " deadlocked");
       }
-      end = std::max(end, finish_[k]);
+      end = std::max(end, states_[k].finish);
     }
     result.step_time = end.to_seconds();
-    for (size_t k = 0; k < states_.size(); ++k) {
+    for (size_t k = 0; k < ranks_; ++k) {
       StageBreakdown b = states_[k].breakdown;
-      b.finish = finish_[k].to_seconds();
-      // Everything that is not work is idle: filled in by execute_pipeline's attribution.
+      b.finish = states_[k].finish.to_seconds();
+      // Everything that is not work is idle: split by execute_pipeline's attribution.
       b.bubble = result.step_time - (b.compute + b.tp_comm + b.grad_sync + b.optimizer);
       result.stages.push_back(b);
     }
-    // The critical stage is the first (lowest index) of those finishing last.
-    for (size_t k = 0; k < states_.size(); ++k) {
-      if (finish_[k] == end) {
-        result.critical_stage = static_cast<int64_t>(k);
+    for (size_t k = 0; k < ranks_; ++k) {
+      if (states_[k].finish == end) {
+        result.critical_stage = static_cast<int64_t>(k);  // the first (lowest index) of those finishing last
         break;
       }
     }
+    std::stable_sort(spans_.begin(), spans_.end(), [](const TraceSpan& a, const TraceSpan& b) {
+      return a.stage != b.stage ? a.stage < b.stage : a.start < b.start;
+    });
+    result.spans = std::move(spans_);
     result.events = sim_.events_executed();
     result.fingerprint = sim_.fingerprint();
     return result;
   }
 
  private:
-  static void validate(const std::vector<models::ScheduledPass>& order, size_t m, size_t stage) {
-    std::vector<int> seen_forward(m, 0), seen_backward(m, 0);
+  void validate(const std::vector<models::ScheduledPass>& order, size_t stage) const {
+    std::vector<int> seen_forward(microbatches_ * chunks_, 0), seen_backward(microbatches_ * chunks_, 0);
     for (const auto& pass : order) {
-      if (pass.microbatch < 0 || static_cast<size_t>(pass.microbatch) >= m) {
-        throw std::invalid_argument("pipeline executor: stage " + std::to_string(stage) +
-                                    " names microbatch " + std::to_string(pass.microbatch) + " out of range");
+      if (pass.microbatch < 0 || static_cast<size_t>(pass.microbatch) >= microbatches_ || pass.chunk < 0 ||
+          static_cast<size_t>(pass.chunk) >= chunks_) {
+        throw std::invalid_argument("pipeline executor: stage " + std::to_string(stage) + " names microbatch " +
+                                    std::to_string(pass.microbatch) + " chunk " + std::to_string(pass.chunk) +
+                                    " out of range");
       }
-      const auto i = static_cast<size_t>(pass.microbatch);
+      const size_t slot = static_cast<size_t>(pass.chunk) * microbatches_ + static_cast<size_t>(pass.microbatch);
       if (pass.kind == PassKind::forward) {
-        ++seen_forward[i];
+        ++seen_forward[slot];
       } else {
-        if (seen_forward[i] == 0) {
+        if (seen_forward[slot] == 0) {
           throw std::invalid_argument("pipeline executor: stage " + std::to_string(stage) +
-                                      " runs backward of microbatch " + std::to_string(i) + " before its forward");
+                                      " runs backward of microbatch " + std::to_string(pass.microbatch) +
+                                      " before its forward");
         }
-        ++seen_backward[i];
+        ++seen_backward[slot];
       }
     }
-    for (size_t i = 0; i < m; ++i) {
+    for (size_t i = 0; i < seen_forward.size(); ++i) {
       if (seen_forward[i] != 1 || seen_backward[i] != 1) {
         throw std::invalid_argument("pipeline executor: stage " + std::to_string(stage) +
-                                    " must run each microbatch's forward and backward exactly once");
+                                    " must run each microbatch's forward and backward exactly once per chunk");
       }
     }
   }
+
+  size_t virtual_stage(size_t rank, int64_t chunk) const { return static_cast<size_t>(chunk) * ranks_ + rank; }
 
   void try_start(size_t k) {
     StageState& s = states_[k];
     const auto& stage = program_.stages[k];
     if (s.busy || s.next >= stage.order.size()) return;
     const models::ScheduledPass pass = stage.order[s.next];
+    const size_t vs = virtual_stage(k, pass.chunk);
     const auto i = static_cast<size_t>(pass.microbatch);
     const bool forward = pass.kind == PassKind::forward;
-    const int64_t arrival = forward ? s.forward_arrival_ns[i] : s.backward_arrival_ns[i];
+    const int64_t arrival = forward ? forward_arrival_[vs][i] : backward_arrival_[vs][i];
     if (arrival == kNever || arrival > sim_.now().ns()) return;  // an arrival event will call again
 
-    const models::PassCost& cost = forward ? stage.forward : stage.backward;
+    const auto chunk = static_cast<size_t>(pass.chunk);
+    const models::PassCost& cost = forward ? stage.forward[chunk] : stage.backward[chunk];
     s.breakdown.compute += cost.compute;
     s.breakdown.tp_comm += cost.tp_comm;
+    s.breakdown.grad_sync += cost.dp_comm;
     s.breakdown.flops += cost.flops;
     s.busy = true;
+    s.last_pass_start = sim_.now();
     ++s.next;
-    sim_.schedule_in(Time::from_seconds(cost.total()), [this, k, pass] { on_pass_done(k, pass); });
+    const Time start = sim_.now();
+    const Time end = start + Time::from_seconds(cost.total());
+    if (record_) {
+      spans_.push_back({static_cast<int64_t>(k), pass.chunk, pass.microbatch,
+                        forward ? SpanKind::forward : SpanKind::backward, start.to_seconds(), end.to_seconds(),
+                        cost.tp_comm});
+    }
+    sim_.schedule(end, [this, k, pass] { on_pass_done(k, pass); });
   }
 
   void on_pass_done(size_t k, models::ScheduledPass pass) {
     StageState& s = states_[k];
     s.busy = false;
     const Time now = sim_.now();
+    const size_t vs = virtual_stage(k, pass.chunk);
+    const size_t last = ranks_ * chunks_ - 1;
     const auto i = static_cast<size_t>(pass.microbatch);
-    const size_t last = states_.size() - 1;
     if (pass.kind == PassKind::forward) {
-      if (k < last) {
-        deliver(k + 1, i, /*forward=*/true, now + p2p_forward_);
+      if (vs < last) {
+        deliver(vs + 1, i, /*forward=*/true, now, now + p2p_forward_);
       } else {
-        s.backward_arrival_ns[i] = now.ns();
+        backward_arrival_[vs][i] = now.ns();
       }
-    } else if (k > 0) {
-      deliver(k - 1, i, /*forward=*/false, now + p2p_backward_);
+    } else if (vs > 0) {
+      deliver(vs - 1, i, /*forward=*/false, now, now + p2p_backward_);
     }
     if (s.next == program_.stages[k].order.size()) {
       start_tail(k);
@@ -139,29 +170,65 @@ class Executor {
     }
   }
 
-  void deliver(size_t to, size_t microbatch, bool forward, Time arrival) {
-    sim_.schedule(arrival, [this, to, microbatch, forward, arrival] {
-      (forward ? states_[to].forward_arrival_ns : states_[to].backward_arrival_ns)[microbatch] = arrival.ns();
-      try_start(to);
+  void deliver(size_t to_vs, size_t microbatch, bool forward, Time sent, Time arrival) {
+    const size_t rank = to_vs % ranks_;
+    if (record_ && arrival > sent) {
+      spans_.push_back({static_cast<int64_t>(rank), static_cast<int64_t>(to_vs / ranks_),
+                        static_cast<int64_t>(microbatch), SpanKind::p2p, sent.to_seconds(), arrival.to_seconds(),
+                        units::Seconds(0.0)});
+    }
+    sim_.schedule(arrival, [this, to_vs, rank, microbatch, forward, arrival] {
+      (forward ? forward_arrival_ : backward_arrival_)[to_vs][microbatch] = arrival.ns();
+      try_start(rank);
     });
   }
 
+  /// Gradient reduction (overlapped with the final backward, bucket by bucket, when asked), optimizer, then the
+  /// ZeRO 1-2 parameter all-gather.
   void start_tail(size_t k) {
     const auto& stage = program_.stages[k];
     StageState& s = states_[k];
-    s.breakdown.grad_sync = stage.grad_sync;
-    s.breakdown.optimizer = stage.optimizer;
-    sim_.schedule_in(Time::from_seconds(stage.grad_sync) + Time::from_seconds(stage.optimizer), [this, k] {
-      finished_[k] = true;
-      finish_[k] = sim_.now();
+    const Time now = sim_.now();
+    const Time sync = Time::from_seconds(stage.grad_sync);
+    Time sync_start = now;
+    Time sync_end = now + sync;
+    if (stage.overlap_grad_sync && sync > Time::zero()) {
+      // Buckets become ready through the final backward: the reduction starts with it and cannot end before
+      // the last bucket, ready at the backward's end, has been reduced.
+      const int64_t last_bucket_ns = (sync.ns() + stage.grad_buckets - 1) / stage.grad_buckets;
+      sync_start = s.last_pass_start;
+      sync_end = std::max(s.last_pass_start + sync, now + Time::from_ns(last_bucket_ns));
+    }
+    const Time optimizer_end = sync_end + Time::from_seconds(stage.optimizer);
+    const Time end = optimizer_end + Time::from_seconds(stage.param_gather);
+    s.breakdown.grad_sync += (sync_end - now).to_seconds() + (end - optimizer_end).to_seconds();
+    s.breakdown.optimizer = (optimizer_end - sync_end).to_seconds();
+    if (record_) {
+      const auto rank = static_cast<int64_t>(k);
+      if (sync > Time::zero()) {
+        spans_.push_back({rank, 0, -1, SpanKind::grad_sync, sync_start.to_seconds(), sync_end.to_seconds(), {}});
+      }
+      spans_.push_back({rank, 0, -1, SpanKind::optimizer, sync_end.to_seconds(), optimizer_end.to_seconds(), {}});
+      if (end > optimizer_end) {
+        spans_.push_back({rank, 0, -1, SpanKind::grad_sync, optimizer_end.to_seconds(), end.to_seconds(), {}});
+      }
+    }
+    sim_.schedule(end, [this, k] {
+      states_[k].finished = true;
+      states_[k].finish = sim_.now();
     });
   }
 
   const models::StepProgram& program_;
+  size_t ranks_;
+  size_t chunks_;
+  size_t microbatches_;
+  bool record_;
   Simulator sim_;
   std::vector<StageState> states_;
-  std::vector<bool> finished_ = std::vector<bool>(program_.stages.size(), false);
-  std::vector<Time> finish_ = std::vector<Time>(program_.stages.size(), Time::zero());
+  std::vector<std::vector<int64_t>> forward_arrival_;   ///< [virtual stage][microbatch] input present (ns)
+  std::vector<std::vector<int64_t>> backward_arrival_;  ///< [virtual stage][microbatch] gradient present (ns)
+  std::vector<TraceSpan> spans_;
   Time p2p_forward_;
   Time p2p_backward_;
 };
@@ -172,7 +239,7 @@ PipelineResult execute_pipeline(const models::StepProgram& program) {
   if (program.stages.empty() || program.microbatches < 1) {
     throw std::invalid_argument("pipeline executor: need at least one stage and one microbatch");
   }
-  PipelineResult result = Executor(program).run();
+  PipelineResult result = Executor(program, /*record=*/true).run();
   if (program.p2p_forward.value() > 0.0 || program.p2p_backward.value() > 0.0) {
     // Exposed pipeline communication is what the transfers cost the step: T - T(free transfers). The same
     // program without transfers can only be as fast or faster (the schedule's order is fixed), so both parts
@@ -180,7 +247,7 @@ PipelineResult execute_pipeline(const models::StepProgram& program) {
     models::StepProgram free_transfers = program;
     free_transfers.p2p_forward = units::Seconds(0.0);
     free_transfers.p2p_backward = units::Seconds(0.0);
-    const units::Seconds exposed = result.step_time - Executor(free_transfers).run().step_time;
+    const units::Seconds exposed = result.step_time - Executor(free_transfers, /*record=*/false).run().step_time;
     for (StageBreakdown& stage : result.stages) {
       stage.pp_exposed = exposed;
       stage.bubble -= exposed;

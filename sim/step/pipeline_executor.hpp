@@ -1,10 +1,12 @@
 // Executes one training step's IR (models/parallelism/step_program.hpp) as events on the engine.
 //
-// Each pipeline stage is one in-order compute stream that runs its schedule's passes. A forward pass of
-// microbatch i on stage k waits for stage k-1's forward of i plus the activation transfer; a backward pass
-// waits for stage k+1's backward of i plus the gradient transfer (the last stage's backward waits only for its
-// own forward). After its last backward a stage runs the data-parallel gradient sync, then the optimizer.
-// The step ends when the last stage finishes. Nothing here knows the bubble formula: idle time emerges from
+// Each pipeline stage is one in-order compute stream that runs its schedule's passes. With v model chunks per
+// rank the pipeline has p v virtual stages, chunk c of rank r being virtual stage c p + r. A forward pass of
+// microbatch i on virtual stage k waits for virtual stage k-1's forward of i plus the activation transfer; a
+// backward pass waits for virtual stage k+1's backward of i plus the gradient transfer (the last virtual
+// stage's backward waits only for its own forward). After its last backward a stage reduces its gradients
+// (overlapped with that backward, bucket by bucket, when the program says so), steps the optimizer and, with
+// ZeRO 1-2, all-gathers its parameters. The step ends when the last stage finishes. Nothing here knows the bubble formula: idle time emerges from
 // the dependencies, and tests hold it against (p-1)/m.
 //
 // Attribution of idle time: a stage is idle whenever it is not running a pass or its tail. Exposed pipeline
@@ -28,13 +30,36 @@ struct StageBreakdown {
   units::Seconds tp_comm;     ///< tensor-parallel collectives inside the passes
   units::Seconds pp_exposed;  ///< waiting on pipeline transfers
   units::Seconds bubble;      ///< idle waiting on other stages' work (warm-up, drain, imbalance, tail)
-  units::Seconds grad_sync;   ///< data-parallel gradient all-reduce
+  units::Seconds grad_sync;   ///< data-parallel communication not hidden: gradient reduction past the last
+                              ///< backward, ZeRO parameter all-gathers (after the optimizer, or ZeRO-3's
+                              ///< per-layer traffic not hidden by prefetch)
   units::Seconds optimizer;
   units::Seconds finish;      ///< when this stage's optimizer ended
   units::Flops flops;         ///< math executed by one GPU of this stage
 };
 
+/// What a span of a timeline is.
+enum class SpanKind {
+  forward,    ///< forward pass of one microbatch through one model chunk (compute + its TP collectives)
+  backward,   ///< backward pass (with recompute)
+  p2p,        ///< a pipeline transfer arriving at this stage (activation or gradient)
+  grad_sync,  ///< data-parallel gradient reduction (ZeRO: reduce-scatter + parameter all-gather)
+  optimizer   ///< optimizer step
+};
+
+/// One interval of one simulated GPU's timeline, for the Chrome trace. Times are from the step's start.
+struct TraceSpan {
+  int64_t stage = 0;       ///< pipeline rank
+  int64_t chunk = 0;       ///< model chunk (virtual stage index on this rank), 0 without interleaving
+  int64_t microbatch = -1; ///< -1 for spans not tied to a microbatch
+  SpanKind kind = SpanKind::forward;
+  units::Seconds start;
+  units::Seconds end;
+  units::Seconds tp_comm;  ///< for forward/backward: the tensor-parallel communication inside the span
+};
+
 struct PipelineResult {
+  std::vector<TraceSpan> spans;  ///< every pass, transfer and tail span, in start-time order per stage
   units::Seconds step_time;
   std::vector<StageBreakdown> stages;
   int64_t critical_stage = 0;  ///< the stage that finishes last (its breakdown is the step's)

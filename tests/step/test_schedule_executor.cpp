@@ -18,21 +18,21 @@ constexpr PassKind B = PassKind::backward;
 TEST(Schedule, OneFOneBOrderOnTwoStagesThreeMicrobatches) {
   // Stage 0 of 2 warms up with p - 0 - 1 = 1 forward, alternates, then drains.
   EXPECT_EQ(models::stage_order(PipelineSchedule::one_f_one_b, 0, 2, 3),
-            (std::vector<ScheduledPass>{{F, 0}, {F, 1}, {B, 0}, {F, 2}, {B, 1}, {B, 2}}));
+            (std::vector<ScheduledPass>{{F, 0, 0}, {F, 1, 0}, {B, 0, 0}, {F, 2, 0}, {B, 1, 0}, {B, 2, 0}}));
   // The last stage has no warm-up: strict alternation.
   EXPECT_EQ(models::stage_order(PipelineSchedule::one_f_one_b, 1, 2, 3),
-            (std::vector<ScheduledPass>{{F, 0}, {B, 0}, {F, 1}, {B, 1}, {F, 2}, {B, 2}}));
+            (std::vector<ScheduledPass>{{F, 0, 0}, {B, 0, 0}, {F, 1, 0}, {B, 1, 0}, {F, 2, 0}, {B, 2, 0}}));
 }
 
 TEST(Schedule, WarmupIsCappedByMicrobatches) {
   // Stage 0 of 4 would warm up with 3 forwards, but only 2 microbatches exist.
   EXPECT_EQ(models::stage_order(PipelineSchedule::one_f_one_b, 0, 4, 2),
-            (std::vector<ScheduledPass>{{F, 0}, {F, 1}, {B, 0}, {B, 1}}));
+            (std::vector<ScheduledPass>{{F, 0, 0}, {F, 1, 0}, {B, 0, 0}, {B, 1, 0}}));
 }
 
 TEST(Schedule, GPipeRunsAllForwardsFirst) {
   EXPECT_EQ(models::stage_order(PipelineSchedule::gpipe, 1, 3, 2),
-            (std::vector<ScheduledPass>{{F, 0}, {F, 1}, {B, 0}, {B, 1}}));
+            (std::vector<ScheduledPass>{{F, 0, 0}, {F, 1, 0}, {B, 0, 0}, {B, 1, 0}}));
 }
 
 TEST(Schedule, InFlightMicrobatches) {
@@ -42,16 +42,23 @@ TEST(Schedule, InFlightMicrobatches) {
   EXPECT_THROW(models::stage_order(PipelineSchedule::gpipe, 3, 3, 2), std::invalid_argument);
 }
 
-/// A communication-free program: every stage takes tf per forward and tb per backward.
+/// A communication-free program: every stage takes tf per forward and tb per backward, split evenly over its
+/// v model chunks.
 models::StepProgram uniform_program(PipelineSchedule schedule, int64_t p, int64_t m, double tf, double tb,
-                                    double p2p = 0.0) {
+                                    double p2p = 0.0, int64_t v = 1) {
   models::StepProgram program;
   program.microbatches = m;
+  program.virtual_stages = v;
   for (int64_t k = 0; k < p; ++k) {
     models::StageProgram s;
-    s.order = models::stage_order(schedule, k, p, m);
-    s.forward.compute = units::seconds(tf);
-    s.backward.compute = units::seconds(tb);
+    s.order = models::stage_order(schedule, k, p, m, v);
+    for (int64_t c = 0; c < v; ++c) {
+      models::PassCost f, b;
+      f.compute = units::seconds(tf / static_cast<double>(v));
+      b.compute = units::seconds(tb / static_cast<double>(v));
+      s.forward.push_back(f);
+      s.backward.push_back(b);
+    }
     program.stages.push_back(s);
   }
   program.p2p_forward = units::seconds(p2p);
@@ -86,6 +93,57 @@ INSTANTIATE_TEST_SUITE_P(Schedules, BubbleOracle,
                                            std::tuple{PipelineSchedule::one_f_one_b, int64_t{4}, int64_t{2}},
                                            std::tuple{PipelineSchedule::gpipe, int64_t{4}, int64_t{8}},
                                            std::tuple{PipelineSchedule::gpipe, int64_t{3}, int64_t{5}}));
+
+class InterleavedBubbleOracle : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, int64_t>> {};
+
+TEST_P(InterleavedBubbleOracle, BubbleFractionIsPMinusOneOverVM) {
+  const auto [p, m, v] = GetParam();
+  const double tf = 1e-3, tb = 2e-3;
+  const sim::PipelineResult r =
+      sim::execute_pipeline(uniform_program(PipelineSchedule::one_f_one_b, p, m, tf, tb, 0.0, v));
+  // Narayanan et al. SC'21 Sec. 2.2.2: bubble / ideal = (p - 1) / (v m), ideal m (tf + tb). Chunk times like
+  // 1/3 ms round up to whole nanoseconds per event, so allow 1 ns per pass on the critical path.
+  const double ideal = static_cast<double>(m) * (tf + tb);
+  const double rounding = 2.0 * static_cast<double>((m * v + p) * 1) * 1e-9;
+  EXPECT_NEAR(r.stages[0].bubble.value() / ideal, static_cast<double>(p - 1) / static_cast<double>(v * m),
+              rounding / ideal);
+  EXPECT_NEAR(r.step_time.value(), ideal * (1.0 + static_cast<double>(p - 1) / static_cast<double>(v * m)),
+              rounding);
+}
+
+INSTANTIATE_TEST_SUITE_P(Interleaved, InterleavedBubbleOracle,
+                         ::testing::Values(std::tuple{int64_t{2}, int64_t{4}, int64_t{2}},
+                                           std::tuple{int64_t{4}, int64_t{8}, int64_t{2}},
+                                           std::tuple{int64_t{4}, int64_t{16}, int64_t{4}},
+                                           std::tuple{int64_t{8}, int64_t{64}, int64_t{3}}));
+
+TEST(Schedule, InterleavedOrderFollowsMegatron) {
+  // p = 2, v = 2, m = 2: rank 0 warms up with (2-0-1)*2 + (2-1)*2 = 4 forwards: chunk 0 mb 0, 1, chunk 1 mb 0, 1.
+  const auto order = models::stage_order(PipelineSchedule::one_f_one_b, 0, 2, 2, 2);
+  ASSERT_EQ(order.size(), 8u);
+  EXPECT_EQ(order[0], (ScheduledPass{F, 0, 0}));
+  EXPECT_EQ(order[1], (ScheduledPass{F, 1, 0}));
+  EXPECT_EQ(order[2], (ScheduledPass{F, 0, 1}));
+  EXPECT_EQ(order[3], (ScheduledPass{F, 1, 1}));
+  // Backwards start with the last chunk.
+  EXPECT_EQ(order[4], (ScheduledPass{B, 0, 1}));
+  EXPECT_THROW(models::stage_order(PipelineSchedule::one_f_one_b, 0, 4, 6, 2), std::invalid_argument);
+  EXPECT_THROW(models::stage_order(PipelineSchedule::gpipe, 0, 4, 8, 2), std::invalid_argument);
+}
+
+TEST(PipelineExecutor, OverlappedGradientSyncHidesBehindTheLastBackward) {
+  // One stage, 2 microbatches, backward 2 ms; a 10 ms reduction in 10 buckets: without overlap it follows the
+  // last backward (step 6 ms + 10 ms); with overlap it starts with the last backward (at 4 ms) and ends at
+  // max(4 + 10, 6 + 1) = 14 ms.
+  models::StepProgram program = uniform_program(PipelineSchedule::one_f_one_b, 1, 2, 1e-3, 2e-3);
+  program.stages[0].grad_sync = units::seconds(0.010);
+  program.stages[0].grad_buckets = 10;
+  EXPECT_NEAR(sim::execute_pipeline(program).step_time.value(), 0.016, 1e-8);
+  program.stages[0].overlap_grad_sync = true;
+  const sim::PipelineResult r = sim::execute_pipeline(program);
+  EXPECT_NEAR(r.step_time.value(), 0.014, 1e-8);
+  EXPECT_NEAR(r.stages[0].grad_sync.value(), 0.008, 1e-8);  // exposed: 14 - 6 ms
+}
 
 TEST(PipelineExecutor, SingleMicrobatchPaysEveryTransferTwice) {
   // One microbatch walks down p stages and back: p (tf + tb) of work plus 2 (p - 1) transfers of c, all of which
@@ -122,7 +180,7 @@ TEST(PipelineExecutor, IsDeterministic) {
 
 TEST(PipelineExecutor, RejectsBackwardBeforeForward) {
   models::StepProgram program = uniform_program(PipelineSchedule::one_f_one_b, 1, 2, 1e-3, 2e-3);
-  program.stages[0].order = {{B, 0}, {F, 0}, {F, 1}, {B, 1}};
+  program.stages[0].order = {{B, 0, 0}, {F, 0, 0}, {F, 1, 0}, {B, 1, 0}};
   EXPECT_THROW(sim::execute_pipeline(program), std::invalid_argument);
 }
 
