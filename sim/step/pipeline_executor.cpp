@@ -22,23 +22,34 @@ struct StageState {
   bool finished = false;
   Time finish = Time::zero();
   Time last_pass_start = Time::zero();
+  Time tail_reached = Time::zero();
   StageBreakdown breakdown;
 };
 
 class Executor {
  public:
-  Executor(const models::StepProgram& program, bool record)
+  Executor(const models::StepProgram& program, const ExecutionFidelity& fidelity, bool record)
       : program_(program),
         ranks_(program.stages.size()),
         chunks_(static_cast<size_t>(program.virtual_stages)),
         microbatches_(static_cast<size_t>(program.microbatches)),
+        replicas_(static_cast<size_t>(fidelity.replicas)),
         record_(record) {
     if (chunks_ < 1) throw std::invalid_argument("pipeline executor: virtual_stages must be >= 1");
-    states_.resize(ranks_);
-    const size_t virtual_stages = ranks_ * chunks_;
-    forward_arrival_.assign(virtual_stages, std::vector<int64_t>(microbatches_, kNever));
-    backward_arrival_.assign(virtual_stages, std::vector<int64_t>(microbatches_, kNever));
-    std::fill(forward_arrival_[0].begin(), forward_arrival_[0].end(), 0);
+    if (fidelity.replicas < 1) throw std::invalid_argument("pipeline executor: replicas must be >= 1");
+    slowdown_ = fidelity.slowdown.empty() ? std::vector<double>(ranks_ * replicas_, 1.0) : fidelity.slowdown;
+    if (slowdown_.size() != ranks_ * replicas_) {
+      throw std::invalid_argument("pipeline executor: slowdown needs stages x replicas entries");
+    }
+    for (double f : slowdown_) {
+      if (!(f > 0.0)) throw std::invalid_argument("pipeline executor: slowdown factors must be > 0");
+    }
+    states_.resize(ranks_ * replicas_);
+    const size_t slots = ranks_ * chunks_ * replicas_;
+    forward_arrival_.assign(slots, std::vector<int64_t>(microbatches_, kNever));
+    backward_arrival_.assign(slots, std::vector<int64_t>(microbatches_, kNever));
+    for (size_t r = 0; r < replicas_; ++r) std::fill(forward_arrival_[r].begin(), forward_arrival_[r].end(), 0);
+    tail_waiting_.assign(ranks_, 0);
     for (size_t k = 0; k < ranks_; ++k) {
       const auto& stage = program.stages[k];
       if (stage.forward.size() != chunks_ || stage.backward.size() != chunks_) {
@@ -52,26 +63,36 @@ class Executor {
   }
 
   PipelineResult run() {
-    for (size_t k = 0; k < ranks_; ++k) try_start(k);
+    for (size_t u = 0; u < states_.size(); ++u) try_start(u);
     sim_.run();
     PipelineResult result;
+    result.replicas = static_cast<int64_t>(replicas_);
     Time end = Time::zero();
-    for (size_t k = 0; k < ranks_; ++k) {
-      if (states_[k].next != program_.stages[k].order.size() || !states_[k].finished) {
+    std::vector<size_t> slowest(ranks_, 0);  // per stage, the replica that finishes last
+    for (size_t u = 0; u < states_.size(); ++u) {
+      const size_t k = u / replicas_;
+      if (states_[u].next != program_.stages[k].order.size() || !states_[u].finished) {
         throw std::logic_error("pipeline executor: stage " + std::to_string(k) + " deadlocked");
       }
-      end = std::max(end, states_[k].finish);
+      end = std::max(end, states_[u].finish);
+      const size_t current = k * replicas_ + slowest[k];
+      if (states_[u].finish > states_[current].finish ||
+          (states_[u].finish == states_[current].finish &&
+           states_[u].breakdown.compute > states_[current].breakdown.compute)) {
+        slowest[k] = u % replicas_;
+      }
     }
     result.step_time = end.to_seconds();
     for (size_t k = 0; k < ranks_; ++k) {
-      StageBreakdown b = states_[k].breakdown;
-      b.finish = states_[k].finish.to_seconds();
+      const StageState& st = states_[k * replicas_ + slowest[k]];
+      StageBreakdown b = st.breakdown;
+      b.finish = st.finish.to_seconds();
       // Everything that is not work is idle: split by execute_pipeline's attribution.
       b.bubble = result.step_time - (b.compute + b.tp_comm + b.grad_sync + b.optimizer);
       result.stages.push_back(b);
     }
     for (size_t k = 0; k < ranks_; ++k) {
-      if (states_[k].finish == end) {
+      if (result.stages[k].finish == result.step_time) {
         result.critical_stage = static_cast<int64_t>(k);  // the first (lowest index) of those finishing last
         break;
       }
@@ -116,94 +137,117 @@ class Executor {
   }
 
   size_t virtual_stage(size_t rank, int64_t chunk) const { return static_cast<size_t>(chunk) * ranks_ + rank; }
+  /// Arrival slot of (virtual stage, replica).
+  size_t slot(size_t vs, size_t replica) const { return vs * replicas_ + replica; }
 
-  void try_start(size_t k) {
-    StageState& s = states_[k];
+  /// `u` = stage * replicas + replica: one tensor-parallel group's timeline.
+  void try_start(size_t u) {
+    StageState& s = states_[u];
+    const size_t k = u / replicas_, replica = u % replicas_;
     const auto& stage = program_.stages[k];
     if (s.busy || s.next >= stage.order.size()) return;
     const models::ScheduledPass pass = stage.order[s.next];
-    const size_t vs = virtual_stage(k, pass.chunk);
+    const size_t vs = slot(virtual_stage(k, pass.chunk), replica);
     const auto i = static_cast<size_t>(pass.microbatch);
     const bool forward = pass.kind == PassKind::forward;
     const int64_t arrival = forward ? forward_arrival_[vs][i] : backward_arrival_[vs][i];
     if (arrival == kNever || arrival > sim_.now().ns()) return;  // an arrival event will call again
 
     const auto chunk = static_cast<size_t>(pass.chunk);
+    const double slow = slowdown_[u];
     const models::PassCost& cost = forward ? stage.forward[chunk] : stage.backward[chunk];
-    s.breakdown.compute += cost.compute;
-    s.breakdown.tp_comm += cost.tp_comm;
-    s.breakdown.grad_sync += cost.dp_comm;
+    s.breakdown.compute += cost.compute * slow;
+    s.breakdown.tp_comm += cost.tp_comm * slow;
+    s.breakdown.grad_sync += cost.dp_comm * slow;
     s.breakdown.flops += cost.flops;
     s.busy = true;
     s.last_pass_start = sim_.now();
     ++s.next;
     const Time start = sim_.now();
-    const Time end = start + Time::from_seconds(cost.total());
-    if (record_) {
+    const Time end = start + Time::from_seconds(cost.total() * slow);
+    if (record_ && replica == 0) {
       spans_.push_back({static_cast<int64_t>(k), pass.chunk, pass.microbatch,
                         forward ? SpanKind::forward : SpanKind::backward, start.to_seconds(), end.to_seconds(),
-                        cost.tp_comm});
+                        cost.tp_comm * slow});
     }
-    sim_.schedule(end, [this, k, pass] { on_pass_done(k, pass); });
+    sim_.schedule(end, [this, u, pass] { on_pass_done(u, pass); });
   }
 
-  void on_pass_done(size_t k, models::ScheduledPass pass) {
-    StageState& s = states_[k];
+  void on_pass_done(size_t u, models::ScheduledPass pass) {
+    StageState& s = states_[u];
     s.busy = false;
+    const size_t k = u / replicas_, replica = u % replicas_;
     const Time now = sim_.now();
     const size_t vs = virtual_stage(k, pass.chunk);
     const size_t last = ranks_ * chunks_ - 1;
     const auto i = static_cast<size_t>(pass.microbatch);
     if (pass.kind == PassKind::forward) {
       if (vs < last) {
-        deliver(vs + 1, i, /*forward=*/true, now, now + p2p_forward_);
+        deliver(vs + 1, replica, i, /*forward=*/true, now, now + p2p_forward_);
       } else {
-        backward_arrival_[vs][i] = now.ns();
+        backward_arrival_[slot(vs, replica)][i] = now.ns();
       }
     } else if (vs > 0) {
-      deliver(vs - 1, i, /*forward=*/false, now, now + p2p_backward_);
+      deliver(vs - 1, replica, i, /*forward=*/false, now, now + p2p_backward_);
     }
     if (s.next == program_.stages[k].order.size()) {
-      start_tail(k);
+      reach_tail(u);
     } else {
-      try_start(k);
+      try_start(u);
     }
   }
 
-  void deliver(size_t to_vs, size_t microbatch, bool forward, Time sent, Time arrival) {
+  void deliver(size_t to_vs, size_t replica, size_t microbatch, bool forward, Time sent, Time arrival) {
     const size_t rank = to_vs % ranks_;
-    if (record_ && arrival > sent) {
+    const size_t unit = rank * replicas_ + replica;
+    if (record_ && replica == 0 && arrival > sent) {
       spans_.push_back({static_cast<int64_t>(rank), static_cast<int64_t>(to_vs / ranks_),
                         static_cast<int64_t>(microbatch), SpanKind::p2p, sent.to_seconds(), arrival.to_seconds(),
                         units::Seconds(0.0)});
     }
-    sim_.schedule(arrival, [this, to_vs, rank, microbatch, forward, arrival] {
-      (forward ? forward_arrival_ : backward_arrival_)[to_vs][microbatch] = arrival.ns();
-      try_start(rank);
+    const size_t target = slot(to_vs, replica);
+    sim_.schedule(arrival, [this, target, unit, microbatch, forward, arrival] {
+      (forward ? forward_arrival_ : backward_arrival_)[target][microbatch] = arrival.ns();
+      try_start(unit);
     });
+  }
+
+  /// A replica of stage k has run its last pass; the stage's reduction waits for all of its replicas.
+  void reach_tail(size_t u) {
+    const size_t k = u / replicas_;
+    states_[u].tail_reached = sim_.now();
+    if (++tail_waiting_[k] < replicas_) return;
+    Time all_reached = Time::zero(), last_start = Time::zero();
+    for (size_t r = 0; r < replicas_; ++r) {
+      all_reached = std::max(all_reached, states_[k * replicas_ + r].tail_reached);
+      last_start = std::max(last_start, states_[k * replicas_ + r].last_pass_start);
+    }
+    for (size_t r = 0; r < replicas_; ++r) start_tail(k * replicas_ + r, all_reached, last_start);
   }
 
   /// Gradient reduction (overlapped with the final backward, bucket by bucket, when asked), optimizer, then the
   /// ZeRO 1-2 parameter all-gather.
-  void start_tail(size_t k) {
+  /// `ready`: every replica of the stage has run its last pass; `last_start`: the latest final-backward start.
+  void start_tail(size_t u, Time ready, Time last_start) {
+    const size_t k = u / replicas_;
     const auto& stage = program_.stages[k];
-    StageState& s = states_[k];
-    const Time now = sim_.now();
+    StageState& s = states_[u];
+    const Time now = s.tail_reached;
     const Time sync = Time::from_seconds(stage.grad_sync);
-    Time sync_start = now;
-    Time sync_end = now + sync;
+    Time sync_start = ready;
+    Time sync_end = ready + sync;
     if (stage.overlap_grad_sync && sync > Time::zero()) {
       // Buckets become ready through the final backward: the reduction starts with it and cannot end before
       // the last bucket, ready at the backward's end, has been reduced.
       const int64_t last_bucket_ns = (sync.ns() + stage.grad_buckets - 1) / stage.grad_buckets;
-      sync_start = s.last_pass_start;
-      sync_end = std::max(s.last_pass_start + sync, now + Time::from_ns(last_bucket_ns));
+      sync_start = last_start;
+      sync_end = std::max(last_start + sync, ready + Time::from_ns(last_bucket_ns));
     }
     const Time optimizer_end = sync_end + Time::from_seconds(stage.optimizer);
     const Time end = optimizer_end + Time::from_seconds(stage.param_gather);
     s.breakdown.grad_sync += (sync_end - now).to_seconds() + (end - optimizer_end).to_seconds();
     s.breakdown.optimizer = (optimizer_end - sync_end).to_seconds();
-    if (record_) {
+    if (record_ && u % replicas_ == 0) {
       const auto rank = static_cast<int64_t>(k);
       if (sync > Time::zero()) {
         spans_.push_back({rank, 0, -1, SpanKind::grad_sync, sync_start.to_seconds(), sync_end.to_seconds(), {}});
@@ -213,9 +257,9 @@ class Executor {
         spans_.push_back({rank, 0, -1, SpanKind::grad_sync, optimizer_end.to_seconds(), end.to_seconds(), {}});
       }
     }
-    sim_.schedule(end, [this, k] {
-      states_[k].finished = true;
-      states_[k].finish = sim_.now();
+    sim_.schedule(end, [this, u] {
+      states_[u].finished = true;
+      states_[u].finish = sim_.now();
     });
   }
 
@@ -223,7 +267,10 @@ class Executor {
   size_t ranks_;
   size_t chunks_;
   size_t microbatches_;
+  size_t replicas_;
   bool record_;
+  std::vector<double> slowdown_;
+  std::vector<size_t> tail_waiting_;  ///< per stage, replicas that reached the tail
   Simulator sim_;
   std::vector<StageState> states_;
   std::vector<std::vector<int64_t>> forward_arrival_;   ///< [virtual stage][microbatch] input present (ns)
@@ -235,11 +282,11 @@ class Executor {
 
 }  // namespace
 
-PipelineResult execute_pipeline(const models::StepProgram& program) {
+PipelineResult execute_pipeline(const models::StepProgram& program, const ExecutionFidelity& fidelity) {
   if (program.stages.empty() || program.microbatches < 1) {
     throw std::invalid_argument("pipeline executor: need at least one stage and one microbatch");
   }
-  PipelineResult result = Executor(program, /*record=*/true).run();
+  PipelineResult result = Executor(program, fidelity, /*record=*/true).run();
   if (program.p2p_forward.value() > 0.0 || program.p2p_backward.value() > 0.0) {
     // Exposed pipeline communication is what the transfers cost the step: T - T(free transfers). The same
     // program without transfers can only be as fast or faster (the schedule's order is fixed), so both parts
@@ -247,7 +294,8 @@ PipelineResult execute_pipeline(const models::StepProgram& program) {
     models::StepProgram free_transfers = program;
     free_transfers.p2p_forward = units::Seconds(0.0);
     free_transfers.p2p_backward = units::Seconds(0.0);
-    const units::Seconds exposed = result.step_time - Executor(free_transfers, /*record=*/false).run().step_time;
+    const units::Seconds exposed =
+        result.step_time - Executor(free_transfers, fidelity, /*record=*/false).run().step_time;
     for (StageBreakdown& stage : result.stages) {
       stage.pp_exposed = exposed;
       stage.bubble -= exposed;

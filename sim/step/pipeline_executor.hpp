@@ -63,12 +63,26 @@ struct PipelineResult {
   units::Seconds step_time;
   std::vector<StageBreakdown> stages;
   int64_t critical_stage = 0;  ///< the stage that finishes last (its breakdown is the step's)
+  int64_t replicas = 1;        ///< data-parallel replicas simulated per stage
   uint64_t events = 0;         ///< engine events executed
   uint64_t fingerprint = 0;    ///< the engine's determinism fingerprint
 };
 
+/// How many GPUs' timelines are simulated.
+struct ExecutionFidelity {
+  /// Data-parallel replicas simulated per stage: 1 (replica fidelity: one representative per stage) or the
+  /// data-parallel size (full fidelity: every GPU, each tensor-parallel group in lockstep, since its passes'
+  /// all-reduces synchronise it). With several replicas the gradient reduction of a stage starts when every
+  /// replica of the stage has reached it (a barrier), and pipeline transfers connect equal replica indices.
+  int64_t replicas = 1;
+  /// Per (stage * replicas + replica): a factor on that tensor-parallel group's pass times (a straggler is
+  /// > 1). Empty: all 1.
+  std::vector<double> slowdown;
+};
+
 /// Runs `program` to completion. Throws std::invalid_argument if a stage's order is not a valid schedule
-/// (each microbatch's forward exactly once before its backward) and std::logic_error on a deadlock.
-PipelineResult execute_pipeline(const models::StepProgram& program);
+/// (each microbatch's forward exactly once before its backward) or `fidelity` is inconsistent, and
+/// std::logic_error on a deadlock. Per-stage results are those of the stage's slowest replica.
+PipelineResult execute_pipeline(const models::StepProgram& program, const ExecutionFidelity& fidelity = {});
 
 }  // namespace clustersim::sim

@@ -22,7 +22,9 @@ StepReport simulate_step(const models::StepSetup& setup, const models::VmSize& v
   const models::StepProgram program = models::build_step_program(setup, compute, network);
 
   StepReport r;
-  r.pipeline = execute_pipeline(program);
+  ExecutionFidelity fidelity;
+  if (net.full_fidelity) fidelity.replicas = setup.parallelism.data;
+  r.pipeline = execute_pipeline(program, fidelity);
   r.critical = r.pipeline.stages[static_cast<size_t>(r.pipeline.critical_stage)];
   r.step_time = r.pipeline.step_time;
   r.gpus = setup.parallelism.gpus();
@@ -60,6 +62,7 @@ NetworkSetup network_setup_of(const Scenario& scenario) {
   n.topology.inter_zone_latency = c.inter_zone_latency;
   n.topology.inter_zone_bandwidth_per_node = c.inter_zone_bandwidth_per_node;
   n.all_reduce_algorithm = scenario.network.all_reduce_algorithm;
+  n.full_fidelity = scenario.simulation.fidelity == Fidelity::full;
   return n;
 }
 

@@ -19,6 +19,7 @@ struct Scenario;
 struct NetworkSetup {
   models::TopologyConfig topology;
   std::optional<models::CollectiveAlgorithm> all_reduce_algorithm;  ///< nullopt: automatic (NCCL-like)
+  bool full_fidelity = false;  ///< simulate every data-parallel replica's timeline (ExecutionFidelity)
 };
 
 /// Result of simulating one optimizer step.

@@ -145,6 +145,32 @@ TEST(PipelineExecutor, OverlappedGradientSyncHidesBehindTheLastBackward) {
   EXPECT_NEAR(r.stages[0].grad_sync.value(), 0.008, 1e-8);  // exposed: 14 - 6 ms
 }
 
+TEST(PipelineExecutor, FullFidelityAgreesWithReplicaOnSymmetricPrograms) {
+  const auto program = uniform_program(PipelineSchedule::one_f_one_b, 4, 16, 1.3e-3, 2.9e-3, 0.2e-3, 2);
+  const sim::PipelineResult replica = sim::execute_pipeline(program);
+  const sim::PipelineResult full = sim::execute_pipeline(program, sim::ExecutionFidelity{8, {}});
+  EXPECT_EQ(full.replicas, 8);
+  EXPECT_EQ(full.step_time.value(), replica.step_time.value());
+  for (size_t k = 0; k < replica.stages.size(); ++k) {
+    EXPECT_EQ(full.stages[k].bubble.value(), replica.stages[k].bubble.value());
+  }
+}
+
+TEST(PipelineExecutor, AStragglerDelaysEveryReplicaThroughTheGradientBarrier) {
+  // 2 stages x 3 replicas; replica 1 of stage 1 runs 1.5x slower. Its pipeline takes 1.5x as long from stage 1
+  // on; the other replicas finish their passes earlier but wait at the stage's gradient reduction.
+  models::StepProgram program = uniform_program(PipelineSchedule::one_f_one_b, 2, 4, 1e-3, 2e-3);
+  program.stages[0].grad_sync = units::seconds(1e-3);
+  program.stages[1].grad_sync = units::seconds(1e-3);
+  const double fast = sim::execute_pipeline(program, sim::ExecutionFidelity{3, {}}).step_time.value();
+  const sim::PipelineResult slow =
+      sim::execute_pipeline(program, sim::ExecutionFidelity{3, {1.0, 1.0, 1.0, 1.0, 1.5, 1.0}});
+  EXPECT_GT(slow.step_time.value(), fast * 1.2);
+  // Stage 0's replicas all end together, after the straggler's pipeline released them.
+  EXPECT_NEAR(slow.stages[0].finish.value(), slow.stages[1].finish.value(), 5e-3);
+  EXPECT_THROW(sim::execute_pipeline(program, sim::ExecutionFidelity{3, {1.0}}), std::invalid_argument);
+}
+
 TEST(PipelineExecutor, SingleMicrobatchPaysEveryTransferTwice) {
   // One microbatch walks down p stages and back: p (tf + tb) of work plus 2 (p - 1) transfers of c, all of which
   // stage 0 waits on (its only pass after the forward is the backward, which waits for the whole round trip).
