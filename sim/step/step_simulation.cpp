@@ -1,5 +1,6 @@
 #include "sim/step/step_simulation.hpp"
 
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -10,16 +11,48 @@
 
 namespace clustersim::sim {
 
+struct StepSimulator::Cluster {
+  models::Topology topology;
+  models::CollectiveModel network;
+  Cluster(models::Topology t, const models::VmSize& vm, std::optional<models::CollectiveAlgorithm> algorithm)
+      : topology(std::move(t)), network(topology, models::CollectiveConstants::for_vm(vm), algorithm) {}
+};
+
+StepSimulator::StepSimulator() = default;
+StepSimulator::~StepSimulator() = default;
+
+namespace {
+
+std::string cluster_key(const models::VmSize& vm, const NetworkSetup& n) {
+  std::ostringstream k;
+  const models::TopologyConfig& t = n.topology;
+  k << vm.name << '|' << t.nodes << '|' << static_cast<int>(t.fabric) << '|' << t.fat_tree_radix << '|'
+    << t.fat_tree_tiers << '|' << t.oversubscription << '|' << t.inter_zone_latency.value() << '|'
+    << (t.inter_zone_bandwidth_per_node ? t.inter_zone_bandwidth_per_node->value() : -1.0) << '|'
+    << (n.all_reduce_algorithm ? static_cast<int>(*n.all_reduce_algorithm) : -1);
+  for (const auto& z : t.zones) k << '|' << z.name << ':' << z.nodes;
+  return k.str();
+}
+
+}  // namespace
+
 StepReport simulate_step(const models::StepSetup& setup, const models::VmSize& vm, const models::DeviceSpec& device,
                          const NetworkSetup& net) {
+  StepSimulator simulator;
+  return simulator.simulate(setup, vm, device, net);
+}
+
+StepReport StepSimulator::simulate(const models::StepSetup& setup, const models::VmSize& vm,
+                                   const models::DeviceSpec& device, const NetworkSetup& net) {
   const models::ComputeModel compute(device, vm.device_share);
-  const models::Topology topology = models::build_topology(vm, device, net.topology);
-  if (topology.gpu_count() < setup.parallelism.gpus()) {
-    throw std::invalid_argument("simulate_step: the cluster has " + std::to_string(topology.gpu_count()) +
+  auto& cluster = clusters_[cluster_key(vm, net)];
+  if (!cluster) cluster = std::make_unique<Cluster>(models::build_topology(vm, device, net.topology), vm,
+                                                    net.all_reduce_algorithm);
+  if (cluster->topology.gpu_count() < setup.parallelism.gpus()) {
+    throw std::invalid_argument("simulate_step: the cluster has " + std::to_string(cluster->topology.gpu_count()) +
                                 " GPUs, the layout needs " + std::to_string(setup.parallelism.gpus()));
   }
-  const models::CollectiveModel network(topology, models::CollectiveConstants::for_vm(vm), net.all_reduce_algorithm);
-  const models::StepProgram program = models::build_step_program(setup, compute, network);
+  const models::StepProgram program = models::build_step_program(setup, compute, cluster->network);
 
   StepReport r;
   ExecutionFidelity fidelity;

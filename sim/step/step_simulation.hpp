@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
+#include <string>
 
 #include "models/hardware/catalog.hpp"
 #include "models/network/collectives.hpp"
@@ -36,6 +39,25 @@ struct StepReport {
   double mfu = 0.0;               ///< model_tflops_per_gpu / datasheet peak at the run's precision
   double hfu = 0.0;               ///< tflops_per_gpu / the same peak
   models::ZoneCrossings crosses_zones;  ///< communication kinds that cross an availability-zone boundary
+};
+
+/// Simulates steps, keeping each cluster's topology and collective model (with its memoised flow solves)
+/// between calls, so that configurations on the same cluster (sweeps, layout searches) reuse them.
+/// Not thread-safe; use one per thread.
+class StepSimulator {
+ public:
+  StepSimulator();
+  ~StepSimulator();
+  StepSimulator(const StepSimulator&) = delete;
+  StepSimulator& operator=(const StepSimulator&) = delete;
+
+  /// As simulate_step below.
+  StepReport simulate(const models::StepSetup& setup, const models::VmSize& vm, const models::DeviceSpec& device,
+                      const NetworkSetup& network);
+
+ private:
+  struct Cluster;
+  std::map<std::string, std::unique_ptr<Cluster>> clusters_;  ///< key: VM size, topology and algorithm
 };
 
 /// Simulates one step of `setup` on the cluster `network` describes, of VMs `vm` with devices `device`.
