@@ -15,7 +15,7 @@ DEB_PACKAGES := g++ make cmake git libboost-graph-dev libboost-program-options-d
   libhdf5-dev libtomlplusplus-dev libbenchmark-dev libgtest-dev libgmock-dev hdf5-tools \
   python3 python3-h5py python3-numpy python3-pandas
 
-.PHONY: all deps configure build demo test bench clean
+.PHONY: all deps configure build demo test bench validate clean
 
 all: build
 
@@ -51,6 +51,10 @@ test: build
 
 bench: build
 	cmake --build $(BUILD_DIR) --target bench
+
+# The validation suite (docs/validation.md): prints the table; fails when the issue-4 bounds are not met.
+validate: build
+	$(BUILD_DIR)/tests/validation/test_validation --gtest_filter='ValidationSuite.*'
 
 clean:
 	rm -rf $(BUILD_DIR) out

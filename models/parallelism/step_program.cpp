@@ -37,12 +37,14 @@ PassCost cost_of(const std::vector<Op>& ops, const ComputeModel& compute, Precis
 units::Seconds tp_time(const TensorParallelTraffic& traffic, const CommPattern& tp, const StepSetup& setup,
                        const CommunicationModel& network) {
   if (traffic.count == 0) return units::Seconds(0.0);
-  // With sequence parallelism each all-reduce becomes a reduce-scatter or an all-gather of the same tensor;
-  // they alternate, so count each as half a (reduce-scatter + all-gather) pair.
+  // With sequence parallelism each all-reduce becomes an all-gather before the column-parallel GEMM and a
+  // reduce-scatter after the row-parallel one: the same volume (Korthikanti et al. 2022, Sec. 4.2.2). The
+  // backward's extra all-gather of the input for the weight gradient overlaps the input-gradient GEMM in
+  // Megatron-LM and is not charged.
   if (setup.parallelism.sequence_parallel) {
     const units::Seconds pair = network.collective_time(CollectiveOp::reduce_scatter, tp, traffic.bytes_each).time +
                                 network.collective_time(CollectiveOp::all_gather, tp, traffic.bytes_each).time;
-    return pair * (0.5 * traffic.count);
+    return pair * (1.0 * traffic.count);
   }
   return network.collective_time(CollectiveOp::all_reduce, tp, traffic.bytes_each).time * (1.0 * traffic.count);
 }

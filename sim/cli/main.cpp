@@ -22,6 +22,7 @@
 #include "sim/cli/catalog_table.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/io/scenario.hpp"
+#include "sim/output/chrome_trace.hpp"
 #include "sim/output/results_file.hpp"
 #include "sim/output/step_report.hpp"
 #include "sim/step/step_simulation.hpp"
@@ -61,6 +62,7 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
   po::options_description options("clustersim run SCENARIO [options]");
   options.add_options()("help,h", "show this help")
       ("output,o", po::value<std::string>(), "write the results to this HDF5 file (atomically)")
+      ("trace", po::value<std::string>(), "write the step's timeline to this Chrome trace JSON file (atomically)")
       ("set", po::value<std::vector<std::string>>()->composing(),
        "override a scenario key, e.g. --set parallelism.tensor=4 (repeatable)")
       ("catalog", po::value<std::string>(), "hardware catalog directory");
@@ -101,6 +103,20 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
   const sim::StepReport* one_zone_ptr = one_zone ? &*one_zone : nullptr;
   std::cout << sim::format_step_summary(scenario, catalog, report, one_zone_ptr);
 
+  if (vm.count("trace")) {
+    const std::string path = vm["trace"].as<std::string>();
+    const sim::ChromeTraceInfo info{scenario.name, scenario.parallelism.tensor, scenario.parallelism.data,
+                                    report.microbatches,
+                                    {{"software_version", sim::software_version()}, {"git_sha", sim::git_sha()},
+                                     {"command_line", command_line}}};
+    try {
+      sim::write_chrome_trace(path, report.pipeline, info);
+    } catch (const std::runtime_error& e) {
+      std::cerr << "clustersim: error: " << e.what() << "\n";
+      return kExitIoError;
+    }
+    std::cout << "wrote " << path << "\n";
+  }
   if (vm.count("output")) {
     sim::RunMetadata meta;
     meta.software_version = sim::software_version();
@@ -110,7 +126,8 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
     meta.scenario_toml = scenario.resolved_toml;
     const std::string path = vm["output"].as<std::string>();
     try {
-      sim::write_results_file(path, meta, sim::step_summary_columns(scenario, report, one_zone_ptr));
+      sim::write_results_file(path, meta, sim::step_summary_columns(scenario, report, one_zone_ptr),
+                              {{"runs/0/stages", "one row per pipeline stage of run 0", sim::stage_columns(report)}});
     } catch (const std::exception& e) {
       std::cerr << "clustersim: error: " << e.what() << "\n";
       return kExitIoError;

@@ -50,30 +50,84 @@ std::size_t column_size(const SummaryColumn& c) {
   return std::visit([](const auto& v) { return v.size(); }, c.values);
 }
 
-void validate(const RunMetadata& meta, const std::vector<SummaryColumn>& columns) {
-  check_no_nul(meta.software_version, "software_version");
-  check_no_nul(meta.git_sha, "git_sha");
-  check_no_nul(meta.command_line, "command_line");
-  check_no_nul(meta.scenario_toml, "scenario_toml");
+/// Checks one table of columns; `where` names it in messages ("" for /summary, " in group 'runs/0'").
+void validate_columns(const std::vector<SummaryColumn>& columns, const std::string& where) {
   std::set<std::string> seen;
   for (const SummaryColumn& c : columns) {
     if (!valid_name(c.name)) {
-      throw std::invalid_argument("write_results_file: column name '" + c.name +
-                                  "' does not match [a-z0-9_]+");
+      throw std::invalid_argument("write_results_file: column name '" + c.name + "'" + where +
+                                  " does not match [a-z0-9_]+");
     }
     if (!seen.insert(c.name).second) {
-      throw std::invalid_argument("write_results_file: duplicate column name '" + c.name + "'");
+      throw std::invalid_argument("write_results_file: duplicate column name '" + c.name + "'" + where);
     }
     if (column_size(c) != column_size(columns.front())) {
-      throw std::invalid_argument("write_results_file: column '" + c.name + "' has " +
+      throw std::invalid_argument("write_results_file: column '" + c.name + "'" + where + " has " +
                                   std::to_string(column_size(c)) + " rows but column '" +
                                   columns.front().name + "' has " +
                                   std::to_string(column_size(columns.front())));
     }
-    check_no_nul(c.units, "units of column '" + c.name + "'");
-    check_no_nul(c.description, "description of column '" + c.name + "'");
+    check_no_nul(c.units, "units of column '" + c.name + "'" + where);
+    check_no_nul(c.description, "description of column '" + c.name + "'" + where);
     if (const auto* s = std::get_if<std::vector<std::string>>(&c.values)) {
-      for (const std::string& v : *s) check_no_nul(v, "a value of column '" + c.name + "'");
+      for (const std::string& v : *s) check_no_nul(v, "a value of column '" + c.name + "'" + where);
+    }
+  }
+}
+
+/// The components of a group path "a/b/c"; empty if malformed.
+std::vector<std::string> path_components(const std::string& path) {
+  std::vector<std::string> parts;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t slash = path.find('/', begin);
+    std::string part = path.substr(begin, slash == std::string::npos ? std::string::npos : slash - begin);
+    if (!valid_name(part)) return {};
+    parts.push_back(std::move(part));
+    if (slash == std::string::npos) return parts;
+    begin = slash + 1;
+  }
+}
+
+/// True if `ancestor` is `path` or one of its ancestors ("a/b" of "a/b/c", not of "a/bc").
+bool is_or_contains(const std::string& ancestor, const std::string& path) {
+  return path == ancestor || (path.size() > ancestor.size() && path.compare(0, ancestor.size(), ancestor) == 0 &&
+                              path[ancestor.size()] == '/');
+}
+
+void validate(const RunMetadata& meta, const std::vector<SummaryColumn>& columns,
+              const std::vector<ColumnGroup>& groups) {
+  check_no_nul(meta.software_version, "software_version");
+  check_no_nul(meta.git_sha, "git_sha");
+  check_no_nul(meta.command_line, "command_line");
+  check_no_nul(meta.scenario_toml, "scenario_toml");
+  validate_columns(columns, "");
+  std::set<std::string> paths;
+  for (const ColumnGroup& g : groups) {
+    const std::vector<std::string> parts = path_components(g.path);
+    if (parts.empty()) {
+      throw std::invalid_argument("write_results_file: group path '" + g.path +
+                                  "' is not [a-z0-9_]+ components joined by '/'");
+    }
+    if (parts.front() == "summary") {
+      throw std::invalid_argument("write_results_file: group path '" + g.path + "' lies under /summary");
+    }
+    if (!paths.insert(g.path).second) {
+      throw std::invalid_argument("write_results_file: duplicate group path '" + g.path + "'");
+    }
+    check_no_nul(g.description, "description of group '" + g.path + "'");
+    validate_columns(g.columns, " in group '" + g.path + "'");
+  }
+  // A dataset cannot also be a group (or hold one).
+  for (const ColumnGroup& g : groups) {
+    for (const SummaryColumn& c : g.columns) {
+      const std::string dataset = g.path + "/" + c.name;
+      for (const std::string& p : paths) {
+        if (is_or_contains(dataset, p)) {
+          throw std::invalid_argument("write_results_file: column '" + dataset + "' is also the group '" + p +
+                                      "' or one of its ancestors");
+        }
+      }
     }
   }
 }
@@ -83,7 +137,8 @@ class Writer {
  public:
   explicit Writer(std::string ctx) : ctx_(std::move(ctx)) {}
 
-  void write(const fs::path& tmp, const RunMetadata& meta, const std::vector<SummaryColumn>& columns) {
+  void write(const fs::path& tmp, const RunMetadata& meta, const std::vector<SummaryColumn>& columns,
+             const std::vector<ColumnGroup>& groups) {
     // File creation: no object timestamps on the root group (fcpl is a group-creation list).
     Hid fcpl = make(H5Pcreate(H5P_FILE_CREATE), H5Pclose, "H5Pcreate(H5P_FILE_CREATE)");
     check(H5Pset_obj_track_times(fcpl.get(), 0), "H5Pset_obj_track_times(fcpl)");
@@ -115,8 +170,27 @@ class Writer {
 
     Hid summary = make(H5Gcreate2(file.get(), "summary", H5P_DEFAULT, gcpl_.get(), H5P_DEFAULT),
                        H5Gclose, "H5Gcreate2(\"/summary\")");
-    for (const SummaryColumn& c : columns) column(summary.get(), c);
+    for (const SummaryColumn& c : columns) column(summary.get(), "/summary", c);
     check(summary.close(), "H5Gclose(\"/summary\")");
+
+    // Further groups, each created with the timestamp-free gcpl (so are the intermediate ones, which is why
+    // they are created here one by one and not with H5Pset_create_intermediate_group).
+    std::set<std::string> existing;
+    for (const ColumnGroup& g : groups) {
+      std::string sofar;
+      for (const std::string& part : path_components(g.path)) {
+        sofar += "/" + part;
+        if (existing.insert(sofar).second) {
+          Hid created = make(H5Gcreate2(file.get(), sofar.c_str(), H5P_DEFAULT, gcpl_.get(), H5P_DEFAULT),
+                             H5Gclose, "H5Gcreate2(\"" + sofar + "\")");
+          check(created.close(), "H5Gclose(\"" + sofar + "\")");
+        }
+      }
+      Hid group = make(H5Gopen2(file.get(), sofar.c_str(), H5P_DEFAULT), H5Gclose, "H5Gopen2(\"" + sofar + "\")");
+      string_attr(group.get(), sofar, "description", g.description);
+      for (const SummaryColumn& c : g.columns) column(group.get(), sofar, c);
+      check(group.close(), "H5Gclose(\"" + sofar + "\")");
+    }
 
     check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
     check(file.close(), "H5Fclose");
@@ -146,8 +220,8 @@ class Writer {
     attr(obj, obj_name, name, str_type_.get(), str_type_.get(), &p);
   }
 
-  void column(hid_t group, const SummaryColumn& c) const {
-    const std::string obj_name = "/summary/" + c.name;
+  void column(hid_t group, const std::string& group_name, const SummaryColumn& c) const {
+    const std::string obj_name = group_name + "/" + c.name;
     const std::string what = "(\"" + obj_name + "\")";
     const hsize_t dims[1] = {column_size(c)};
     Hid space = make(H5Screate_simple(1, dims, nullptr), H5Sclose, "H5Screate_simple" + what);
@@ -208,7 +282,12 @@ void fsync_path(const fs::path& p, int extra_flags, const std::string& ctx, bool
 
 void write_results_file(const std::filesystem::path& path, const RunMetadata& meta,
                         const std::vector<SummaryColumn>& columns) {
-  validate(meta, columns);
+  write_results_file(path, meta, columns, {});
+}
+
+void write_results_file(const std::filesystem::path& path, const RunMetadata& meta,
+                        const std::vector<SummaryColumn>& columns, const std::vector<ColumnGroup>& groups) {
+  validate(meta, columns, groups);
 
   const std::string ctx = "write_results_file(\"" + path.string() + "\")";
   if (path.filename().empty()) throw std::runtime_error(ctx + ": path has no file name");
@@ -219,7 +298,7 @@ void write_results_file(const std::filesystem::path& path, const RunMetadata& me
   try {
     {
       const hdf5::ErrorSilencer silence;
-      Writer(ctx).write(tmp, meta, columns);
+      Writer(ctx).write(tmp, meta, columns, groups);
     }
     fsync_path(tmp, 0, ctx, false);
     if (std::rename(tmp.c_str(), path.c_str()) != 0) {

@@ -7,6 +7,10 @@
 //   /summary/<column>      1-D dataset, one row per run; float64, int64 or variable-length UTF-8 string;
 //                          attributes "units" (e.g. "s", "TFLOP/s", "1" for dimensionless, "" for labels)
 //                          and "description".
+//   /<group path>/<column> optional further groups of 1-D datasets (ColumnGroup), e.g. /runs/0/stages with one
+//                          row per pipeline stage of run 0; same types and attributes as /summary columns; the
+//                          group itself has a "description" attribute. Intermediate groups (/runs, /runs/0)
+//                          have no attributes.
 // Written atomically: to "<path>.tmp-<pid>" in the same directory, flushed, fsync'd, closed, then renamed
 // over `path`. On any error the temporary file is removed and nothing appears at `path`.
 #pragma once
@@ -37,11 +41,26 @@ struct RunMetadata {
   std::string scenario_toml;
 };
 
+/// A group of columns outside /summary, e.g. the per-stage table of one run. Columns of one group have the
+/// same number of rows; different groups (and /summary) may differ.
+struct ColumnGroup {
+  std::string path;         ///< "runs/0/stages": components [a-z0-9_]+ joined by '/'; not under "summary"
+  std::string description;  ///< one line, the group's "description" attribute
+  std::vector<SummaryColumn> columns;
+};
+
 /// Writes `path` atomically. Throws std::runtime_error (message names the path and the HDF5 call) on
 /// failure, or std::invalid_argument (before touching the file system) if columns differ in length, a
 /// name is not [a-z0-9_]+ or appears twice, or a string contains a NUL character. Zero columns and zero
 /// rows are allowed. If only the final fsync of the directory fails, the file is already at `path`.
 void write_results_file(const std::filesystem::path& path, const RunMetadata& meta,
                         const std::vector<SummaryColumn>& columns);
+
+/// The same, with `groups` written after /summary, in order (intermediate groups are created as needed).
+/// Also throws std::invalid_argument (before touching the file system) if a group path is malformed, appears
+/// twice or lies under /summary, if a group's columns break the rules above, or if a column's dataset path
+/// is also a group's path or one's ancestor.
+void write_results_file(const std::filesystem::path& path, const RunMetadata& meta,
+                        const std::vector<SummaryColumn>& columns, const std::vector<ColumnGroup>& groups);
 
 }  // namespace clustersim::sim

@@ -95,6 +95,12 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
                        r.tflops_per_gpu, r.model_tflops_per_gpu);
   out << printf_string("            MFU %.1f %%, HFU %.1f %% of %s peak\n", 100.0 * r.mfu, 100.0 * r.hfu,
                        std::string(models::to_string(sc.training.precision)).c_str());
+  if (!r.memory.stages.empty()) {
+    out << printf_string("memory      peak %.1f GiB per GPU on stage %lld of %.1f GiB: %s\n", units::in_gib(r.memory.peak),
+                         static_cast<long long>(r.memory.peak_stage), units::in_gib(r.memory.capacity),
+                         r.memory.fits ? "fits" : "OUT OF MEMORY");
+    if (!r.memory.fits) out << "            " << r.memory.verdict << "\n";
+  }
   if (auto c = compare_with_reference(sc, r)) {
     out << printf_string("reference   %s = %.4g %s measured, %.4g predicted: %+.1f %%  (%s)\n", c->metric.c_str(),
                          c->measured, c->units.c_str(), c->predicted, 100.0 * c->relative_error, c->source.c_str());
@@ -155,6 +161,15 @@ std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepRe
                       ref ? ref->predicted : nan));
   cols.push_back(real("reference_error", "1", "predicted / measured - 1, NaN if none",
                       ref ? ref->relative_error : nan));
+  const bool has_memory = !r.memory.stages.empty();
+  cols.push_back(real("peak_memory_bytes", "B", "memory per GPU of the most loaded stage",
+                      has_memory ? r.memory.peak.value() : nan));
+  cols.push_back(integer("peak_memory_stage", "1", "pipeline stage with the most memory per GPU",
+                         r.memory.peak_stage));
+  cols.push_back(real("memory_capacity_bytes", "B", "the GPU's memory capacity, compared against",
+                      has_memory ? r.memory.capacity.value() : nan));
+  cols.push_back(integer("fits_in_memory", "1", "1 if every stage fits in GPU memory, 0 for out of memory",
+                         r.memory.fits ? 1 : 0));
   cols.push_back(integer("zones", "1", "availability zones the nodes are split over",
                          std::max<int64_t>(1, static_cast<int64_t>(sc.cluster.zones.size()))));
   cols.push_back(real("one_zone_step_time_s", "s", "step time of the same job in one zone, NaN for one zone",
@@ -163,6 +178,56 @@ std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepRe
                       one_zone ? r.step_time / one_zone->step_time - 1.0 : nan));
   cols.push_back({"cross_zone_traffic", "", "communication crossing a zone boundary, comma-separated; empty if none",
                   std::vector<std::string>{cross_zone_traffic(r.crosses_zones)}});
+  return cols;
+}
+
+std::vector<SummaryColumn> stage_columns(const StepReport& r) {
+  const std::vector<StageBreakdown>& stages = r.pipeline.stages;
+  auto column = [&](std::string name, std::string units, std::string description, auto value) {
+    std::vector<double> v;
+    v.reserve(stages.size());
+    for (const StageBreakdown& s : stages) v.push_back(value(s));
+    return SummaryColumn{std::move(name), std::move(units), std::move(description), std::move(v)};
+  };
+  const double step = r.step_time.value();
+  std::vector<int64_t> index(stages.size());
+  for (std::size_t k = 0; k < stages.size(); ++k) index[k] = static_cast<int64_t>(k);
+  std::vector<SummaryColumn> cols;
+  cols.push_back({"stage", "1", "pipeline rank", std::move(index)});
+  cols.push_back(column("compute_time_s", "s", "compute kernels of all passes",
+                        [](const StageBreakdown& s) { return s.compute.value(); }));
+  cols.push_back(column("exposed_tp_comm_s", "s", "tensor-parallel communication inside the passes",
+                        [](const StageBreakdown& s) { return s.tp_comm.value(); }));
+  cols.push_back(column("exposed_pp_comm_s", "s",
+                        "what pipeline transfers cost the step, taken out of the stage's idle time",
+                        [](const StageBreakdown& s) { return s.pp_exposed.value(); }));
+  cols.push_back(column("bubble_time_s", "s", "idle waiting on other stages (warm-up, drain, imbalance, tail)",
+                        [](const StageBreakdown& s) { return s.bubble.value(); }));
+  cols.push_back(column("exposed_dp_comm_s", "s",
+                        "data-parallel gradient sync (and ZeRO parameter all-gather) not hidden by compute",
+                        [](const StageBreakdown& s) { return s.grad_sync.value(); }));
+  cols.push_back(column("optimizer_time_s", "s", "optimizer step",
+                        [](const StageBreakdown& s) { return s.optimizer.value(); }));
+  cols.push_back(column("finish_time_s", "s", "when the stage's last work (optimizer or ZeRO parameter all-gather) ended",
+                        [](const StageBreakdown& s) { return s.finish.value(); }));
+  if (r.memory.stages.size() == stages.size()) {
+    auto memory = [&](std::string name, std::string description, auto value) {
+      std::vector<double> v;
+      for (const auto& m : r.memory.stages) v.push_back(value(m));
+      cols.push_back(SummaryColumn{std::move(name), "B", std::move(description), std::move(v)});
+    };
+    memory("weights_bytes", "16-bit (or fp32) weights per GPU", [](const auto& m) { return m.weights.value(); });
+    memory("gradients_bytes", "gradients per GPU", [](const auto& m) { return m.gradients.value(); });
+    memory("optimizer_bytes", "optimizer states per GPU", [](const auto& m) { return m.optimizer_states.value(); });
+    memory("activations_bytes", "stored activations per GPU at the stage's peak",
+           [](const auto& m) { return m.activations.value(); });
+    memory("total_memory_bytes", "all of it with transients and the framework reserve",
+           [](const auto& m) { return m.total().value(); });
+  }
+  cols.push_back(column("tflops", "TFLOP/s", "math of one GPU of the stage (counts recomputation) over the step time",
+                        [step](const StageBreakdown& s) {
+                          return step > 0.0 ? s.flops.value() / step * 1e-12 : std::numeric_limits<double>::quiet_NaN();
+                        }));
   return cols;
 }
 

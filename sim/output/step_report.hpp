@@ -46,4 +46,9 @@ std::string format_step_summary(const Scenario& scenario, const models::Catalog&
 std::vector<SummaryColumn> step_summary_columns(const Scenario& scenario, const StepReport& report,
                                                 const StepReport* one_zone = nullptr);
 
+/// The per-stage table of this run, one row per pipeline stage (written to /runs/<i>/stages): the stage's
+/// breakdown (compute, exposed TP/PP/DP communication, bubble, optimizer; they sum to the step time), when it
+/// finished, and TFLOP/s per GPU of its own math over the step time. Units on each.
+std::vector<SummaryColumn> stage_columns(const StepReport& report);
+
 }  // namespace clustersim::sim

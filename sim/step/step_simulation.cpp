@@ -71,6 +71,7 @@ StepReport StepSimulator::simulate(const models::StepSetup& setup, const models:
   r.mfu = r.model_tflops_per_gpu / peak_tflops;
   r.hfu = r.tflops_per_gpu / peak_tflops;
   r.crosses_zones = program.crosses_zones;
+  r.memory = models::estimate_memory(setup, device);
   return r;
 }
 

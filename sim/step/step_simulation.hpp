@@ -9,6 +9,7 @@
 #include <string>
 
 #include "models/hardware/catalog.hpp"
+#include "models/memory/memory_model.hpp"
 #include "models/network/collectives.hpp"
 #include "models/network/topology.hpp"
 #include "models/parallelism/step_program.hpp"
@@ -39,6 +40,7 @@ struct StepReport {
   double mfu = 0.0;               ///< model_tflops_per_gpu / datasheet peak at the run's precision
   double hfu = 0.0;               ///< tflops_per_gpu / the same peak
   models::ZoneCrossings crosses_zones;  ///< communication kinds that cross an availability-zone boundary
+  models::MemoryReport memory;          ///< per-stage memory per GPU and the out-of-memory verdict
 };
 
 /// Simulates steps, keeping each cluster's topology and collective model (with its memoised flow solves)

@@ -71,7 +71,7 @@ TEST(ShippedCatalog, A100PeaksFromDatasheet) {
   EXPECT_THROW((void)a100.peak_for(Precision::fp8), std::out_of_range);  // Ampere: no fp8
   EXPECT_DOUBLE_EQ(a100.achievable_matmul_bf16.value(), 271.2e12);     // hardware.csv MAMF
   EXPECT_DOUBLE_EQ(a100.achievable_memory_bandwidth.value(), 1.70e12); // hardware.csv triad
-  EXPECT_DOUBLE_EQ(a100.memory_capacity.value(), 80e9);
+  EXPECT_DOUBLE_EQ(a100.memory_capacity.value(), 80.0 * 1024 * 1024 * 1024);  // 81920 MiB (nvidia-smi)
   EXPECT_EQ(a100.sm_count, 108);
   EXPECT_DOUBLE_EQ(a100.fabric_bandwidth_per_direction.value(), 300e9);  // 600 GB/s bidirectional / 2
 }
@@ -162,7 +162,11 @@ TEST(ShippedCatalog, VmRowsMatchAzureCsv) {
     const VmSize& vm = shipped().vm_size(r.name);
     const DeviceSpec& d = shipped().device(vm.device);
     EXPECT_NEAR(vm.devices_per_vm * vm.device_share, r.gpus, 1e-12);
-    EXPECT_NEAR(vm.devices_per_vm * vm.device_share * d.memory_capacity.value() * 1e-9, r.gpu_memory_gb_total, 1.0);
+    // Azure quotes GPU memory in the vendor's unit: "80 GB" HBM is binary (GiB), GDDR decimal. H100: 79.6 GiB
+    // (81559 MiB) x 8 against the quoted 640.
+    const double unit = d.memory_quoted_in_gib ? 1024.0 * 1024.0 * 1024.0 : 1e9;
+    EXPECT_NEAR(vm.devices_per_vm * vm.device_share * d.memory_capacity.value() / unit, r.gpu_memory_gb_total,
+                d.memory_quoted_in_gib ? 4.0 : 1.0);
     EXPECT_EQ(vm.infiniband_ports, r.ib_ports);
     EXPECT_DOUBLE_EQ(vm.infiniband_port_rate.value(), r.ib_gbps * 1e9);
     if (std::isnan(r.price)) {

@@ -27,6 +27,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using clustersim::sim::ColumnGroup;
 using clustersim::sim::RunMetadata;
 using clustersim::sim::SummaryColumn;
 using clustersim::sim::write_results_file;
@@ -454,6 +455,148 @@ with h5py.File(sys.argv[1], "r") as f:
         df = df.apply(lambda c: c.str.decode("utf-8") if c.dtype == object else c)
         assert list(df["scenario"]) == ["gpt3", "llama-70b \u2713", ""], df
         assert len(df) == 3 and df["gpus"].sum() == 1031
+print("ok")
+)PY";
+  const auto [rc, out] = run_command(python + " -c '" + script + "' '" + path.string() + "'");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ok"), std::string::npos) << out;
+}
+
+// ---- groups outside /summary (ColumnGroup) -----------------------------------------------------------------
+
+std::vector<ColumnGroup> sample_groups() {
+  return {
+      {"runs/0/stages",
+       "one row per pipeline stage of run 0",
+       {{"bubble_time_s", "s", "pipeline bubble", std::vector<double>{0.5, 0.25}},
+        {"stage", "1", "pipeline rank", std::vector<int64_t>{0, 1}},
+        {"label", "", "a label", std::vector<std::string>{"first ✓", ""}}}},
+      {"runs/1/stages", "", {{"bubble_time_s", "s", "pipeline bubble", std::vector<double>{1.0, 2.0, 3.0}}}},
+  };
+}
+
+TEST(ResultsFileGroups, RoundTripColumnsUnitsAndDescriptions) {
+  TempDir dir;
+  const fs::path path = dir.path() / "r.h5";
+  write_results_file(path, sample_meta(), sample_columns(), sample_groups());
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"r.h5"});
+  Hid file = open_file(path);
+  ASSERT_TRUE(file.valid());
+  EXPECT_EQ(link_count(file.get(), "/"), 2u);  // summary, runs
+  EXPECT_EQ(link_count(file.get(), "/summary"), 3u);
+  EXPECT_EQ(link_count(file.get(), "/runs"), 2u);
+  EXPECT_EQ(link_count(file.get(), "/runs/0"), 1u);
+  EXPECT_EQ(link_count(file.get(), "/runs/0/stages"), 3u);
+  EXPECT_EQ(link_count(file.get(), "/runs/1/stages"), 1u);
+  // Each group has its own row count.
+  EXPECT_EQ(read_numeric<double>(file.get(), "/runs/0/stages/bubble_time_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE),
+            (std::vector<double>{0.5, 0.25}));
+  EXPECT_EQ(read_numeric<int64_t>(file.get(), "/runs/0/stages/stage", H5T_STD_I64LE, H5T_NATIVE_INT64),
+            (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(read_strings(file.get(), "/runs/0/stages/label"), (std::vector<std::string>{"first ✓", ""}));
+  EXPECT_EQ(read_numeric<double>(file.get(), "/runs/1/stages/bubble_time_s", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE),
+            (std::vector<double>{1.0, 2.0, 3.0}));
+  using UD = std::pair<std::string, std::string>;
+  EXPECT_EQ(units_and_description(file.get(), "/runs/0/stages/bubble_time_s"), UD("s", "pipeline bubble"));
+  EXPECT_EQ(units_and_description(file.get(), "/runs/0/stages/stage"), UD("1", "pipeline rank"));
+  EXPECT_EQ(units_and_description(file.get(), "/runs/0/stages/label"), UD("", "a label"));
+  // The declared groups carry a description; the intermediate ones nothing.
+  Hid stages(H5Gopen2(file.get(), "/runs/0/stages", H5P_DEFAULT), H5Gclose);
+  ASSERT_TRUE(stages.valid());
+  EXPECT_EQ(read_string_attr(stages.get(), "description"), "one row per pipeline stage of run 0");
+  Hid other(H5Gopen2(file.get(), "/runs/1/stages", H5P_DEFAULT), H5Gclose);
+  ASSERT_TRUE(other.valid());
+  EXPECT_EQ(read_string_attr(other.get(), "description"), "");
+  EXPECT_EQ(object_info(file.get(), "/runs").num_attrs, 0u);
+  EXPECT_EQ(object_info(file.get(), "/runs/0").num_attrs, 0u);
+  EXPECT_EQ(object_info(file.get(), "/runs/0/stages").num_attrs, 1u);
+  // The summary is unchanged by the groups.
+  EXPECT_EQ(read_numeric<int64_t>(file.get(), "/summary/gpus", H5T_STD_I64LE, H5T_NATIVE_INT64),
+            (std::vector<int64_t>{8, 1024, -1}));
+}
+
+TEST(ResultsFileGroups, AGroupDeclaredAfterItWasCreatedAsAnAncestorKeepsBoth) {
+  TempDir dir;
+  const fs::path path = dir.path() / "r.h5";
+  write_results_file(path, sample_meta(), {},
+                     {{"runs/0/stages", "stages", {{"x", "1", "d", std::vector<int64_t>{1}}}},
+                      {"runs/0", "run 0", {{"y", "1", "d", std::vector<int64_t>{2, 3}}}}});
+  Hid file = open_file(path);
+  ASSERT_TRUE(file.valid());
+  EXPECT_EQ(link_count(file.get(), "/runs/0"), 2u);  // stages, y
+  Hid run(H5Gopen2(file.get(), "/runs/0", H5P_DEFAULT), H5Gclose);
+  EXPECT_EQ(read_string_attr(run.get(), "description"), "run 0");
+  EXPECT_EQ(read_numeric<int64_t>(file.get(), "/runs/0/y", H5T_STD_I64LE, H5T_NATIVE_INT64),
+            (std::vector<int64_t>{2, 3}));
+}
+
+TEST(ResultsFileGroups, NoTimestampsAndByteIdenticalFiles) {
+  TempDir dir;
+  const fs::path a = dir.path() / "a.h5";
+  const fs::path b = dir.path() / "b.h5";
+  write_results_file(a, sample_meta(), sample_columns(), sample_groups());
+  {
+    Hid file = open_file(a);
+    ASSERT_TRUE(file.valid());
+    for (const char* obj : {"/runs", "/runs/0", "/runs/0/stages", "/runs/0/stages/bubble_time_s", "/runs/1",
+                            "/runs/1/stages/bubble_time_s"}) {
+      const ObjInfo i = object_info(file.get(), obj);
+      EXPECT_EQ(i.atime + i.mtime + i.ctime + i.btime, 0) << obj;
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  write_results_file(b, sample_meta(), sample_columns(), sample_groups());
+  EXPECT_TRUE(slurp(a) == slurp(b)) << "files differ";
+  // The three-argument form is the four-argument one without groups.
+  write_results_file(a, sample_meta(), sample_columns());
+  write_results_file(b, sample_meta(), sample_columns(), {});
+  EXPECT_TRUE(slurp(a) == slurp(b)) << "files differ";
+}
+
+TEST(ResultsFileGroups, InvalidGroupsThrowBeforeWritingAnything) {
+  TempDir dir;
+  const fs::path path = dir.path() / "r.h5";
+  const SummaryColumn x{"x", "1", "d", std::vector<int64_t>{1}};
+  auto expect_invalid = [&](const std::vector<ColumnGroup>& groups, const std::string& why) {
+    EXPECT_THROW(write_results_file(path, sample_meta(), sample_columns(), groups), std::invalid_argument) << why;
+  };
+  for (const std::string bad : {"", "/runs", "runs/", "runs//0", "Runs/0", "runs/0-1", "summary", "summary/x"}) {
+    expect_invalid({{bad, "", {x}}}, "path '" + bad + "'");
+  }
+  expect_invalid({{"runs/0", "", {x}}, {"runs/0", "", {x}}}, "duplicate path");
+  expect_invalid({{"runs/0", "", {x, x}}}, "duplicate column");
+  expect_invalid({{"runs/0", "", {x, {"y", "1", "d", std::vector<int64_t>{1, 2}}}}}, "lengths differ");
+  expect_invalid({{"runs/0", "", {{"Bad", "1", "d", std::vector<int64_t>{1}}}}}, "column name");
+  expect_invalid({{"runs/0", std::string("a\0b", 3), {x}}}, "NUL in description");
+  expect_invalid({{"runs/0", "", {{"x", "", "d", std::vector<std::string>{std::string("a\0b", 3)}}}}}, "NUL value");
+  expect_invalid({{"runs", "", {{"0", "1", "d", std::vector<int64_t>{1}}}}, {"runs/0/stages", "", {x}}},
+                 "dataset /runs/0 is also an ancestor of a group");
+  expect_invalid({{"runs/0", "", {{"stages", "1", "d", std::vector<int64_t>{1}}}}, {"runs/0/stages", "", {x}}},
+                 "dataset is also a group");
+  EXPECT_TRUE(entries(dir.path()).empty());
+  // "runs/0" does not contain "runs/01": both are fine.
+  write_results_file(path, sample_meta(), sample_columns(),
+                     {{"runs", "", {{"0", "1", "d", std::vector<int64_t>{1}}}}, {"runs/01", "", {x}}});
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"r.h5"});
+}
+
+TEST(ResultsFileGroups, ReadableFromPythonWithH5py) {
+  const std::string python = "/usr/bin/python3";
+  if (!fs::exists(python)) GTEST_SKIP() << python << " not found";
+  if (run_command(python + " -c 'import h5py'").first != 0) GTEST_SKIP() << "h5py not importable";
+  TempDir dir;
+  const fs::path path = dir.path() / "results.h5";
+  write_results_file(path, sample_meta(), sample_columns(), sample_groups());
+  const std::string script = R"PY(
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    g = f["runs/0/stages"]
+    assert g.attrs["description"] == "one row per pipeline stage of run 0"
+    assert sorted(g.keys()) == ["bubble_time_s", "label", "stage"], list(g.keys())
+    assert list(g["bubble_time_s"][()]) == [0.5, 0.25]
+    assert g["bubble_time_s"].attrs["units"] == "s"
+    assert list(g["label"].asstr()[()]) == ["first \u2713", ""]
+    assert len(f["runs/1/stages/bubble_time_s"]) == 3
 print("ok")
 )PY";
   const auto [rc, out] = run_command(python + " -c '" + script + "' '" + path.string() + "'");

@@ -1,0 +1,267 @@
+#include "models/memory/memory_model.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "models/parallelism/schedule.hpp"
+#include "models/workload/transformer.hpp"
+
+namespace clustersim::models {
+
+namespace {
+
+double d(int64_t v) { return static_cast<double>(v); }
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw std::invalid_argument("memory model: " + message);
+}
+
+void require_divisible(int64_t value, int64_t by, const std::string& what, const std::string& by_what) {
+  require(by > 0 && value % by == 0, what + " (" + std::to_string(value) + ") is not divisible by " + by_what +
+                                         " (" + std::to_string(by) + ")");
+}
+
+void check_setup(const StepSetup& setup) {
+  const ModelConfig& m = setup.model;
+  const ParallelismConfig& par = setup.parallelism;
+  require(m.num_layers > 0 && m.hidden_size > 0 && m.num_attention_heads > 0 && m.vocab_size > 0 &&
+              m.seq_length > 0,
+          "num_layers, hidden_size, num_attention_heads, vocab_size and seq_length must be > 0");
+  require(m.num_query_groups >= 0 && m.ffn_hidden_size >= 0, "num_query_groups and ffn_hidden_size must be >= 0");
+  require(par.tensor >= 1 && par.pipeline >= 1 && par.data >= 1 && par.virtual_stages >= 1,
+          "tensor, pipeline, data and virtual_stages must be >= 1");
+  require(par.zero_stage >= 0 && par.zero_stage <= 3,
+          "zero_stage must be 0, 1, 2 or 3 (got " + std::to_string(par.zero_stage) + ")");
+  require(setup.training.micro_batch_size >= 1 && setup.training.global_batch_size >= 1,
+          "global_batch_size and micro_batch_size must be >= 1");
+  require_divisible(m.hidden_size, m.num_attention_heads, "hidden_size", "num_attention_heads");
+  require_divisible(m.num_attention_heads, m.kv_heads(), "num_attention_heads", "num_query_groups");
+  require_divisible(m.num_attention_heads, par.tensor, "num_attention_heads", "tensor");
+  require_divisible(m.kv_heads(), par.tensor, "num_query_groups", "tensor");
+  require_divisible(m.ffn(), par.tensor, "ffn_hidden_size", "tensor");
+  require_divisible(m.num_layers, par.pipeline * par.virtual_stages, "num_layers", "pipeline x virtual_stages");
+  require_divisible(setup.training.global_batch_size, setup.training.micro_batch_size * par.data,
+                    "global_batch_size", "micro_batch_size x data");
+  if (par.sequence_parallel && par.tensor > 1) {
+    require_divisible(m.seq_length, par.tensor, "seq_length", "tensor (sequence parallelism)");
+  }
+}
+
+/// Activation extras of one microbatch: the embedding's on stage 0, chunk 0; the output layer's on the last
+/// stage, last chunk (header item 4).
+struct Extras {
+  double embedding = 0.0;
+  double output = 0.0;
+};
+
+Extras extras_per_microbatch(const StepSetup& setup) {
+  const ModelConfig& m = setup.model;
+  const ParallelismConfig& par = setup.parallelism;
+  const double e = activation_bytes_per_element(setup.training.precision);
+  const double sb = d(m.seq_length) * d(setup.training.micro_batch_size);
+  const double sbh = sb * d(m.hidden_size);
+  const double sp_split = par.sequence_parallel ? d(par.tensor) : 1.0;
+  Extras x;
+  x.embedding = 8.0 * sb + sbh / sp_split;
+  x.output = 2.0 * e * sbh / sp_split + 4.0 * sb * d(m.vocab_size) / d(par.tensor);
+  return x;
+}
+
+/// Peak of one stage's stored activations over its pass order.
+struct InFlight {
+  double bytes = 0.0;
+  int64_t microbatches = 0;
+  double equivalents = 0.0;
+};
+
+InFlight walk_order(const StepSetup& setup, int64_t stage, int64_t m, double chunk_layer_bytes,
+                    const Extras& extras) {
+  const ParallelismConfig& par = setup.parallelism;
+  const int64_t v = par.virtual_stages;
+  const std::vector<ScheduledPass> order = stage_order(setup.schedule, stage, par.pipeline, m, v);
+  auto chunk_bytes = [&](int64_t chunk) {
+    double bytes = chunk_layer_bytes;
+    if (stage == 0 && chunk == 0) bytes += extras.embedding;
+    if (stage == par.pipeline - 1 && chunk == v - 1) bytes += extras.output;
+    return bytes;
+  };
+  std::vector<int64_t> chunks_held(static_cast<size_t>(m), 0);
+  int64_t distinct = 0;
+  int64_t units = 0;
+  double bytes = 0.0;
+  InFlight peak;
+  for (const ScheduledPass& pass : order) {
+    int64_t& held = chunks_held[static_cast<size_t>(pass.microbatch)];
+    if (pass.kind == PassKind::forward) {
+      if (held++ == 0) ++distinct;
+      ++units;
+      bytes += chunk_bytes(pass.chunk);
+      if (bytes > peak.bytes) {
+        peak.bytes = bytes;
+        peak.microbatches = distinct;
+        peak.equivalents = d(units) / d(v);
+      }
+    } else {
+      if (--held == 0) --distinct;
+      --units;
+      bytes -= chunk_bytes(pass.chunk);
+    }
+  }
+  return peak;
+}
+
+std::string fixed1(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f", value);
+  return buffer;
+}
+
+std::string fixed2(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2f", value);
+  return buffer;
+}
+
+std::string verdict_of(const MemoryReport& report, const DeviceSpec& device) {
+  const StageMemory& s = report.stages[static_cast<size_t>(report.peak_stage)];
+  std::string capacity;
+  if (device.memory_quoted_in_gib) {
+    capacity = fixed1(units::in_gib(report.capacity)) + " GiB";
+  } else {
+    capacity = fixed1(report.capacity.value() / 1e9) + " GB (" + fixed1(units::in_gib(report.capacity)) + " GiB)";
+  }
+  std::string in_flight = std::to_string(s.microbatches_in_flight) +
+                          (s.microbatches_in_flight == 1 ? " microbatch in flight" : " microbatches in flight");
+  if (s.microbatch_equivalents != static_cast<double>(s.microbatches_in_flight)) {
+    in_flight += ", " + fixed2(s.microbatch_equivalents) + " microbatches' worth";
+  }
+  std::string text = std::string(report.fits ? "fits: " : "out of memory: ") + "stage " +
+                     std::to_string(report.peak_stage) + " needs " + fixed1(units::in_gib(report.peak)) +
+                     " GiB of " + capacity + ": weights " + fixed1(units::in_gib(s.weights)) + ", gradients " +
+                     fixed1(units::in_gib(s.gradients)) + ", optimizer " +
+                     fixed1(units::in_gib(s.optimizer_states)) + ", activations " +
+                     fixed1(units::in_gib(s.activations)) + " (" + in_flight + ")";
+  if (s.transient.value() > 0.0) text += ", transient " + fixed1(units::in_gib(s.transient));
+  text += ", reserve " + fixed1(units::in_gib(s.framework_reserve)) + " GiB";
+  return text;
+}
+
+}  // namespace
+
+ParameterBytes bytes_per_parameter(Precision precision) {
+  switch (precision) {
+    case Precision::fp32:
+    case Precision::tf32: return {4.0, 4.0, 8.0};
+    case Precision::fp16: return {2.0, 2.0, 12.0};
+    case Precision::bf16:
+    case Precision::fp8: return {2.0, 4.0, 12.0};
+  }
+  throw std::invalid_argument("memory model: unknown precision");
+}
+
+units::Bytes layer_activation_bytes(const ModelConfig& m, const TrainingConfig& training,
+                                    const ParallelismConfig& par) {
+  require(par.tensor >= 1, "tensor must be >= 1");
+  require_divisible(m.num_attention_heads, par.tensor, "num_attention_heads", "tensor");
+  require_divisible(m.ffn(), par.tensor, "ffn_hidden_size", "tensor");
+  const double e = activation_bytes_per_element(training.precision);
+  const double t = d(par.tensor);
+  const double h = d(m.hidden_size);
+  const double sb = d(m.seq_length) * d(training.micro_batch_size);
+  const double sbh = sb * h;
+  const double sp_split = par.sequence_parallel ? t : 1.0;
+  if (training.activation_recompute == Recompute::full) return units::Bytes(e * sbh / sp_split);
+
+  const double kv = d(m.kv_heads()) * d(m.head_dim());
+  const double mlp = (m.gated_mlp ? 3.0 : 2.0) * d(m.ffn()) / h;
+  const double replicated = sbh * (4.0 * e + 2.0);
+  const double split = sbh * e * (2.0 + 2.0 * kv / h + mlp);
+  double bytes = replicated / sp_split + split / t;
+  if (training.activation_recompute == Recompute::none) {
+    const double a = d(m.num_attention_heads);
+    const double scores = training.flash_attention ? 4.0 * a * sb : a * d(m.seq_length) * sb * (2.0 * e + 1.0);
+    bytes += scores / t;
+  }
+  return units::Bytes(bytes);
+}
+
+MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
+  check_setup(setup);
+  require(device.memory_capacity.value() > 0.0, "device '" + device.name + "' has no memory capacity");
+  const ModelConfig& m = setup.model;
+  const ParallelismConfig& par = setup.parallelism;
+  const int64_t p = par.pipeline;
+  const int64_t v = par.virtual_stages;
+  const int64_t mb = setup.training.global_batch_size / (setup.training.micro_batch_size * par.data);
+  require(setup.schedule != PipelineSchedule::gpipe || v == 1, "GPipe has no interleaved form (virtual_stages "
+                                                               "must be 1)");
+  require(v == 1 || mb % p == 0, "interleaved 1F1B needs microbatches (" + std::to_string(mb) +
+                                     ") divisible by pipeline (" + std::to_string(p) + ")");
+
+  const double t = d(par.tensor);
+  const double dp = d(par.data);
+  const double h = d(m.hidden_size);
+  // parameter_count = l x W_layer + V h + s h + 2 h (final LayerNorm).
+  const double layer_params =
+      (parameter_count(m, m.gated_mlp) - d(m.vocab_size + m.seq_length) * h - 2.0 * h) / d(m.num_layers);
+  const double stage_layers = d(m.num_layers / p);
+  const ParameterBytes per_param = bytes_per_parameter(setup.training.precision);
+  const double weight_shard = par.zero_stage >= 3 ? dp : 1.0;
+  const double grad_shard = par.zero_stage >= 2 ? dp : 1.0;
+  const double optimizer_shard = par.zero_stage >= 1 ? dp : 1.0;
+
+  const double layer_activation = layer_activation_bytes(m, setup.training, par).value();
+  const Extras extras = extras_per_microbatch(setup);
+  const double chunk_layer_bytes = layer_activation * stage_layers / d(v);
+
+  // Transient working memory (header item 6).
+  double transient = 0.0;
+  if (setup.training.activation_recompute == Recompute::full) {
+    TrainingConfig stored = setup.training;
+    stored.activation_recompute = Recompute::none;
+    transient += layer_activation_bytes(m, stored, par).value();
+  }
+  if (par.zero_stage >= 3 && par.data > 1) transient += 2.0 * layer_params / t * per_param.weights;
+
+  MemoryReport report;
+  report.capacity = device.memory_capacity;
+  report.stages.resize(static_cast<size_t>(p));
+  for (int64_t i = 0; i < p; ++i) {
+    StageMemory& s = report.stages[static_cast<size_t>(i)];
+    s.layer_parameters = stage_layers * layer_params / t;
+    s.parameters = s.layer_parameters;
+    double per_microbatch = layer_activation * stage_layers;
+    if (i == 0) {
+      s.parameters += d(m.vocab_size) * h / t + d(m.seq_length) * h;
+      per_microbatch += extras.embedding;
+    }
+    if (i == p - 1) {
+      if (p > 1) s.parameters += d(m.vocab_size) * h / t;
+      s.parameters += 2.0 * h;
+      per_microbatch += extras.output;
+    }
+    s.weights = units::Bytes(s.parameters * per_param.weights / weight_shard);
+    s.gradients = units::Bytes(s.parameters * per_param.gradients / grad_shard);
+    s.optimizer_states = units::Bytes(s.parameters * per_param.optimizer_states / optimizer_shard);
+    s.activation_per_microbatch = units::Bytes(per_microbatch);
+    const InFlight peak = walk_order(setup, i, mb, chunk_layer_bytes, extras);
+    s.activations = units::Bytes(peak.bytes);
+    s.microbatches_in_flight = peak.microbatches;
+    s.microbatch_equivalents = peak.equivalents;
+    s.transient = units::Bytes(transient);
+    s.framework_reserve = kFrameworkReserve;
+  }
+  for (int64_t i = 0; i < p; ++i) {
+    if (report.stages[static_cast<size_t>(i)].total() > report.stages[static_cast<size_t>(report.peak_stage)].total()) {
+      report.peak_stage = i;
+    }
+  }
+  report.peak = report.stages[static_cast<size_t>(report.peak_stage)].total();
+  report.fits = report.peak <= report.capacity;
+  report.verdict = verdict_of(report, device);
+  return report;
+}
+
+}  // namespace clustersim::models
