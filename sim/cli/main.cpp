@@ -24,6 +24,9 @@
 #include "sim/io/scenario.hpp"
 #include "sim/output/chrome_trace.hpp"
 #include "sim/output/results_file.hpp"
+#include "sim/job/job_setup.hpp"
+#include "sim/job/job_simulation.hpp"
+#include "sim/output/job_report.hpp"
 #include "sim/output/step_report.hpp"
 #include "sim/step/step_simulation.hpp"
 #include "sim/version.hpp"
@@ -103,6 +106,21 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
   const sim::StepReport* one_zone_ptr = one_zone ? &*one_zone : nullptr;
   std::cout << sim::format_step_summary(scenario, catalog, report, one_zone_ptr);
 
+  // With a [job]: time and money to train over Monte Carlo replications; spot is compared with on demand.
+  std::optional<sim::JobStatistics> job, on_demand;
+  if (scenario.job) {
+    const models::JobSpec spec = sim::job_spec_of(scenario, report);
+    job = sim::simulate_job(spec, scenario.job->replications, scenario.simulation.seed);
+    if (scenario.job->spot) {
+      models::JobSpec od = spec;
+      od.interruptions.spot = false;
+      od.interruptions.eviction_trace.clear();
+      od.cost.spot_discount = 0.0;
+      on_demand = sim::simulate_job(od, scenario.job->replications, scenario.simulation.seed);
+    }
+    std::cout << sim::format_job_summary(scenario, *job, on_demand ? &*on_demand : nullptr);
+  }
+
   if (vm.count("trace")) {
     const std::string path = vm["trace"].as<std::string>();
     const sim::ChromeTraceInfo info{scenario.name, scenario.parallelism.tensor, scenario.parallelism.data,
@@ -125,9 +143,18 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
     meta.seed = scenario.simulation.seed;
     meta.scenario_toml = scenario.resolved_toml;
     const std::string path = vm["output"].as<std::string>();
+    std::vector<sim::SummaryColumn> columns = sim::step_summary_columns(scenario, report, one_zone_ptr);
+    std::vector<sim::ColumnGroup> groups{
+        {"runs/0/stages", "one row per pipeline stage of run 0", sim::stage_columns(report)}};
+    if (job) {
+      for (auto& c : sim::job_summary_columns(scenario, *job, on_demand ? &*on_demand : nullptr)) {
+        columns.push_back(std::move(c));
+      }
+      groups.push_back({"runs/0/replications", "one row per Monte Carlo replication of the job of run 0",
+                        sim::replication_columns(*job)});
+    }
     try {
-      sim::write_results_file(path, meta, sim::step_summary_columns(scenario, report, one_zone_ptr),
-                              {{"runs/0/stages", "one row per pipeline stage of run 0", sim::stage_columns(report)}});
+      sim::write_results_file(path, meta, columns, groups);
     } catch (const std::exception& e) {
       std::cerr << "clustersim: error: " << e.what() << "\n";
       return kExitIoError;

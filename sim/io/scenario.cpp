@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -298,6 +299,49 @@ class Loader {
     }
   }
 
+  /// [job]: exactly one of train_tokens and steps; at most one checkpoint interval; a price for the VM.
+  void check_job(const models::Catalog& catalog) {
+    if (resolved_table("job") == nullptr) {
+      for (const char* t : {"reliability", "cost"}) {
+        if (doc_.get(t) != nullptr) fail(t, table_loc(t), "needs a [job] table (train_tokens or steps)");
+      }
+      return;
+    }
+    const bool tokens = has("job.train_tokens"), steps = has("job.steps");
+    if (tokens == steps) fail("job", table_loc("job"), "give exactly one of train_tokens and steps");
+    if (has("reliability.checkpoint_interval_minutes") && has("reliability.checkpoint_interval_steps")) {
+      fail_at("reliability.checkpoint_interval_steps", "give checkpoint_interval_minutes or _steps, not both");
+    }
+    if (!has("cost.vm_price_usd_per_hour")) {
+      const auto& vm = catalog.vm_size(get_string("cluster.vm_size"));
+      if (!vm.price_usd_per_hour) {
+        fail("cost.vm_price_usd_per_hour", table_loc("cost"),
+             "required: the catalog has no price for " + vm.name);
+      }
+      set("cost.vm_price_usd_per_hour", *vm.price_usd_per_hour);
+    }
+    if (has("reliability.spot_eviction_trace")) {
+      const std::filesystem::path trace = path_.parent_path() / get_string("reliability.spot_eviction_trace");
+      std::ifstream in(trace);
+      if (!in) fail_at("reliability.spot_eviction_trace", "cannot open '" + trace.string() + "'");
+      std::string line;
+      int64_t number = 0;
+      while (std::getline(in, line)) {
+        ++number;
+        const std::string text = trim(line.substr(0, line.find('#')));
+        if (text.empty()) continue;
+        char* end = nullptr;
+        const double hours = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0' || !(hours >= 0.0) || !std::isfinite(hours)) {
+          throw ScenarioError(trace, number, 1, "reliability.spot_eviction_trace",
+                              "expected hours >= 0 since the job's start, got '" + text + "'");
+        }
+        eviction_trace_.push_back(units::hours(hours));
+      }
+      std::sort(eviction_trace_.begin(), eviction_trace_.end());
+    }
+  }
+
   void check_reference() {
     const toml::table* ref = resolved_table("reference");
     if (ref == nullptr) return;
@@ -465,6 +509,48 @@ class Loader {
       r.source = get_string("reference.source");
       s.reference = r;
     }
+    if (resolved_table("job") != nullptr) {
+      JobConfig j;
+      if (has("job.steps")) {
+        j.steps = get_int("job.steps");
+      } else {
+        const double tokens_per_step = static_cast<double>(s.training.global_batch_size) *
+                                       static_cast<double>(s.model.seq_length);
+        j.steps = static_cast<int64_t>(std::ceil(get_double("job.train_tokens") / tokens_per_step));
+      }
+      j.replications = get_int("job.replications");
+      j.spot = get_bool("reliability.spot");
+      j.spot_eviction_rate_per_hour = get_double("reliability.spot_eviction_rate_per_hour");
+      j.eviction_trace = eviction_trace_;
+      j.failure_rate_per_gpu_day = get_double("reliability.failure_rate_per_gpu_day");
+      if (const auto m = get_optional_double("reliability.checkpoint_interval_minutes")) {
+        j.checkpoint_every = units::minutes(*m);
+      }
+      if (has("reliability.checkpoint_interval_steps")) {
+        j.checkpoint_every_steps = get_int("reliability.checkpoint_interval_steps");
+      }
+      if (const auto gb = get_optional_double("reliability.checkpoint_size_gb")) j.checkpoint_size = units::gigabytes(*gb);
+      const bool nvme = get_string("reliability.checkpoint_storage") == "local_nvme";
+      const double vms = static_cast<double>(s.cluster.nodes);
+      // local_nvme: 28 GB/s per VM (Azure ND H100 v5 NVMe, shared/validation/reliability.md); parallel_fs:
+      // 273 GB/s write and about 1 TB/s read (Megatron SC'21, the same file).
+      const double write_gbps = get_optional_double("reliability.checkpoint_write_gb_per_s")
+                                    .value_or(nvme ? 28.0 * vms : 273.0);
+      const double read_gbps = get_optional_double("reliability.checkpoint_read_gb_per_s")
+                                   .value_or(nvme ? 28.0 * vms : 1000.0);
+      j.checkpoint_write = units::gigabytes_per_second(write_gbps);
+      j.checkpoint_read = units::gigabytes_per_second(read_gbps);
+      j.checkpoint_async = get_bool("reliability.checkpoint_async");
+      j.detection = units::seconds(get_double("reliability.detection_time_s"));
+      j.reprovision = units::seconds(get_double("reliability.reprovision_time_s"));
+      j.spot_reprovision_mean = units::seconds(get_double("reliability.spot_reprovision_mean_s"));
+      j.restart = units::seconds(get_double("reliability.restart_time_s"));
+      j.vm_price_usd_per_hour = get_double("cost.vm_price_usd_per_hour");
+      j.spot_discount = get_double("cost.spot_discount");
+      j.storage_usd_per_gb_month = get_double("cost.storage_usd_per_gb_month");
+      j.egress_usd_per_gb = get_double("cost.egress_usd_per_gb");
+      s.job = j;
+    }
     s.simulation.seed = static_cast<uint64_t>(get_int("simulation.seed"));
     s.simulation.fidelity = get_string("simulation.fidelity") == "full" ? Fidelity::full : Fidelity::replica;
     s.source_path = path_;
@@ -535,8 +621,10 @@ class Loader {
     const std::string table{p.table()};
     const std::string leaf{p.leaf()};
     if (!table.empty() && doc_.get(table) == nullptr) {
-      // The whole optional table is absent: defaults still apply, required keys do not.
-      if (p.need == Need::defaulted) set_default(p);
+      // The whole optional table is absent: defaults still apply, required keys do not. The job tables have
+      // no meaning without [job], so they take no defaults then either.
+      const bool job_table = table == "job" || table == "reliability" || table == "cost";
+      if (p.need == Need::defaulted && !(job_table && doc_.get("job") == nullptr)) set_default(p);
       return;
     }
     const toml::node* node = find_node(table, leaf);
@@ -691,6 +779,7 @@ class Loader {
   toml::table doc_;
   toml::table resolved_;
   std::map<std::string, Loc, std::less<>> override_locs_;  ///< dotted key or table name -> its --set option
+  std::vector<units::Seconds> eviction_trace_;
 };
 
 }  // namespace
@@ -707,6 +796,7 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
   loader.check_reference();
   loader.check_parallelism_shape();
   loader.check_cluster(catalog);
+  loader.check_job(catalog);
   return loader.build();
 }
 

@@ -50,6 +50,30 @@ struct ReferenceConfig {
   std::string source;                    ///< citation
 };
 
+/// The whole training run ([job], [reliability], [cost]); present when the scenario has a [job] table.
+struct JobConfig {
+  int64_t steps = 0;           ///< from job.steps or ceil(train_tokens / (global batch x seq))
+  int64_t replications = 200;
+  bool spot = false;
+  double spot_eviction_rate_per_hour = 0.05;
+  std::vector<units::Seconds> eviction_trace;  ///< replayed evictions (from reliability.spot_eviction_trace)
+  double failure_rate_per_gpu_day = 4.736e-4;
+  std::optional<units::Seconds> checkpoint_every;  ///< checkpoint_interval_minutes
+  std::optional<int64_t> checkpoint_every_steps;   ///< checkpoint_interval_steps
+  std::optional<units::Bytes> checkpoint_size;     ///< nullopt: parameters x 14 B
+  units::BytesPerSecond checkpoint_write;
+  units::BytesPerSecond checkpoint_read;
+  bool checkpoint_async = false;
+  units::Seconds detection;
+  units::Seconds reprovision;
+  units::Seconds spot_reprovision_mean;
+  units::Seconds restart;
+  double vm_price_usd_per_hour = 0.0;
+  double spot_discount = 0.7;
+  double storage_usd_per_gb_month = 0.02;
+  double egress_usd_per_gb = 0.01;
+};
+
 enum class Fidelity { replica, full };
 
 struct SimulationConfig {
@@ -68,6 +92,7 @@ struct Scenario {
   models::PipelineSchedule schedule = models::PipelineSchedule::one_f_one_b;
   ClusterConfig cluster;
   NetworkConfig network;
+  std::optional<JobConfig> job;
   std::optional<ReferenceConfig> reference;
   SimulationConfig simulation;
 

@@ -22,6 +22,7 @@ constexpr std::array<std::string_view, 5> kAllReduceAlgorithms{"auto", "ring", "
 constexpr std::array<std::string_view, 2> kMlps{"gelu", "swiglu"};
 constexpr std::array<std::string_view, 2> kSchedules{"1f1b", "gpipe"};
 constexpr std::array<std::string_view, 2> kFidelities{"replica", "full"};
+constexpr std::array<std::string_view, 2> kStorages{"local_nvme", "parallel_fs"};
 
 constexpr std::array kTables{
     TableSpec{"", true, "File-level identification."},
@@ -34,6 +35,11 @@ constexpr std::array kTables{
     TableSpec{"reference", false,
               "A published measurement to compare the prediction with: `source` and at least one of "
               "`tflops_per_gpu`, `step_time_s`, `mfu`."},
+    TableSpec{"job", false,
+              "The whole training run: `clustersim run` adds time and cost to train, with `[reliability]` and "
+              "`[cost]`. Give `train_tokens` or `steps`."},
+    TableSpec{"reliability", false, "Interruptions (spot evictions, failures), checkpoints and restarts."},
+    TableSpec{"cost", false, "Prices that turn VM-hours, storage and inter-zone traffic into dollars."},
     TableSpec{"simulation", false, "Settings of the simulation itself."},
 };
 
@@ -150,6 +156,76 @@ constexpr std::array kParams{
               .lo_open = true, .hi = 1.0, .hi_open = false, .help = "Model FLOPs utilisation."},
     ParamSpec{.key = "reference.source", .type = string, .need = Need::required, .non_empty = true,
               .help = "Citation of the measurement (paper, table, page)."},
+    // [job]
+    ParamSpec{.key = "job.train_tokens", .type = number, .unit = "tokens", .need = Need::optional, .lo = 0.0,
+              .lo_open = true,
+              .help = "Tokens to train on; steps = ceil(train_tokens / (global_batch_size × seq_length))."},
+    ParamSpec{.key = "job.steps", .type = integer, .unit = "steps", .need = Need::optional, .min_int = 1,
+              .help = "Optimizer steps to train (instead of train_tokens)."},
+    ParamSpec{.key = "job.replications", .type = integer, .need = Need::defaulted, .default_text = "200",
+              .min_int = 1, .help = "Monte Carlo replications of the job (seed + replication index)."},
+    // [reliability]
+    ParamSpec{.key = "reliability.spot", .type = boolean, .need = Need::defaulted, .default_text = "false",
+              .help = "Spot VMs: evictions at spot_eviction_rate_per_hour per VM, and the spot price. The report "
+                      "compares with the same job on demand."},
+    ParamSpec{.key = "reliability.spot_eviction_rate_per_hour", .type = number, .unit = "1/h per VM",
+              .need = Need::defaulted, .default_text = "0.05", .lo = 0.0,
+              .help = "Eviction rate of one spot VM (Azure quotes the chance of eviction within the next hour; "
+                      "portal buckets 0-5 %, ... 20+ %)."},
+    ParamSpec{.key = "reliability.spot_eviction_trace", .type = string, .need = Need::optional, .non_empty = true,
+              .help = "CSV of eviction times in hours from the job's start (one per line, '#' comments), replayed "
+                      "instead of the eviction rate; a path relative to the scenario file."},
+    ParamSpec{.key = "reliability.failure_rate_per_gpu_day", .type = number, .unit = "1/(GPU day)",
+              .need = Need::defaulted, .default_text = "4.736e-4", .lo = 0.0,
+              .help = "Job interruptions by hardware and software failures per GPU per day. Default: Llama 3 405B, "
+                      "419 unexpected interruptions in 54 days on 16,384 H100 (Dubey et al. 2024, Table 5)."},
+    ParamSpec{.key = "reliability.checkpoint_interval_minutes", .type = number, .unit = "min", .need = Need::optional,
+              .lo = 0.0, .lo_open = true,
+              .help = "Checkpoint every this much training time. Absent (and no _steps): the interval that minimises "
+                      "the expected time to train, searched by simulation (Young's and Daly's are reported too)."},
+    ParamSpec{.key = "reliability.checkpoint_interval_steps", .type = integer, .unit = "steps", .need = Need::optional,
+              .min_int = 1, .help = "Checkpoint every this many steps."},
+    ParamSpec{.key = "reliability.checkpoint_size_gb", .type = number, .unit = "GB", .need = Need::derived,
+              .default_text = "parameters × 14 B (16-bit weights + fp32 master, m, v)", .lo = 0.0, .lo_open = true,
+              .help = "Bytes of one checkpoint, all ranks together."},
+    ParamSpec{.key = "reliability.checkpoint_storage", .type = string, .need = Need::defaulted,
+              .default_text = "\"parallel_fs\"", .choices = kStorages,
+              .help = "Where checkpoints go: parallel_fs (273 GB/s write, 1 TB/s read: Megatron SC'21's file "
+                      "system) or local_nvme (each VM's NVMe, 28 GB/s write and read per VM: Azure ND H100 v5)."},
+    ParamSpec{.key = "reliability.checkpoint_write_gb_per_s", .type = number, .unit = "GB/s", .need = Need::derived,
+              .default_text = "from checkpoint_storage", .lo = 0.0, .lo_open = true,
+              .help = "Aggregate checkpoint write bandwidth."},
+    ParamSpec{.key = "reliability.checkpoint_read_gb_per_s", .type = number, .unit = "GB/s", .need = Need::derived,
+              .default_text = "from checkpoint_storage", .lo = 0.0, .lo_open = true,
+              .help = "Aggregate checkpoint read bandwidth (reload after a restart)."},
+    ParamSpec{.key = "reliability.checkpoint_async", .type = boolean, .need = Need::defaulted, .default_text = "false",
+              .help = "Asynchronous checkpoints: training stalls only for the device-to-host snapshot (each GPU's "
+                      "share at 25 GB/s, PCIe gen4 x16), the write overlaps training."},
+    ParamSpec{.key = "reliability.detection_time_s", .type = number, .unit = "s", .need = Need::defaulted,
+              .default_text = "120", .lo = 0.0,
+              .help = "From a failure to the job torn down (spot: the 30 s eviction notice is inside it)."},
+    ParamSpec{.key = "reliability.reprovision_time_s", .type = number, .unit = "s", .need = Need::defaulted,
+              .default_text = "600", .lo = 0.0,
+              .help = "Replacing a failed VM. With detection and restart: MegaScale's 'within 15 min'."},
+    ParamSpec{.key = "reliability.spot_reprovision_mean_s", .type = number, .unit = "s", .need = Need::defaulted,
+              .default_text = "1800", .lo = 0.0,
+              .help = "Mean wait for spot capacity after an eviction (exponential; an assumption)."},
+    ParamSpec{.key = "reliability.restart_time_s", .type = number, .unit = "s", .need = Need::defaulted,
+              .default_text = "180", .lo = 0.0,
+              .help = "Relaunching the job: processes, NCCL initialisation (the checkpoint reload is extra)."},
+    // [cost]
+    ParamSpec{.key = "cost.vm_price_usd_per_hour", .type = number, .unit = "USD/h", .need = Need::derived,
+              .default_text = "the catalog's pay-as-you-go price", .lo = 0.0,
+              .help = "On-demand price of one VM; required when the catalog has none for the VM size."},
+    ParamSpec{.key = "cost.spot_discount", .type = number, .unit = "fraction", .need = Need::defaulted,
+              .default_text = "0.7", .lo = 0.0, .hi = 1.0, .hi_open = true,
+              .help = "Spot price = on-demand × (1 - discount). Azure: 60-90 % for GPU VMs (unverified range)."},
+    ParamSpec{.key = "cost.storage_usd_per_gb_month", .type = number, .unit = "USD/(GB month)",
+              .need = Need::defaulted, .default_text = "0.02", .lo = 0.0,
+              .help = "Checkpoint storage (one checkpoint kept); an assumption near Azure Blob hot tier."},
+    ParamSpec{.key = "cost.egress_usd_per_gb", .type = number, .unit = "USD/GB", .need = Need::defaulted,
+              .default_text = "0.01", .lo = 0.0,
+              .help = "Traffic between availability zones (Azure inter-AZ data transfer, each direction)."},
     // [simulation]
     ParamSpec{.key = "simulation.seed", .type = integer, .need = Need::defaulted, .default_text = "0", .min_int = 0,
               .help = "Base seed of every random stream of the run."},

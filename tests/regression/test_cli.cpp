@@ -122,3 +122,18 @@ TEST(Cli, CatalogPrintsEveryVmSize) {
 
 }  // namespace
 }  // namespace clustersim
+
+namespace clustersim {
+namespace {
+
+TEST(Cli, OutOfMemoryIsReportedNotACrash) {
+  const auto r = testing::run_cli("run scenarios/azure/gpt3-175b-a100-one-node-oom.toml");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("OUT OF MEMORY"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("out of memory: stage 0 needs"), std::string::npos) << r.out;
+  // Optimizer states: 12 B per parameter of the 1/8 of 175 B the GPU holds, about 244 GiB.
+  EXPECT_NE(r.out.find("optimizer 244.2"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace clustersim
