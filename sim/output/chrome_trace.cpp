@@ -1,8 +1,8 @@
 // The Chrome trace of a step: see chrome_trace.hpp for the format.
 #include "sim/output/chrome_trace.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include "sim/output/atomic_file.hpp"
+
 
 #include <algorithm>
 #include <array>
@@ -327,64 +327,9 @@ std::string chrome_trace_json(const PipelineResult& pipeline, const ChromeTraceI
   return out;
 }
 
-namespace {
-
-[[noreturn]] void throw_errno(const std::string& ctx, const std::string& call, int err) {
-  throw std::runtime_error(ctx + ": " + call + " failed: " + std::strerror(err));
-}
-
-void fsync_directory(const fs::path& dir, const std::string& ctx) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw_errno(ctx, "open(\"" + dir.string() + "\")", errno);
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  // Some file systems cannot fsync a directory (EINVAL); the rename is then as durable as they allow.
-  if (rc != 0 && err != EINVAL) throw_errno(ctx, "fsync(\"" + dir.string() + "\")", err);
-}
-
-}  // namespace
-
 void write_chrome_trace(const std::filesystem::path& path, const PipelineResult& pipeline,
                         const ChromeTraceInfo& info) {
-  const std::string text = chrome_trace_json(pipeline, info);
-  const std::string ctx = "write_chrome_trace(\"" + path.string() + "\")";
-  if (path.filename().empty()) throw std::runtime_error(ctx + ": path has no file name");
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  fs::path tmp = path;
-  tmp += ".tmp-" + std::to_string(::getpid());
-
-  bool created = false;
-  try {
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) throw_errno(ctx, "open(\"" + tmp.string() + "\")", errno);
-    created = true;
-    std::size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        const int err = errno;
-        ::close(fd);
-        throw_errno(ctx, "write(\"" + tmp.string() + "\")", err);
-      }
-      done += static_cast<std::size_t>(n);
-    }
-    if (::fsync(fd) != 0) {
-      const int err = errno;
-      ::close(fd);
-      throw_errno(ctx, "fsync(\"" + tmp.string() + "\")", err);
-    }
-    if (::close(fd) != 0) throw_errno(ctx, "close(\"" + tmp.string() + "\")", errno);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      throw_errno(ctx, "rename(\"" + tmp.string() + "\", \"" + path.string() + "\")", errno);
-    }
-  } catch (...) {
-    if (created) ::unlink(tmp.c_str());  // best effort; the original error is the one reported
-    throw;
-  }
-  // The file is in place now; a failure here means the rename may not survive a crash.
-  fsync_directory(dir, ctx);
+  write_text_atomically(path, chrome_trace_json(pipeline, info), "write_chrome_trace(\"" + path.string() + "\")");
 }
 
 }  // namespace clustersim::sim

@@ -1,8 +1,8 @@
 // The HDF5 results file: see results_file.hpp for the contract and docs/hdf5-schema.md for the schema.
 #include "sim/output/results_file.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include "sim/output/atomic_file.hpp"
+
 
 #include <cerrno>
 #include <cstdio>
@@ -25,10 +25,6 @@ using hdf5::Hid;
   const std::string detail = hdf5::error_detail();
   if (!detail.empty()) msg += ": " + detail;
   throw std::runtime_error(msg);
-}
-
-[[noreturn]] void throw_errno(const std::string& context, const std::string& call, int err) {
-  throw std::runtime_error(context + ": " + call + " failed: " + std::strerror(err));
 }
 
 bool valid_name(const std::string& name) {
@@ -265,19 +261,6 @@ class Writer {
   Hid gcpl_, dcpl_, str_type_, scalar_;
 };
 
-/// fsync(2) of a file or directory opened read-only.
-void fsync_path(const fs::path& p, int extra_flags, const std::string& ctx, bool tolerate_einval) {
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | extra_flags);
-  if (fd < 0) throw_errno(ctx, "open(\"" + p.string() + "\")", errno);
-  int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  // Some file systems cannot fsync a directory (EINVAL); the rename is then as durable as they allow.
-  if (rc != 0 && !(tolerate_einval && err == EINVAL)) {
-    throw_errno(ctx, "fsync(\"" + p.string() + "\")", err);
-  }
-}
-
 }  // namespace
 
 void write_results_file(const std::filesystem::path& path, const RunMetadata& meta,
@@ -290,26 +273,10 @@ void write_results_file(const std::filesystem::path& path, const RunMetadata& me
   validate(meta, columns, groups);
 
   const std::string ctx = "write_results_file(\"" + path.string() + "\")";
-  if (path.filename().empty()) throw std::runtime_error(ctx + ": path has no file name");
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  fs::path tmp = path;
-  tmp += ".tmp-" + std::to_string(::getpid());
-
-  try {
-    {
-      const hdf5::ErrorSilencer silence;
-      Writer(ctx).write(tmp, meta, columns, groups);
-    }
-    fsync_path(tmp, 0, ctx, false);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      throw_errno(ctx, "rename(\"" + tmp.string() + "\", \"" + path.string() + "\")", errno);
-    }
-  } catch (...) {
-    ::unlink(tmp.c_str());  // best effort (never a directory); the original error is the one reported
-    throw;
-  }
-  // The file is in place now; a failure here means the rename may not survive a crash.
-  fsync_path(dir, O_DIRECTORY, ctx, true);
+  replace_atomically(path, ctx, [&](const fs::path& tmp) {
+    const hdf5::ErrorSilencer silence;
+    Writer(ctx).write(tmp, meta, columns, groups);
+  });
 }
 
 }  // namespace clustersim::sim
