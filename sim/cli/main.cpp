@@ -3,6 +3,9 @@
 //   clustersim run SCENARIO [-o FILE.h5] [--set key=value]...   simulate one training step
 //   clustersim catalog                                           print the hardware catalog
 //   clustersim collective --vm-size VM [options]                 time one collective over message sizes
+//   clustersim sweep SCENARIO -o FILE.h5 [-j N] [--shard I/N] [--resume]   run a sweep (docs/sweeps.md)
+//   clustersim merge OUT.h5 SHARD.h5...                          combine the files of a sharded sweep
+//   clustersim list-runs SCENARIO                                print the points of a sweep
 //   clustersim scenario-keys                                     print the scenario key reference (Markdown)
 //   clustersim --version
 // Global option: --catalog DIR (default: CLUSTERSIM_CATALOG_DIR or the source tree's catalog).
@@ -21,6 +24,7 @@
 #include "models/hardware/catalog.hpp"
 #include "sim/cli/catalog_table.hpp"
 #include "sim/cli/collective_command.hpp"
+#include "sim/cli/sweep_command.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/output/chrome_trace.hpp"
 #include "sim/output/results_file.hpp"
@@ -188,6 +192,9 @@ constexpr const char* kUsage =
     "  run SCENARIO [-o FILE.h5] [--set key=value]...   simulate one training step of a scenario\n"
     "  catalog                                          print the hardware catalog (devices, VM sizes)\n"
     "  collective --vm-size VM [--op OP] [-o FILE.h5]   time one collective over message sizes (nccl-tests)\n"
+    "  sweep SCENARIO -o FILE.h5 [-j N] [--shard I/N] [--resume]   run every point of the scenario's [sweep]\n"
+    "  merge OUT.h5 SHARD.h5...                         combine the files of a sharded sweep\n"
+    "  list-runs SCENARIO                               print the points of a sweep (index, seed, overrides)\n"
     "  scenario-keys                                    print every scenario key (Markdown)\n"
     "\n"
     "options: --version, --help; 'clustersim <command> --help' for a command's options\n";
@@ -214,6 +221,9 @@ int main(int argc, char** argv) {
     if (command == "run") return cmd_run(args, command_line);
     if (command == "catalog") return cmd_catalog(args);
     if (command == "collective") return sim::run_collective_command(args, command_line);
+    if (command == "sweep") return sim::run_sweep_command(args, command_line);
+    if (command == "merge") return sim::run_merge_command(args, command_line);
+    if (command == "list-runs") return sim::run_list_runs_command(args, command_line);
     if (command == "scenario-keys") {
       std::cout << sim::scenario_keys_markdown();
       return 0;

@@ -255,6 +255,7 @@ class Loader {
         if (tbl == nullptr) {
           fail(key, value_loc_of(key, node), "expected a table, got " + std::string(node_type_name(node.type())));
         }
+        if (key == "sweep") continue;  // read by sim/sweep (read_sweep), not part of one run
         for (const auto& entry : *tbl) {
           const std::string dotted = join_key(key, entry.first.str());
           if (detail::find_param(dotted) == nullptr) {

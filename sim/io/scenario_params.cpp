@@ -41,6 +41,9 @@ constexpr std::array kTables{
     TableSpec{"reliability", false, "Interruptions (spot evictions, failures), checkpoints and restarts."},
     TableSpec{"cost", false, "Prices that turn VM-hours, storage and inter-zone traffic into dollars."},
     TableSpec{"simulation", false, "Settings of the simulation itself."},
+    TableSpec{"sweep", false,
+              "Parameter sweep for `clustersim sweep` (docs/sweeps.md): dotted scenario keys over lists or "
+              "ranges, `zip` groups, `parallelism = \"auto\"`. Ignored by `clustersim run`."},
 };
 
 constexpr std::array kParams{

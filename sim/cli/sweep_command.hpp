@@ -1,0 +1,26 @@
+// `clustersim sweep`, `clustersim merge` and `clustersim list-runs` (docs/sweeps.md).
+//
+//   clustersim sweep SCENARIO -o FILE.h5 [-j N] [--set k=v]... [--shard I/N | --shard auto] [--resume]
+//   clustersim merge OUT.h5 SHARD.h5...
+//   clustersim list-runs SCENARIO [--set k=v]...
+//
+// Exit status (sysexits.h): 0 success; 64 usage error; 65 bad scenario, [sweep] table, shard files or sidecar;
+// 70 internal error; 74 output could not be written. A point that is invalid or out of memory is a row of the
+// file (status "invalid" / "out_of_memory"), not an error.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace clustersim::sim {
+
+/// `clustersim sweep` with `args` (after the command name); `command_line` is the whole command line. Never throws.
+int run_sweep_command(const std::vector<std::string>& args, const std::string& command_line);
+
+/// `clustersim merge OUT.h5 SHARD.h5...`. Never throws.
+int run_merge_command(const std::vector<std::string>& args, const std::string& command_line);
+
+/// `clustersim list-runs SCENARIO`: one line per point (index, seed, overrides). Never throws.
+int run_list_runs_command(const std::vector<std::string>& args, const std::string& command_line);
+
+}  // namespace clustersim::sim

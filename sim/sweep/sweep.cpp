@@ -1,0 +1,405 @@
+// Sweeps: the [sweep] table read with TOML++, expanded into points (docs/sweeps.md).
+#include "sim/sweep/sweep.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <tuple>
+#include <map>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "models/hardware/catalog.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/io/scenario_params.hpp"
+
+namespace clustersim::sim {
+
+namespace {
+
+/// A key or value position in the scenario file.
+struct Pos {
+  int64_t line = 1;
+  int64_t column = 1;
+};
+
+Pos pos_of(const toml::source_region& src) {
+  if (src.begin.line == 0) return {};
+  return {static_cast<int64_t>(src.begin.line), static_cast<int64_t>(src.begin.column)};
+}
+
+[[noreturn]] void fail(const std::filesystem::path& file, Pos pos, const std::string& key, const std::string& message) {
+  throw ScenarioError(file, pos.line, pos.column, key, message);
+}
+
+/// A TOML float: the shortest round-trip form, always with a '.' or an exponent.
+std::string toml_float(double v) {
+  char buffer[64];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
+  std::string s(buffer, ec == std::errc() ? end : buffer);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+/// A TOML basic string.
+std::string toml_string(std::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+/// One scalar list element as TOML literal text; nullopt for arrays and tables.
+std::optional<std::string> literal(const toml::node& n) {
+  if (const auto* i = n.as_integer()) return std::to_string(i->get());
+  if (const auto* f = n.as_floating_point()) return toml_float(f->get());
+  if (const auto* b = n.as_boolean()) return std::string(b->get() ? "true" : "false");
+  if (const auto* s = n.as_string()) return toml_string(s->get());
+  return std::nullopt;
+}
+
+/// A swept key and its values, with where it was written.
+struct RawAxis {
+  std::string key;
+  Pos pos;
+  std::vector<std::string> values;
+};
+
+bool is_range(const toml::table& t) {
+  if (t.empty()) return false;
+  for (const auto& [k, v] : t) {
+    const std::string_view name = k.str();
+    if (name != "start" && name != "stop" && name != "step" && name != "factor") return false;
+  }
+  return true;
+}
+
+double number_of(const std::filesystem::path& file, const std::string& key, const toml::table& t,
+                 std::string_view field) {
+  const toml::node* n = t.get(field);
+  if (n == nullptr) fail(file, pos_of(t.source()), key, "range needs '" + std::string(field) + "'");
+  if (!n->is_number()) fail(file, pos_of(n->source()), key, "range '" + std::string(field) + "' must be a number");
+  const double v = *n->value<double>();
+  if (!std::isfinite(v)) fail(file, pos_of(n->source()), key, "range '" + std::string(field) + "' must be finite");
+  return v;
+}
+
+/// The values of a {start, stop, step} or {start, stop, factor} range, stop included. Integers stay
+/// integers when start and step (or factor) are integers.
+std::vector<std::string> range_values(const std::filesystem::path& file, const std::string& key,
+                                      const toml::table& t) {
+  constexpr int64_t kMaxPoints = 1'000'000;
+  const bool linear = t.contains("step");
+  const bool geometric = t.contains("factor");
+  const Pos pos = pos_of(t.source());
+  if (linear == geometric) fail(file, pos, key, "a range needs exactly one of 'step' (linear) and 'factor' (log)");
+  const double start = number_of(file, key, t, "start");
+  const double stop = number_of(file, key, t, "stop");
+  const std::string_view by_name = linear ? "step" : "factor";
+  const double by = number_of(file, key, t, by_name);
+  const toml::node* by_node = t.get(by_name);
+  const bool ints = t.get("start")->is_integer() && by_node->is_integer() && t.get("stop")->is_integer();
+  if (stop < start) fail(file, pos_of(t.get("stop")->source()), key, "range stop must be >= start");
+  std::vector<std::string> out;
+  if (linear) {
+    if (!(by > 0.0)) fail(file, pos_of(by_node->source()), key, "range step must be > 0, got " + toml_float(by));
+    if (ints) {
+      const int64_t s = t.get("start")->as_integer()->get(), e = t.get("stop")->as_integer()->get();
+      const int64_t d = by_node->as_integer()->get();
+      if ((e - s) / d + 1 > kMaxPoints) fail(file, pos, key, "range has more than 1000000 values");
+      for (int64_t v = s; v <= e; v += d) out.push_back(std::to_string(v));
+    } else {
+      const double count = std::floor((stop - start) / by * (1.0 + 1e-12) + 1e-9) + 1.0;
+      if (count > static_cast<double>(kMaxPoints)) fail(file, pos, key, "range has more than 1000000 values");
+      for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) {
+        out.push_back(toml_float(start + static_cast<double>(i) * by));
+      }
+    }
+  } else {
+    if (!(by > 1.0)) fail(file, pos_of(by_node->source()), key, "range factor must be > 1, got " + toml_float(by));
+    if (!(start > 0.0)) fail(file, pos_of(t.get("start")->source()), key, "a log range needs start > 0");
+    if (ints) {
+      const int64_t e = t.get("stop")->as_integer()->get(), f = by_node->as_integer()->get();
+      for (int64_t v = t.get("start")->as_integer()->get(); v <= e;) {
+        out.push_back(std::to_string(v));
+        if (v > e / f) break;
+        v *= f;
+      }
+    } else {
+      for (double v = start; v <= stop * (1.0 + 1e-12); v *= by) {
+        out.push_back(toml_float(v));
+        if (static_cast<int64_t>(out.size()) > kMaxPoints) fail(file, pos, key, "range has more than 1000000 values");
+      }
+    }
+  }
+  return out;
+}
+
+/// The values of `node` for the swept `key`: a list or a range.
+std::vector<std::string> axis_values(const std::filesystem::path& file, const std::string& key,
+                                     const toml::node& node) {
+  if (const toml::array* a = node.as_array()) {
+    if (a->empty()) fail(file, pos_of(node.source()), key, "a swept list must not be empty");
+    std::vector<std::string> out;
+    for (const toml::node& e : *a) {
+      const auto v = literal(e);
+      if (!v) fail(file, pos_of(e.source()), key, "list values must be numbers, strings or booleans");
+      out.push_back(*v);
+    }
+    return out;
+  }
+  if (const toml::table* t = node.as_table()) return range_values(file, key, *t);
+  fail(file, pos_of(node.source()), key,
+       "expected a list of values or a range {start, stop, step} / {start, stop, factor}");
+}
+
+/// Collects the swept key `key` written at `pos` with value `node`, flattening dotted sub-tables
+/// (`parallelism.tensor = [...]` written unquoted inside [sweep]).
+void collect(const std::filesystem::path& file, const std::string& key, Pos pos, const toml::node& node,
+             std::vector<RawAxis>& axes) {
+  if (const toml::table* sub = node.as_table(); sub != nullptr && !is_range(*sub)) {
+    for (const auto& [k, child] : *sub) {
+      collect(file, key + "." + std::string(k.str()), pos_of(k.source()), child, axes);
+    }
+    return;
+  }
+  if (detail::find_param(key) == nullptr) {
+    fail(file, pos, "sweep." + key,
+         "unknown scenario key (sweep keys are dotted scenario keys, e.g. \"parallelism.tensor\")");
+  }
+  axes.push_back({key, pos, axis_values(file, "sweep." + key, node)});
+}
+
+uint64_t splitmix64(uint64_t x) {
+  uint64_t z = x + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+uint64_t sweep_point_seed(uint64_t base_seed, int64_t index) {
+  return splitmix64(base_seed ^ splitmix64(static_cast<uint64_t>(index))) >> 1;
+}
+
+int64_t SweepSpec::size() const {
+  int64_t n = 1;
+  for (const SweepAxis& a : axes) n *= static_cast<int64_t>(a.values.size());
+  return n;
+}
+
+SweepSpec read_sweep(const std::filesystem::path& scenario) {
+  std::ifstream in(scenario, std::ios::binary);
+  if (!in) throw ScenarioError(scenario, 0, 0, "", "cannot open the scenario file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  toml::table doc;
+  try {
+    doc = toml::parse(text.str(), scenario.string());
+  } catch (const toml::parse_error& e) {
+    const auto& b = e.source().begin;
+    throw ScenarioError(scenario, static_cast<int64_t>(b.line), static_cast<int64_t>(b.column), "",
+                        "TOML syntax error: " + std::string(e.description()));
+  }
+  SweepSpec spec;
+  const toml::node* sweep_node = doc.get("sweep");
+  if (sweep_node == nullptr) return spec;
+  const toml::table* sweep = sweep_node->as_table();
+  if (sweep == nullptr) fail(scenario, pos_of(sweep_node->source()), "sweep", "expected a table");
+
+  std::vector<RawAxis> raw;
+  const toml::array* zip = nullptr;
+  Pos zip_pos;
+  for (const auto& [k, node] : *sweep) {
+    const std::string name{k.str()};
+    if (name == "zip") {
+      zip = node.as_array();
+      zip_pos = pos_of(node.source());
+      if (zip == nullptr) fail(scenario, zip_pos, "sweep.zip", "expected a list of lists of keys");
+    } else if (name == "parallelism" && node.is_string()) {
+      if (node.as_string()->get() != "auto") {
+        fail(scenario, pos_of(node.source()), "sweep.parallelism",
+             "the only value is \"auto\", got " + toml_string(node.as_string()->get()));
+      }
+      spec.auto_parallelism = true;
+    } else {
+      collect(scenario, name, pos_of(k.source()), node, raw);
+    }
+  }
+  // The order written: by position in the file (toml::table is sorted by key).
+  std::stable_sort(raw.begin(), raw.end(), [](const RawAxis& a, const RawAxis& b) {
+    return std::tie(a.pos.line, a.pos.column) < std::tie(b.pos.line, b.pos.column);
+  });
+  std::set<std::string> seen;
+  for (const RawAxis& a : raw) {
+    if (!seen.insert(a.key).second) fail(scenario, a.pos, "sweep." + a.key, "swept twice");
+  }
+
+  // Zipped groups: each becomes one axis at the place of its first member.
+  std::map<std::string, size_t> group_of;  // key -> zip group
+  std::vector<std::vector<std::string>> groups;
+  if (zip != nullptr) {
+    for (const toml::node& g : *zip) {
+      const toml::array* keys = g.as_array();
+      if (keys == nullptr || keys->size() < 2) {
+        fail(scenario, pos_of(g.source()), "sweep.zip", "each zip group is a list of two or more swept keys");
+      }
+      std::vector<std::string> group;
+      size_t length = 0;
+      for (const toml::node& kn : *keys) {
+        if (!kn.is_string()) fail(scenario, pos_of(kn.source()), "sweep.zip", "zip group members are key strings");
+        const std::string key = kn.as_string()->get();
+        const auto it = std::find_if(raw.begin(), raw.end(), [&](const RawAxis& a) { return a.key == key; });
+        if (it == raw.end()) fail(scenario, pos_of(kn.source()), "sweep.zip", "'" + key + "' is not a swept key");
+        if (group_of.count(key)) fail(scenario, pos_of(kn.source()), "sweep.zip", "'" + key + "' is zipped twice");
+        if (!group.empty() && it->values.size() != length) {
+          fail(scenario, pos_of(kn.source()), "sweep.zip",
+               "zipped keys must have equal lengths: '" + group.front() + "' has " + std::to_string(length) +
+                   " values, '" + key + "' has " + std::to_string(it->values.size()));
+        }
+        length = it->values.size();
+        group_of[key] = groups.size();
+        group.push_back(key);
+      }
+      groups.push_back(std::move(group));
+    }
+  }
+  std::set<size_t> emitted;
+  for (const RawAxis& a : raw) {
+    const auto g = group_of.find(a.key);
+    if (g == group_of.end()) {
+      SweepAxis axis;
+      axis.keys = {a.key};
+      for (const auto& v : a.values) axis.values.push_back({v});
+      spec.axes.push_back(std::move(axis));
+      continue;
+    }
+    if (!emitted.insert(g->second).second) continue;
+    SweepAxis axis;
+    axis.keys = groups[g->second];
+    std::vector<const RawAxis*> members;
+    for (const auto& key : axis.keys) {
+      members.push_back(&*std::find_if(raw.begin(), raw.end(), [&](const RawAxis& r) { return r.key == key; }));
+    }
+    for (size_t i = 0; i < a.values.size(); ++i) {
+      std::vector<std::string> row;
+      for (const RawAxis* m : members) row.push_back(m->values[i]);
+      axis.values.push_back(std::move(row));
+    }
+    spec.axes.push_back(std::move(axis));
+  }
+  return spec;
+}
+
+std::vector<SweepPoint> expand_sweep(const SweepSpec& spec, const std::filesystem::path& scenario,
+                                     uint64_t base_seed, const models::Catalog& catalog) {
+  const int64_t n = spec.size();
+  std::vector<std::vector<std::string>> grid;
+  grid.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    // Row-major: the last axis varies fastest.
+    std::vector<size_t> digit(spec.axes.size());
+    int64_t rest = i;
+    for (size_t a = spec.axes.size(); a-- > 0;) {
+      const auto len = static_cast<int64_t>(spec.axes[a].values.size());
+      digit[a] = static_cast<size_t>(rest % len);
+      rest /= len;
+    }
+    std::vector<std::string> overrides;
+    for (size_t a = 0; a < spec.axes.size(); ++a) {
+      const SweepAxis& axis = spec.axes[a];
+      for (size_t k = 0; k < axis.keys.size(); ++k) overrides.push_back(axis.keys[k] + "=" + axis.values[digit[a]][k]);
+    }
+    grid.push_back(std::move(overrides));
+  }
+  std::vector<SweepPoint> points;
+  for (auto& overrides : grid) {
+    if (!spec.auto_parallelism) {
+      points.push_back({static_cast<int64_t>(points.size()), 0, std::move(overrides)});
+      continue;
+    }
+    for (auto& layout : enumerate_layouts(scenario, overrides, catalog)) {
+      std::vector<std::string> o = overrides;
+      o.insert(o.end(), layout.begin(), layout.end());
+      points.push_back({static_cast<int64_t>(points.size()), 0, std::move(o)});
+    }
+  }
+  for (SweepPoint& p : points) p.seed = sweep_point_seed(base_seed, p.index);
+  return points;
+}
+
+std::vector<std::vector<std::string>> enumerate_layouts(const std::filesystem::path& scenario,
+                                                        const std::vector<std::string>& overrides,
+                                                        const models::Catalog& catalog) {
+  // The model and the cluster: the scenario with the grid point's overrides, its own layout; when that
+  // layout does not fit the point (other nodes, batch), with the simplest layout instead.
+  const Scenario s = [&] {
+    try {
+      return load_scenario(scenario, overrides, catalog);
+    } catch (const ScenarioError&) {
+      std::vector<std::string> base = overrides;
+      for (const char* o : {"parallelism.tensor=1", "parallelism.pipeline=1", "parallelism.virtual_stages=1",
+                            "training.micro_batch_size=1"}) {
+        base.emplace_back(o);
+      }
+      try {
+        return load_scenario(scenario, base, catalog);
+      } catch (const ScenarioError&) {
+      }
+      throw;
+    }
+  }();
+  const int64_t gpus_per_vm = static_cast<int64_t>(catalog.vm_size(s.cluster.vm_size).devices_per_vm);
+  const int64_t gpus = s.cluster.nodes * gpus_per_vm;
+  const int64_t heads = s.model.num_attention_heads;
+  const int64_t groups = s.model.num_query_groups;
+  const int64_t layers = s.model.num_layers;
+  const int64_t batch = s.training.global_batch_size;
+  std::vector<std::vector<std::string>> out;
+  for (int64_t t = 1; t <= gpus_per_vm * 8 && t <= gpus; t *= 2) {
+    if (heads % t != 0 || groups % t != 0 || gpus % t != 0) continue;
+    for (int64_t p = 1; p <= layers && t * p <= gpus; ++p) {
+      if (layers % p != 0 || gpus % (t * p) != 0) continue;
+      const int64_t d = gpus / (t * p);
+      if (batch % d != 0) continue;
+      for (int64_t b = 1; b <= 8; ++b) {
+        if ((batch / d) % b != 0) continue;
+        const int64_t m = batch / (d * b);
+        for (const int64_t v : {1, 2, 4}) {
+          if (v > 1 && (p == 1 || layers % (p * v) != 0 || m % p != 0)) continue;
+          std::vector<std::string> layout{"parallelism.tensor=" + std::to_string(t),
+                                          "parallelism.pipeline=" + std::to_string(p),
+                                          "parallelism.data=" + std::to_string(d),
+                                          "training.micro_batch_size=" + std::to_string(b),
+                                          "parallelism.virtual_stages=" + std::to_string(v)};
+          std::vector<std::string> all = overrides;
+          all.insert(all.end(), layout.begin(), layout.end());
+          try {
+            (void)load_scenario(scenario, all, catalog);
+          } catch (const ScenarioError&) {
+            continue;
+          }
+          out.push_back(std::move(layout));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace clustersim::sim

@@ -1,0 +1,75 @@
+// Sweeps: a scenario's [sweep] table expanded into run points, each a set of key overrides with a stable
+// index and seed (issue 6).
+//
+// Syntax (docs/sweeps.md):
+//   [sweep]
+//   "parallelism.tensor" = [1, 2, 4, 8]                      # a list of values
+//   "cluster.nodes" = { start = 8, stop = 64, step = 8 }     # linear range, stop included
+//   "training.global_batch_size" = { start = 256, stop = 4096, factor = 2 }   # geometric (log) range
+//   zip = [["cluster.nodes", "training.global_batch_size"]]  # groups whose axes advance together
+//   parallelism = "auto"                                     # every valid tensor/pipeline/data/micro-batch/
+//                                                            # virtual-stage layout for the model and cluster
+// Axes combine as a cartesian product in the order written (the last varies fastest); a zipped group is one
+// axis. Point i has seed = splitmix64(base_seed ^ splitmix64(i)) >> 1 (sweep_point_seed), so any split of the
+// points gives identical results; `clustersim sweep` runs point i with simulation.seed = that seed.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace clustersim::models {
+class Catalog;
+}
+
+namespace clustersim::sim {
+
+/// One axis of the grid: one key, or several zipped keys, with their values as TOML literal text.
+struct SweepAxis {
+  std::vector<std::string> keys;                 ///< dotted scenario keys ("parallelism.tensor")
+  std::vector<std::vector<std::string>> values;  ///< values[i][k]: i-th point's value of keys[k], TOML text
+};
+
+/// One point of a sweep.
+struct SweepPoint {
+  int64_t index = 0;                    ///< stable: row-major over the axes
+  uint64_t seed = 0;                    ///< sweep_point_seed(base seed, index)
+  std::vector<std::string> overrides;   ///< "key=value" strings, as --set takes them
+};
+
+struct SweepSpec {
+  std::vector<SweepAxis> axes;          ///< empty: a single point
+  bool auto_parallelism = false;        ///< parallelism = "auto": layouts are one more axis
+  [[nodiscard]] int64_t size() const;   ///< number of points (before auto layouts)
+};
+
+/// The seed of point `index`: splitmix64(base_seed ^ splitmix64(index)) >> 1 (63 bits, so that it is a valid
+/// TOML integer for simulation.seed and fits the int64 seed column), where splitmix64(x) is Steele et al.'s
+/// SplitMix64 output function of the state x + 0x9e3779b97f4a7c15 (z ^= z >> 30; z *= 0xbf58476d1ce4e5b9;
+/// z ^= z >> 27; z *= 0x94d049bb133111eb; z ^= z >> 31). Depends on nothing but (base_seed, index).
+uint64_t sweep_point_seed(uint64_t base_seed, int64_t index);
+
+/// Reads the [sweep] table of `scenario` (absent: no axes). Errors are ScenarioError with file:line:col and
+/// the key, like the loader's.
+SweepSpec read_sweep(const std::filesystem::path& scenario);
+
+/// The points of `spec`, `base_seed` as the scenario's simulation.seed. With auto_parallelism, expands the
+/// layouts of each grid point against the catalog and the scenario (see enumerate_layouts).
+std::vector<SweepPoint> expand_sweep(const SweepSpec& spec, const std::filesystem::path& scenario,
+                                     uint64_t base_seed, const models::Catalog& catalog);
+
+/// Every valid (tensor, pipeline, data, micro_batch_size, virtual_stages) for the scenario (with `overrides`
+/// applied): tensor divides the heads and query groups and is a power of two up to GPUs per VM x 8; pipeline
+/// divides the layers; data = GPUs / (t p); micro batch divides global batch / data, up to 8; virtual stages
+/// 1, 2, 4 when pipeline > 1 and layers / (p v) and the microbatch count allow. Nested in that order (tensor
+/// outermost, each ascending). Each candidate is loaded with load_scenario and skipped when that throws
+/// ScenarioError. The model and cluster are read by loading the scenario with `overrides` (falling back to
+/// tensor = pipeline = virtual_stages = micro batch = 1 when its own layout does not fit them); a scenario
+/// that still does not load throws its ScenarioError. Each layout is the 5 overrides "parallelism.tensor=T",
+/// "parallelism.pipeline=P", "parallelism.data=D", "training.micro_batch_size=B", "parallelism.virtual_stages=V".
+std::vector<std::vector<std::string>> enumerate_layouts(const std::filesystem::path& scenario,
+                                                        const std::vector<std::string>& overrides,
+                                                        const models::Catalog& catalog);
+
+}  // namespace clustersim::sim
