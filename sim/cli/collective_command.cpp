@@ -1,4 +1,5 @@
 #include "sim/cli/collective_command.hpp"
+#include "sim/cli/exit_status.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -31,19 +32,7 @@ namespace {
 
 namespace po = boost::program_options;
 
-constexpr int kExitUsage = 64;
-constexpr int kExitDataError = 65;
-constexpr int kExitSoftware = 70;
-constexpr int kExitIoError = 74;
-
-/// Malformed or contradictory options: exit 64.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-/// Well-formed options that the catalog or the model rejects: exit 65.
-struct DataError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using namespace cli;
 
 __attribute__((format(printf, 1, 2))) std::string strf(const char* fmt, ...) {
   va_list args;

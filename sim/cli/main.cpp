@@ -23,6 +23,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/cli/catalog_table.hpp"
+#include "sim/cli/exit_status.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/io/scenario.hpp"
@@ -40,15 +41,7 @@ using namespace clustersim;
 
 namespace {
 
-constexpr int kExitUsage = 64;
-constexpr int kExitDataError = 65;
-constexpr int kExitSoftware = 70;
-constexpr int kExitIoError = 74;
-
-/// A command-line usage error: printed with the command's help, exit 64.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using namespace sim::cli;
 
 std::string join_command_line(int argc, char** argv) {
   std::string s;

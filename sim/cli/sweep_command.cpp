@@ -1,4 +1,5 @@
 #include "sim/cli/sweep_command.hpp"
+#include "sim/cli/exit_status.hpp"
 
 #include <boost/program_options.hpp>
 #include <toml++/toml.h>
@@ -48,21 +49,8 @@ namespace {
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
-constexpr int kExitUsage = 64;
-constexpr int kExitDataError = 65;
-constexpr int kExitSoftware = 70;
-constexpr int kExitIoError = 74;
+using namespace cli;
 constexpr int kExitStopped = 75;  // --stop-after (testing): the sweep stopped early, the sidecar is kept
-
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-struct DataError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-struct IoError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 /// Runs `body`, mapping exceptions to exit statuses and messages on stderr.
 template <typename F>
