@@ -40,6 +40,7 @@
 #include "sim/step/step_simulation.hpp"
 #include "sim/sweep/summary_file.hpp"
 #include "sim/sweep/sweep.hpp"
+#include "sim/sweep/sweep_runner.hpp"
 #include "sim/version.hpp"
 
 namespace clustersim::sim {
@@ -104,63 +105,14 @@ std::vector<std::string> set_overrides(const po::variables_map& vm) {
   return vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
 }
 
-/// The sweep's points: the scenario's [sweep] expanded, base seed from the scenario with the --set overrides.
-struct Sweep {
-  fs::path scenario;
-  std::vector<std::string> overrides;  ///< --set
-  Scenario base;
-  SweepSpec spec;
-  std::vector<SweepPoint> points;
-};
-
-Sweep load_sweep(const fs::path& scenario, const std::vector<std::string>& overrides,
-                 const models::Catalog& catalog) {
-  Sweep s;
-  s.scenario = scenario;
-  s.overrides = overrides;
-  s.base = load_scenario(scenario, overrides, catalog);
-  s.spec = read_sweep(scenario);
-  if (!s.spec.auto_parallelism) {
-    s.points = expand_sweep(s.spec, scenario, s.base.simulation.seed, catalog);
-    return s;
-  }
-  // Layouts are enumerated for each grid point with the --set overrides in force.
-  const SweepSpec grid{s.spec.axes, false};
-  for (const SweepPoint& g : expand_sweep(grid, scenario, 0, catalog)) {
-    std::vector<std::string> with_set = overrides;
-    with_set.insert(with_set.end(), g.overrides.begin(), g.overrides.end());
-    for (auto& layout : enumerate_layouts(scenario, with_set, catalog)) {
-      std::vector<std::string> o = g.overrides;
-      o.insert(o.end(), layout.begin(), layout.end());
-      const auto index = static_cast<int64_t>(s.points.size());
-      s.points.push_back({index, sweep_point_seed(s.base.simulation.seed, index), std::move(o)});
-    }
-  }
-  return s;
-}
+using Sweep = LoadedSweep;
 
 // ---- rows -------------------------------------------------------------------------------------------------
 
-using Value = std::variant<double, std::string>;
-
-struct ColumnMeta {
-  std::string name;
-  std::string units;
-  std::string description;
-  bool is_string = false;
-  bool operator==(const ColumnMeta&) const = default;
-};
-using MetaList = std::vector<ColumnMeta>;
-
-/// One point's outcome.
-struct Row {
-  int64_t index = 0;
-  uint64_t seed = 0;
-  std::string status;  ///< ok | invalid | out_of_memory
-  std::string reason;
-  std::shared_ptr<const MetaList> meta;  ///< result columns; null for invalid points
-  std::vector<Value> values;             ///< one per meta column
-};
+using Value = SweepValue;
+using ColumnMeta = SweepColumnMeta;
+using MetaList = SweepMetaList;
+using Row = SweepRow;
 
 /// Shortest round-trip text of a double ("nan", "-nan", "inf", "-inf" for the special values; a NaN keeps its
 /// sign so that a resumed row is written with the same bytes).
@@ -182,87 +134,6 @@ std::optional<double> parse_number(std::string_view t) {
   if (res.ec != std::errc() || res.ptr != t.data() + t.size()) return std::nullopt;
   return v;
 }
-
-/// Runs one point with a per-thread simulator.
-class PointRunner {
- public:
-  PointRunner(const Sweep& sweep, const models::Catalog& catalog) : sweep_(sweep), catalog_(catalog) {}
-
-  Row run(const SweepPoint& point) {
-    Row row;
-    row.index = point.index;
-    row.seed = point.seed;
-    std::vector<std::string> overrides = sweep_.overrides;
-    overrides.push_back("simulation.seed=" + std::to_string(point.seed));
-    overrides.insert(overrides.end(), point.overrides.begin(), point.overrides.end());
-    try {
-      const Scenario sc = load_scenario(sweep_.scenario, overrides, catalog_);
-      const models::VmSize& vm = catalog_.vm_size(sc.cluster.vm_size);
-      const models::DeviceSpec& device = catalog_.device(vm.device);
-      const StepReport report = simulator_.simulate(step_setup_of(sc, catalog_), vm, device, network_setup_of(sc));
-      std::optional<StepReport> one_zone;
-      if (sc.cluster.zones.size() > 1) {
-        Scenario single = sc;
-        single.cluster.zones.clear();
-        one_zone = simulator_.simulate(step_setup_of(single, catalog_), vm, device, network_setup_of(single));
-      }
-      std::vector<SummaryColumn> columns = step_summary_columns(sc, report, one_zone ? &*one_zone : nullptr);
-      if (sc.job) {
-        const models::JobSpec spec = job_spec_of(sc, report);
-        const JobStatistics job = simulate_job(spec, sc.job->replications, sc.simulation.seed);
-        std::optional<JobStatistics> on_demand;
-        if (sc.job->spot) {
-          models::JobSpec od = spec;
-          od.interruptions.spot = false;
-          od.interruptions.eviction_trace.clear();
-          od.cost.spot_discount = 0.0;
-          on_demand = simulate_job(od, sc.job->replications, sc.simulation.seed);
-        }
-        for (auto& c : job_summary_columns(sc, job, on_demand ? &*on_demand : nullptr)) columns.push_back(std::move(c));
-      }
-      MetaList meta;
-      for (const SummaryColumn& c : columns) {
-        std::visit(
-            [&](const auto& v) {
-              using T = typename std::decay_t<decltype(v)>::value_type;
-              if constexpr (std::is_same_v<T, std::string>) {
-                meta.push_back({c.name, c.units, c.description, true});
-                row.values.emplace_back(v.empty() ? std::string() : v.front());
-              } else {
-                meta.push_back({c.name, c.units, c.description, false});
-                row.values.emplace_back(v.empty() ? std::numeric_limits<double>::quiet_NaN()
-                                                  : static_cast<double>(v.front()));
-              }
-            },
-            c.values);
-      }
-      if (!last_meta_ || *last_meta_ != meta) last_meta_ = std::make_shared<const MetaList>(std::move(meta));
-      row.meta = last_meta_;
-      row.status = report.memory.fits ? "ok" : "out_of_memory";
-      row.reason = report.memory.fits ? std::string() : report.memory.verdict;
-    } catch (const ScenarioError& e) {
-      invalid(row, e.what());
-    } catch (const std::invalid_argument& e) {
-      invalid(row, e.what());
-    } catch (const std::out_of_range& e) {
-      invalid(row, e.what());
-    }
-    return row;
-  }
-
- private:
-  static void invalid(Row& row, const std::string& why) {
-    row.status = "invalid";
-    row.reason = why;
-    row.meta.reset();
-    row.values.clear();
-  }
-
-  const Sweep& sweep_;
-  const models::Catalog& catalog_;
-  StepSimulator simulator_;
-  std::shared_ptr<const MetaList> last_meta_;
-};
 
 // ---- the sidecar (FILE.h5.partial) ---------------------------------------------------------------------------
 //
@@ -509,6 +380,7 @@ std::vector<std::string> swept_keys(const std::vector<SweepPoint>& points) {
 struct Table {
   std::vector<SummaryColumn> columns;
   std::vector<std::string> kinds;  ///< per column: index | parameter | result
+  std::map<std::string, std::string> param_names;  ///< swept key -> its /summary column
 };
 
 Table build_table(const Sweep& sweep, const std::vector<const Row*>& rows) {
@@ -548,6 +420,7 @@ Table build_table(const Sweep& sweep, const std::vector<const Row*>& rows) {
     std::string name = column_name_of(key);
     if (used.count(name) || result_names.count(name)) name = "param_" + name;
     used.insert(name);
+    t.param_names[key] = name;
     const detail::ParamSpec* spec = detail::find_param(key);
     std::string units = spec != nullptr ? std::string(spec->unit) : std::string();
     if (numeric && units.empty()) units = "1";
@@ -608,9 +481,83 @@ ColumnGroup columns_group(const Table& t) {
           {{"name", "", "a /summary column", names}, {"kind", "", "index, parameter or result", t.kinds}}};
 }
 
-void write_file(const fs::path& path, const RunMetadata& meta, const Table& t) {
+constexpr const char* kGridGroup = "sweep";
+
+/// The /sweep axes of a pure grid sweep (axes, no parallelism = "auto"): one per axis, named after the /summary
+/// column of its first key, holding that key's values (float64 when all are finite numbers, else labels).
+/// Empty for any other sweep.
+std::vector<SummaryColumn> grid_axes(const Sweep& sweep, const Table& t) {
+  if (sweep.spec.auto_parallelism || sweep.spec.axes.empty()) return {};
+  std::vector<SummaryColumn> axes;
+  size_t cells = 1;
+  for (const SweepAxis& a : sweep.spec.axes) {
+    if (a.keys.empty() || a.values.empty()) return {};
+    const std::string& key = a.keys.front();
+    const auto name = t.param_names.find(key);
+    if (name == t.param_names.end()) return {};
+    std::string units;
+    for (const SummaryColumn& c : t.columns) {
+      if (c.name == name->second) units = c.units;
+    }
+    std::string description = "sweep axis: values of the swept scenario key " + key;
+    if (a.keys.size() > 1) {
+      description += " (zipped with";
+      for (size_t k = 1; k < a.keys.size(); ++k) description += " " + a.keys[k];
+      description += ")";
+    }
+    bool numeric = true;
+    for (const auto& v : a.values) {
+      const auto x = v.empty() ? std::nullopt : parse_number(v.front());
+      if (!x || !std::isfinite(*x)) numeric = false;
+    }
+    SummaryColumn c{name->second, numeric ? (units.empty() ? "1" : units) : std::string(), description, {}};
+    if (numeric) {
+      std::vector<double> d;
+      for (const auto& v : a.values) d.push_back(*parse_number(v.front()));
+      c.values = std::move(d);
+    } else {
+      std::vector<std::string> labels;
+      for (const auto& v : a.values) labels.push_back(v.empty() ? std::string() : label_of(v.front()));
+      c.values = std::move(labels);
+    }
+    cells *= a.values.size();
+    axes.push_back(std::move(c));
+  }
+  if (cells != sweep.points.size()) return {};
+  return axes;
+}
+
+/// The /sweep grids: every float64 result column of `t` reshaped by `axes` (run_index is the row-major
+/// position; cells of points not in `t`, e.g. another shard's, are NaN).
+std::vector<GridGroup> grids_of(const std::vector<SummaryColumn>& axes, const Table& t) {
+  if (axes.empty() || t.columns.empty()) return {};
+  size_t cells = 1;
+  std::set<std::string> names;
+  for (const SummaryColumn& a : axes) {
+    cells *= std::visit([](const auto& v) { return v.size(); }, a.values);
+    names.insert(a.name);
+  }
+  const auto* index = std::get_if<std::vector<int64_t>>(&t.columns.front().values);
+  if (index == nullptr || t.columns.front().name != "run_index") return {};
+  GridGroup g{kGridGroup, axes, {}};
+  for (size_t k = 0; k < t.columns.size(); ++k) {
+    const SummaryColumn& c = t.columns[k];
+    const auto* values = std::get_if<std::vector<double>>(&c.values);
+    if (t.kinds[k] != "result" || values == nullptr || c.name == "columns" || names.count(c.name)) continue;
+    std::vector<double> grid(cells, std::numeric_limits<double>::quiet_NaN());
+    for (size_t r = 0; r < index->size(); ++r) {
+      const auto i = (*index)[r];
+      if (i >= 0 && static_cast<size_t>(i) < cells) grid[static_cast<size_t>(i)] = (*values)[r];
+    }
+    g.datasets.push_back({c.name, c.units, c.description + " (grid over the sweep axes)", std::move(grid)});
+  }
+  return {std::move(g)};
+}
+
+void write_file(const fs::path& path, const RunMetadata& meta, const Table& t,
+                const std::vector<SummaryColumn>& axes) {
   try {
-    write_results_file(path, meta, t.columns, {columns_group(t)});
+    write_results_file(path, meta, t.columns, {columns_group(t)}, grids_of(axes, t));
   } catch (const std::exception& e) {
     throw IoError(e.what());
   }
@@ -799,40 +746,17 @@ int sweep_main(const std::vector<std::string>& args) {
   }
   const int64_t stop_after = vm.count("stop-after") ? vm["stop-after"].as<int64_t>() : -1;
 
-  std::atomic<size_t> next{0};
-  std::atomic<size_t> finished{0};
-  std::atomic<bool> failed{false};
-  std::string failure;
-  std::mutex failure_mutex;
-  const auto worker = [&] {
-    try {
-      PointRunner runner(sweep, catalog);
-      while (!failed) {
-        const size_t k = next.fetch_add(1);
-        if (k >= todo.size() || (stop_after >= 0 && k >= static_cast<size_t>(stop_after))) break;
-        Row row = runner.run(*mine[todo[k]]);
-        sidecar.append(row);
-        rows[todo[k]] = std::move(row);
-        finished.fetch_add(1);
-      }
-    } catch (const std::exception& e) {
-      std::lock_guard lock(failure_mutex);
-      if (!failed.exchange(true)) failure = e.what();
-    }
-  };
   const auto start = std::chrono::steady_clock::now();
   const size_t target = stop_after >= 0 ? std::min(todo.size(), static_cast<size_t>(stop_after)) : todo.size();
-  jobs = static_cast<int>(std::min<size_t>(static_cast<size_t>(jobs), std::max<size_t>(1, target)));
-  std::vector<std::thread> threads;
-  for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
+  std::vector<const SweepPoint*> todo_points;
+  for (const size_t i : todo) todo_points.push_back(mine[i]);
   // Progress on stderr: a bar redrawn in place on a terminal, else a line every 2 s.
   const bool tty = ::isatty(2) != 0;
   const auto seconds_since = [](auto t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   double last_report = 0.0;
-  const auto report = [&](bool final_line) {
-    const size_t d = finished.load();
+  const auto report = [&](size_t d, bool final_line) {
     const double elapsed = seconds_since(start);
     const double rate = elapsed > 0 ? static_cast<double>(d) / elapsed : 0.0;
     const double eta = rate > 0 ? static_cast<double>(target - d) / rate : 0.0;
@@ -850,17 +774,20 @@ int sweep_main(const std::vector<std::string>& args) {
       std::cerr << line << "\n";
     }
   };
-  while (finished.load() < target && !failed) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  SweepRunOptions run_options;
+  run_options.jobs = jobs;
+  run_options.limit = stop_after;
+  run_options.on_row = [&](const Row& row) { sidecar.append(row); };
+  run_options.progress = [&](size_t d) {
     const double t = seconds_since(start);
     if (t - last_report >= (tty ? 0.2 : 2.0)) {
-      report(false);
+      report(d, false);
       last_report = t;
     }
-  }
-  for (auto& t : threads) t.join();
-  if (failed) throw std::runtime_error(failure);
-  if (tty || last_report > 0.0) report(true);
+  };
+  std::vector<Row> computed = run_sweep(sweep, catalog, todo_points, run_options);
+  for (size_t k = 0; k < target; ++k) rows[todo[k]] = std::move(computed[k]);
+  if (tty || last_report > 0.0) report(target, true);
   if (stop_after >= 0 && target < todo.size()) {
     std::cerr << "sweep: stopped after " << target << " new points (--stop-after); rerun with --resume\n";
     return kExitStopped;
@@ -869,7 +796,7 @@ int sweep_main(const std::vector<std::string>& args) {
   std::vector<const Row*> ordered;
   for (const auto& r : rows) ordered.push_back(&*r);
   const Table table = build_table(sweep, ordered);
-  write_file(output, meta, table);
+  write_file(output, meta, table, grid_axes(sweep, table));
   sidecar.remove();
 
   size_t ok = 0, oom = 0, invalid = 0;
@@ -1009,7 +936,14 @@ int merge_main(const std::vector<std::string>& args) {
         proto->values);
     t.columns.push_back(std::move(c));
   }
-  write_file(out, shards.front().meta, t);
+  // The /sweep grid axes: those of the shard with the lowest run_index (all shards of a sweep have the same).
+  std::vector<SummaryColumn> axes;
+  try {
+    axes = read_grid_axes(shards[by_first.front()].path, kGridGroup);
+  } catch (const std::runtime_error& e) {
+    throw DataError(e.what());
+  }
+  write_file(out, shards.front().meta, t, axes);
   std::cout << "merged " << shards.size() << " files, " << refs.size() << " points; wrote " << out.string() << "\n";
   return 0;
 }

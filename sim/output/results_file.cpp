@@ -13,6 +13,8 @@
 
 #include "sim/output/hdf5_util.hpp"
 
+#include <hdf5_hl.h>
+
 namespace clustersim::sim {
 namespace {
 
@@ -128,13 +130,64 @@ void validate(const RunMetadata& meta, const std::vector<SummaryColumn>& columns
   }
 }
 
+void validate_grids(const std::vector<ColumnGroup>& groups, const std::vector<GridGroup>& grids) {
+  std::set<std::string> group_paths;
+  for (const ColumnGroup& g : groups) group_paths.insert(g.path);
+  std::set<std::string> grid_paths;
+  for (const GridGroup& g : grids) {
+    const std::vector<std::string> parts = path_components(g.path);
+    if (parts.empty() || parts.front() == "summary") {
+      throw std::invalid_argument("write_results_file: grid path '" + g.path + "' is malformed or under /summary");
+    }
+    if (!grid_paths.insert(g.path).second) {
+      throw std::invalid_argument("write_results_file: duplicate grid path '" + g.path + "'");
+    }
+    if (g.axes.empty()) throw std::invalid_argument("write_results_file: grid '" + g.path + "' has no axes");
+    std::size_t cells = 1;
+    for (const SummaryColumn& a : g.axes) {
+      if (column_size(a) == 0 || std::holds_alternative<std::vector<int64_t>>(a.values)) {
+        throw std::invalid_argument("write_results_file: axis '" + a.name + "' of grid '" + g.path +
+                                    "' is empty or int64");
+      }
+      cells *= column_size(a);
+    }
+    std::vector<SummaryColumn> all = g.axes;
+    all.insert(all.end(), g.datasets.begin(), g.datasets.end());
+    std::set<std::string> names;
+    for (const SummaryColumn& c : all) {
+      if (!valid_name(c.name) || !names.insert(c.name).second) {
+        throw std::invalid_argument("write_results_file: grid '" + g.path + "': bad or duplicate name '" +
+                                    c.name + "'");
+      }
+      check_no_nul(c.units, "units of '" + c.name + "'");
+      check_no_nul(c.description, "description of '" + c.name + "'");
+      if (std::holds_alternative<std::vector<std::string>>(c.values)) {
+        for (const std::string& s : std::get<std::vector<std::string>>(c.values)) check_no_nul(s, c.name);
+      }
+      const std::string dataset = g.path + "/" + c.name;
+      for (const std::string& p : group_paths) {
+        if (is_or_contains(dataset, p)) {
+          throw std::invalid_argument("write_results_file: grid dataset '" + dataset + "' is also the group '" +
+                                      p + "' or one of its ancestors");
+        }
+      }
+    }
+    for (const SummaryColumn& c : g.datasets) {
+      if (!std::holds_alternative<std::vector<double>>(c.values) || column_size(c) != cells) {
+        throw std::invalid_argument("write_results_file: grid dataset '" + g.path + "/" + c.name +
+                                    "' is not float64 of the grid's size");
+      }
+    }
+  }
+}
+
 /// Creates the HDF5 objects and writes them; every step is checked. `ctx` prefixes error messages.
 class Writer {
  public:
   explicit Writer(std::string ctx) : ctx_(std::move(ctx)) {}
 
   void write(const fs::path& tmp, const RunMetadata& meta, const std::vector<SummaryColumn>& columns,
-             const std::vector<ColumnGroup>& groups) {
+             const std::vector<ColumnGroup>& groups, const std::vector<GridGroup>& grids) {
     // File creation: no object timestamps on the root group (fcpl is a group-creation list).
     Hid fcpl = make(H5Pcreate(H5P_FILE_CREATE), H5Pclose, "H5Pcreate(H5P_FILE_CREATE)");
     check(H5Pset_obj_track_times(fcpl.get(), 0), "H5Pset_obj_track_times(fcpl)");
@@ -185,6 +238,20 @@ class Writer {
       Hid group = make(H5Gopen2(file.get(), sofar.c_str(), H5P_DEFAULT), H5Gclose, "H5Gopen2(\"" + sofar + "\")");
       string_attr(group.get(), sofar, "description", g.description);
       for (const SummaryColumn& c : g.columns) column(group.get(), sofar, c);
+      check(group.close(), "H5Gclose(\"" + sofar + "\")");
+    }
+    for (const GridGroup& g : grids) {
+      std::string sofar;
+      for (const std::string& part : path_components(g.path)) {
+        sofar += "/" + part;
+        if (existing.insert(sofar).second) {
+          Hid created = make(H5Gcreate2(file.get(), sofar.c_str(), H5P_DEFAULT, gcpl_.get(), H5P_DEFAULT),
+                             H5Gclose, "H5Gcreate2(\"" + sofar + "\")");
+          check(created.close(), "H5Gclose(\"" + sofar + "\")");
+        }
+      }
+      Hid group = make(H5Gopen2(file.get(), sofar.c_str(), H5P_DEFAULT), H5Gclose, "H5Gopen2(\"" + sofar + "\")");
+      grid(group.get(), sofar, g);
       check(group.close(), "H5Gclose(\"" + sofar + "\")");
     }
 
@@ -257,6 +324,40 @@ class Writer {
         c.values);
   }
 
+  /// The axes (dimension scales) and the N-D datasets of `g` in the open group `group`.
+  void grid(hid_t group, const std::string& group_name, const GridGroup& g) const {
+    std::string names;
+    for (const SummaryColumn& a : g.axes) names += (names.empty() ? "" : " ") + a.name;
+    string_attr(group, group_name, "grid_axes", names);
+    std::vector<Hid> axes;
+    std::vector<hsize_t> dims;
+    for (const SummaryColumn& a : g.axes) {
+      column(group, group_name, a);
+      const std::string what = "(\"" + group_name + "/" + a.name + "\")";
+      axes.push_back(make(H5Dopen2(group, a.name.c_str(), H5P_DEFAULT), H5Dclose, "H5Dopen2" + what));
+      check(H5DSset_scale(axes.back().get(), a.name.c_str()), "H5DSset_scale" + what);
+      dims.push_back(column_size(a));
+    }
+    Hid space = make(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
+                     "H5Screate_simple(\"" + group_name + "\")");
+    for (const SummaryColumn& c : g.datasets) {
+      const std::string obj_name = group_name + "/" + c.name;
+      const std::string what = "(\"" + obj_name + "\")";
+      const auto& values = std::get<std::vector<double>>(c.values);
+      Hid ds = make(H5Dcreate2(group, c.name.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, dcpl_.get(),
+                               H5P_DEFAULT),
+                    H5Dclose, "H5Dcreate2" + what);
+      check(H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "H5Dwrite" + what);
+      string_attr(ds.get(), obj_name, "units", c.units);
+      string_attr(ds.get(), obj_name, "description", c.description);
+      for (size_t d = 0; d < axes.size(); ++d) {
+        check(H5DSattach_scale(ds.get(), axes[d].get(), static_cast<unsigned>(d)), "H5DSattach_scale" + what);
+      }
+      check(ds.close(), "H5Dclose" + what);
+    }
+    for (Hid& a : axes) check(a.close(), "H5Dclose(\"" + group_name + "\" axis)");
+  }
+
   std::string ctx_;
   Hid gcpl_, dcpl_, str_type_, scalar_;
 };
@@ -265,17 +366,24 @@ class Writer {
 
 void write_results_file(const std::filesystem::path& path, const RunMetadata& meta,
                         const std::vector<SummaryColumn>& columns) {
-  write_results_file(path, meta, columns, {});
+  write_results_file(path, meta, columns, {}, {});
 }
 
 void write_results_file(const std::filesystem::path& path, const RunMetadata& meta,
                         const std::vector<SummaryColumn>& columns, const std::vector<ColumnGroup>& groups) {
+  write_results_file(path, meta, columns, groups, {});
+}
+
+void write_results_file(const std::filesystem::path& path, const RunMetadata& meta,
+                        const std::vector<SummaryColumn>& columns, const std::vector<ColumnGroup>& groups,
+                        const std::vector<GridGroup>& grids) {
   validate(meta, columns, groups);
+  validate_grids(groups, grids);
 
   const std::string ctx = "write_results_file(\"" + path.string() + "\")";
   replace_atomically(path, ctx, [&](const fs::path& tmp) {
     const hdf5::ErrorSilencer silence;
-    Writer(ctx).write(tmp, meta, columns, groups);
+    Writer(ctx).write(tmp, meta, columns, groups, grids);
   });
 }
 

@@ -11,6 +11,12 @@
 //                          row per pipeline stage of run 0; same types and attributes as /summary columns; the
 //                          group itself has a "description" attribute. Intermediate groups (/runs, /runs/0)
 //                          have no attributes.
+//   /<grid path>/...       optional N-dimensional grids (GridGroup), e.g. /sweep of a grid sweep: one 1-D
+//                          dataset per axis (float64 or string; an HDF5 dimension scale named after itself) and
+//                          N-D float64 datasets shaped by the axes (row-major, the last axis fastest), each
+//                          dimension attached to its axis's scale; "units" and "description" attributes on all;
+//                          the group's attribute "grid_axes" lists the axis datasets in dimension order,
+//                          separated by single spaces.
 // Written atomically: to "<path>.tmp-<pid>" in the same directory, flushed, fsync'd, closed, then renamed
 // over `path`. On any error the temporary file is removed and nothing appears at `path`.
 #pragma once
@@ -49,6 +55,15 @@ struct ColumnGroup {
   std::vector<SummaryColumn> columns;
 };
 
+/// An N-dimensional grid: `axes` are 1-D columns (float64 or strings) written as dimension scales, in
+/// dimension order; `datasets` are float64 columns of prod(axis sizes) values in row-major order (the last axis
+/// varies fastest), written with that shape and each dimension attached to its axis.
+struct GridGroup {
+  std::string path;                     ///< like ColumnGroup::path; may be the parent of a ColumnGroup's path
+  std::vector<SummaryColumn> axes;      ///< at least one, each with at least one value
+  std::vector<SummaryColumn> datasets;  ///< float64 only
+};
+
 /// Writes `path` atomically. Throws std::runtime_error (message names the path and the HDF5 call) on
 /// failure, or std::invalid_argument (before touching the file system) if columns differ in length, a
 /// name is not [a-z0-9_]+ or appears twice, or a string contains a NUL character. Zero columns and zero
@@ -62,5 +77,12 @@ void write_results_file(const std::filesystem::path& path, const RunMetadata& me
 /// is also a group's path or one's ancestor.
 void write_results_file(const std::filesystem::path& path, const RunMetadata& meta,
                         const std::vector<SummaryColumn>& columns, const std::vector<ColumnGroup>& groups);
+
+/// The same, with `grids` written after `groups`. Also throws std::invalid_argument when a grid has no axes,
+/// an empty axis, an int64 axis, a non-float64 dataset, a dataset of the wrong size, a name used twice in the
+/// grid or a dataset whose path is a group's.
+void write_results_file(const std::filesystem::path& path, const RunMetadata& meta,
+                        const std::vector<SummaryColumn>& columns, const std::vector<ColumnGroup>& groups,
+                        const std::vector<GridGroup>& grids);
 
 }  // namespace clustersim::sim

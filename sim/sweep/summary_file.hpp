@@ -18,4 +18,9 @@ RunMetadata read_results_metadata(const std::filesystem::path& path);
 /// order; callers reorder). Throws std::runtime_error naming the file and the dataset on failure.
 std::vector<SummaryColumn> read_results_columns(const std::filesystem::path& path, const std::string& group);
 
+/// The axes of the grid group `group` ("sweep"; see GridGroup) in dimension order, read from its "grid_axes"
+/// attribute; empty when the group or the attribute is absent. Throws std::runtime_error when an axis cannot
+/// be read.
+std::vector<SummaryColumn> read_grid_axes(const std::filesystem::path& path, const std::string& group);
+
 }  // namespace clustersim::sim

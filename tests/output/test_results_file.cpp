@@ -28,6 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using clustersim::sim::ColumnGroup;
+using clustersim::sim::GridGroup;
 using clustersim::sim::RunMetadata;
 using clustersim::sim::SummaryColumn;
 using clustersim::sim::write_results_file;
@@ -602,6 +603,31 @@ print("ok")
   const auto [rc, out] = run_command(python + " -c '" + script + "' '" + path.string() + "'");
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("ok"), std::string::npos) << out;
+}
+
+TEST(ResultsFileGrids, InvalidGridsThrowBeforeWritingAnything) {
+  TempDir dir;
+  const fs::path path = dir.path() / "r.h5";
+  const SummaryColumn axis{"a", "1", "d", std::vector<double>{1, 2}};
+  const SummaryColumn labels{"b", "", "d", std::vector<std::string>{"x", "y", "z"}};
+  const SummaryColumn cells{"v", "s", "d", std::vector<double>(6, 1.0)};
+  const std::vector<ColumnGroup> none;
+  auto expect_invalid = [&](const std::vector<GridGroup>& grids, const std::string& why) {
+    EXPECT_THROW(write_results_file(path, sample_meta(), sample_columns(), none, grids), std::invalid_argument)
+        << why;
+    EXPECT_FALSE(fs::exists(path)) << why;
+  };
+  expect_invalid({{"sweep", {}, {cells}}}, "no axes");
+  expect_invalid({{"sweep", {axis}, {cells}}}, "wrong size");
+  expect_invalid({{"sweep", {axis, labels}, {{"v", "s", "d", std::vector<int64_t>(6, 1)}}}}, "int64 dataset");
+  expect_invalid({{"sweep", {axis, {"b", "1", "d", std::vector<int64_t>{1, 2, 3}}}, {cells}}}, "int64 axis");
+  expect_invalid({{"sweep", {axis, labels}, {{"a", "s", "d", std::vector<double>(6, 1.0)}}}}, "duplicate name");
+  expect_invalid({{"summary", {axis, labels}, {cells}}}, "under /summary");
+  // A grid next to a column group in the same parent group is fine.
+  write_results_file(path, sample_meta(), sample_columns(),
+                     {{"sweep/columns", "d", {{"name", "", "d", std::vector<std::string>{"x"}}}}},
+                     {{"sweep", {axis, labels}, {cells}}});
+  EXPECT_TRUE(fs::exists(path));
 }
 
 }  // namespace

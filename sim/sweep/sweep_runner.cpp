@@ -1,0 +1,164 @@
+#include "sim/sweep/sweep_runner.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <type_traits>
+
+#include "models/hardware/catalog.hpp"
+#include "sim/io/scenario_params.hpp"
+#include "sim/job/job_setup.hpp"
+#include "sim/job/job_simulation.hpp"
+#include "sim/output/job_report.hpp"
+#include "sim/output/step_report.hpp"
+
+namespace clustersim::sim {
+
+namespace {
+
+void invalid(SweepRow& row, const std::string& why) {
+  row.status = "invalid";
+  row.reason = why;
+  row.meta.reset();
+  row.values.clear();
+}
+
+}  // namespace
+
+LoadedSweep load_sweep(const std::filesystem::path& scenario, const std::vector<std::string>& overrides,
+                       const models::Catalog& catalog) {
+  LoadedSweep s;
+  s.scenario = scenario;
+  s.overrides = overrides;
+  s.base = load_scenario(scenario, overrides, catalog);
+  s.spec = read_sweep(scenario);
+  if (!s.spec.auto_parallelism) {
+    s.points = expand_sweep(s.spec, scenario, s.base.simulation.seed, catalog);
+    return s;
+  }
+  // Layouts are enumerated for each grid point with the --set overrides in force.
+  const SweepSpec grid{s.spec.axes, false};
+  for (const SweepPoint& g : expand_sweep(grid, scenario, 0, catalog)) {
+    std::vector<std::string> with_set = overrides;
+    with_set.insert(with_set.end(), g.overrides.begin(), g.overrides.end());
+    for (auto& layout : enumerate_layouts(scenario, with_set, catalog)) {
+      std::vector<std::string> o = g.overrides;
+      o.insert(o.end(), layout.begin(), layout.end());
+      const auto index = static_cast<int64_t>(s.points.size());
+      s.points.push_back({index, sweep_point_seed(s.base.simulation.seed, index), std::move(o)});
+    }
+  }
+  return s;
+}
+
+SweepRow SweepPointRunner::run(const SweepPoint& point) {
+  SweepRow row;
+  row.index = point.index;
+  row.seed = point.seed;
+  std::vector<std::string> overrides = sweep_.overrides;
+  overrides.push_back("simulation.seed=" + std::to_string(point.seed));
+  overrides.insert(overrides.end(), point.overrides.begin(), point.overrides.end());
+  try {
+    const Scenario sc = load_scenario(sweep_.scenario, overrides, catalog_);
+    const models::VmSize& vm = catalog_.vm_size(sc.cluster.vm_size);
+    const models::DeviceSpec& device = catalog_.device(vm.device);
+    const StepReport report = simulator_.simulate(step_setup_of(sc, catalog_), vm, device, network_setup_of(sc));
+    std::optional<StepReport> one_zone;
+    if (sc.cluster.zones.size() > 1) {
+      Scenario single = sc;
+      single.cluster.zones.clear();
+      one_zone = simulator_.simulate(step_setup_of(single, catalog_), vm, device, network_setup_of(single));
+    }
+    std::vector<SummaryColumn> columns = step_summary_columns(sc, report, one_zone ? &*one_zone : nullptr);
+    if (sc.job) {
+      const models::JobSpec spec = job_spec_of(sc, report);
+      const JobStatistics job = simulate_job(spec, sc.job->replications, sc.simulation.seed);
+      std::optional<JobStatistics> on_demand;
+      if (sc.job->spot) {
+        models::JobSpec od = spec;
+        od.interruptions.spot = false;
+        od.interruptions.eviction_trace.clear();
+        od.cost.spot_discount = 0.0;
+        on_demand = simulate_job(od, sc.job->replications, sc.simulation.seed);
+      }
+      for (auto& c : job_summary_columns(sc, job, on_demand ? &*on_demand : nullptr)) columns.push_back(std::move(c));
+    }
+    SweepMetaList meta;
+    for (const SummaryColumn& c : columns) {
+      std::visit(
+          [&](const auto& v) {
+            using T = typename std::decay_t<decltype(v)>::value_type;
+            if constexpr (std::is_same_v<T, std::string>) {
+              meta.push_back({c.name, c.units, c.description, true});
+              row.values.emplace_back(v.empty() ? std::string() : v.front());
+            } else {
+              meta.push_back({c.name, c.units, c.description, false});
+              row.values.emplace_back(v.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                                : static_cast<double>(v.front()));
+            }
+          },
+          c.values);
+    }
+    if (!last_meta_ || *last_meta_ != meta) last_meta_ = std::make_shared<const SweepMetaList>(std::move(meta));
+    row.meta = last_meta_;
+    row.status = report.memory.fits ? "ok" : "out_of_memory";
+    row.reason = report.memory.fits ? std::string() : report.memory.verdict;
+  } catch (const ScenarioError& e) {
+    invalid(row, e.what());
+  } catch (const std::invalid_argument& e) {
+    invalid(row, e.what());
+  } catch (const std::out_of_range& e) {
+    invalid(row, e.what());
+  }
+  return row;
+}
+
+std::vector<SweepRow> run_sweep(const LoadedSweep& sweep, const models::Catalog& catalog,
+                                const std::vector<const SweepPoint*>& points, const SweepRunOptions& options) {
+  std::vector<SweepRow> rows(points.size());
+  for (SweepRow& r : rows) r.index = -1;
+  const size_t target =
+      options.limit >= 0 ? std::min(points.size(), static_cast<size_t>(options.limit)) : points.size();
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> finished{0};
+  std::atomic<bool> failed{false};
+  std::string failure;
+  std::mutex failure_mutex;
+  const auto worker = [&] {
+    try {
+      SweepPointRunner runner(sweep, catalog);
+      while (!failed) {
+        const size_t k = next.fetch_add(1);
+        if (k >= target) break;
+        SweepRow row = runner.run(*points[k]);
+        if (options.on_row) options.on_row(row);
+        rows[k] = std::move(row);
+        finished.fetch_add(1);
+      }
+    } catch (const std::exception& e) {
+      std::lock_guard lock(failure_mutex);
+      if (!failed.exchange(true)) failure = e.what();
+    }
+  };
+  const int jobs = static_cast<int>(
+      std::min<size_t>(static_cast<size_t>(std::max(1, options.jobs)), std::max<size_t>(1, target)));
+  std::vector<std::thread> threads;
+  for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
+  if (options.progress) {
+    while (finished.load() < target && !failed) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      options.progress(finished.load());
+    }
+  }
+  for (auto& t : threads) t.join();
+  if (failed) throw std::runtime_error(failure);
+  return rows;
+}
+
+}  // namespace clustersim::sim

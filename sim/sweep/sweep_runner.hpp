@@ -1,0 +1,97 @@
+// Running the points of a sweep (docs/sweeps.md): the scenario's [sweep] loaded into points, one point run into
+// a row of results, and many points run on threads. `clustersim sweep` (sim/cli/sweep_command.cpp) adds the
+// sidecar, the progress display and the results file; tests/bench/bench_sweep.cpp measures points per second.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "sim/io/scenario.hpp"
+#include "sim/step/step_simulation.hpp"
+#include "sim/sweep/sweep.hpp"
+
+namespace clustersim::models {
+class Catalog;
+}
+
+namespace clustersim::sim {
+
+/// The sweep's points: the scenario's [sweep] expanded, base seed from the scenario with the --set overrides.
+struct LoadedSweep {
+  std::filesystem::path scenario;
+  std::vector<std::string> overrides;  ///< --set
+  Scenario base;
+  SweepSpec spec;
+  std::vector<SweepPoint> points;
+};
+
+/// Loads `scenario` with `overrides` (--set) and expands its [sweep] into points; for parallelism = "auto",
+/// the layouts of each grid point (enumerate_layouts, with the overrides in force) numbered in order.
+/// Throws ScenarioError / CatalogError like load_scenario.
+LoadedSweep load_sweep(const std::filesystem::path& scenario, const std::vector<std::string>& overrides,
+                       const models::Catalog& catalog);
+
+using SweepValue = std::variant<double, std::string>;
+
+/// One result column of a point: name, units, description, type.
+struct SweepColumnMeta {
+  std::string name;
+  std::string units;
+  std::string description;
+  bool is_string = false;
+  bool operator==(const SweepColumnMeta&) const = default;
+};
+using SweepMetaList = std::vector<SweepColumnMeta>;
+
+/// One point's outcome.
+struct SweepRow {
+  int64_t index = 0;
+  uint64_t seed = 0;
+  std::string status;  ///< ok | invalid | out_of_memory
+  std::string reason;
+  std::shared_ptr<const SweepMetaList> meta;  ///< result columns; null for invalid points
+  std::vector<SweepValue> values;            ///< one per meta column
+};
+
+
+/// Runs points one at a time with its own StepSimulator (one per thread): the point's overrides on top of the
+/// sweep's, simulation.seed = the point's seed; the step (and, for a multi-zone cluster, the single-zone
+/// reference), then the job when the scenario has one. Invalid points (ScenarioError, std::invalid_argument,
+/// std::out_of_range) become rows with status "invalid"; other exceptions propagate.
+class SweepPointRunner {
+ public:
+  SweepPointRunner(const LoadedSweep& sweep, const models::Catalog& catalog) : sweep_(sweep), catalog_(catalog) {}
+  SweepRow run(const SweepPoint& point);
+
+ private:
+  const LoadedSweep& sweep_;
+  const models::Catalog& catalog_;
+  StepSimulator simulator_;
+  std::shared_ptr<const SweepMetaList> last_meta_;
+};
+
+/// How run_sweep runs.
+struct SweepRunOptions {
+  int jobs = 1;                    ///< worker threads (at least 1; no more than the points)
+  int64_t limit = -1;              ///< >= 0: run only the first `limit` points (then stop)
+  /// Called from the worker thread after each point, before the row is stored (e.g. the sidecar); may be
+  /// called concurrently: must be thread-safe. An exception stops the sweep and is rethrown.
+  std::function<void(const SweepRow&)> on_row;
+  /// Called on the calling thread about every 100 ms while the points run, with the number finished.
+  std::function<void(size_t finished)> progress;
+};
+
+/// Runs `points` on `options.jobs` threads, each with its own SweepPointRunner; threads take the next point
+/// from a shared counter and store its row at the point's position, so the result does not depend on the
+/// number of threads. Returns one row per point (rows past `limit` are left with index -1 and empty status).
+/// Rethrows the first exception of a worker (as std::runtime_error with its message).
+std::vector<SweepRow> run_sweep(const LoadedSweep& sweep, const models::Catalog& catalog,
+                                const std::vector<const SweepPoint*>& points, const SweepRunOptions& options);
+
+}  // namespace clustersim::sim
