@@ -13,7 +13,8 @@ DEMO_SCENARIO := scenarios/megatron/sc21-table1-145p6b-1536gpus.toml
 # Debian 12 packages the build, the tests and the demo need.
 DEB_PACKAGES := g++ make cmake git libboost-graph-dev libboost-program-options-dev libeigen3-dev \
   libhdf5-dev libtomlplusplus-dev libbenchmark-dev libgtest-dev libgmock-dev hdf5-tools \
-  python3 python3-h5py python3-numpy python3-pandas
+  python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-xarray python3-nbconvert \
+  python3-ipykernel python3-pytest
 
 .PHONY: all deps configure build demo test bench validate clean
 

@@ -1,0 +1,301 @@
+"""Plots of clustersim results. Every function returns a matplotlib Figure (Agg backend), with a title and
+every axis labelled with its units; save it with fig.savefig(path)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+__all__ = [
+    "BREAKDOWN_COLUMNS",
+    "plot_step_breakdown",
+    "plot_sweep_heatmap",
+    "plot_pareto",
+    "pareto_front",
+    "plot_memory",
+    "plot_timeline",
+]
+
+# The components of step_time_s (docs/hdf5-schema.md), bottom to top, with legend labels.
+BREAKDOWN_COLUMNS = [
+    ("compute_time_s", "compute"),
+    ("exposed_tp_comm_s", "exposed TP comm"),
+    ("exposed_pp_comm_s", "exposed PP comm"),
+    ("exposed_dp_comm_s", "exposed DP comm"),
+    ("bubble_time_s", "pipeline bubble"),
+    ("optimizer_time_s", "optimizer"),
+]
+
+_GIB = 1024.0**3
+
+
+def _units(df: pd.DataFrame, column: str, default: str = "") -> str:
+    return df.attrs.get("units", {}).get(column, default)
+
+
+def _axis_label(df: pd.DataFrame, column: str, name: str | None = None) -> str:
+    """'name (units)'; dimensionless columns get '(1)', labels none."""
+    unit = _units(df, column)
+    name = name or _pretty(column)
+    return f"{name} ({unit})" if unit else name
+
+
+def _pretty(column: str) -> str:
+    """A column name without its unit suffix, underscores as spaces (step_time_s -> step time)."""
+    for suffix in ("_s", "_bytes", "_usd", "_h"):
+        if column.endswith(suffix):
+            column = column[: -len(suffix)]
+            break
+    return column.replace("_", " ")
+
+
+def _run_labels(df: pd.DataFrame, labels=None) -> list[str]:
+    if labels is not None:
+        if isinstance(labels, str):
+            return [str(v) for v in df[labels]]
+        return [str(v) for v in labels]
+    layout = ["tensor_parallel", "pipeline_parallel", "data_parallel"]
+    if all(c in df.columns for c in layout) and df[layout].notna().all().all():
+        out = []
+        for _, r in df.iterrows():
+            s = f"TP{int(r.tensor_parallel)} PP{int(r.pipeline_parallel)} DP{int(r.data_parallel)}"
+            if "parallelism_virtual_stages" in df.columns and pd.notna(r.parallelism_virtual_stages):
+                s += f" v{int(r.parallelism_virtual_stages)}"
+            if "training_micro_batch_size" in df.columns and pd.notna(r.training_micro_batch_size):
+                s += f" mb{int(r.training_micro_batch_size)}"
+            out.append(s)
+        if len(set(out)) == len(out):
+            return out
+    if "scenario" in df.columns and df["scenario"].nunique() == len(df):
+        return [str(v) for v in df["scenario"]]
+    if "run_index" in df.columns:
+        return [f"run {int(v)}" for v in df["run_index"]]
+    return [f"run {i}" for i in range(len(df))]
+
+
+def plot_step_breakdown(df: pd.DataFrame, labels=None, title: str | None = None, horizontal: bool | None = None,
+                        category_label: str = "run"):
+    """Stacked bars of step time per run: compute, exposed TP / PP / DP comm, bubble, optimizer (s).
+
+    labels: a column name or a list of bar labels (default: the layout, the scenario or the run index).
+    category_label: the label of the bars' axis (e.g. "pipeline stage" for a stages table).
+    """
+    names = _run_labels(df, labels)
+    if horizontal is None:
+        horizontal = len(df) > 6
+    n = len(df)
+    if horizontal:
+        fig, ax = plt.subplots(figsize=(9, max(3.0, 0.35 * n + 1.5)))
+    else:
+        fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * n + 2), 5))
+    pos = np.arange(n)
+    base = np.zeros(n)
+    colors = plt.get_cmap("tab10").colors
+    for i, (col, label) in enumerate(BREAKDOWN_COLUMNS):
+        if col not in df.columns:
+            continue
+        vals = np.nan_to_num(df[col].to_numpy(dtype=float))
+        if horizontal:
+            ax.barh(pos, vals, left=base, label=label, color=colors[i])
+        else:
+            ax.bar(pos, vals, bottom=base, label=label, color=colors[i])
+        base += vals
+    unit = _units(df, "step_time_s", "s") or "s"
+    if horizontal:
+        ax.set_yticks(pos, names)
+        ax.invert_yaxis()
+        ax.set_xlabel(f"step time ({unit})")
+        ax.set_ylabel(category_label)
+    else:
+        ax.set_xticks(pos, names, rotation=20 if n > 3 else 0, ha="right" if n > 3 else "center")
+        ax.set_ylabel(f"step time ({unit})")
+        ax.set_xlabel(category_label)
+    ax.set_title(title or "Step time breakdown per run")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.grid(axis="x" if horizontal else "y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_sweep_heatmap(df: pd.DataFrame, x: str, y: str, value: str, agg: str = "min", title: str | None = None,
+                       cmap: str = "viridis_r"):
+    """Heatmap of `value` over the sweep's (x, y) values; several points in a cell are reduced with `agg`
+    (default min: e.g. the best layout for each tensor x pipeline pair). Empty cells (invalid points) are blank."""
+    data = df[[x, y, value]].dropna(subset=[value])
+    table = data.pivot_table(index=y, columns=x, values=value, aggfunc=agg)
+    table = table.sort_index().sort_index(axis=1)
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * table.shape[1] + 3), max(4.0, 0.6 * table.shape[0] + 2)))
+    masked = np.ma.masked_invalid(table.to_numpy(dtype=float))
+    im = ax.imshow(masked, cmap=cmap, aspect="auto", origin="lower")
+    ax.set_xticks(np.arange(table.shape[1]), [_fmt(v) for v in table.columns])
+    ax.set_yticks(np.arange(table.shape[0]), [_fmt(v) for v in table.index])
+    ax.set_xlabel(_axis_label(df, x))
+    ax.set_ylabel(_axis_label(df, y))
+    for i in range(table.shape[0]):
+        for j in range(table.shape[1]):
+            v = masked[i, j]
+            if v is not np.ma.masked:
+                ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=8,
+                        color=_text_color(im, v))
+    cbar = fig.colorbar(im, ax=ax)
+    cbar.set_label(_axis_label(df, value))
+    ax.set_title(title or f"{_pretty(value)} ({agg} per cell) by {_pretty(x)} and {_pretty(y)}")
+    fig.tight_layout()
+    return fig
+
+
+def _text_color(im, v) -> str:
+    r, g, b, _ = im.cmap(im.norm(v))
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+
+
+def _fmt(v) -> str:
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def pareto_front(df: pd.DataFrame, time_col: str, cost_col: str) -> pd.Series:
+    """Boolean mask of the rows no other row beats on both time and cost (both minimised)."""
+    t = df[time_col].to_numpy(dtype=float)
+    c = df[cost_col].to_numpy(dtype=float)
+    ok = ~(np.isnan(t) | np.isnan(c))
+    mask = np.zeros(len(df), dtype=bool)
+    for i in np.flatnonzero(ok):
+        dominated = ok & (t <= t[i]) & (c <= c[i]) & ((t < t[i]) | (c < c[i]))
+        mask[i] = not dominated.any()
+    return pd.Series(mask, index=df.index, name="pareto")
+
+
+def plot_pareto(df: pd.DataFrame, time_col: str, cost_col: str, labels=None, title: str | None = None):
+    """Time-vs-cost scatter of every run with the Pareto front (no run both faster and cheaper) highlighted."""
+    front = pareto_front(df, time_col, cost_col).to_numpy()
+    t = df[time_col].to_numpy(dtype=float)
+    c = df[cost_col].to_numpy(dtype=float)
+    fig, ax = plt.subplots(figsize=(7, 5))
+    ax.scatter(t[~front], c[~front], color="0.6", label="dominated", zorder=2)
+    order = np.argsort(t[front])
+    ax.plot(t[front][order], c[front][order], "o-", color="tab:red", label="Pareto front", zorder=3)
+    names = _run_labels(df, labels) if labels is not None or len(df) <= 12 else None
+    if names:
+        for xi, yi, s in zip(t, c, names):
+            if np.isfinite(xi) and np.isfinite(yi):
+                ax.annotate(s, (xi, yi), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    ax.set_xlabel(_axis_label(df, time_col))
+    ax.set_ylabel(_axis_label(df, cost_col))
+    ax.set_title(title or f"{_pretty(cost_col)} vs {_pretty(time_col)}: Pareto front")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    for axis in (ax.xaxis, ax.yaxis):  # plain numbers: the unit is in the label, no "1e6" offset
+        axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}" if abs(v) >= 1000 else f"{v:g}"))
+    fig.tight_layout()
+    return fig
+
+
+_MEMORY_COLUMNS = [
+    ("weights_bytes", "weights"),
+    ("gradients_bytes", "gradients"),
+    ("optimizer_bytes", "optimizer states"),
+    ("activations_bytes", "activations"),
+]
+
+
+def plot_memory(stages_df: pd.DataFrame, capacity_bytes: float, title: str | None = None):
+    """Memory per GPU of each pipeline stage, stacked (weights, gradients, optimizer states, activations, and
+    the rest of total_memory_bytes: transients and framework reserve), against the GPU's HBM capacity (GiB)."""
+    n = len(stages_df)
+    stages = stages_df["stage"].to_numpy() if "stage" in stages_df.columns else np.arange(n)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * n + 3), 5))
+    base = np.zeros(n)
+    colors = plt.get_cmap("tab10").colors
+    for i, (col, label) in enumerate(_MEMORY_COLUMNS):
+        if col not in stages_df.columns:
+            continue
+        vals = np.nan_to_num(stages_df[col].to_numpy(dtype=float)) / _GIB
+        ax.bar(stages, vals, bottom=base, label=label, color=colors[i])
+        base += vals
+    if "total_memory_bytes" in stages_df.columns:
+        rest = np.nan_to_num(stages_df["total_memory_bytes"].to_numpy(dtype=float)) / _GIB - base
+        rest = np.clip(rest, 0.0, None)
+        ax.bar(stages, rest, bottom=base, label="transients + reserve", color=colors[4])
+        base += rest
+    cap = float(capacity_bytes) / _GIB
+    ax.axhline(cap, color="tab:red", linestyle="--", label=f"HBM capacity {cap:.1f} GiB")
+    ax.set_xlabel("pipeline stage (1)")
+    ax.set_ylabel("memory per GPU (GiB)")
+    ax.set_xticks(stages)
+    ax.set_ylim(0, max(cap, float(base.max()) if n else 0.0) * 1.15)
+    ax.set_title(title or "Memory per GPU by pipeline stage vs HBM")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+_TRACE_CATEGORIES = [
+    ("compute", "compute", "tab:blue"),
+    ("tp_comm", "TP comm", "tab:orange"),
+    ("p2p", "p2p", "tab:green"),
+    ("dp_sync", "DP sync", "tab:red"),
+    ("optimizer", "optimizer", "tab:purple"),
+]
+
+
+def plot_timeline(trace_json_path: str | os.PathLike, categories=None, title: str | None = None,
+                  time_range_s: tuple[float, float] | None = None):
+    """Gantt chart of a Chrome trace written by `clustersim run --trace`: one row per (stage, category)
+    (compute, TP comm, p2p, DP sync, optimizer) over the step, time in seconds."""
+    with open(trace_json_path) as fh:
+        trace = json.load(fh)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    unit = (trace.get("otherData", {}) if isinstance(trace, dict) else {}).get("time_unit", "us")
+    scale = {"us": 1e-6, "ns": 1e-9, "ms": 1e-3, "s": 1.0}.get(unit, 1e-6)
+    stage_names = {}
+    for e in events:
+        if e.get("ph") == "M" and e.get("name") == "process_name":
+            stage_names[e["pid"]] = e.get("args", {}).get("name", f"pid {e['pid']}")
+    wanted = [c for c in _TRACE_CATEGORIES if categories is None or c[0] in categories]
+    spans = {}
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        spans.setdefault((e["pid"], e.get("cat", "")), []).append((e["ts"] * scale, e.get("dur", 0.0) * scale))
+    present = [c for c in wanted if any(k[1] == c[0] for k in spans)]
+    pids = sorted({k[0] for k in spans} | set(stage_names))
+    lane = len(present) + 1
+    fig, ax = plt.subplots(figsize=(11, max(3.0, 0.22 * lane * len(pids) + 1.5)))
+    yticks, ylabels = [], []
+    for si, pid in enumerate(pids):
+        for ci, (cat, label, color) in enumerate(present):
+            y = si * lane + ci
+            bars = spans.get((pid, cat), [])
+            if time_range_s is not None:
+                lo, hi = time_range_s
+                bars = [(s, d) for s, d in bars if s + d >= lo and s <= hi]
+            if bars:
+                ax.broken_barh(bars, (y - 0.4, 0.8), facecolors=color, linewidth=0)
+            yticks.append(y)
+            name = stage_names.get(pid, f"stage {pid - 1}").split(" (")[0]
+            ylabels.append(f"{name} {label}")
+    from matplotlib.patches import Patch
+
+    handles = [Patch(facecolor=color, label=label) for _, label, color in present]
+    ax.set_yticks(yticks, ylabels, fontsize=6 if len(yticks) > 20 else 8)
+    ax.invert_yaxis()
+    if time_range_s is not None:
+        ax.set_xlim(*time_range_s)
+    ax.set_xlabel("time from the start of the step (s)")
+    ax.set_ylabel("pipeline stage and track")
+    ax.set_title(title or "Step timeline per pipeline stage")
+    ax.legend(handles=handles, fontsize="small", loc="upper right", ncol=len(present))
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
