@@ -225,9 +225,10 @@ class Writer {
     // Further groups, each created with the timestamp-free gcpl (so are the intermediate ones, which is why
     // they are created here one by one and not with H5Pset_create_intermediate_group).
     std::set<std::string> existing;
-    for (const ColumnGroup& g : groups) {
+    // Opens the group at `path`, creating it and its missing ancestors first; returns the handle and its name.
+    auto open_group = [&](const std::string& path) {
       std::string sofar;
-      for (const std::string& part : path_components(g.path)) {
+      for (const std::string& part : path_components(path)) {
         sofar += "/" + part;
         if (existing.insert(sofar).second) {
           Hid created = make(H5Gcreate2(file.get(), sofar.c_str(), H5P_DEFAULT, gcpl_.get(), H5P_DEFAULT),
@@ -236,23 +237,18 @@ class Writer {
         }
       }
       Hid group = make(H5Gopen2(file.get(), sofar.c_str(), H5P_DEFAULT), H5Gclose, "H5Gopen2(\"" + sofar + "\")");
-      string_attr(group.get(), sofar, "description", g.description);
-      for (const SummaryColumn& c : g.columns) column(group.get(), sofar, c);
-      check(group.close(), "H5Gclose(\"" + sofar + "\")");
+      return std::pair{std::move(group), sofar};
+    };
+    for (const ColumnGroup& g : groups) {
+      auto [group, name] = open_group(g.path);
+      string_attr(group.get(), name, "description", g.description);
+      for (const SummaryColumn& c : g.columns) column(group.get(), name, c);
+      check(group.close(), "H5Gclose(\"" + name + "\")");
     }
     for (const GridGroup& g : grids) {
-      std::string sofar;
-      for (const std::string& part : path_components(g.path)) {
-        sofar += "/" + part;
-        if (existing.insert(sofar).second) {
-          Hid created = make(H5Gcreate2(file.get(), sofar.c_str(), H5P_DEFAULT, gcpl_.get(), H5P_DEFAULT),
-                             H5Gclose, "H5Gcreate2(\"" + sofar + "\")");
-          check(created.close(), "H5Gclose(\"" + sofar + "\")");
-        }
-      }
-      Hid group = make(H5Gopen2(file.get(), sofar.c_str(), H5P_DEFAULT), H5Gclose, "H5Gopen2(\"" + sofar + "\")");
-      grid(group.get(), sofar, g);
-      check(group.close(), "H5Gclose(\"" + sofar + "\")");
+      auto [group, name] = open_group(g.path);
+      grid(group.get(), name, g);
+      check(group.close(), "H5Gclose(\"" + name + "\")");
     }
 
     check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
