@@ -14,7 +14,9 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 ComputeModel::ComputeModel(const DeviceSpec& device, double device_share)
-    : device_(&device), share_(device_share), memory_bandwidth_(device.achievable_memory_bandwidth * device_share) {
+    : device_(&device),
+      share_(device_share),
+      memory_bandwidth_(device.achievable_memory_bandwidth * (device_share * device.training_memory_fraction)) {
   if (!(device_share > 0.0 && device_share <= 1.0)) {
     throw std::invalid_argument("ComputeModel: device_share must be in (0, 1], got " + std::to_string(device_share));
   }
@@ -23,6 +25,10 @@ ComputeModel::ComputeModel(const DeviceSpec& device, double device_share)
 units::FlopsPerSecond ComputeModel::peak(Precision p) const { return device_->peak_for(p) * share_; }
 
 units::FlopsPerSecond ComputeModel::achievable_matmul(Precision p) const {
+  return measured_matmul(p) * device_->training_matmul_fraction;
+}
+
+units::FlopsPerSecond ComputeModel::measured_matmul(Precision p) const {
   // A rate measured at this precision wins over scaling.
   if (p == Precision::fp8 && device_->achievable_matmul_fp8) return *device_->achievable_matmul_fp8 * share_;
   if (p == Precision::fp16 && device_->achievable_matmul_fp16) return *device_->achievable_matmul_fp16 * share_;

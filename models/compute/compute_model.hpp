@@ -19,7 +19,10 @@
 //               (T_m T_n / (T_m + T_n) times) and are taken to run at that reuse relative to 128x128's,
 //               e.g. 0.67 for 128x64: a shared-memory-bandwidth bound, an assumption of this model;
 //   bytes     = element_bytes * (M K + K N + M N) * batch: each operand read once, result written once;
-//   BW_ach    = the measured stream-triad bandwidth of the device (hardware.csv);
+//   BW_ach    = the measured stream-triad bandwidth of the device (hardware.csv) times its
+//               training_memory_fraction; R_mm likewise carries training_matmul_fraction: what a training
+//               step's kernels sustain against the microbenchmarks' best case, calibrated once per device on
+//               published training runs (analysis/calibration/fit_training.py, docs/model.md);
 //   t_launch  = kKernelOverhead, the fixed cost of one kernel (launch + ramp-up + tail), 4 us: CUDA kernel
 //               launch latency is 2.5-5 us (NVIDIA CUDA C++ Best Practices Guide; Lustig & Martonosi), and
 //               Megatron runs a layer as ~20 kernels, so it matters only for small layers.
@@ -75,8 +78,12 @@ class ComputeModel {
   /// FlashAttention), plus the kernel overhead.
   [[nodiscard]] units::Seconds fused_compute_time(units::Flops flops, Precision p, double efficiency) const;
 
-  /// R_mm(p): achievable dense matmul rate at precision p on this device share.
+  /// R_mm(p): dense matmul rate a training step's GEMMs sustain at precision p on this device share: the
+  /// measured maximum (measured_matmul) times DeviceSpec::training_matmul_fraction.
   [[nodiscard]] units::FlopsPerSecond achievable_matmul(Precision p) const;
+  /// The microbenchmark maximum at precision p on this device share (MAMF, hardware.csv), before the
+  /// training fraction.
+  [[nodiscard]] units::FlopsPerSecond measured_matmul(Precision p) const;
   [[nodiscard]] units::BytesPerSecond achievable_memory_bandwidth() const { return memory_bandwidth_; }
   [[nodiscard]] units::FlopsPerSecond peak(Precision p) const;
   [[nodiscard]] const DeviceSpec& device() const { return *device_; }

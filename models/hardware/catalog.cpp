@@ -41,6 +41,8 @@ constexpr auto kDeviceKeys = std::to_array<std::string_view>({
     "memory_bandwidth_tb_per_s",
     "achievable_memory_bandwidth_tb_per_s",
     "sm_count",
+    "training_matmul_fraction",
+    "training_memory_fraction",
     "fabric_gb_per_s_per_direction",
     "tdp_watts",
 });
@@ -322,6 +324,15 @@ DeviceSpec read_device(const std::string& file, const std::string& name, const t
   d.achievable_memory_bandwidth = units::terabytes_per_second(triad);
 
   d.sm_count = r.positive_count("sm_count");
+
+  // Sustained-in-training fractions of the microbenchmark rates (docs/model.md "Calibration"); 1 when absent.
+  for (const auto& [key, field] : {std::pair{"training_matmul_fraction", &d.training_matmul_fraction},
+                                   std::pair{"training_memory_fraction", &d.training_memory_fraction}}) {
+    if (const auto f = r.optional_positive(key)) {
+      if (*f > 1.0) r.fail_at(key, format_number(*f) + " is above 1 (a fraction of the measured rate)");
+      *field = *f;
+    }
+  }
 
   // GPUs must state their link to the intra-node fabric; the CPU device has none (0).
   const auto fabric = r.optional_positive("fabric_gb_per_s_per_direction");

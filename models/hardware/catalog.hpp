@@ -51,6 +51,13 @@ struct DeviceSpec {
   units::BytesPerSecond achievable_memory_bandwidth;
   /// Streaming multiprocessors (AMD: compute units; CPU: cores). Drives GEMM wave quantisation.
   int sm_count = 1;
+  /// Fraction of the achievable matmul rates a training step's GEMMs sustain, in (0, 1]: clocks under a
+  /// training loop's power draw and the framework's kernels against a microbenchmark's best case. Calibrated
+  /// on published training runs (analysis/calibration/fit_training.py); 1 where not calibrated.
+  double training_matmul_fraction = 1.0;
+  /// Fraction of the stream-triad bandwidth a training step's memory-bound kernels (softmax, dropout with its
+  /// RNG, LayerNorm with its reductions, the optimizer) sustain, in (0, 1]. Calibrated as above; 1 if absent.
+  double training_memory_fraction = 1.0;
   /// Device-to-fabric bandwidth per direction (NVLink: half the datasheet bidirectional figure), B/s.
   units::BytesPerSecond fabric_bandwidth_per_direction;
   double tdp_watts = 0.0;

@@ -16,6 +16,14 @@ struct ParallelismConfig {
   bool sequence_parallel = false;  ///< Megatron sequence parallelism (reduce-scatter/all-gather for TP)
   int64_t zero_stage = 0;          ///< ZeRO stage over the data-parallel group, 0-3
   bool overlap_grad_reduce = false;  ///< gradient reduction overlapped with the last backward, by bucket
+  /// Pipeline send/recv overlapped with compute (Megatron --overlap-p2p-communication). Off (Megatron's
+  /// default): a stage waits for its send to complete before its next pass, as Megatron's blocking
+  /// send_forward_recv_backward / send_backward_recv_forward exchanges do.
+  bool overlap_p2p_comm = false;
+  /// Backward tensor-parallel all-reduce (reduce-scatter with sequence parallelism) of a column-parallel
+  /// linear's input gradient overlapped with its weight-gradient GEMM (Megatron
+  /// --async-tensor-model-parallel-allreduce, LinearWithGradAccumulationAndAsyncCommunication, 2022 on).
+  bool async_tensor_parallel_allreduce = true;
 
   [[nodiscard]] int64_t gpus() const { return tensor * pipeline * data; }
 };

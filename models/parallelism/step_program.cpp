@@ -63,8 +63,21 @@ PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup,
   const PassCost r = cost_of(work.recompute, compute, p, e);
   c.compute += r.compute;
   c.flops += r.flops;
-  c.tp_comm = tp_time(work.tp_backward, tp_group, setup, network) +
-              tp_time(work.tp_recompute, tp_group, setup, network);
+  units::Seconds backward_tp = tp_time(work.tp_backward, tp_group, setup, network);
+  if (setup.parallelism.async_tensor_parallel_allreduce && work.tp_backward.count > 0) {
+    // Megatron's async tensor-parallel all-reduce (LinearWithGradAccumulationAndAsyncCommunication): the
+    // input-gradient collective of a column-parallel linear is launched before its weight-gradient GEMM and
+    // runs under it; only the part longer than that GEMM is exposed.
+    const CollectiveOp op =
+        setup.parallelism.sequence_parallel ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce;
+    const units::Seconds each = network.collective_time(op, tp_group, work.tp_backward.bytes_each).time;
+    for (size_t index : work.tp_backward_hidden_by) {
+      const units::Seconds wgrad = compute.gemm_time(work.backward[index].gemm, p, e);
+      backward_tp -= each;
+      if (each > wgrad) backward_tp += each - wgrad;
+    }
+  }
+  c.tp_comm = backward_tp + tp_time(work.tp_recompute, tp_group, setup, network);
   return c;
 }
 
@@ -85,6 +98,18 @@ PassCost operator+(PassCost a, const PassCost& b) {
 }
 
 }  // namespace
+
+double optimizer_bytes_per_parameter(Precision precision) {
+  const double norm = 4.0, adam = 28.0, zero_grad = 4.0;
+  switch (precision) {
+    case Precision::fp16: return 8.0 + norm + adam + 6.0 + zero_grad;
+    case Precision::bf16:
+    case Precision::fp8: return norm + adam + 6.0 + zero_grad;
+    case Precision::fp32:
+    case Precision::tf32: return norm + adam + zero_grad;
+  }
+  return norm + adam + 6.0 + zero_grad;
+}
 
 int64_t StepSetup::microbatches() const {
   const int64_t per_step = training.micro_batch_size * parallelism.data;
@@ -206,13 +231,22 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
       const int64_t virtual_stage = c * par.pipeline + i;
       PassCost fwd = scaled(layer_fwd, d(layers));
       PassCost bwd = scaled(layer_bwd, d(layers));
+      double chunk_parameters = d(layers) * layer_params_per_gpu;
       if (virtual_stage == 0) {
         fwd = fwd + pass_cost(embed, PassKind::forward, setup, compute, network, tp);
         bwd = bwd + pass_cost(embed, PassKind::backward, setup, compute, network, tp);
+        chunk_parameters += embedding_params;
       }
       if (virtual_stage == last_virtual) {
         fwd = fwd + pass_cost(head, PassKind::forward, setup, compute, network, tp);
         bwd = bwd + pass_cost(head, PassKind::backward, setup, compute, network, tp);
+        if (par.pipeline > 1) chunk_parameters += embedding_params;
+      }
+      if (!setup.training.gradient_accumulation_fusion) {
+        // Unfused gradient accumulation (Megatron-LM 2021, DDP "local"): after each microbatch's backward, a
+        // kernel reads the 16-bit weight gradient the wgrad GEMM wrote and reads and writes the main-gradient
+        // buffer (grad_bytes wide) for every parameter of the chunk.
+        bwd.compute += compute.memory_time(units::Bytes(chunk_parameters * (weight_bytes + 2.0 * grad_bytes)));
       }
       stage.forward.push_back(fwd);
       stage.backward.push_back(bwd);
@@ -237,7 +271,8 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
           network.collective_time(CollectiveOp::all_gather, dp, units::Bytes(stage.parameters * weight_bytes)).time;
       program.crosses_zones.data_parallel = program.crosses_zones.data_parallel || sync.crosses_zones;
     }
-    stage.optimizer = compute.memory_time(units::Bytes(stage.parameters * shard * kAdamBytesPerParameter));
+    stage.optimizer =
+        compute.memory_time(units::Bytes(stage.parameters * shard * optimizer_bytes_per_parameter(precision)));
   }
 
   if (par.pipeline > 1) {
@@ -253,6 +288,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     if (par.tensor > 1 && !par.sequence_parallel) {
       transfer += network.collective_time(CollectiveOp::all_gather, tp, activation).time;
     }
+    program.p2p_blocking = !par.overlap_p2p_comm;
     program.p2p_forward = transfer;
     program.p2p_backward = transfer;
     program.crosses_zones.pipeline = send.crosses_zones;

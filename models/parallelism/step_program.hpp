@@ -24,7 +24,9 @@
 // Every stage boundary and every (tensor, data) rank sends at once (the send/recv pattern).
 // Gradient sync: all-reduce of the stage's parameters per tensor rank in the gradient dtype
 // (fp32 for bf16/fp8/fp32/tf32, which Megatron requires via --accumulate-allreduce-grads-in-fp32; fp16 for
-// fp16). Optimizer: Adam over the local parameters, memory-bound at kAdamBytesPerParameter.
+// fp16). Optimizer: Adam over the local parameters, memory-bound at optimizer_bytes_per_parameter.
+// Without gradient-accumulation fusion every backward pass also adds its chunk's 16-bit weight gradients into
+// the main-gradient buffer (a memory-bound kernel per microbatch).
 #pragma once
 
 #include <cstdint>
@@ -39,10 +41,15 @@
 
 namespace clustersim::models {
 
-/// HBM bytes per parameter of one mixed-precision Adam step with fp32 master weights (Megatron's fused
-/// multi-tensor kernels): gradient unscale + norm reads the fp32 gradient (4); Adam reads the gradient (4),
-/// reads and writes the fp32 master weight, m and v (24) and writes the 16-bit weight (2).
-inline constexpr double kAdamBytesPerParameter = 34.0;
+/// HBM bytes per parameter of one Adam step with fp32 master weights, counted kernel by kernel in
+/// Megatron-LM's mixed-precision optimizer (megatron/optimizer/optimizer.py, apex multi-tensor kernels):
+///   fp16 only: unscale the fp32 main gradient and check for inf/NaN (loss scaling): read 4 + write 4;
+///   gradient-norm clipping: L2 norm reads the gradient, 4;
+///   Adam (apex FusedAdam): reads gradient, master weight, m, v (16), writes master weight, m, v (12);
+///   16-bit weights: copy main to model params, read 4 + write 2 (none for fp32/tf32: the model is the master);
+///   zeroing the gradient buffer for the next step: write 4.
+/// fp16 50, bf16/fp8 42, fp32/tf32 36 bytes.
+double optimizer_bytes_per_parameter(Precision precision);
 
 /// Everything that shapes one training step, besides hardware.
 struct StepSetup {
@@ -96,6 +103,8 @@ struct StepProgram {
   std::vector<StageProgram> stages;  ///< p entries
   units::Seconds p2p_forward;        ///< activation transfer stage i -> i+1, per microbatch
   units::Seconds p2p_backward;       ///< gradient transfer stage i+1 -> i, per microbatch
+  /// The sender's stream waits for each transfer to complete (ParallelismConfig::overlap_p2p_comm false).
+  bool p2p_blocking = false;
   ZoneCrossings crosses_zones;
 };
 

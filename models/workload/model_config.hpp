@@ -41,6 +41,10 @@ struct TrainingConfig {
   Precision precision = Precision::bf16;
   Recompute activation_recompute = Recompute::none;
   bool flash_attention = false;  ///< fused attention kernel, no s x s scores in memory
+  /// Weight-gradient GEMMs accumulate straight into the main-gradient buffer (Megatron
+  /// --gradient-accumulation-fusion, 2022 on). Off: each backward writes a 16-bit gradient that a separate
+  /// kernel adds into the main gradient, once per microbatch.
+  bool gradient_accumulation_fusion = true;
 };
 
 }  // namespace clustersim::models

@@ -112,6 +112,13 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
 
   const units::Bytes tp_bytes(tokens * d(h) * e);
   const int tp_count = t > 1 ? 2 : 0;
+  if (t > 1) {
+    for (size_t i = 0; i < w.backward.size(); ++i) {
+      if (w.backward[i].name == "qkv_proj_wgrad" || w.backward[i].name == "mlp_fc1_wgrad") {
+        w.tp_backward_hidden_by.push_back(i);
+      }
+    }
+  }
   w.tp_forward = {tp_count, tp_bytes};
   w.tp_backward = {tp_count, tp_bytes};
   switch (tr.activation_recompute) {
@@ -142,9 +149,16 @@ LayerWork lm_head(const ModelConfig& m, const TrainingConfig& tr, const LayerOpt
   LayerWork w;
   w.forward.push_back(memory_op("final_layernorm", 2.0 * region * e));
   w.forward.push_back(gemm_op("lm_head", b * s, v, h));
-  // Vocab-parallel cross-entropy in fp32: read logits (e), write fp32 softmax (4), read it back for the loss (4).
-  w.forward.push_back(memory_op("cross_entropy", tokens * d(v) * (e + 8.0)));
+  // Megatron's vocab-parallel cross-entropy (mpu/cross_entropy.py) on fp32 logits, kernel by kernel over the
+  // b s V/t logits: cast to fp32 (read e, write 4), max (read 4), subtract the max in place (4 + 4), exp in
+  // place (4 + 4), sum (read 4), divide into the softmax kept for backward (4 + 4): e + 36 bytes each.
+  w.forward.push_back(memory_op("cross_entropy", tokens * d(v) * (e + 36.0)));
   for (size_t i = w.forward.size(); i-- > 0;) append_backward(w.forward[i], w.backward, true);
+  // Its backward: softmax minus the one-hot target, times the loss gradient, in place (read 4, write 4), then
+  // cast back to the logits' precision (read 4, write e): 12 + e bytes, not the generic 1.5x.
+  for (Op& op : w.backward) {
+    if (op.name == "cross_entropy_bwd") op.bytes = units::Bytes(tokens * d(v) * (12.0 + e));
+  }
   // With sequence parallelism the final LayerNorm output is all-gathered before the LM head.
   const int tp_count = (o.tensor > 1 && o.sequence_parallel) ? 1 : 0;
   w.tp_forward = {tp_count, units::Bytes(tokens * d(h) * e)};

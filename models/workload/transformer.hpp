@@ -56,6 +56,10 @@ struct LayerWork {
   TensorParallelTraffic tp_forward;    ///< per forward pass (2 all-reduces when t > 1)
   TensorParallelTraffic tp_backward;   ///< per backward pass
   TensorParallelTraffic tp_recompute;  ///< per recompute (full recompute repeats the forward's)
+  /// Indices into `backward` of the weight-gradient GEMMs of the column-parallel linears (QKV, MLP fc1): the
+  /// input-gradient all-reduce (reduce-scatter with sequence parallelism) of each can run under its wgrad
+  /// GEMM (Megatron's async tensor-parallel all-reduce). One entry per overlappable tp_backward collective.
+  std::vector<size_t> tp_backward_hidden_by;
 };
 
 /// Options of the layer that are not part of the model shape.

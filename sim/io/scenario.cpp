@@ -476,6 +476,7 @@ class Loader {
     s.training.precision = *models::parse_precision(get_string("training.precision"));
     s.training.activation_recompute = *models::parse_recompute(get_string("training.activation_recompute"));
     s.training.flash_attention = get_bool("training.flash_attention");
+    s.training.gradient_accumulation_fusion = get_bool("training.gradient_accumulation_fusion");
     s.parallelism.tensor = get_int("parallelism.tensor");
     s.parallelism.pipeline = get_int("parallelism.pipeline");
     s.parallelism.data = get_int("parallelism.data");
@@ -483,6 +484,8 @@ class Loader {
     s.parallelism.sequence_parallel = get_bool("parallelism.sequence_parallel");
     s.parallelism.zero_stage = get_int("parallelism.zero_stage");
     s.parallelism.overlap_grad_reduce = get_bool("parallelism.overlap_grad_reduce");
+    s.parallelism.overlap_p2p_comm = get_bool("parallelism.overlap_p2p_comm");
+    s.parallelism.async_tensor_parallel_allreduce = get_bool("parallelism.async_tensor_parallel_allreduce");
     s.schedule = *models::parse_pipeline_schedule(get_string("parallelism.schedule"));
     s.cluster.vm_size = get_string("cluster.vm_size");
     s.cluster.nodes = get_int("cluster.nodes");

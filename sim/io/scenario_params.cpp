@@ -91,6 +91,11 @@ constexpr std::array kParams{
     ParamSpec{.key = "training.flash_attention", .type = boolean, .need = Need::defaulted, .default_text = "false",
               .help = "Fused attention (FlashAttention, Dao et al. 2022): no s × s score matrix in memory; the "
                       "attention core runs as one kernel."},
+    ParamSpec{.key = "training.gradient_accumulation_fusion", .type = boolean, .need = Need::defaulted,
+              .default_text = "true",
+              .help = "Weight-gradient GEMMs accumulate into the main gradient (Megatron "
+                      "--gradient-accumulation-fusion, 2022 on). false: a separate kernel adds each microbatch's "
+                      "16-bit weight gradient into the main gradient (Megatron-LM 2021)."},
     // [parallelism]
     ParamSpec{.key = "parallelism.tensor", .type = integer, .unit = "GPUs", .need = Need::defaulted,
               .default_text = "1", .min_int = 1, .help = "Tensor-parallel group size, t."},
@@ -119,6 +124,15 @@ constexpr std::array kParams{
               .default_text = "false",
               .help = "Overlap the data-parallel gradient reduction with the last microbatch's backward, bucket "
                       "by bucket (Megatron --overlap-grad-reduce, PyTorch DDP). Off: after the pipeline flush."},
+    ParamSpec{.key = "parallelism.overlap_p2p_comm", .type = boolean, .need = Need::defaulted,
+              .default_text = "false",
+              .help = "Overlap pipeline send/recv with compute (Megatron --overlap-p2p-communication). false "
+                      "(Megatron's default): a stage waits for each send to finish before its next pass."},
+    ParamSpec{.key = "parallelism.async_tensor_parallel_allreduce", .type = boolean, .need = Need::defaulted,
+              .default_text = "true",
+              .help = "Overlap the backward tensor-parallel all-reduce (reduce-scatter with sequence parallelism) "
+                      "of a column-parallel layer's input gradient with its weight-gradient GEMM (Megatron "
+                      "--async-tensor-model-parallel-allreduce, 2022 on). false: serialised (Megatron-LM 2021)."},
     // [cluster]
     ParamSpec{.key = "cluster.vm_size", .type = string, .need = Need::required, .non_empty = true,
               .help = "VM size: a name from the hardware catalog (models/hardware/catalog/vm_sizes.toml)."},

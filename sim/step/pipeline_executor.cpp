@@ -174,23 +174,36 @@ class Executor {
   }
 
   void on_pass_done(size_t u, models::ScheduledPass pass) {
-    StageState& s = states_[u];
-    s.busy = false;
     const size_t k = u / replicas_, replica = u % replicas_;
     const Time now = sim_.now();
     const size_t vs = virtual_stage(k, pass.chunk);
     const size_t last = ranks_ * chunks_ - 1;
     const auto i = static_cast<size_t>(pass.microbatch);
+    Time sent = now;  // when this stage's send (if any) has completed
     if (pass.kind == PassKind::forward) {
       if (vs < last) {
-        deliver(vs + 1, replica, i, /*forward=*/true, now, now + p2p_forward_);
+        sent = now + p2p_forward_;
+        deliver(vs + 1, replica, i, /*forward=*/true, now, sent);
       } else {
         backward_arrival_[slot(vs, replica)][i] = now.ns();
       }
     } else if (vs > 0) {
-      deliver(vs - 1, replica, i, /*forward=*/false, now, now + p2p_backward_);
+      sent = now + p2p_backward_;
+      deliver(vs - 1, replica, i, /*forward=*/false, now, sent);
     }
-    if (s.next == program_.stages[k].order.size()) {
+    // Blocking send/recv (Megatron without --overlap-p2p-communication): the stage's stream waits for the
+    // transfer before its next pass.
+    if (program_.p2p_blocking && sent > now) {
+      sim_.schedule(sent, [this, u] { continue_after_pass(u); });
+    } else {
+      continue_after_pass(u);
+    }
+  }
+
+  void continue_after_pass(size_t u) {
+    StageState& s = states_[u];
+    s.busy = false;
+    if (s.next == program_.stages[u / replicas_].order.size()) {
       reach_tail(u);
     } else {
       try_start(u);

@@ -49,8 +49,9 @@ TEST(Cli, SetOverridesAKey) {
   const auto base = run_cli("run scenarios/megatron/sc21-table1-1p7b-32gpus.toml");
   const auto changed = run_cli("run scenarios/megatron/sc21-table1-1p7b-32gpus.toml --set training.global_batch_size=1024");
   ASSERT_EQ(changed.exit_code, 0) << changed.err;
-  EXPECT_NE(changed.out.find("32 microbatches"), std::string::npos) << changed.out;
-  EXPECT_NE(base.out.find("16 microbatches"), std::string::npos) << base.out;
+  // micro batch 16 x data 32: 512 sequences is 1 microbatch per replica, 1024 is 2.
+  EXPECT_NE(changed.out.find(" 2 microbatches"), std::string::npos) << changed.out;
+  EXPECT_NE(base.out.find(" 1 microbatches"), std::string::npos) << base.out;
 }
 
 struct BadInput {

@@ -65,9 +65,9 @@ for e in xs:
     assert e["dur"] >= 0 and e["ts"] >= 0 and threads[e["tid"]] == e["pid"], e
 assert {e["pid"] for e in xs} == {1, 2}, "events on both stages"
 names = {e["name"] for e in xs}
-for n in ("F mb 0", "B mb 47", "recv act mb 0", "recv grad mb 0", "grad sync", "adam"):
+for n in ("F mb 0", "B mb 11", "recv act mb 0", "recv grad mb 0", "grad sync", "adam"):
     assert n in names, n
-assert sum(1 for e in xs if e["pid"] == 1 and e["name"].startswith("F mb")) == 48
+assert sum(1 for e in xs if e["pid"] == 1 and e["name"].startswith("F mb")) == 12
 step_us = d["otherData"]["step_time_s"] * 1e6
 assert max(e["ts"] + e["dur"] for e in xs) <= step_us + 1e-3
 print("ok", len(xs))

@@ -27,10 +27,12 @@ ModelConfig gpt3_175b() {
 }
 
 TEST(ComputeModel, LargeGemmRunsAtTheMeasuredMatmulRate) {
-  const ComputeModel a100(catalog().device("A100-SXM4-80GB"));
+  const DeviceSpec& device = catalog().device("A100-SXM4-80GB");
+  const ComputeModel a100(device);
   // 128*108 x 256*10 tiles: exactly 10 full waves on 108 SMs, no padding; K large enough to be compute bound.
+  // Rate: the measured MAMF times the device's training fraction.
   const GemmShape shape{128 * 108, 256 * 10, 8192, 1};
-  const double expected = shape.flops().value() / 271.2e12 + 4e-6;
+  const double expected = shape.flops().value() / (271.2e12 * device.training_matmul_fraction) + 4e-6;
   EXPECT_NEAR(a100.gemm_time(shape, Precision::bf16, 2.0).value(), expected, 1e-9);
 }
 
@@ -47,23 +49,27 @@ TEST(ComputeModel, OneTileTooManyCostsAWave) {
   const double rate_full = full.flops().value() / (a100.gemm_time(full, Precision::bf16, 2.0).value() - 4e-6);
   const double rate_more =
       one_more.flops().value() / (a100.gemm_time(one_more, Precision::bf16, 2.0).value() - 4e-6);
-  EXPECT_NEAR(rate_full, 271.2e12, 1e6);
+  EXPECT_NEAR(rate_full, 271.2e12 * catalog().device("A100-SXM4-80GB").training_matmul_fraction, 1e6);
   EXPECT_NEAR(rate_more / rate_full, 218.0 / 324.0, 1e-9);
 }
 
 TEST(ComputeModel, SkinnyGemmIsMemoryBound) {
-  const ComputeModel a100(catalog().device("A100-SXM4-80GB"));
+  const DeviceSpec& device = catalog().device("A100-SXM4-80GB");
+  const ComputeModel a100(device);
   // 65536 x 256 x 256: 2 M N K = 8.6 GFLOP (32 us at 271.2 TFLOP/s) on 2 (M K + K N + M N) = 67 MB of traffic
-  // (39 us at 1.70 TB/s): memory bound.
+  // (39 us at 1.70 TB/s): memory bound, at the triad bandwidth times the training memory fraction.
   const GemmShape skinny{65536, 256, 256, 1};
   const double bytes = 2.0 * (65536.0 * 256 + 256.0 * 256 + 65536.0 * 256);
-  EXPECT_NEAR(a100.gemm_time(skinny, Precision::bf16, 2.0).value(), bytes / 1.70e12 + 4e-6, 1e-9);
+  EXPECT_NEAR(a100.gemm_time(skinny, Precision::bf16, 2.0).value(),
+              bytes / (1.70e12 * device.training_memory_fraction) + 4e-6, 1e-9);
 }
 
 TEST(ComputeModel, MeasuredRatesWinOverPeakRatioScaling) {
   const ComputeModel h100(catalog().device("H100-SXM5-80GB"));
   // H100 has an fp8 measurement (1402.6 TFLOP/s); tf32 has none and scales bf16's by the peak ratio.
-  EXPECT_NEAR(h100.achievable_matmul(Precision::fp8).value(), 1402.6e12, 1e3);
+  EXPECT_NEAR(h100.measured_matmul(Precision::fp8).value(), 1402.6e12, 1e3);
+  EXPECT_NEAR(h100.achievable_matmul(Precision::fp8).value(),
+              1402.6e12 * catalog().device("H100-SXM5-80GB").training_matmul_fraction, 1e3);
   EXPECT_NEAR(h100.achievable_matmul(Precision::tf32) / h100.achievable_matmul(Precision::bf16), 494.5 / 989.0,
               1e-9);
   const ComputeModel a100(catalog().device("A100-SXM4-80GB"));
