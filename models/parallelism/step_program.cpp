@@ -235,7 +235,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
       if (virtual_stage == 0) {
         fwd = fwd + pass_cost(embed, PassKind::forward, setup, compute, network, tp);
         bwd = bwd + pass_cost(embed, PassKind::backward, setup, compute, network, tp);
-        chunk_parameters += embedding_params;
+        chunk_parameters += embedding_params + d(model.seq_length) * d(model.hidden_size);  // word + position
       }
       if (virtual_stage == last_virtual) {
         fwd = fwd + pass_cost(head, PassKind::forward, setup, compute, network, tp);

@@ -5,6 +5,7 @@
 
 #include "models/compute/compute_model.hpp"
 #include "models/hardware/catalog.hpp"
+#include "models/network/collective_model.hpp"
 #include "models/parallelism/step_program.hpp"
 #include "models/workload/transformer.hpp"
 
@@ -123,6 +124,74 @@ TEST(StepProgram, MegatronRankOrderPatterns) {
   const CommPattern pp = pipeline_pattern(p);
   EXPECT_EQ(pp.groups.size(), 7u * 192u);
   EXPECT_EQ(pp.groups[0], (std::vector<int64_t>{0, 192}));
+}
+
+/// Every collective takes `seconds_per_byte` x bytes, so the step program's arithmetic can be checked by hand.
+class LinearNetwork final : public CommunicationModel {
+ public:
+  explicit LinearNetwork(double seconds_per_byte) : k_(seconds_per_byte) {}
+  CollectiveTiming collective_time(CollectiveOp, const CommPattern&, units::Bytes bytes) const override {
+    CollectiveTiming t;
+    t.time = units::Seconds(k_ * bytes.value());
+    t.bandwidth_time = t.time;
+    return t;
+  }
+
+ private:
+  double k_;
+};
+
+StepSetup setup_22b(bool fusion, bool async_tp) {
+  StepSetup s;
+  s.model = gpt3_175b();
+  s.model.num_layers = 48;
+  s.model.hidden_size = 6144;
+  s.model.num_attention_heads = 64;
+  s.training.global_batch_size = 4;
+  s.training.micro_batch_size = 4;
+  s.training.precision = Precision::fp16;
+  s.training.activation_recompute = Recompute::full;
+  s.training.gradient_accumulation_fusion = fusion;
+  s.parallelism.tensor = 8;
+  s.parallelism.async_tensor_parallel_allreduce = async_tp;
+  return s;
+}
+
+TEST(StepProgram, UnfusedGradientAccumulationAddsOneMemoryPassOverTheChunkPerBackward) {
+  // fp16 (Megatron 2021: 16-bit main gradients): read the wgrad's 2 bytes, read and write the 2-byte main
+  // gradient: 6 bytes per parameter of the chunk, once per backward; the forward is unchanged.
+  const ComputeModel compute(catalog().device("A100-SXM4-80GB"));
+  const LinearNetwork network(1e-12);
+  const StepSetup fused = setup_22b(true, true), unfused = setup_22b(false, true);
+  const StepProgram a = build_step_program(fused, compute, network);
+  const StepProgram b = build_step_program(unfused, compute, network);
+  const double chunk_parameters = a.stages[0].parameters;  // one stage, one chunk: all of it
+  const double extra = compute.memory_time(units::Bytes(chunk_parameters * 6.0)).value();
+  EXPECT_NEAR(b.stages[0].backward[0].compute.value() - a.stages[0].backward[0].compute.value(), extra, 1e-12);
+  EXPECT_EQ(b.stages[0].forward[0].compute.value(), a.stages[0].forward[0].compute.value());
+}
+
+TEST(StepProgram, AsyncTensorParallelAllReduceHidesUnderTheWeightGradientGemms) {
+  // Per layer backward (full recompute): 2 input-gradient all-reduces + 2 recompute all-reduces of b s h fp16.
+  // Serialised, all 4 are charged; async, the 2 backward ones hide under the QKV and fc1 wgrad GEMMs, which
+  // are longer on this network, so only the recompute pair stays.
+  const ComputeModel compute(catalog().device("A100-SXM4-80GB"));
+  const LinearNetwork network(1e-12);  // 100.7 MB all-reduce: 0.1 ms; QKV wgrad of the 22B layer: ~1 ms
+  const StepProgram serial = build_step_program(setup_22b(true, false), compute, network);
+  const StepProgram async = build_step_program(setup_22b(true, true), compute, network);
+  const double each = 4.0 * 2048 * 6144 * 2 * 1e-12;
+  const double layers = 48;
+  const double head_and_embedding = serial.stages[0].backward[0].tp_comm.value() - layers * 4 * each;
+  EXPECT_NEAR(head_and_embedding, 0.0, 1e-12);  // no sequence parallelism: no LM-head gather
+  EXPECT_NEAR(async.stages[0].backward[0].tp_comm.value(), layers * 2 * each, 1e-12);
+  EXPECT_EQ(async.stages[0].forward[0].tp_comm.value(), serial.stages[0].forward[0].tp_comm.value());
+}
+
+TEST(StepProgram, OptimizerBytesCountMegatronsKernels) {
+  EXPECT_EQ(optimizer_bytes_per_parameter(Precision::fp16), 50.0);  // + unscale and inf check
+  EXPECT_EQ(optimizer_bytes_per_parameter(Precision::bf16), 42.0);
+  EXPECT_EQ(optimizer_bytes_per_parameter(Precision::fp8), 42.0);
+  EXPECT_EQ(optimizer_bytes_per_parameter(Precision::fp32), 36.0);  // no 16-bit copy of the weights
 }
 
 }  // namespace

@@ -184,6 +184,20 @@ TEST(PipelineExecutor, SingleMicrobatchPaysEveryTransferTwice) {
   EXPECT_NEAR(r.stages[0].bubble.value(), (p - 1) * (tf + tb), 1e-8);
 }
 
+TEST(PipelineExecutor, BlockingSendsHoldTheSenderUntilTheTransferEnds) {
+  // p = 2, m = 2, tf = 1, tb = 2, c = 0.25 (ms). Asynchronous sends: stage 1 runs F0 [1.25, 2.25], B0, F1, B1
+  // back to back to 7.25, stage 0's B1 waits for its gradient until 7.5 and ends at 9.5. Blocking sends
+  // (Megatron's default): stage 0 sends F0 until 1.25 before F1 [1.25, 2.25] and its send to 2.5; stage 1's B0
+  // send holds it to 4.5, so F1 runs [4.5, 5.5], B1 [5.5, 7.5], its send ends 7.75 and stage 0's B1 [7.75, 9.75].
+  models::StepProgram program = uniform_program(PipelineSchedule::one_f_one_b, 2, 2, 1e-3, 2e-3, 0.25e-3);
+  EXPECT_NEAR(sim::execute_pipeline(program).step_time.value(), 9.5e-3, 1e-9);
+  program.p2p_blocking = true;
+  const sim::PipelineResult r = sim::execute_pipeline(program);
+  EXPECT_NEAR(r.step_time.value(), 9.75e-3, 1e-9);
+  // Exposed pipeline communication: T - T(free transfers) = 9.75 - 9.
+  EXPECT_NEAR(r.stages[0].pp_exposed.value(), 0.75e-3, 1e-9);
+}
+
 TEST(PipelineExecutor, TailRunsGradientSyncThenOptimizer) {
   models::StepProgram program = uniform_program(PipelineSchedule::one_f_one_b, 2, 4, 1e-3, 2e-3);
   program.stages[0].grad_sync = units::seconds(0.010);
