@@ -152,12 +152,14 @@ double bus_bandwidth_factor(CollectiveOp op, int64_t ranks) {
 }
 
 uint64_t CommPattern::hash() const {
+  if (hash_ != 0) return hash_;
   uint64_t h = mix(groups.size());
   for (const auto& g : groups) {
     h = mix(h ^ g.size());
     for (int64_t r : g) h = mix(h ^ static_cast<uint64_t>(r));
   }
-  return h;
+  hash_ = h == 0 ? 1 : h;
+  return hash_;
 }
 
 double LinkEfficiency::of(LinkClass c) const {

@@ -67,8 +67,13 @@ double bus_bandwidth_factor(CollectiveOp op, int64_t ranks);
 /// pattern run the same collective at the same time. For send_recv each group is {source, destination}.
 struct CommPattern {
   std::vector<std::vector<int64_t>> groups;
-  /// A stable hash of the groups (for memoisation).
+  /// A stable hash of the groups (for memoisation), computed on the first call and kept: the groups must not
+  /// change after it (build a new pattern instead). The first call writes the cache: do not make it from two
+  /// threads at once on one pattern.
   [[nodiscard]] uint64_t hash() const;
+
+ private:
+  mutable uint64_t hash_ = 0;  ///< 0: not computed yet
 };
 
 /// One transfer of a phase: a routed path and its bytes per byte of collective payload.

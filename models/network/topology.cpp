@@ -487,10 +487,19 @@ std::vector<LinkId> Topology::route(VertexId src_gpu, VertexId dst_gpu, std::uin
   };
 
   // Hops to dst from the vertices of dst's node: BFS from dst (links are symmetric).
-  std::vector<std::uint32_t> dd(local_count, kInf);
+  // Scratch buffers reused across calls on this thread: route() runs once per flow of every collective solve,
+  // and their allocations were a tenth of a layout search's time.
+  struct Scratch {
+    std::vector<std::uint32_t> dd, ds;
+    std::vector<VertexId> queue, members;
+    std::vector<std::pair<LinkId, VertexId>> candidates;
+  };
+  thread_local Scratch scratch;
+  std::vector<std::uint32_t>& dd = scratch.dd;
+  dd.assign(local_count, kInf);
   {
-    std::vector<VertexId> queue;
-    queue.reserve(local_count);
+    std::vector<VertexId>& queue = scratch.queue;
+    queue.clear();
     dd[t.local_index(dst_gpu)] = 0;
     queue.push_back(dst_gpu);
     for (std::size_t head = 0; head < queue.size(); ++head) {
@@ -546,7 +555,8 @@ std::vector<LinkId> Topology::route(VertexId src_gpu, VertexId dst_gpu, std::uin
   };
 
   // Hops to dst from the vertices of src's node (other node): relax to a fixed point over the few local vertices.
-  std::vector<std::uint32_t> ds(local_count, kInf);
+  std::vector<std::uint32_t>& ds = scratch.ds;
+  ds.assign(local_count, kInf);
   auto distance = [&](VertexId w) -> std::uint32_t {
     if (w >= t.first_network) return net_distance(w);
     const std::int64_t n = g[w].node;
@@ -555,7 +565,8 @@ std::vector<LinkId> Topology::route(VertexId src_gpu, VertexId dst_gpu, std::uin
     return kInf;
   };
   if (!same_node) {
-    std::vector<VertexId> members;
+    std::vector<VertexId>& members = scratch.members;
+    members.clear();
     members.push_back(src_gpu);
     for (int e = 0; e < t.extras; ++e) {
       if (transit(t.extra(ns, e))) members.push_back(t.extra(ns, e));
@@ -587,7 +598,7 @@ std::vector<LinkId> Topology::route(VertexId src_gpu, VertexId dst_gpu, std::uin
   }
   std::vector<LinkId> path;
   path.reserve(remaining);
-  std::vector<std::pair<LinkId, VertexId>> candidates;
+  std::vector<std::pair<LinkId, VertexId>>& candidates = scratch.candidates;
   VertexId v = src_gpu;
   std::uint64_t hash_digits = flow_hash;
   while (v != dst_gpu) {

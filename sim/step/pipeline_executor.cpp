@@ -170,10 +170,15 @@ class Executor {
                         forward ? SpanKind::forward : SpanKind::backward, start.to_seconds(), end.to_seconds(),
                         cost.tp_comm * slow});
     }
-    sim_.schedule(end, [this, u, pass] { on_pass_done(u, pass); });
+    // Captures fit std::function's small buffer (16 bytes): no allocation per event.
+    const uint64_t packed = static_cast<uint64_t>(u) << 32 | static_cast<uint64_t>(s.next - 1);
+    sim_.schedule(end, [this, packed] {
+      const auto unit = static_cast<size_t>(packed >> 32);
+      on_pass_done(unit, program_.stages[unit / replicas_].order[static_cast<size_t>(packed & 0xffffffffu)]);
+    });
   }
 
-  void on_pass_done(size_t u, models::ScheduledPass pass) {
+  void on_pass_done(size_t u, const models::ScheduledPass& pass) {
     const size_t k = u / replicas_, replica = u % replicas_;
     const Time now = sim_.now();
     const size_t vs = virtual_stage(k, pass.chunk);
@@ -212,16 +217,21 @@ class Executor {
 
   void deliver(size_t to_vs, size_t replica, size_t microbatch, bool forward, Time sent, Time arrival) {
     const size_t rank = to_vs % ranks_;
-    const size_t unit = rank * replicas_ + replica;
     if (record_ && replica == 0 && arrival > sent) {
       spans_.push_back({static_cast<int64_t>(rank), static_cast<int64_t>(to_vs / ranks_),
                         static_cast<int64_t>(microbatch), SpanKind::p2p, sent.to_seconds(), arrival.to_seconds(),
                         units::Seconds(0.0)});
     }
     const size_t target = slot(to_vs, replica);
-    sim_.schedule(arrival, [this, target, unit, microbatch, forward, arrival] {
-      (forward ? forward_arrival_ : backward_arrival_)[target][microbatch] = arrival.ns();
-      try_start(unit);
+    // Packed so the capture fits std::function's small buffer: target slot, microbatch, direction.
+    const uint64_t packed = static_cast<uint64_t>(target) << 33 | static_cast<uint64_t>(microbatch) << 1 |
+                            static_cast<uint64_t>(forward ? 1 : 0);
+    sim_.schedule(arrival, [this, packed] {
+      const auto target_slot = static_cast<size_t>(packed >> 33);
+      const auto mb = static_cast<size_t>((packed >> 1) & 0xffffffffu);
+      (packed & 1 ? forward_arrival_ : backward_arrival_)[target_slot][mb] = sim_.now().ns();
+      const size_t vs = target_slot / replicas_, rep = target_slot % replicas_;
+      try_start((vs % ranks_) * replicas_ + rep);
     });
   }
 
@@ -299,7 +309,7 @@ PipelineResult execute_pipeline(const models::StepProgram& program, const Execut
   if (program.stages.empty() || program.microbatches < 1) {
     throw std::invalid_argument("pipeline executor: need at least one stage and one microbatch");
   }
-  PipelineResult result = Executor(program, fidelity, /*record=*/true).run();
+  PipelineResult result = Executor(program, fidelity, /*record=*/fidelity.record_spans).run();
   if (program.p2p_forward.value() > 0.0 || program.p2p_backward.value() > 0.0) {
     // Exposed pipeline communication is what the transfers cost the step: T - T(free transfers). The same
     // program without transfers can only be as fast or faster (the schedule's order is fixed), so both parts

@@ -78,6 +78,8 @@ struct ExecutionFidelity {
   /// Per (stage * replicas + replica): a factor on that tensor-parallel group's pass times (a straggler is
   /// > 1). Empty: all 1.
   std::vector<double> slowdown;
+  /// Record PipelineResult::spans (the timeline a Chrome trace shows); sweeps leave it off for speed.
+  bool record_spans = true;
 };
 
 /// Runs `program` to completion. Throws std::invalid_argument if a stage's order is not a valid schedule

@@ -57,6 +57,7 @@ StepReport StepSimulator::simulate(const models::StepSetup& setup, const models:
   StepReport r;
   ExecutionFidelity fidelity;
   if (net.full_fidelity) fidelity.replicas = setup.parallelism.data;
+  fidelity.record_spans = record_spans_;
   r.pipeline = execute_pipeline(program, fidelity);
   r.critical = r.pipeline.stages[static_cast<size_t>(r.pipeline.critical_stage)];
   r.step_time = r.pipeline.step_time;

@@ -56,10 +56,14 @@ class StepSimulator {
   /// As simulate_step below.
   StepReport simulate(const models::StepSetup& setup, const models::VmSize& vm, const models::DeviceSpec& device,
                       const NetworkSetup& network);
+  /// Whether reports carry the pipeline's trace spans (PipelineResult::spans, for --trace); on by default.
+  /// Sweeps turn it off: recording and sorting spans is a tenth of a point's time.
+  void set_record_spans(bool record) { record_spans_ = record; }
 
  private:
   struct Cluster;
   std::map<std::string, std::unique_ptr<Cluster>> clusters_;  ///< key: VM size, topology and algorithm
+  bool record_spans_ = true;
 };
 
 /// Simulates one step of `setup` on the cluster `network` describes, of VMs `vm` with devices `device`.

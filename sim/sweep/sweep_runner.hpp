@@ -66,7 +66,9 @@ struct SweepRow {
 /// std::out_of_range) become rows with status "invalid"; other exceptions propagate.
 class SweepPointRunner {
  public:
-  SweepPointRunner(const LoadedSweep& sweep, const models::Catalog& catalog) : sweep_(sweep), catalog_(catalog) {}
+  SweepPointRunner(const LoadedSweep& sweep, const models::Catalog& catalog) : sweep_(sweep), catalog_(catalog) {
+    simulator_.set_record_spans(false);  // sweeps write no traces
+  }
   SweepRow run(const SweepPoint& point);
 
  private:
