@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -159,8 +160,12 @@ CommPattern pipeline_pattern(const ParallelismConfig& p) {
   return pattern;
 }
 
+MegatronPatterns megatron_patterns(const ParallelismConfig& p) {
+  return MegatronPatterns{tensor_parallel_pattern(p), data_parallel_pattern(p), pipeline_pattern(p)};
+}
+
 StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compute,
-                               const CommunicationModel& network) {
+                               const CommunicationModel& network, const MegatronPatterns* patterns) {
   const ParallelismConfig& par = setup.parallelism;
   const ModelConfig& model = setup.model;
   require(par.tensor >= 1 && par.pipeline >= 1 && par.data >= 1 && par.virtual_stages >= 1,
@@ -183,8 +188,10 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   const LayerWork head = lm_head(model, setup.training, options);
   const LayerWork embed = embedding(model, setup.training, options);
 
-  const CommPattern tp = tensor_parallel_pattern(par);
-  const CommPattern dp = data_parallel_pattern(par);
+  std::optional<MegatronPatterns> built;
+  if (patterns == nullptr) patterns = &built.emplace(megatron_patterns(par));
+  const CommPattern& tp = patterns->tensor;
+  const CommPattern& dp = patterns->data;
   PassCost layer_fwd = pass_cost(layer, PassKind::forward, setup, compute, network, tp);
   PassCost layer_bwd = pass_cost(layer, PassKind::backward, setup, compute, network, tp);
 
@@ -283,7 +290,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     // stage, which all-gathers it over NVLink (with sequence parallelism it is split by t already, so no
     // all-gather). Without tensor parallelism the one rank sends all of it.
     const CollectiveTiming send =
-        network.collective_time(CollectiveOp::send_recv, pipeline_pattern(par), activation / d(par.tensor));
+        network.collective_time(CollectiveOp::send_recv, patterns->pipeline, activation / d(par.tensor));
     units::Seconds transfer = send.time;
     if (par.tensor > 1 && !par.sequence_parallel) {
       transfer += network.collective_time(CollectiveOp::all_gather, tp, activation).time;

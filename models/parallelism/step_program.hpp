@@ -108,10 +108,22 @@ struct StepProgram {
   ZoneCrossings crosses_zones;
 };
 
-/// Builds the step IR. Throws std::invalid_argument on an inconsistent setup (layers not divisible by
-/// pipeline, batch not divisible by micro_batch * data, heads not divisible by tensor, ...).
+/// The whole-cluster communication patterns of a Megatron layout (see the functions below). They depend on
+/// (tensor, pipeline, data) only, so callers that simulate many configurations of one layout keep them.
+struct MegatronPatterns {
+  CommPattern tensor;    ///< tensor_parallel_pattern
+  CommPattern data;      ///< data_parallel_pattern
+  CommPattern pipeline;  ///< pipeline_pattern
+};
+/// The three patterns of `p`.
+MegatronPatterns megatron_patterns(const ParallelismConfig& p);
+
+/// Builds the step IR. `patterns`, when given, must be megatron_patterns(setup.parallelism) (kept by the caller
+/// to skip rebuilding them); otherwise they are built. Throws std::invalid_argument on an inconsistent setup
+/// (layers not divisible by pipeline, batch not divisible by micro_batch * data, heads not divisible by
+/// tensor, ...).
 StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compute,
-                               const CommunicationModel& network);
+                               const CommunicationModel& network, const MegatronPatterns* patterns = nullptr);
 
 /// Global rank of (tensor rank, data rank, stage) under Megatron's order.
 int64_t megatron_rank(const ParallelismConfig& p, int64_t tensor_rank, int64_t data_rank, int64_t stage);

@@ -1,6 +1,8 @@
 #include "sim/step/step_simulation.hpp"
 
+#include <map>
 #include <sstream>
+#include <tuple>
 #include <stdexcept>
 #include <string>
 
@@ -14,6 +16,16 @@ namespace clustersim::sim {
 struct StepSimulator::Cluster {
   models::Topology topology;
   models::CollectiveModel network;
+  /// Patterns per (tensor, pipeline, data) layout simulated on this cluster; cleared past kPatternLayouts so a
+  /// long layout search on a large cluster keeps bounded memory.
+  static constexpr size_t kPatternLayouts = 64;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, models::MegatronPatterns> patterns;
+  const models::MegatronPatterns& patterns_of(const models::ParallelismConfig& p) {
+    const auto key = std::tuple{p.tensor, p.pipeline, p.data};
+    if (auto it = patterns.find(key); it != patterns.end()) return it->second;
+    if (patterns.size() >= kPatternLayouts) patterns.clear();
+    return patterns.emplace(key, models::megatron_patterns(p)).first->second;
+  }
   Cluster(models::Topology t, const models::VmSize& vm, std::optional<models::CollectiveAlgorithm> algorithm)
       : topology(std::move(t)), network(topology, models::CollectiveConstants::for_vm(vm), algorithm) {}
 };
@@ -52,7 +64,8 @@ StepReport StepSimulator::simulate(const models::StepSetup& setup, const models:
     throw std::invalid_argument("simulate_step: the cluster has " + std::to_string(cluster->topology.gpu_count()) +
                                 " GPUs, the layout needs " + std::to_string(setup.parallelism.gpus()));
   }
-  const models::StepProgram program = models::build_step_program(setup, compute, cluster->network);
+  const models::StepProgram program =
+      models::build_step_program(setup, compute, cluster->network, &cluster->patterns_of(setup.parallelism));
 
   StepReport r;
   ExecutionFidelity fidelity;
