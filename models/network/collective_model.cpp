@@ -1,6 +1,8 @@
 #include "models/network/collective_model.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -33,6 +35,49 @@ CollectiveTiming CollectiveModel::collective_time(CollectiveOp op, const CommPat
   return time(op, pattern, bytes, op == CollectiveOp::all_reduce ? all_reduce_algorithm_ : std::nullopt);
 }
 
+namespace {
+
+/// When every group of `pattern` lies inside one node and every node that holds groups holds the same
+/// arrangement (the same groups at the same local ranks: Megatron's tensor-parallel groups, for one), the
+/// groups of the first such node. Intra-node links belong to one node, so the nodes' flows are independent,
+/// identical max-min problems: the first node's solution is every node's, exactly. nullopt otherwise.
+std::optional<CommPattern> node_local_representative(const CommPattern& pattern, int64_t gpus_per_node) {
+  if (pattern.groups.size() < 2 || gpus_per_node < 1) return std::nullopt;
+  // Node of each group, or nullopt when a group spans nodes.
+  std::map<int64_t, std::vector<std::vector<int64_t>>> by_node;
+  for (const auto& group : pattern.groups) {
+    if (group.empty()) return std::nullopt;
+    const int64_t node = group.front() / gpus_per_node;
+    std::vector<int64_t> local;
+    local.reserve(group.size());
+    for (int64_t r : group) {
+      if (r < 0 || r / gpus_per_node != node) return std::nullopt;
+      local.push_back(r - node * gpus_per_node);
+    }
+    by_node[node].push_back(std::move(local));
+  }
+  if (by_node.size() < 2) return std::nullopt;
+  auto canonical = [](std::vector<std::vector<int64_t>> groups) {
+    std::sort(groups.begin(), groups.end());
+    return groups;
+  };
+  const auto first = canonical(by_node.begin()->second);
+  for (auto it = std::next(by_node.begin()); it != by_node.end(); ++it) {
+    if (canonical(it->second) != first) return std::nullopt;
+  }
+  CommPattern reduced;
+  const int64_t base = by_node.begin()->first * gpus_per_node;
+  for (const auto& local : by_node.begin()->second) {
+    std::vector<int64_t> group;
+    group.reserve(local.size());
+    for (int64_t r : local) group.push_back(base + r);
+    reduced.groups.push_back(std::move(group));
+  }
+  return reduced;
+}
+
+}  // namespace
+
 std::optional<CollectiveModel::Solved> CollectiveModel::solve(CollectiveOp op, CollectiveAlgorithm algorithm,
                                                               const CommPattern& pattern) const {
   const auto key = std::tuple{static_cast<int>(op), static_cast<int>(algorithm), pattern.hash()};
@@ -41,7 +86,19 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve(CollectiveOp op, C
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   }
   std::optional<Solved> result;
-  if (auto schedule = build_schedule(op, algorithm, topology_, pattern, nvls_capable_)) {
+  // Validate every rank (warm calls skip the scan: a memoised pattern was valid), then solve the smallest
+  // equivalent pattern.
+  for (const auto& group : pattern.groups) {
+    for (int64_t r : group) {
+      if (r < 0 || r >= topology_.gpu_count()) {
+        throw std::invalid_argument("CollectiveModel: rank " + std::to_string(r) + " is not a GPU of the " +
+                                    std::to_string(topology_.gpu_count()) + "-GPU cluster");
+      }
+    }
+  }
+  const std::optional<CommPattern> representative = node_local_representative(pattern, topology_.gpus_per_node());
+  const CommPattern& solved_pattern = representative ? *representative : pattern;
+  if (auto schedule = build_schedule(op, algorithm, topology_, solved_pattern, nvls_capable_)) {
     const CollectiveConstants& k = constants_;
     LinkEfficiency eff;
     eff.nvlink = algorithm == CollectiveAlgorithm::nvls ? k.nvls_efficiency.value_or(k.ring_efficiency)

@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "models/network/fair_share.hpp"
@@ -66,6 +67,25 @@ double bus_bandwidth_factor(CollectiveOp op, int64_t ranks);
 /// Concurrent groups of global GPU ranks (rank = node * GPUs per node + local index). All groups of one
 /// pattern run the same collective at the same time. For send_recv each group is {source, destination}.
 struct CommPattern {
+  CommPattern() = default;
+  /// Copies take the groups, not the cached hash: a copy may be edited before it is hashed.
+  CommPattern(const CommPattern& other) : groups(other.groups) {}
+  CommPattern& operator=(const CommPattern& other) {
+    if (this != &other) {
+      groups = other.groups;
+      hash_ = 0;
+    }
+    return *this;
+  }
+  CommPattern(CommPattern&& other) noexcept : groups(std::move(other.groups)), hash_(other.hash_) { other.hash_ = 0; }
+  CommPattern& operator=(CommPattern&& other) noexcept {
+    groups = std::move(other.groups);
+    hash_ = other.hash_;
+    other.hash_ = 0;
+    return *this;
+  }
+  ~CommPattern() = default;
+
   std::vector<std::vector<int64_t>> groups;
   /// A stable hash of the groups (for memoisation), computed on the first call and kept: the groups must not
   /// change after it (build a new pattern instead). The first call writes the cache: do not make it from two

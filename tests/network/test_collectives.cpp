@@ -492,6 +492,33 @@ TEST(Collectives, BandwidthTimeIsLinearInBytesAndMemoised) {
 
 // ------------------------------------------------------------------------------------------------- 9. edges
 
+// Node-local groups with the same arrangement on every node are solved on one node (collective_model.cpp,
+// node_local_representative): exact, since no link is shared between nodes' NVSwitch fabrics. The time of
+// tensor-parallel groups on 16 A100 nodes equals one node's; a pattern whose nodes differ is solved whole.
+TEST(Collectives, IdenticalNodeLocalGroupsTakeOneNodesTime) {
+  const Topology t = build("Standard_ND96amsr_A100_v4", config(16, FabricKind::fat_tree));
+  const CollectiveModel model(t, CollectiveConstants::for_vm(shipped().vm_size("Standard_ND96amsr_A100_v4")));
+  CommPattern every_node, one_node;
+  for (int64_t node = 0; node < 16; ++node) {
+    std::vector<int64_t> g;
+    for (int64_t i = 0; i < 8; ++i) g.push_back(node * 8 + i);
+    every_node.groups.push_back(g);
+  }
+  one_node.groups = {every_node.groups[3]};
+  for (const double bytes : {1e5, 1e8}) {
+    EXPECT_EQ(model.time(CollectiveOp::all_reduce, every_node, units::Bytes(bytes)).time.value(),
+              model.time(CollectiveOp::all_reduce, one_node, units::Bytes(bytes)).time.value());
+  }
+  // Pairs on node 0 and a different pairing on node 1: node-local, but the nodes differ, so it is solved whole.
+  CommPattern mixed;
+  mixed.groups = {{0, 1}, {2, 3}, {8, 10}, {9, 11}};
+  EXPECT_GT(model.time(CollectiveOp::all_reduce, mixed, units::Bytes(1e8)).time.value(), 0.0);
+  // A bad rank still throws on the first solve.
+  CommPattern bad = every_node;
+  bad.groups.back().back() = 16 * 8;
+  EXPECT_THROW((void)model.time(CollectiveOp::all_reduce, bad, units::Bytes(1e8)), std::invalid_argument);
+}
+
 TEST(Collectives, GroupsOfOneCostNothingAndBadRanksThrow) {
   const Topology t = build(kH100, config(1, FabricKind::single_switch));
   const CollectiveModel model(t, constants_of(kH100));
