@@ -317,8 +317,17 @@ PipelineResult execute_pipeline(const models::StepProgram& program, const Execut
     models::StepProgram free_transfers = program;
     free_transfers.p2p_forward = units::Seconds(0.0);
     free_transfers.p2p_backward = units::Seconds(0.0);
+    // Replicas that all run at one speed are identical timelines (transfers join equal replica indices and
+    // the gradient barrier waits for copies that finish together), so the reference run needs only one.
+    ExecutionFidelity reference = fidelity;
+    const bool uniform = std::all_of(fidelity.slowdown.begin(), fidelity.slowdown.end(),
+                                     [&](double f) { return f == fidelity.slowdown.front(); });
+    if (uniform && fidelity.replicas > 1) {
+      reference.replicas = 1;
+      if (!fidelity.slowdown.empty()) reference.slowdown.assign(program.stages.size(), fidelity.slowdown.front());
+    }
     const units::Seconds exposed =
-        result.step_time - Executor(free_transfers, fidelity, /*record=*/false).run().step_time;
+        result.step_time - Executor(free_transfers, reference, /*record=*/false).run().step_time;
     for (StageBreakdown& stage : result.stages) {
       stage.pp_exposed = exposed;
       stage.bubble -= exposed;
