@@ -197,12 +197,13 @@ class Executor {
       deliver(vs - 1, replica, i, /*forward=*/false, now, sent);
     }
     // Blocking send/recv (Megatron without --overlap-p2p-communication): the stage's stream waits for the
-    // transfer before its next pass.
-    if (program_.p2p_blocking && sent > now) {
-      sim_.schedule(sent, [this, u] { continue_after_pass(u); });
-    } else {
-      continue_after_pass(u);
-    }
+    // transfer before its next pass; the arrival event continues it (sends_block), in the same event.
+    if (!(sent > now && sends_block(pass.kind == PassKind::forward))) continue_after_pass(u);
+  }
+
+  /// Whether a transfer in this direction holds its sender until it arrives.
+  bool sends_block(bool forward) const {
+    return program_.p2p_blocking && (forward ? p2p_forward_ : p2p_backward_) > Time::zero();
   }
 
   void continue_after_pass(size_t u) {
@@ -229,9 +230,14 @@ class Executor {
     sim_.schedule(arrival, [this, packed] {
       const auto target_slot = static_cast<size_t>(packed >> 33);
       const auto mb = static_cast<size_t>((packed >> 1) & 0xffffffffu);
-      (packed & 1 ? forward_arrival_ : backward_arrival_)[target_slot][mb] = sim_.now().ns();
+      const bool fwd = (packed & 1) != 0;
+      (fwd ? forward_arrival_ : backward_arrival_)[target_slot][mb] = sim_.now().ns();
       const size_t vs = target_slot / replicas_, rep = target_slot % replicas_;
       try_start((vs % ranks_) * replicas_ + rep);
+      if (sends_block(fwd)) {  // the sender's send has completed: its stream goes on
+        const size_t from_vs = fwd ? vs - 1 : vs + 1;
+        continue_after_pass((from_vs % ranks_) * replicas_ + rep);
+      }
     });
   }
 
