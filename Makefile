@@ -14,7 +14,7 @@ DEMO_SCENARIO := scenarios/megatron/sc21-table1-145p6b-1536gpus.toml
 DEB_PACKAGES := g++ make cmake git libboost-graph-dev libboost-program-options-dev libeigen3-dev \
   libhdf5-dev libtomlplusplus-dev libbenchmark-dev libgtest-dev libgmock-dev hdf5-tools \
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-xarray python3-nbconvert \
-  python3-ipykernel python3-pytest
+  python3-ipykernel python3-pytest openmpi-bin libopenmpi-dev
 
 .PHONY: all deps configure build demo test bench validate clean
 
@@ -36,7 +36,7 @@ deps:
 	fi
 
 $(BUILD_DIR)/CMakeCache.txt: | deps
-	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release -DCLUSTERSIM_WITH_MPI=ON
 
 configure: deps $(BUILD_DIR)/CMakeCache.txt
 

@@ -1,5 +1,6 @@
 #include "sim/cli/sweep_command.hpp"
 #include "sim/cli/exit_status.hpp"
+#include "sim/cli/mpi_ranks.hpp"
 
 #include <boost/program_options.hpp>
 #include <toml++/toml.h>
@@ -9,12 +10,15 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -53,30 +57,39 @@ namespace fs = std::filesystem;
 using namespace cli;
 constexpr int kExitStopped = 75;  // --stop-after (testing): the sweep stopped early, the sidecar is kept
 
-/// Runs `body`, mapping exceptions to exit statuses and messages on stderr.
+/// Runs `body`, mapping exceptions to exit statuses; the error text (whole lines) goes to `message`.
 template <typename F>
-int guarded(const std::string& command, F&& body) {
+int attempt(const std::string& command, std::string& message, F&& body) {
   try {
     return body();
   } catch (const UsageError& e) {
-    std::cerr << "clustersim " << command << ": " << e.what() << "\n";
+    message = "clustersim " + command + ": " + e.what() + "\n";
     return kExitUsage;
   } catch (const ScenarioError& e) {
-    std::cerr << "clustersim: error: " << e.what() << "\n";
+    message = std::string("clustersim: error: ") + e.what() + "\n";
     return kExitDataError;
   } catch (const models::CatalogError& e) {
-    std::cerr << "clustersim: catalog error: " << e.what() << "\n";
+    message = std::string("clustersim: catalog error: ") + e.what() + "\n";
     return kExitDataError;
   } catch (const DataError& e) {
-    std::cerr << "clustersim: error: " << e.what() << "\n";
+    message = std::string("clustersim: error: ") + e.what() + "\n";
     return kExitDataError;
   } catch (const IoError& e) {
-    std::cerr << "clustersim: error: " << e.what() << "\n";
+    message = std::string("clustersim: error: ") + e.what() + "\n";
     return kExitIoError;
   } catch (const std::exception& e) {
-    std::cerr << "clustersim: internal error: " << e.what() << "\n";
+    message = std::string("clustersim: internal error: ") + e.what() + "\n";
     return kExitSoftware;
   }
+}
+
+/// Runs `body`, mapping exceptions to exit statuses and messages on stderr.
+template <typename F>
+int guarded(const std::string& command, F&& body) {
+  std::string message;
+  const int code = attempt(command, message, std::forward<F>(body));
+  std::cerr << message;
+  return code;
 }
 
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& options,
@@ -183,100 +196,24 @@ std::vector<std::string> split_tabs(std::string_view line) {
   return out;
 }
 
-constexpr std::string_view kSidecarMagic = "clustersim-sweep-partial";
-
-class Sidecar {
+/// Rows as text records, the sidecar's "M" and "R" lines: each list of result columns is written once, as an M
+/// line with an id, before the first row that uses it; rows refer to it by that id. Also the form in which MPI
+/// ranks send their rows to rank 0. Doubles are written as their shortest round-trip text (number_text), so a
+/// row read back is bit-identical to the row written.
+class RowEncoder {
  public:
-  /// Opens `path` for appending: fresh (truncated, header written) or, with `resume`, after reading its
-  /// finished rows into `done` (by index). Throws DataError when it belongs to another sweep.
-  Sidecar(fs::path path, const std::string& fingerprint, bool resume, std::map<int64_t, Row>& done)
-      : path_(std::move(path)) {
-    bool fresh = true;
-    if (resume && fs::exists(path_)) {
-      std::ifstream in(path_, std::ios::binary);
-      std::ostringstream text;
-      text << in.rdbuf();
-      std::string all = text.str();
-      const size_t complete = all.rfind('\n');
-      all.resize(complete == std::string::npos ? 0 : complete + 1);
-      std::istringstream lines(all);
-      std::string line;
-      bool header = false;
-      std::map<int64_t, std::shared_ptr<const MetaList>> metas;
-      while (std::getline(lines, line)) {
-        const auto f = split_tabs(line);
-        if (!header) {
-          if (f.size() != 3 || f[0] != kSidecarMagic || f[1] != "1") {
-            throw DataError(path_.string() + ": not a sweep sidecar file");
-          }
-          if (f[2] != fingerprint) {
-            throw DataError(path_.string() + ": belongs to another sweep (scenario, options or points differ); "
-                                             "delete it or run without --resume");
-          }
-          header = true;
-          continue;
-        }
-        if (f[0] == "M" && f.size() >= 2 && (f.size() - 2) % 4 == 0) {
-          auto meta = std::make_shared<MetaList>();
-          for (size_t i = 2; i + 3 < f.size(); i += 4) meta->push_back({f[i], f[i + 2], f[i + 3], f[i + 1] == "s"});
-          const int64_t id = std::stoll(f[1]);
-          metas[id] = meta;
-          written_[meta.get()] = id;
-          next_meta_ = std::max(next_meta_, id + 1);
-        } else if (f[0] == "R" && f.size() >= 6) {
-          Row r;
-          r.index = std::stoll(f[1]);
-          r.seed = std::stoull(f[2]);
-          r.status = f[3];
-          r.reason = f[4];
-          const int64_t id = std::stoll(f[5]);
-          if (id >= 0) {
-            const auto it = metas.find(id);
-            if (it == metas.end() || it->second->size() != f.size() - 6) {
-              throw DataError(path_.string() + ": malformed row for point " + f[1]);
-            }
-            r.meta = it->second;
-            for (size_t i = 0; i < r.meta->size(); ++i) {
-              if ((*r.meta)[i].is_string) {
-                r.values.emplace_back(f[6 + i]);
-              } else {
-                const auto v = parse_number(f[6 + i]);
-                if (!v) throw DataError(path_.string() + ": malformed number in the row of point " + f[1]);
-                r.values.emplace_back(*v);
-              }
-            }
-          }
-          done[r.index] = std::move(r);
-        } else {
-          throw DataError(path_.string() + ": malformed line");
-        }
-      }
-      if (header) {
-        fs::resize_file(path_, all.size());
-        fresh = false;
-      }
-    }
-    file_ = std::fopen(path_.c_str(), fresh ? "wb" : "ab");
-    if (file_ == nullptr) throw IoError("cannot write " + path_.string());
-    if (fresh) write(std::string(kSidecarMagic) + "\t1\t" + escape(fingerprint) + "\n");
-  }
-  ~Sidecar() {
-    if (file_ != nullptr) std::fclose(file_);
-  }
-  Sidecar(const Sidecar&) = delete;
-  Sidecar& operator=(const Sidecar&) = delete;
-
-  void append(const Row& r) {
-    std::lock_guard lock(mutex_);
+  /// The lines of `r` (an M line when its columns are new to this stream, then its R line), each ending in a
+  /// newline.
+  std::string encode(const Row& r) {
     std::string text;
     int64_t id = -1;
     if (r.meta) {
-      const auto it = written_.find(r.meta.get());
-      if (it != written_.end()) {
+      const auto it = ids_.find(r.meta.get());
+      if (it != ids_.end()) {
         id = it->second;
       } else {
-        id = next_meta_++;
-        written_[r.meta.get()] = id;
+        id = next_++;
+        ids_[r.meta.get()] = id;
         keep_.push_back(r.meta);
         text += "M\t" + std::to_string(id);
         for (const ColumnMeta& m : *r.meta) {
@@ -294,7 +231,138 @@ class Sidecar {
                                                       : number_text(std::get<double>(v));
     }
     text += "\n";
-    write(text);
+    return text;
+  }
+
+  /// Records that `meta` is already in the stream with `id` (the column lists of a resumed sidecar).
+  void known(const std::shared_ptr<const MetaList>& meta, int64_t id) {
+    ids_[meta.get()] = id;
+    keep_.push_back(meta);
+    next_ = std::max(next_, id + 1);
+  }
+
+ private:
+  std::map<const MetaList*, int64_t> ids_;
+  std::vector<std::shared_ptr<const MetaList>> keep_;  ///< keeps the keys of ids_ alive
+  int64_t next_ = 0;
+};
+
+/// Reads the lines a RowEncoder wrote, in order. `where` (a file name, a rank) begins its error messages.
+class RowDecoder {
+ public:
+  explicit RowDecoder(std::string where) : where_(std::move(where)) {}
+
+  /// One line without its newline: an M line (recorded; returns nullopt) or an R line (returns its row; its
+  /// columns are the shared list of the M line it names). Throws DataError when the line is malformed.
+  std::optional<Row> decode(std::string_view line) {
+    const auto f = split_tabs(line);
+    if (f[0] == "M" && f.size() >= 2 && (f.size() - 2) % 4 == 0) {
+      auto meta = std::make_shared<MetaList>();
+      for (size_t i = 2; i + 3 < f.size(); i += 4) meta->push_back({f[i], f[i + 2], f[i + 3], f[i + 1] == "s"});
+      metas_[integer(f[1])] = std::move(meta);
+      return std::nullopt;
+    }
+    if (f[0] != "R" || f.size() < 6) throw DataError(where_ + ": malformed line");
+    Row r;
+    r.index = integer(f[1]);
+    r.seed = integer<uint64_t>(f[2]);
+    r.status = f[3];
+    r.reason = f[4];
+    const int64_t id = integer(f[5]);
+    if (id >= 0) {
+      const auto it = metas_.find(id);
+      if (it == metas_.end() || it->second->size() != f.size() - 6) {
+        throw DataError(where_ + ": malformed row for point " + f[1]);
+      }
+      r.meta = it->second;
+      for (size_t i = 0; i < r.meta->size(); ++i) {
+        if ((*r.meta)[i].is_string) {
+          r.values.emplace_back(f[6 + i]);
+        } else {
+          const auto v = parse_number(f[6 + i]);
+          if (!v) throw DataError(where_ + ": malformed number in the row of point " + f[1]);
+          r.values.emplace_back(*v);
+        }
+      }
+    }
+    return r;
+  }
+
+  /// The column lists read so far, by id.
+  const std::map<int64_t, std::shared_ptr<const MetaList>>& metas() const { return metas_; }
+
+ private:
+  /// `t` as a decimal integer of type T; throws DataError when it is not one.
+  template <typename T = int64_t>
+  T integer(std::string_view t) const {
+    T v = 0;
+    const auto res = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (t.empty() || res.ec != std::errc() || res.ptr != t.data() + t.size()) {
+      throw DataError(where_ + ": malformed line");
+    }
+    return v;
+  }
+
+  std::string where_;
+  std::map<int64_t, std::shared_ptr<const MetaList>> metas_;
+};
+
+constexpr std::string_view kSidecarMagic = "clustersim-sweep-partial";
+
+class Sidecar {
+ public:
+  /// Opens `path` for appending: fresh (truncated, header written) or, with `resume`, after reading its
+  /// finished rows into `done` (by index). Throws DataError when it belongs to another sweep or is malformed,
+  /// IoError when it cannot be written.
+  Sidecar(fs::path path, const std::string& fingerprint, bool resume, std::map<int64_t, Row>& done)
+      : path_(std::move(path)) {
+    bool fresh = true;
+    if (resume && fs::exists(path_)) {
+      std::ifstream in(path_, std::ios::binary);
+      std::ostringstream text;
+      text << in.rdbuf();
+      std::string all = text.str();
+      const size_t complete = all.rfind('\n');
+      all.resize(complete == std::string::npos ? 0 : complete + 1);
+      std::istringstream lines(all);
+      std::string line;
+      bool header = false;
+      RowDecoder decoder(path_.string());
+      while (std::getline(lines, line)) {
+        if (!header) {
+          const auto f = split_tabs(line);
+          if (f.size() != 3 || f[0] != kSidecarMagic || f[1] != "1") {
+            throw DataError(path_.string() + ": not a sweep sidecar file");
+          }
+          if (f[2] != fingerprint) {
+            throw DataError(path_.string() + ": belongs to another sweep (scenario, options or points differ); "
+                                             "delete it or run without --resume");
+          }
+          header = true;
+          continue;
+        }
+        if (std::optional<Row> r = decoder.decode(line)) done[r->index] = std::move(*r);
+      }
+      for (const auto& [id, meta] : decoder.metas()) encoder_.known(meta, id);
+      if (header) {
+        fs::resize_file(path_, all.size());
+        fresh = false;
+      }
+    }
+    file_ = std::fopen(path_.c_str(), fresh ? "wb" : "ab");
+    if (file_ == nullptr) throw IoError("cannot write " + path_.string());
+    if (fresh) write(std::string(kSidecarMagic) + "\t1\t" + escape(fingerprint) + "\n");
+  }
+  ~Sidecar() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+  Sidecar(const Sidecar&) = delete;
+  Sidecar& operator=(const Sidecar&) = delete;
+
+  /// Appends `r` and flushes. Thread-safe. Throws IoError.
+  void append(const Row& r) {
+    std::lock_guard lock(mutex_);
+    write(encoder_.encode(r));
   }
 
   /// Closes and deletes the sidecar (the results file is complete).
@@ -316,9 +384,7 @@ class Sidecar {
   fs::path path_;
   std::FILE* file_ = nullptr;
   std::mutex mutex_;
-  std::map<const MetaList*, int64_t> written_;
-  std::vector<std::shared_ptr<const MetaList>> keep_;
-  int64_t next_meta_ = 0;
+  RowEncoder encoder_;
 };
 
 uint64_t fnv1a(std::string_view s, uint64_t h = 0xcbf29ce484222325ULL) {
@@ -672,11 +738,29 @@ Shard parse_shard(const std::string& text) {
   return {*i, *n};
 }
 
-int sweep_main(const std::vector<std::string>& args) {
+/// What every rank of a sweep knows once it has read the command line and the scenario.
+struct SweepSetup {
+  bool help = false;  ///< --help: printed, nothing else to do
+  int jobs = 1;       ///< worker threads (per rank)
+  Shard shard;
+  bool resume = false;
+  int64_t stop_after = -1;  ///< --stop-after (testing); -1: none
+  fs::path output, sidecar_path;
+  std::optional<models::Catalog> catalog;
+  std::optional<Sweep> sweep;
+  std::vector<const SweepPoint*> mine;  ///< the shard's points (into sweep->points)
+  RunMetadata meta;
+  std::string fingerprint;  ///< of the sweep, the shard and every point (hex); in the sidecar's header
+};
+
+/// Stage 1 of `clustersim sweep`, on every rank: options, catalog, sweep, the shard's points, fingerprint.
+/// Prints --help to `out`. Throws UsageError, ScenarioError, CatalogError.
+void set_up_sweep(const std::vector<std::string>& args, const SweepRanks& ranks, std::ostream& out,
+                  SweepSetup& s) {
   po::options_description options("clustersim sweep SCENARIO -o FILE.h5 [options]");
   options.add_options()("help,h", "show this help")
       ("output,o", po::value<std::string>(), "write the results to this HDF5 file (atomically)")
-      ("jobs,j", po::value<int>(), "worker threads (default: the number of CPUs)")
+      ("jobs,j", po::value<int>(), "worker threads (default: the number of CPUs; under MPI, per rank)")
       ("set", po::value<std::vector<std::string>>()->composing(),
        "override a scenario key for every point, e.g. --set training.precision=fp16 (repeatable)")
       ("shard", po::value<std::string>(), "run only points with run_index % N == I: I/N, or auto (Slurm array)")
@@ -689,8 +773,9 @@ int sweep_main(const std::vector<std::string>& args) {
   positional.add("scenario", 1);
   const po::variables_map vm = parse(args, options, hidden, positional);
   if (vm.count("help")) {
-    std::cout << options;
-    return 0;
+    out << options;
+    s.help = true;
+    return;
   }
   if (!vm.count("scenario")) {
     std::ostringstream o;
@@ -702,55 +787,313 @@ int sweep_main(const std::vector<std::string>& args) {
     o << "missing -o FILE.h5\n" << options;
     throw UsageError(o.str());
   }
-  int jobs = vm.count("jobs") ? vm["jobs"].as<int>()
-                              : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  if (jobs < 1) throw UsageError("-j must be at least 1");
-  const Shard shard = vm.count("shard") ? parse_shard(vm["shard"].as<std::string>()) : Shard{};
-  const fs::path output = vm["output"].as<std::string>();
-  const fs::path sidecar_path = output.string() + ".partial";
+  s.jobs = vm.count("jobs") ? vm["jobs"].as<int>() : ranks.default_threads();
+  if (s.jobs < 1) throw UsageError("-j must be at least 1");
+  s.shard = vm.count("shard") ? parse_shard(vm["shard"].as<std::string>()) : Shard{};
+  s.resume = vm.count("resume") > 0;
+  s.stop_after = vm.count("stop-after") ? vm["stop-after"].as<int64_t>() : -1;
+  s.output = vm["output"].as<std::string>();
+  s.sidecar_path = s.output.string() + ".partial";
 
-  const models::Catalog catalog = load_catalog(vm);
-  const Sweep sweep = load_sweep(vm["scenario"].as<std::string>(), set_overrides(vm), catalog);
-  std::vector<const SweepPoint*> mine;
-  for (const SweepPoint& p : sweep.points) {
-    if (p.index % shard.count == shard.index) mine.push_back(&p);
+  s.catalog.emplace(load_catalog(vm));
+  s.sweep.emplace(load_sweep(vm["scenario"].as<std::string>(), set_overrides(vm), *s.catalog));
+  for (const SweepPoint& p : s.sweep->points) {
+    if (p.index % s.shard.count == s.shard.index) s.mine.push_back(&p);
   }
-  RunMetadata meta;
-  meta.software_version = software_version();
-  meta.git_sha = git_sha();
-  meta.command_line = canonical_command_line(vm);
-  meta.seed = sweep.base.simulation.seed;
-  meta.scenario_toml = sweep.base.resolved_toml;
+  s.meta.software_version = software_version();
+  s.meta.git_sha = git_sha();
+  s.meta.command_line = canonical_command_line(vm);
+  s.meta.seed = s.sweep->base.simulation.seed;
+  s.meta.scenario_toml = s.sweep->base.resolved_toml;
 
-  std::string fingerprint_text = meta.command_line + "\n" + std::to_string(shard.index) + "/" +
-                                 std::to_string(shard.count) + "\n";
-  for (const SweepPoint& p : sweep.points) fingerprint_text += overrides_text(p.overrides) + "\n";
+  std::string fingerprint_text = s.meta.command_line + "\n" + std::to_string(s.shard.index) + "/" +
+                                 std::to_string(s.shard.count) + "\n";
+  for (const SweepPoint& p : s.sweep->points) fingerprint_text += overrides_text(p.overrides) + "\n";
   char fingerprint[32];
   std::snprintf(fingerprint, sizeof fingerprint, "%016llx", static_cast<unsigned long long>(fnv1a(fingerprint_text)));
+  s.fingerprint = fingerprint;
+}
 
+// ---- MPI: the points spread over the ranks (docs/scale-out.md, "MPI") -----------------------------------------
+//
+// Rank 0 owns the list of points still to compute (after --shard, --resume and --stop-after) and a counter into
+// it. Its own worker threads take the next point from that counter one at a time, like run_sweep; every other
+// rank asks rank 0 for points and gets a few at a time (their run_index values), keeping about 2 x -j of them
+// queued for its threads, and sends its rows back to rank 0 as they finish, in the sidecar's text form. Rank 0
+// appends every row to the sidecar as it arrives, so a killed MPI sweep resumes like a serial one.
+//
+// Messages (tags): kTagRows, rank r -> 0: a line "W <TAB> WANT <TAB> FINAL" (WANT: points asked for, FINAL: 1 in
+// the last message, once r has been told there are no more points and has sent every row), then RowEncoder
+// lines. kTagPoints, 0 -> r: run_index values separated by tabs, in answer to each WANT > 0; empty: no more.
+
+constexpr int kTagRows = 1;
+constexpr int kTagPoints = 2;
+
+/// The first failure among the threads of a rank: its exit status and message (whole lines).
+struct Failure {
+  std::atomic<bool> failed{false};
+  std::mutex mutex;
+  int code = 0;
+  std::string message;
+
+  void set(int c, const std::string& m) {
+    std::lock_guard lock(mutex);
+    if (failed) return;
+    code = c;
+    message = m;
+    failed = true;
+  }
+};
+
+/// Rank 0's part: computes `todo` with `jobs` threads and hands points out to the other ranks; returns the
+/// rows in the order of `todo`, each appended to `sidecar` as it arrives. Calls `progress` with the number of
+/// rows received about every millisecond. Ends every rank on a failure (SweepRanks::abort).
+std::vector<Row> serve_points(SweepRanks& ranks, const Sweep& sweep, const models::Catalog& catalog,
+                              const std::vector<const SweepPoint*>& todo, int jobs, Sidecar& sidecar,
+                              const std::function<void(size_t)>& progress) {
+  const size_t target = todo.size();
+  std::vector<Row> rows(target);
+  std::map<int64_t, size_t> position;  // run_index -> position in todo
+  for (size_t k = 0; k < target; ++k) position[todo[k]->index] = k;
+  std::vector<int> owner(target, -1);  // the rank a point was handed to (main thread only)
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> finished{0};
+  Failure failure;
+
+  const auto worker = [&] {
+    std::string message;
+    const int code = attempt("sweep", message, [&] {
+      SweepPointRunner runner(sweep, catalog);
+      while (!failure.failed) {
+        const size_t k = next.fetch_add(1);
+        if (k >= target) break;
+        Row row = runner.run(*todo[k]);
+        sidecar.append(row);
+        rows[k] = std::move(row);
+        finished.fetch_add(1);
+      }
+      return 0;
+    });
+    if (code != 0) failure.set(code, message);
+  };
+  std::vector<std::thread> threads;
+  for (size_t j = 0; j < std::min(static_cast<size_t>(jobs), target); ++j) threads.emplace_back(worker);
+
+  std::vector<RowDecoder> decoders;
+  for (int r = 0; r < ranks.size(); ++r) decoders.emplace_back("the rows of rank " + std::to_string(r));
+  int finals = 0;
+  std::string message;
+  const int code = attempt("sweep", message, [&] {
+    int source = 0;
+    int tag = 0;
+    std::string bytes;
+    while (!failure.failed) {
+      bool busy = false;
+      while (ranks.poll(source, tag, bytes)) {
+        busy = true;
+        if (tag != kTagRows || source <= 0 || source >= ranks.size()) {
+          throw std::runtime_error("unexpected message (tag " + std::to_string(tag) + ") from rank " +
+                                   std::to_string(source));
+        }
+        std::string_view text = bytes;
+        size_t want = 0;
+        bool final_message = false;
+        for (bool header = true; !text.empty(); header = false) {
+          const size_t end = text.find('\n');
+          const std::string_view line = text.substr(0, end);
+          text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+          if (header) {
+            const auto f = split_tabs(line);
+            const auto w = f.size() == 3 && f[0] == "W" ? parse_int(f[1]) : std::nullopt;
+            if (!w || *w < 0 || (f[2] != "0" && f[2] != "1")) throw std::runtime_error("malformed message header");
+            want = static_cast<size_t>(*w);
+            final_message = f[2] == "1";
+            continue;
+          }
+          std::optional<Row> row = decoders[static_cast<size_t>(source)].decode(line);
+          if (!row) continue;
+          const auto it = position.find(row->index);
+          if (it == position.end() || owner[it->second] != source) {
+            throw std::runtime_error("rank " + std::to_string(source) + " sent point " + std::to_string(row->index) +
+                                     ", which it was not given");
+          }
+          owner[it->second] = -2;  // received
+          sidecar.append(*row);
+          rows[it->second] = std::move(*row);
+          finished.fetch_add(1);
+        }
+        if (want > 0) {
+          // Guided: smaller chunks as the points run out, so that the ranks finish together.
+          const size_t left = target - std::min(next.load(), target);
+          const size_t n = std::min(want, std::max<size_t>(1, left / (2 * static_cast<size_t>(ranks.size()))));
+          const size_t first = next.fetch_add(n);
+          std::string points;
+          for (size_t k = first; k < std::min(first + n, target); ++k) {
+            owner[k] = source;
+            points += (points.empty() ? "" : "\t") + std::to_string(todo[k]->index);
+          }
+          ranks.send(source, kTagPoints, points);
+        }
+        if (final_message) ++finals;
+      }
+      progress(finished.load());
+      if (finals == ranks.size() - 1 && finished.load() == target) break;
+      if (!busy) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return 0;
+  });
+  if (code != 0) failure.set(code, message);
+  if (failure.failed) ranks.abort(failure.code, failure.message);
+  for (auto& t : threads) t.join();
+  return rows;
+}
+
+/// The part of a rank other than 0: asks rank 0 for points, computes them with `jobs` threads and sends the
+/// rows back as they finish, until rank 0 has no more. Ends every rank on a failure (SweepRanks::abort).
+void work_on_points(SweepRanks& ranks, const Sweep& sweep, const models::Catalog& catalog, int jobs) {
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<const SweepPoint*> queue;
+  size_t running = 0;
+  bool no_more = false;
+  std::vector<Row> outbox;
+  Failure failure;
+
+  const auto worker = [&] {
+    std::string message;
+    const int code = attempt("sweep", message, [&] {
+      SweepPointRunner runner(sweep, catalog);
+      while (true) {
+        const SweepPoint* point = nullptr;
+        {
+          std::unique_lock lock(mutex);
+          wake.wait(lock, [&] { return !queue.empty() || no_more; });
+          if (queue.empty()) break;
+          point = queue.front();
+          queue.pop_front();
+          ++running;
+        }
+        Row row = runner.run(*point);
+        std::lock_guard lock(mutex);
+        outbox.push_back(std::move(row));
+        --running;
+      }
+      return 0;
+    });
+    if (code != 0) failure.set(code, message);
+  };
+  std::vector<std::thread> threads;
+  for (int j = 0; j < jobs; ++j) threads.emplace_back(worker);
+
+  RowEncoder encoder;
+  bool asked = false;
+  std::string message;
+  const int code = attempt("sweep", message, [&] {
+    int source = 0;
+    int tag = 0;
+    std::string bytes;
+    while (!failure.failed) {
+      bool busy = false;
+      while (ranks.poll(source, tag, bytes)) {
+        busy = true;
+        if (tag != kTagPoints || source != 0) {
+          throw std::runtime_error("unexpected message (tag " + std::to_string(tag) + ") from rank " +
+                                   std::to_string(source));
+        }
+        std::vector<const SweepPoint*> points;
+        if (!bytes.empty()) {
+          for (const std::string& field : split_tabs(bytes)) {
+            const auto index = parse_int(field);
+            if (!index || *index < 0 || static_cast<size_t>(*index) >= sweep.points.size()) {
+              throw std::runtime_error("rank 0 sent a point that is not in the sweep: '" + field + "'");
+            }
+            points.push_back(&sweep.points[static_cast<size_t>(*index)]);
+          }
+        }
+        {
+          std::lock_guard lock(mutex);
+          if (points.empty()) no_more = true;
+          queue.insert(queue.end(), points.begin(), points.end());
+        }
+        wake.notify_all();
+        asked = false;
+      }
+      std::vector<Row> rows;
+      size_t pending = 0;
+      {
+        std::lock_guard lock(mutex);
+        rows.swap(outbox);
+        pending = queue.size() + running;
+      }
+      const bool done = no_more && pending == 0;
+      const auto per_rank = static_cast<size_t>(jobs);
+      const size_t want = !no_more && !asked && pending <= per_rank ? 2 * per_rank - pending : 0;
+      if (!rows.empty() || want > 0 || done) {
+        std::string text = "W\t" + std::to_string(want) + "\t" + (done ? "1" : "0") + "\n";
+        for (const Row& r : rows) text += encoder.encode(r);
+        ranks.send(0, kTagRows, text);
+        asked = asked || want > 0;
+        busy = true;
+      }
+      if (done) break;
+      if (!busy) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return 0;
+  });
+  if (code != 0) failure.set(code, message);
+  if (failure.failed) ranks.abort(failure.code, failure.message);
+  for (auto& t : threads) t.join();
+}
+
+/// `clustersim sweep` on this rank (docs/sweeps.md; docs/scale-out.md for MPI). Stages: (1) every rank reads
+/// the options and the sweep; (2) rank 0 opens the sidecar (reading it with --resume); each is agreed on by all
+/// ranks, so an error ends every rank with the same exit status; (3) the points are run: on threads
+/// (run_sweep) with one rank, else spread over the ranks (serve_points / work_on_points); (4) rank 0 writes the
+/// results file, and every rank returns rank 0's exit status.
+int sweep_main(const std::vector<std::string>& args, SweepRanks& ranks) {
+  const bool root = ranks.rank() == 0;
+  std::ostream null_out(nullptr);
+  SweepSetup s;
+  std::string message;
+  int code = attempt("sweep", message, [&] {
+    set_up_sweep(args, ranks, root ? std::cout : null_out, s);
+    return 0;
+  });
+  code = ranks.agree(code, message, code == 0 ? fnv1a(s.fingerprint) : 0);
+  if (code != 0 || s.help) return code;
+  const Sweep& sweep = *s.sweep;
+  const models::Catalog& catalog = *s.catalog;
+
+  // Rank 0: the sidecar, and the points still to compute.
   std::map<int64_t, Row> done;
-  Sidecar sidecar(sidecar_path, fingerprint, vm.count("resume") > 0, done);
-  std::vector<std::optional<Row>> rows(mine.size());
+  std::unique_ptr<Sidecar> sidecar;
+  if (root) {
+    code = attempt("sweep", message, [&] {
+      sidecar = std::make_unique<Sidecar>(s.sidecar_path, s.fingerprint, s.resume, done);
+      return 0;
+    });
+  }
+  if ((code = ranks.agree(code, message, 0)) != 0) return code;
+  std::vector<std::optional<Row>> rows(s.mine.size());
   std::vector<size_t> todo;
-  for (size_t i = 0; i < mine.size(); ++i) {
-    if (auto it = done.find(mine[i]->index); it != done.end()) {
+  for (size_t i = 0; i < s.mine.size(); ++i) {
+    if (auto it = done.find(s.mine[i]->index); it != done.end()) {
       rows[i] = std::move(it->second);
     } else {
       todo.push_back(i);
     }
   }
-  const size_t resumed = mine.size() - todo.size();
-  if (vm.count("resume")) {
-    std::cerr << "sweep: resuming: " << resumed << " of " << mine.size() << " points already done, computing "
+  const size_t resumed = s.mine.size() - todo.size();
+  if (root && s.resume) {
+    std::cerr << "sweep: resuming: " << resumed << " of " << s.mine.size() << " points already done, computing "
               << todo.size() << "\n";
   }
-  const int64_t stop_after = vm.count("stop-after") ? vm["stop-after"].as<int64_t>() : -1;
 
   const auto start = std::chrono::steady_clock::now();
-  const size_t target = stop_after >= 0 ? std::min(todo.size(), static_cast<size_t>(stop_after)) : todo.size();
+  const size_t target = s.stop_after >= 0 ? std::min(todo.size(), static_cast<size_t>(s.stop_after)) : todo.size();
   std::vector<const SweepPoint*> todo_points;
-  for (const size_t i : todo) todo_points.push_back(mine[i]);
-  // Progress on stderr: a bar redrawn in place on a terminal, else a line every 2 s.
+  for (const size_t i : todo) todo_points.push_back(s.mine[i]);
+  // Progress on stderr (rank 0): a bar redrawn in place on a terminal, else a line every 2 s.
   const bool tty = ::isatty(2) != 0;
   const auto seconds_since = [](auto t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -762,7 +1105,7 @@ int sweep_main(const std::vector<std::string>& args) {
     const double eta = rate > 0 ? static_cast<double>(target - d) / rate : 0.0;
     char line[256];
     std::snprintf(line, sizeof line, "sweep: %zu/%zu points, %.1f points/s, ETA %.0f s", d + resumed,
-                  mine.size(), rate, eta);
+                  s.mine.size(), rate, eta);
     if (tty) {
       const int width = 30;
       const int filled =
@@ -774,46 +1117,69 @@ int sweep_main(const std::vector<std::string>& args) {
       std::cerr << line << "\n";
     }
   };
-  SweepRunOptions run_options;
-  run_options.jobs = jobs;
-  run_options.limit = stop_after;
-  run_options.on_row = [&](const Row& row) { sidecar.append(row); };
-  run_options.progress = [&](size_t d) {
+  const std::function<void(size_t)> progress = [&](size_t d) {
     const double t = seconds_since(start);
     if (t - last_report >= (tty ? 0.2 : 2.0)) {
       report(d, false);
       last_report = t;
     }
   };
-  std::vector<Row> computed = run_sweep(sweep, catalog, todo_points, run_options);
-  for (size_t k = 0; k < target; ++k) rows[todo[k]] = std::move(computed[k]);
-  if (tty || last_report > 0.0) report(target, true);
-  if (stop_after >= 0 && target < todo.size()) {
-    std::cerr << "sweep: stopped after " << target << " new points (--stop-after); rerun with --resume\n";
-    return kExitStopped;
+  std::vector<Row> computed;
+  if (ranks.size() == 1) {
+    SweepRunOptions run_options;
+    run_options.jobs = s.jobs;
+    run_options.limit = s.stop_after;
+    run_options.on_row = [&](const Row& row) { sidecar->append(row); };
+    run_options.progress = progress;
+    code = attempt("sweep", message, [&] {
+      computed = run_sweep(sweep, catalog, todo_points, run_options);
+      return 0;
+    });
+    if (code != 0) {
+      std::cerr << message;
+      return code;
+    }
+  } else if (root) {
+    todo_points.resize(target);
+    computed = serve_points(ranks, sweep, catalog, todo_points, s.jobs, *sidecar, progress);
+  } else {
+    work_on_points(ranks, sweep, catalog, s.jobs);
+    return ranks.finish(0);
   }
 
-  std::vector<const Row*> ordered;
-  for (const auto& r : rows) ordered.push_back(&*r);
-  const Table table = build_table(sweep, ordered);
-  write_file(output, meta, table, grid_axes(sweep, table));
-  sidecar.remove();
+  // Rank 0: the results file.
+  code = attempt("sweep", message, [&] {
+    for (size_t k = 0; k < target; ++k) rows[todo[k]] = std::move(computed[k]);
+    if (tty || last_report > 0.0) report(target, true);
+    if (s.stop_after >= 0 && target < todo.size()) {
+      std::cerr << "sweep: stopped after " << target << " new points (--stop-after); rerun with --resume\n";
+      return kExitStopped;
+    }
+    std::vector<const Row*> ordered;
+    for (const auto& r : rows) ordered.push_back(&*r);
+    const Table table = build_table(sweep, ordered);
+    write_file(s.output, s.meta, table, grid_axes(sweep, table));
+    sidecar->remove();
 
-  size_t ok = 0, oom = 0, invalid = 0;
-  for (const Row* r : ordered) {
-    (r->status == "ok" ? ok : r->status == "out_of_memory" ? oom : invalid) += 1;
-  }
-  std::cout << "sweep " << sweep.scenario.string() << ": " << ordered.size()
-            << (ordered.size() == 1 ? " point" : " points");
-  if (shard.count > 1) {
-    std::cout << " (shard " << shard.index << "/" << shard.count << " of " << sweep.points.size() << ")";
-  }
-  std::cout << ": " << ok << " ok, " << oom << " out_of_memory, " << invalid << " invalid";
-  if (resumed > 0) std::cout << " (" << resumed << " resumed from " << sidecar_path.string() << ")";
-  std::cout << "\n";
-  if (sweep.spec.auto_parallelism) print_ranking(sweep, ordered);
-  std::cout << "wrote " << output.string() << "\n";
-  return 0;
+    size_t ok = 0, oom = 0, invalid = 0;
+    for (const Row* r : ordered) {
+      (r->status == "ok" ? ok : r->status == "out_of_memory" ? oom : invalid) += 1;
+    }
+    std::cout << "sweep " << sweep.scenario.string() << ": " << ordered.size()
+              << (ordered.size() == 1 ? " point" : " points");
+    if (s.shard.count > 1) {
+      std::cout << " (shard " << s.shard.index << "/" << s.shard.count << " of " << sweep.points.size() << ")";
+    }
+    if (ranks.size() > 1) std::cout << " on " << ranks.size() << " MPI ranks";
+    std::cout << ": " << ok << " ok, " << oom << " out_of_memory, " << invalid << " invalid";
+    if (resumed > 0) std::cout << " (" << resumed << " resumed from " << s.sidecar_path.string() << ")";
+    std::cout << "\n";
+    if (sweep.spec.auto_parallelism) print_ranking(sweep, ordered);
+    std::cout << "wrote " << s.output.string() << "\n";
+    return 0;
+  });
+  if (code != 0) std::cerr << message;
+  return ranks.finish(code);
 }
 
 int merge_main(const std::vector<std::string>& args) {
@@ -975,7 +1341,15 @@ int list_runs_main(const std::vector<std::string>& args) {
 }  // namespace
 
 int run_sweep_command(const std::vector<std::string>& args, const std::string& /*command_line*/) {
-  return guarded("sweep", [&] { return sweep_main(args); });
+  cli::SweepRanks ranks;
+  std::string message;
+  const int code = attempt("sweep", message, [&] { return sweep_main(args, ranks); });
+  // sweep_main handles its errors; one that escapes it must not leave other ranks waiting.
+  if (code != 0 && !message.empty()) {
+    if (ranks.size() > 1) ranks.abort(code, message);
+    std::cerr << message;
+  }
+  return code;
 }
 
 int run_merge_command(const std::vector<std::string>& args, const std::string& /*command_line*/) {

@@ -7,6 +7,9 @@
 // Exit status (sysexits.h): 0 success; 64 usage error; 65 bad scenario, [sweep] table, shard files or sidecar;
 // 70 internal error; 74 output could not be written. A point that is invalid or out of memory is a row of the
 // file (status "invalid" / "out_of_memory"), not an error.
+//
+// In `clustersim-mpi` (docs/scale-out.md, "MPI"), `sweep` under `mpirun -n N` spreads the points over the N
+// ranks (sim/cli/mpi_ranks.hpp) and rank 0 writes the same file; every rank exits with the same status.
 #pragma once
 
 #include <string>
@@ -14,7 +17,8 @@
 
 namespace clustersim::sim {
 
-/// `clustersim sweep` with `args` (after the command name); `command_line` is the whole command line. Never throws.
+/// `clustersim sweep` with `args` (after the command name); `command_line` is the whole command line. In
+/// clustersim-mpi it joins the MPI job for the duration of the command. Never throws.
 int run_sweep_command(const std::vector<std::string>& args, const std::string& command_line);
 
 /// `clustersim merge OUT.h5 SHARD.h5...`. Never throws.
