@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <future>
+#include <mutex>
 #include <map>
 #include <limits>
 #include <stdexcept>
@@ -23,12 +26,20 @@ CollectiveConstants CollectiveConstants::for_vm(const VmSize& vm) {
   return c;
 }
 
+struct CollectiveModel::Memo {
+  std::mutex mutex;
+  std::map<std::tuple<int, int, uint64_t>, std::shared_future<std::optional<Solved>>> solved;
+};
+
+CollectiveModel::~CollectiveModel() = default;
+
 CollectiveModel::CollectiveModel(const Topology& topology, CollectiveConstants constants,
                                  std::optional<CollectiveAlgorithm> all_reduce_algorithm)
     : topology_(topology),
       constants_(constants),
       nvls_capable_(constants.nvls_efficiency.has_value()),
-      all_reduce_algorithm_(all_reduce_algorithm) {}
+      all_reduce_algorithm_(all_reduce_algorithm),
+      memo_(std::make_unique<Memo>()) {}
 
 CollectiveTiming CollectiveModel::collective_time(CollectiveOp op, const CommPattern& pattern,
                                                   units::Bytes bytes) const {
@@ -81,10 +92,30 @@ std::optional<CommPattern> node_local_representative(const CommPattern& pattern,
 std::optional<CollectiveModel::Solved> CollectiveModel::solve(CollectiveOp op, CollectiveAlgorithm algorithm,
                                                               const CommPattern& pattern) const {
   const auto key = std::tuple{static_cast<int>(op), static_cast<int>(algorithm), pattern.hash()};
+  // One solve per key across threads: the first caller inserts a future and solves; later callers (another
+  // thread of a sweep reaching the same layout) wait on it instead of solving again.
+  std::promise<std::optional<Solved>> promise;
   {
-    std::lock_guard lock(mutex_);
-    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    std::unique_lock lock(memo_->mutex);
+    if (auto it = memo_->solved.find(key); it != memo_->solved.end()) {
+      const std::shared_future<std::optional<Solved>> pending = it->second;
+      lock.unlock();  // wait, if it is still being solved, outside the lock
+      return pending.get();
+    }
+    memo_->solved.emplace(key, promise.get_future().share());
   }
+  try {
+    std::optional<Solved> solved = solve_uncached(op, algorithm, pattern);
+    promise.set_value(solved);
+    return solved;
+  } catch (...) {
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+}
+
+std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(CollectiveOp op, CollectiveAlgorithm algorithm,
+                                                                       const CommPattern& pattern) const {
   std::optional<Solved> result;
   // Validate every rank (warm calls skip the scan: a memoised pattern was valid), then solve the smallest
   // equivalent pattern.
@@ -122,8 +153,6 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve(CollectiveOp op, C
     }
     result = s;
   }
-  std::lock_guard lock(mutex_);
-  memo_.emplace(key, result);
   return result;
 }
 

@@ -17,7 +17,6 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <tuple>
 
@@ -68,6 +67,9 @@ class CollectiveModel final : public CommunicationModel {
   /// collective_time() uses; nullopt for the automatic choice.
   CollectiveModel(const Topology& topology, CollectiveConstants constants,
                   std::optional<CollectiveAlgorithm> all_reduce_algorithm = std::nullopt);
+  ~CollectiveModel() override;
+  CollectiveModel(const CollectiveModel&) = delete;
+  CollectiveModel& operator=(const CollectiveModel&) = delete;
 
   /// CommunicationModel: time(op, pattern, bytes) with the configured all-reduce algorithm.
   [[nodiscard]] CollectiveTiming collective_time(CollectiveOp op, const CommPattern& pattern,
@@ -93,13 +95,16 @@ class CollectiveModel final : public CommunicationModel {
   };
   /// nullopt when the algorithm does not apply. Memoised.
   std::optional<Solved> solve(CollectiveOp op, CollectiveAlgorithm algorithm, const CommPattern& pattern) const;
+  std::optional<Solved> solve_uncached(CollectiveOp op, CollectiveAlgorithm algorithm, const CommPattern& pattern) const;
 
   const Topology& topology_;
   CollectiveConstants constants_;
   bool nvls_capable_;
   std::optional<CollectiveAlgorithm> all_reduce_algorithm_;
-  mutable std::mutex mutex_;
-  mutable std::map<std::tuple<int, int, uint64_t>, std::optional<Solved>> memo_;
+  /// Solved (or being solved) flow problems per (op, algorithm, pattern hash), shared by concurrent callers;
+  /// defined in the .cpp (it holds futures).
+  struct Memo;
+  std::unique_ptr<Memo> memo_;
 };
 
 }  // namespace clustersim::models

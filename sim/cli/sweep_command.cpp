@@ -817,7 +817,7 @@ void set_up_sweep(const std::vector<std::string>& args, const SweepRanks& ranks,
 // ---- MPI: the points spread over the ranks (docs/scale-out.md, "MPI") -----------------------------------------
 //
 // Rank 0 owns the list of points still to compute (after --shard, --resume and --stop-after) and a counter into
-// it. Its own worker threads take the next point from that counter one at a time, like run_sweep; every other
+// it. Its own worker threads take contiguous chunks of points from that counter, like run_sweep; every other
 // rank asks rank 0 for points and gets a few at a time (their run_index values), keeping about 2 x -j of them
 // queued for its threads, and sends its rows back to rank 0 as they finish, in the sidecar's text form. Rank 0
 // appends every row to the sidecar as it arrives, so a killed MPI sweep resumes like a serial one.
@@ -860,17 +860,22 @@ std::vector<Row> serve_points(SweepRanks& ranks, const Sweep& sweep, const model
   std::atomic<size_t> finished{0};
   Failure failure;
 
+  const auto clusters = std::make_shared<ClusterCache>();  // one flow-solve memo for all threads
+  const size_t chunk = std::max<size_t>(1, target / (8 * static_cast<size_t>(std::max(1, jobs))));
   const auto worker = [&] {
     std::string message;
     const int code = attempt("sweep", message, [&] {
-      SweepPointRunner runner(sweep, catalog);
+      SweepPointRunner runner(sweep, catalog, clusters);
+      // Contiguous chunks, as run_sweep: neighbouring points share a layout and its flow solves.
       while (!failure.failed) {
-        const size_t k = next.fetch_add(1);
-        if (k >= target) break;
-        Row row = runner.run(*todo[k]);
-        sidecar.append(row);
-        rows[k] = std::move(row);
-        finished.fetch_add(1);
+        const size_t begin = next.fetch_add(chunk);
+        if (begin >= target) break;
+        for (size_t k = begin; k < std::min(target, begin + chunk) && !failure.failed; ++k) {
+          Row row = runner.run(*todo[k]);
+          sidecar.append(row);
+          rows[k] = std::move(row);
+          finished.fetch_add(1);
+        }
       }
       return 0;
     });
@@ -959,10 +964,11 @@ void work_on_points(SweepRanks& ranks, const Sweep& sweep, const models::Catalog
   std::vector<Row> outbox;
   Failure failure;
 
+  const auto clusters = std::make_shared<ClusterCache>();  // one flow-solve memo for all threads
   const auto worker = [&] {
     std::string message;
     const int code = attempt("sweep", message, [&] {
-      SweepPointRunner runner(sweep, catalog);
+      SweepPointRunner runner(sweep, catalog, clusters);
       while (true) {
         const SweepPoint* point = nullptr;
         {

@@ -13,24 +13,35 @@
 
 namespace clustersim::sim {
 
-struct StepSimulator::Cluster {
+struct ClusterCache::Cluster {
   models::Topology topology;
   models::CollectiveModel network;
-  /// Patterns per (tensor, pipeline, data) layout simulated on this cluster; cleared past kPatternLayouts so a
-  /// long layout search on a large cluster keeps bounded memory.
-  static constexpr size_t kPatternLayouts = 64;
-  std::map<std::tuple<int64_t, int64_t, int64_t>, models::MegatronPatterns> patterns;
-  const models::MegatronPatterns& patterns_of(const models::ParallelismConfig& p) {
-    const auto key = std::tuple{p.tensor, p.pipeline, p.data};
-    if (auto it = patterns.find(key); it != patterns.end()) return it->second;
-    if (patterns.size() >= kPatternLayouts) patterns.clear();
-    return patterns.emplace(key, models::megatron_patterns(p)).first->second;
-  }
   Cluster(models::Topology t, const models::VmSize& vm, std::optional<models::CollectiveAlgorithm> algorithm)
       : topology(std::move(t)), network(topology, models::CollectiveConstants::for_vm(vm), algorithm) {}
+
+  /// Patterns per (tensor, pipeline, data) layout simulated on this cluster; cleared past kPatternLayouts so a
+  /// long layout search on a large cluster keeps bounded memory (callers hold their own reference).
+  static constexpr size_t kPatternLayouts = 64;
+  std::mutex patterns_mutex;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::shared_ptr<const models::MegatronPatterns>> patterns;
+  std::shared_ptr<const models::MegatronPatterns> patterns_of(const models::ParallelismConfig& p) {
+    const auto key = std::tuple{p.tensor, p.pipeline, p.data};
+    {
+      std::lock_guard lock(patterns_mutex);
+      if (auto it = patterns.find(key); it != patterns.end()) return it->second;
+    }
+    auto built = std::make_shared<const models::MegatronPatterns>(models::megatron_patterns(p));
+    std::lock_guard lock(patterns_mutex);
+    if (patterns.size() >= kPatternLayouts) patterns.clear();
+    return patterns.emplace(key, std::move(built)).first->second;
+  }
 };
 
-StepSimulator::StepSimulator() = default;
+ClusterCache::ClusterCache() = default;
+ClusterCache::~ClusterCache() = default;
+
+StepSimulator::StepSimulator(std::shared_ptr<ClusterCache> clusters)
+    : clusters_(clusters ? std::move(clusters) : std::make_shared<ClusterCache>()) {}
 StepSimulator::~StepSimulator() = default;
 
 namespace {
@@ -57,15 +68,24 @@ StepReport simulate_step(const models::StepSetup& setup, const models::VmSize& v
 StepReport StepSimulator::simulate(const models::StepSetup& setup, const models::VmSize& vm,
                                    const models::DeviceSpec& device, const NetworkSetup& net) {
   const models::ComputeModel compute(device, vm.device_share);
-  auto& cluster = clusters_[cluster_key(vm, net)];
-  if (!cluster) cluster = std::make_unique<Cluster>(models::build_topology(vm, device, net.topology), vm,
-                                                    net.all_reduce_algorithm);
+  ClusterCache::Cluster* cluster = nullptr;
+  {
+    // Building a topology under the lock serialises first uses of a cluster; the threads of a sweep share one
+    // cluster, so the others would wait for it anyway.
+    std::lock_guard lock(clusters_->mutex_);
+    auto& slot = clusters_->clusters_[cluster_key(vm, net)];
+    if (!slot) {
+      slot = std::make_unique<ClusterCache::Cluster>(models::build_topology(vm, device, net.topology), vm,
+                                                     net.all_reduce_algorithm);
+    }
+    cluster = slot.get();
+  }
   if (cluster->topology.gpu_count() < setup.parallelism.gpus()) {
     throw std::invalid_argument("simulate_step: the cluster has " + std::to_string(cluster->topology.gpu_count()) +
                                 " GPUs, the layout needs " + std::to_string(setup.parallelism.gpus()));
   }
-  const models::StepProgram program =
-      models::build_step_program(setup, compute, cluster->network, &cluster->patterns_of(setup.parallelism));
+  const std::shared_ptr<const models::MegatronPatterns> patterns = cluster->patterns_of(setup.parallelism);
+  const models::StepProgram program = models::build_step_program(setup, compute, cluster->network, patterns.get());
 
   StepReport r;
   ExecutionFidelity fidelity;

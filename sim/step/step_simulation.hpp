@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -43,12 +44,31 @@ struct StepReport {
   models::MemoryReport memory;          ///< per-stage memory per GPU and the out-of-memory verdict
 };
 
+/// The clusters a StepSimulator has built: topology, collective model (with its memoised flow solves) and the
+/// communication patterns of each layout, keyed by VM size, topology and algorithm. Thread-safe: the threads
+/// of a sweep share one, so a flow solve done by one thread serves all (results do not depend on which
+/// thread solved first: a memoised solve is a function of its pattern).
+class ClusterCache {
+ public:
+  ClusterCache();
+  ~ClusterCache();
+  ClusterCache(const ClusterCache&) = delete;
+  ClusterCache& operator=(const ClusterCache&) = delete;
+
+ private:
+  friend class StepSimulator;
+  struct Cluster;
+  std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<Cluster>> clusters_;
+};
+
 /// Simulates steps, keeping each cluster's topology and collective model (with its memoised flow solves)
 /// between calls, so that configurations on the same cluster (sweeps, layout searches) reuse them.
-/// Not thread-safe; use one per thread.
+/// A StepSimulator is not thread-safe (use one per thread), but several may share one ClusterCache.
 class StepSimulator {
  public:
-  StepSimulator();
+  /// `clusters`: a cache shared with other simulators (e.g. the threads of a sweep); null: a private one.
+  explicit StepSimulator(std::shared_ptr<ClusterCache> clusters = nullptr);
   ~StepSimulator();
   StepSimulator(const StepSimulator&) = delete;
   StepSimulator& operator=(const StepSimulator&) = delete;
@@ -61,8 +81,7 @@ class StepSimulator {
   void set_record_spans(bool record) { record_spans_ = record; }
 
  private:
-  struct Cluster;
-  std::map<std::string, std::unique_ptr<Cluster>> clusters_;  ///< key: VM size, topology and algorithm
+  std::shared_ptr<ClusterCache> clusters_;
   bool record_spans_ = true;
 };
 

@@ -130,16 +130,23 @@ std::vector<SweepRow> run_sweep(const LoadedSweep& sweep, const models::Catalog&
   std::atomic<bool> failed{false};
   std::string failure;
   std::mutex failure_mutex;
+  const auto clusters = std::make_shared<ClusterCache>();
+  const size_t jobs_wanted = static_cast<size_t>(std::max(1, options.jobs));
+  const size_t chunk = std::max<size_t>(1, target / (8 * jobs_wanted));
   const auto worker = [&] {
     try {
-      SweepPointRunner runner(sweep, catalog);
+      SweepPointRunner runner(sweep, catalog, clusters);
+      // Contiguous chunks: neighbouring points usually share a layout (hence its flow solves), so threads that
+      // take different chunks solve different layouts instead of waiting on each other's solve.
       while (!failed) {
-        const size_t k = next.fetch_add(1);
-        if (k >= target) break;
-        SweepRow row = runner.run(*points[k]);
-        if (options.on_row) options.on_row(row);
-        rows[k] = std::move(row);
-        finished.fetch_add(1);
+        const size_t begin = next.fetch_add(chunk);
+        if (begin >= target) break;
+        for (size_t k = begin; k < std::min(target, begin + chunk) && !failed; ++k) {
+          SweepRow row = runner.run(*points[k]);
+          if (options.on_row) options.on_row(row);
+          rows[k] = std::move(row);
+          finished.fetch_add(1);
+        }
       }
     } catch (const std::exception& e) {
       std::lock_guard lock(failure_mutex);

@@ -66,7 +66,10 @@ struct SweepRow {
 /// std::out_of_range) become rows with status "invalid"; other exceptions propagate.
 class SweepPointRunner {
  public:
-  SweepPointRunner(const LoadedSweep& sweep, const models::Catalog& catalog) : sweep_(sweep), catalog_(catalog) {
+  /// `clusters`: shared with the sweep's other runners (run_sweep does), or null for a private cache.
+  SweepPointRunner(const LoadedSweep& sweep, const models::Catalog& catalog,
+                   std::shared_ptr<ClusterCache> clusters = nullptr)
+      : sweep_(sweep), catalog_(catalog), simulator_(std::move(clusters)) {
     simulator_.set_record_spans(false);  // sweeps write no traces
   }
   SweepRow run(const SweepPoint& point);
@@ -89,7 +92,8 @@ struct SweepRunOptions {
   std::function<void(size_t finished)> progress;
 };
 
-/// Runs `points` on `options.jobs` threads, each with its own SweepPointRunner; threads take the next point
+/// Runs `points` on `options.jobs` threads, each with its own SweepPointRunner (all sharing one ClusterCache, so
+/// a flow solve is done once for all threads); threads take the next point
 /// from a shared counter and store its row at the point's position, so the result does not depend on the
 /// number of threads. Returns one row per point (rows past `limit` are left with index -1 and empty status).
 /// Rethrows the first exception of a worker (as std::runtime_error with its message).
