@@ -17,6 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/cli.hpp"
+#include "tests/support/files.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -26,47 +29,6 @@ using clustersim::sim::SpanKind;
 using clustersim::sim::StageBreakdown;
 using clustersim::sim::TraceSpan;
 using clustersim::units::microseconds;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "clustersim-trace-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::vector<std::string> entries(const fs::path& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::pair<int, std::string> run_command(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {-1, "popen failed"};
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
 
 TraceSpan span(int64_t stage, SpanKind kind, int64_t mb, double start_us, double end_us, double tp_us = 0.0,
                int64_t chunk = 0) {
@@ -243,14 +205,14 @@ TEST(ChromeTrace, InconsistentInputThrows) {
 }
 
 TEST(ChromeTrace, WritesAtomically) {
-  TempDir dir;
+  clustersim::testing::TempDir dir("clustersim-trace-");
   const fs::path path = dir.path() / "t.json";
   std::ofstream(path) << "old contents";
   fs::create_hard_link(path, dir.path() / "old_link");  // a rename leaves the old inode alone
   clustersim::sim::write_chrome_trace(path, two_stage_pipeline(), sample_info());
-  EXPECT_EQ(slurp(path), clustersim::sim::chrome_trace_json(two_stage_pipeline(), sample_info()));
-  EXPECT_EQ(slurp(dir.path() / "old_link"), "old contents");
-  EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"old_link", "t.json"}));  // no temp file left
+  EXPECT_EQ(clustersim::testing::read_file(path), clustersim::sim::chrome_trace_json(two_stage_pipeline(), sample_info()));
+  EXPECT_EQ(clustersim::testing::read_file(dir.path() / "old_link"), "old contents");
+  EXPECT_EQ(clustersim::testing::entries(dir.path()), (std::vector<std::string>{"old_link", "t.json"}));  // no temp file left
 
   const fs::path missing = dir.path() / "missing" / "t.json";
   try {
@@ -269,7 +231,7 @@ TEST(ChromeTrace, WritesAtomically) {
   } catch (const std::runtime_error& e) {
     EXPECT_TRUE(contains(e.what(), "rename")) << e.what();
   }
-  EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"busy.json", "old_link", "t.json"}));
+  EXPECT_EQ(clustersim::testing::entries(dir.path()), (std::vector<std::string>{"busy.json", "old_link", "t.json"}));
 }
 
 /// Loads the trace with Python's json module and checks what chrome://tracing and Perfetto rely on.
@@ -311,13 +273,13 @@ print("ok", len(xs))
 )PY";
 
 std::pair<int, std::string> check_with_python(const fs::path& trace, int stages, const std::string& names) {
-  return run_command("/usr/bin/python3 -c '" + std::string(kCheckTrace) + "' '" + trace.string() + "' " +
+  return clustersim::testing::run_command("/usr/bin/python3 -c '" + std::string(kCheckTrace) + "' '" + trace.string() + "' " +
                      std::to_string(stages) + " " + names);
 }
 
 TEST(ChromeTrace, LoadsAsJsonWithTheStructureTraceViewersNeed) {
   if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "/usr/bin/python3 not found";
-  TempDir dir;
+  clustersim::testing::TempDir dir("clustersim-trace-");
   const fs::path path = dir.path() / "t.json";
   ChromeTraceInfo info = sample_info();
   info.scenario = std::string("quote\" back\\slash\nnewline ✓ \x02");
@@ -327,7 +289,7 @@ TEST(ChromeTrace, LoadsAsJsonWithTheStructureTraceViewersNeed) {
   EXPECT_EQ(rc, 0) << out;
   EXPECT_TRUE(contains(out, "ok 24")) << out;
   const auto [rc2, out2] =
-      run_command("/usr/bin/python3 -c 'import json,sys; "
+      clustersim::testing::run_command("/usr/bin/python3 -c 'import json,sys; "
                   "print(repr(json.load(open(sys.argv[1]))[\"otherData\"][\"scenario\"]))' '" + path.string() + "'");
   EXPECT_EQ(rc2, 0) << out2;
   EXPECT_EQ(out2, "'quote\" back\\\\slash\\nnewline ✓ \\x02'\n");

@@ -23,51 +23,20 @@
 #include <vector>
 
 #include "sim/output/hdf5_util.hpp"
+#include "tests/support/cli.hpp"
+#include "tests/support/files.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+using clustersim::testing::entries;
+using TempDir = clustersim::testing::TempDir;
 using clustersim::sim::ColumnGroup;
 using clustersim::sim::GridGroup;
 using clustersim::sim::RunMetadata;
 using clustersim::sim::SummaryColumn;
 using clustersim::sim::write_results_file;
 using clustersim::sim::hdf5::Hid;
-
-/// A fresh directory under the system temp dir, removed (with its contents) at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "clustersim-results-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    for (const auto& e : fs::recursive_directory_iterator(path_, ec)) {
-      if (e.is_directory(ec)) fs::permissions(e.path(), fs::perms::owner_all, ec);
-    }
-    fs::remove_all(path_, ec);
-  }
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::vector<std::string> entries(const fs::path& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 RunMetadata sample_meta() {
   RunMetadata m;
@@ -292,17 +261,17 @@ TEST(ResultsFile, SameInputGivesByteIdenticalFiles) {
   // Cross a second boundary so that any timestamp (1 s resolution in HDF5) would show.
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   write_results_file(b, sample_meta(), sample_columns());
-  const std::string bytes_a = slurp(a);
+  const std::string bytes_a = clustersim::testing::read_file(a);
   ASSERT_FALSE(bytes_a.empty());
-  EXPECT_TRUE(bytes_a == slurp(b)) << "files differ";
+  EXPECT_TRUE(bytes_a == clustersim::testing::read_file(b)) << "files differ";
 
   write_results_file(a, sample_meta(), sample_columns());  // rewrite over itself
-  EXPECT_TRUE(bytes_a == slurp(a)) << "rewrite differs";
+  EXPECT_TRUE(bytes_a == clustersim::testing::read_file(a)) << "rewrite differs";
 
   RunMetadata other = sample_meta();
   other.seed = 7;
   write_results_file(b, other, sample_columns());
-  EXPECT_FALSE(bytes_a == slurp(b)) << "a different seed must change the file";
+  EXPECT_FALSE(bytes_a == clustersim::testing::read_file(b)) << "a different seed must change the file";
 }
 
 TEST(ResultsFile, ZeroRowsAndZeroColumnsAreAllowed) {
@@ -402,7 +371,7 @@ TEST(ResultsFile, ReplacesAnExistingFileAtomically) {
   // A second name for the old inode: an in-place rewrite would change what it sees, a rename does not.
   fs::create_hard_link(path, dir.path() / "old_link");
   write_results_file(path, sample_meta(), sample_columns());
-  EXPECT_EQ(slurp(dir.path() / "old_link"), "old contents");
+  EXPECT_EQ(clustersim::testing::read_file(dir.path() / "old_link"), "old contents");
   EXPECT_GT(H5Fis_hdf5(path.c_str()), 0);
   EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"old_link", "r.h5"}));
   Hid file = open_file(path);
@@ -419,7 +388,7 @@ TEST(ResultsFile, FailedWriteLeavesAnExistingFileUntouched) {
   tmp += ".tmp-" + std::to_string(::getpid());
   fs::create_directory(tmp);
   expect_runtime_error_naming(path, "H5Fcreate");
-  EXPECT_EQ(slurp(path), "old contents");
+  EXPECT_EQ(clustersim::testing::read_file(path), "old contents");
   EXPECT_TRUE(fs::is_directory(tmp));  // not ours to delete
 }
 
@@ -547,11 +516,11 @@ TEST(ResultsFileGroups, NoTimestampsAndByteIdenticalFiles) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   write_results_file(b, sample_meta(), sample_columns(), sample_groups());
-  EXPECT_TRUE(slurp(a) == slurp(b)) << "files differ";
+  EXPECT_TRUE(clustersim::testing::read_file(a) == clustersim::testing::read_file(b)) << "files differ";
   // The three-argument form is the four-argument one without groups.
   write_results_file(a, sample_meta(), sample_columns());
   write_results_file(b, sample_meta(), sample_columns(), {});
-  EXPECT_TRUE(slurp(a) == slurp(b)) << "files differ";
+  EXPECT_TRUE(clustersim::testing::read_file(a) == clustersim::testing::read_file(b)) << "files differ";
 }
 
 TEST(ResultsFileGroups, InvalidGroupsThrowBeforeWritingAnything) {

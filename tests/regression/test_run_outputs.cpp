@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tests/support/cli.hpp"
+#include "tests/support/files.hpp"
 
 namespace clustersim {
 namespace {
@@ -26,16 +27,6 @@ fs::path temp_dir(const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
-}
-
-std::pair<int, std::string> run_command(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {-1, "popen failed"};
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 // NOTE: this test needs the executor to fill PipelineResult::spans (issue 4, item 5). With empty spans the trace
@@ -72,7 +63,7 @@ step_us = d["otherData"]["step_time_s"] * 1e6
 assert max(e["ts"] + e["dur"] for e in xs) <= step_us + 1e-3
 print("ok", len(xs))
 )PY";
-  const auto [rc, out] = run_command("/usr/bin/python3 -c '" + std::string(script) + "' '" + trace.string() + "'");
+  const auto [rc, out] = clustersim::testing::run_command("/usr/bin/python3 -c '" + std::string(script) + "' '" + trace.string() + "'");
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("ok"), std::string::npos) << out;
   // Same input, same bytes.
