@@ -16,6 +16,9 @@ struct ParallelismConfig {
   bool sequence_parallel = false;  ///< Megatron sequence parallelism (reduce-scatter/all-gather for TP)
   int64_t zero_stage = 0;          ///< ZeRO stage over the data-parallel group, 0-3
   bool overlap_grad_reduce = false;  ///< gradient reduction overlapped with the last backward, by bucket
+  /// ZeRO 1-2: the parameter all-gather after the optimizer overlapped with the next step's first forward pass
+  /// (Megatron --overlap-param-gather); only its excess over that pass is exposed.
+  bool overlap_param_gather = false;
   /// Pipeline send/recv overlapped with compute (Megatron --overlap-p2p-communication). Off (Megatron's
   /// default): a stage waits for its send to complete before its next pass, as Megatron's blocking
   /// send_forward_recv_backward / send_backward_recv_forward exchanges do.

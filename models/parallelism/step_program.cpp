@@ -276,6 +276,13 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
       stage.grad_sync = sync.time;
       stage.param_gather =
           network.collective_time(CollectiveOp::all_gather, dp, units::Bytes(stage.parameters * weight_bytes)).time;
+      if (par.overlap_param_gather) {
+        // Megatron --overlap-param-gather: the all-gather of the updated parameters runs bucket by bucket under
+        // the next step's first forward pass of this stage; only the part longer than that pass is exposed.
+        const units::Seconds first_forward = stage.forward.front().total();
+        stage.param_gather = stage.param_gather > first_forward ? stage.param_gather - first_forward
+                                                                : units::Seconds(0.0);
+      }
       program.crosses_zones.data_parallel = program.crosses_zones.data_parallel || sync.crosses_zones;
     }
     stage.optimizer =

@@ -484,6 +484,7 @@ class Loader {
     s.parallelism.sequence_parallel = get_bool("parallelism.sequence_parallel");
     s.parallelism.zero_stage = get_int("parallelism.zero_stage");
     s.parallelism.overlap_grad_reduce = get_bool("parallelism.overlap_grad_reduce");
+    s.parallelism.overlap_param_gather = get_bool("parallelism.overlap_param_gather");
     s.parallelism.overlap_p2p_comm = get_bool("parallelism.overlap_p2p_comm");
     s.parallelism.async_tensor_parallel_allreduce = get_bool("parallelism.async_tensor_parallel_allreduce");
     s.schedule = *models::parse_pipeline_schedule(get_string("parallelism.schedule"));

@@ -124,6 +124,11 @@ constexpr std::array kParams{
               .default_text = "false",
               .help = "Overlap the data-parallel gradient reduction with the last microbatch's backward, bucket "
                       "by bucket (Megatron --overlap-grad-reduce, PyTorch DDP). Off: after the pipeline flush."},
+    ParamSpec{.key = "parallelism.overlap_param_gather", .type = boolean, .need = Need::defaulted,
+              .default_text = "false",
+              .help = "With zero_stage 1 or 2: overlap the all-gather of the updated parameters with the next "
+                      "step's first forward pass (Megatron --overlap-param-gather); only its excess is exposed. "
+                      "Off: after the optimizer."},
     ParamSpec{.key = "parallelism.overlap_p2p_comm", .type = boolean, .need = Need::defaulted,
               .default_text = "false",
               .help = "Overlap pipeline send/recv with compute (Megatron --overlap-p2p-communication). false "

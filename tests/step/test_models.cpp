@@ -1,6 +1,7 @@
 // Compute, workload and alpha-beta network models against hand-checkable formulas.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "models/compute/compute_model.hpp"
@@ -185,6 +186,27 @@ TEST(StepProgram, AsyncTensorParallelAllReduceHidesUnderTheWeightGradientGemms) 
   EXPECT_NEAR(head_and_embedding, 0.0, 1e-12);  // no sequence parallelism: no LM-head gather
   EXPECT_NEAR(async.stages[0].backward[0].tp_comm.value(), layers * 2 * each, 1e-12);
   EXPECT_EQ(async.stages[0].forward[0].tp_comm.value(), serial.stages[0].forward[0].tp_comm.value());
+}
+
+TEST(StepProgram, OverlappedParameterGatherExposesOnlyItsExcessOverTheFirstForward) {
+  // ZeRO-1 over 4 replicas: the all-gather of the updated parameters takes k x bytes on this network. Overlapped
+  // (--overlap-param-gather), only what exceeds the stage's first forward pass stays; a slow network leaves
+  // some, a fast one none.
+  const ComputeModel compute(catalog().device("A100-SXM4-80GB"));
+  StepSetup s = setup_22b(true, true);
+  s.parallelism.data = 4;
+  s.training.global_batch_size = 16;
+  s.parallelism.zero_stage = 1;
+  for (const double k : {1e-9, 1e-13}) {
+    const LinearNetwork network(k);
+    const StepProgram plain = build_step_program(s, compute, network);
+    StepSetup overlapped_setup = s;
+    overlapped_setup.parallelism.overlap_param_gather = true;
+    const StepProgram overlapped = build_step_program(overlapped_setup, compute, network);
+    const double gather = plain.stages[0].param_gather.value();
+    const double first_forward = plain.stages[0].forward[0].total().value();
+    EXPECT_NEAR(overlapped.stages[0].param_gather.value(), std::max(0.0, gather - first_forward), 1e-12);
+  }
 }
 
 TEST(StepProgram, OptimizerBytesCountMegatronsKernels) {
