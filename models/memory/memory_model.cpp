@@ -41,7 +41,8 @@ void check_setup(const StepSetup& setup) {
   require_divisible(m.num_attention_heads, par.tensor, "num_attention_heads", "tensor");
   require_divisible(m.kv_heads(), par.tensor, "num_query_groups", "tensor");
   require_divisible(m.ffn(), par.tensor, "ffn_hidden_size", "tensor");
-  require_divisible(m.num_layers, par.pipeline * par.virtual_stages, "num_layers", "pipeline x virtual_stages");
+  require(m.num_layers >= par.pipeline * par.virtual_stages,
+          "num_layers (" + std::to_string(m.num_layers) + ") must be at least pipeline x virtual_stages");
   require_divisible(setup.training.global_batch_size, setup.training.micro_batch_size * par.data,
                     "global_batch_size", "micro_batch_size x data");
   if (par.sequence_parallel && par.tensor > 1) {
@@ -206,7 +207,13 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
   // parameter_count = l x W_layer + V h + s h + 2 h (final LayerNorm).
   const double layer_params =
       (parameter_count(m, m.gated_mlp) - d(m.vocab_size + m.seq_length) * h - 2.0 * h) / d(m.num_layers);
-  const double stage_layers = d(m.num_layers / p);
+  // Layers per stage: the sum over its chunks (uneven splits as the step program, layers_per_virtual_stage).
+  const std::vector<int64_t> chunk_layers = layers_per_virtual_stage(m.num_layers, p, v);
+  auto stage_layers_of = [&](int64_t stage) {
+    int64_t n = 0;
+    for (int64_t c = 0; c < v; ++c) n += chunk_layers[static_cast<size_t>(c * p + stage)];
+    return d(n);
+  };
   const ParameterBytes per_param = bytes_per_parameter(setup.training.precision);
   const double weight_shard = par.zero_stage >= 3 ? dp : 1.0;
   const double grad_shard = par.zero_stage >= 2 ? dp : 1.0;
@@ -214,7 +221,6 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
 
   const double layer_activation = layer_activation_bytes(m, setup.training, par).value();
   const Extras extras = extras_per_microbatch(setup);
-  const double chunk_layer_bytes = layer_activation * stage_layers / d(v);
 
   // Transient working memory (header item 6).
   double transient = 0.0;
@@ -230,6 +236,8 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
   report.stages.resize(static_cast<size_t>(p));
   for (int64_t i = 0; i < p; ++i) {
     StageMemory& s = report.stages[static_cast<size_t>(i)];
+    const double stage_layers = stage_layers_of(i);
+    const double chunk_layer_bytes = layer_activation * stage_layers / d(v);  // a chunk's share, on average
     s.layer_parameters = stage_layers * layer_params / t;
     s.parameters = s.layer_parameters;
     double per_microbatch = layer_activation * stage_layers;

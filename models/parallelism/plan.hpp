@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace clustersim::models {
 
@@ -30,5 +31,14 @@ struct ParallelismConfig {
 
   [[nodiscard]] int64_t gpus() const { return tensor * pipeline * data; }
 };
+
+/// Decoder layers of each virtual stage (model chunk) vs = chunk * pipeline + rank, for `num_layers` over
+/// `pipeline` x `virtual_stages` chunks: as even as possible. When they do not divide evenly, the remainder goes
+/// one layer each to the middle chunks first and to the first and last chunks (which also hold the embedding
+/// and the LM head) only when every middle chunk has one: Llama 3 405B's 126 layers on 16 stages give 7 to the
+/// first and last stage and 8 to the others (Dubey et al. 2024, Sec. 3.3.2), as Megatron-Core's
+/// --decoder-first/last-pipeline-num-layers would. Requires num_layers >= pipeline x virtual_stages >= 1;
+/// throws std::invalid_argument otherwise.
+std::vector<int64_t> layers_per_virtual_stage(int64_t num_layers, int64_t pipeline, int64_t virtual_stages);
 
 }  // namespace clustersim::models

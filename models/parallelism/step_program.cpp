@@ -173,11 +173,11 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   require(par.zero_stage >= 0 && par.zero_stage <= 3, "zero_stage must be 0-3");
   require(setup.gpus_per_node >= 1, "gpus_per_node must be >= 1");
   const int64_t v = par.virtual_stages;
-  require(model.num_layers % (par.pipeline * v) == 0,
-          "num_layers " + std::to_string(model.num_layers) + " is not divisible by pipeline x virtual_stages = " +
+  require(model.num_layers >= par.pipeline * v,
+          "num_layers " + std::to_string(model.num_layers) + " is fewer than pipeline x virtual_stages = " +
               std::to_string(par.pipeline * v));
   const int64_t m = setup.microbatches();
-  const int64_t layers = model.num_layers / (par.pipeline * v);  // per model chunk
+  const std::vector<int64_t> chunk_layers = layers_per_virtual_stage(model.num_layers, par.pipeline, v);
 
   LayerOptions options;
   options.tensor = par.tensor;
@@ -233,12 +233,14 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   for (int64_t i = 0; i < par.pipeline; ++i) {
     StageProgram& stage = program.stages[static_cast<size_t>(i)];
     stage.order = stage_order(setup.schedule, i, par.pipeline, m, v);
-    stage.parameters = d(layers * v) * layer_params_per_gpu;
+    stage.parameters = 0.0;
     for (int64_t c = 0; c < v; ++c) {
       const int64_t virtual_stage = c * par.pipeline + i;
-      PassCost fwd = scaled(layer_fwd, d(layers));
-      PassCost bwd = scaled(layer_bwd, d(layers));
-      double chunk_parameters = d(layers) * layer_params_per_gpu;
+      const auto layers = static_cast<double>(chunk_layers[static_cast<size_t>(virtual_stage)]);
+      PassCost fwd = scaled(layer_fwd, layers);
+      PassCost bwd = scaled(layer_bwd, layers);
+      double chunk_parameters = layers * layer_params_per_gpu;
+      stage.parameters += chunk_parameters;
       if (virtual_stage == 0) {
         fwd = fwd + pass_cost(embed, PassKind::forward, setup, compute, network, tp);
         bwd = bwd + pass_cost(embed, PassKind::backward, setup, compute, network, tp);

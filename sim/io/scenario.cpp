@@ -376,11 +376,11 @@ class Loader {
               "interleaved schedule (virtual_stages = " + std::to_string(v) + ") needs pipeline > 1");
     }
     const int64_t pv = checked_mul(p, v, "parallelism.pipeline");
-    if (layers % pv != 0) {
+    if (layers < pv) {
       std::string got = "got " + std::to_string(p);
       if (v > 1) got += " × " + std::to_string(v) + " = " + std::to_string(pv);
-      fail_at("parallelism.pipeline",
-              "pipeline × virtual_stages must divide model.num_layers (" + std::to_string(layers) + "), " + got);
+      fail_at("parallelism.pipeline", "pipeline × virtual_stages must not exceed model.num_layers (" +
+                                          std::to_string(layers) + "): every model chunk needs a layer, " + got);
     }
     if (get_bool("parallelism.sequence_parallel") && get_int("model.seq_length") % t != 0) {
       fail_at("parallelism.sequence_parallel", "needs model.seq_length (" +

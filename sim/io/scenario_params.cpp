@@ -56,7 +56,9 @@ constexpr std::array kParams{
               .help = "One line saying what is simulated and where it comes from."},
     // [model]
     ParamSpec{.key = "model.num_layers", .type = integer, .unit = "layers", .need = Need::required, .min_int = 1,
-              .help = "Decoder layers, l. Must be divisible by parallelism.pipeline × parallelism.virtual_stages."},
+              .help = "Decoder layers, l. At least parallelism.pipeline × parallelism.virtual_stages; when they do not "
+                      "divide it, the middle model chunks take one layer more than the first and last (which "
+                      "hold the embedding and the LM head), as Llama 3's 126 layers on 16 stages."},
     ParamSpec{.key = "model.hidden_size", .type = integer, .unit = "elements", .need = Need::required, .min_int = 1,
               .help = "Model width, h. Must be divisible by num_attention_heads."},
     ParamSpec{.key = "model.num_attention_heads", .type = integer, .unit = "heads", .need = Need::required,

@@ -339,7 +339,7 @@ TEST(MemoryErrors, InconsistentSetupsThrow) {
   s.parallelism.zero_stage = 4;
   EXPECT_THROW(estimate_memory(s, a100()), std::invalid_argument);
   s = small_setup();
-  s.parallelism.pipeline = 3;  // 4 layers
+  s.parallelism.pipeline = 5;  // 4 layers: a stage without a layer
   EXPECT_THROW(estimate_memory(s, a100()), std::invalid_argument);
   s = small_setup();
   s.parallelism.tensor = 3;  // 16 heads

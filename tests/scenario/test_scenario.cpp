@@ -249,9 +249,9 @@ TEST(ScenarioErrors, HeadsNotDivisibleByTensor) {
                     "must divide model.num_attention_heads (16), got 32");
 }
 
-TEST(ScenarioErrors, LayersNotDivisibleByPipeline) {
+TEST(ScenarioErrors, MoreModelChunksThanLayers) {
   expect_file_error("bad_layers_pipeline.toml", 21, 12, "parallelism.pipeline",
-                    "must divide model.num_layers (24), got 16");
+                    "must not exceed model.num_layers (24): every model chunk needs a layer, got 16 × 2 = 32");
 }
 
 TEST(ScenarioErrors, BatchNotDivisibleByMicroBatchTimesData) {

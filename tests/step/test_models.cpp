@@ -209,6 +209,36 @@ TEST(StepProgram, OverlappedParameterGatherExposesOnlyItsExcessOverTheFirstForwa
   }
 }
 
+TEST(StepProgram, UnevenLayersGoToTheMiddleChunksFirst) {
+  // Llama 3 405B: 126 layers on 16 stages: 7 on the first and last, 8 on the 14 others (Dubey et al. 2024).
+  std::vector<int64_t> llama(16, 8);
+  llama.front() = llama.back() = 7;
+  EXPECT_EQ(layers_per_virtual_stage(126, 16, 1), llama);
+  // 14 layers over 5 chunks: 2 each, the 3 middle ones take one more, then the first.
+  EXPECT_EQ(layers_per_virtual_stage(14, 5, 1), (std::vector<int64_t>{3, 3, 3, 3, 2}));
+  // Even splits stay even; interleaved chunks are numbered chunk * pipeline + rank.
+  EXPECT_EQ(layers_per_virtual_stage(96, 8, 3), std::vector<int64_t>(24, 4));
+  EXPECT_EQ(layers_per_virtual_stage(2, 2, 1), (std::vector<int64_t>{1, 1}));
+  EXPECT_THROW((void)layers_per_virtual_stage(3, 2, 2), std::invalid_argument);
+
+  // The step program costs each chunk for its own layers: 30 layers on 4 stages = 7, 8, 8, 7.
+  const ComputeModel compute(catalog().device("A100-SXM4-80GB"));
+  const LinearNetwork network(1e-12);
+  StepSetup s = setup_22b(true, true);
+  s.model.num_layers = 30;
+  s.parallelism.tensor = 2;
+  s.parallelism.pipeline = 4;
+  const StepProgram program = build_step_program(s, compute, network);
+  const double stage1 = program.stages[1].forward[0].compute.value();
+  EXPECT_NEAR(program.stages[2].forward[0].compute.value(), stage1, 1e-12);
+  EXPECT_NEAR(program.stages[1].parameters / program.stages[2].parameters, 1.0, 1e-12);
+  // Stage 3 has 7 layers and the LM head; its layers alone are 7/8 of stage 1's.
+  EXPECT_GT(program.stages[3].forward[0].compute.value(), 7.0 / 8.0 * stage1);
+  // Its parameters: 7 layers' worth plus the tied word-embedding copy, V h / t.
+  EXPECT_NEAR(program.stages[3].parameters, 7.0 / 8.0 * program.stages[1].parameters + 51200.0 * 6144.0 / 2.0,
+              1.0);
+}
+
 TEST(StepProgram, OptimizerBytesCountMegatronsKernels) {
   EXPECT_EQ(optimizer_bytes_per_parameter(Precision::fp16), 50.0);  // + unscale and inf check
   EXPECT_EQ(optimizer_bytes_per_parameter(Precision::bf16), 42.0);
