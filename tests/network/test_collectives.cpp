@@ -20,6 +20,7 @@
 #include "models/hardware/catalog.hpp"
 #include "models/network/collective_model.hpp"
 #include "models/network/topology.hpp"
+#include "tests/network/network_support.hpp"
 
 namespace {
 
@@ -53,21 +54,14 @@ constexpr double kNvlink4 = 450e9;  // H100 NVLink per direction, B/s
 constexpr double kNdr = 400e9 / 8;  // NDR port: 400 Gb/s = 50 GB/s
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-const Catalog& shipped() {
-  static const Catalog catalog = Catalog::load(fs::path(CLUSTERSIM_SOURCE_DIR) / "models" / "hardware" / "catalog");
-  return catalog;
-}
+const Catalog& shipped() { return clustersim::testing::shipped_catalog(); }
 
 Topology build(const std::string& vm_name, const TopologyConfig& cfg) {
-  const auto& vm = shipped().vm_size(vm_name);
-  return build_topology(vm, shipped().device(vm.device), cfg);
+  return clustersim::testing::build_shipped(vm_name, cfg);
 }
 
 TopologyConfig config(std::int64_t nodes, FabricKind fabric) {
-  TopologyConfig cfg;
-  cfg.nodes = nodes;
-  cfg.fabric = fabric;
-  return cfg;
+  return clustersim::testing::topology_config(nodes, fabric);
 }
 
 CollectiveConstants constants_of(const std::string& vm_name) {

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "models/hardware/catalog.hpp"
+#include "tests/network/network_support.hpp"
 
 namespace {
 
@@ -25,22 +26,14 @@ using clustersim::models::TopologyConfig;
 using clustersim::models::VertexId;
 using clustersim::models::VertexKind;
 
-const Catalog& shipped() {
-  static const Catalog catalog =
-      Catalog::load(fs::path(CLUSTERSIM_SOURCE_DIR) / "models" / "hardware" / "catalog");
-  return catalog;
-}
+const Catalog& shipped() { return clustersim::testing::shipped_catalog(); }
 
 Topology build(const std::string& vm_name, const TopologyConfig& cfg) {
-  const auto& vm = shipped().vm_size(vm_name);
-  return build_topology(vm, shipped().device(vm.device), cfg);
+  return clustersim::testing::build_shipped(vm_name, cfg);
 }
 
 TopologyConfig config(std::int64_t nodes, FabricKind fabric) {
-  TopologyConfig cfg;
-  cfg.nodes = nodes;
-  cfg.fabric = fabric;
-  return cfg;
+  return clustersim::testing::topology_config(nodes, fabric);
 }
 
 std::vector<LinkClass> classes(const Topology& t, const std::vector<LinkId>& path) {

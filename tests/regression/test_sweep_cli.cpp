@@ -20,6 +20,7 @@
 
 #include "sim/sweep/summary_file.hpp"
 #include "tests/support/cli.hpp"
+#include "tests/support/results.hpp"
 
 namespace clustersim {
 namespace {
@@ -53,15 +54,6 @@ fs::path small_sweep(const fs::path& dir) {
   return path;
 }
 
-template <typename T>
-std::vector<T> column(const fs::path& file, const std::string& name) {
-  for (auto& c : sim::read_results_columns(file, "summary")) {
-    if (c.name == name) return std::get<std::vector<T>>(c.values);
-  }
-  ADD_FAILURE() << "no column " << name << " in " << file;
-  return {};
-}
-
 TEST(SweepCli, OneAndTwoThreadsGiveByteIdenticalFiles) {
   const fs::path dir = temp_dir("jobs");
   const auto a = run_cli("sweep " + kLayouts + " -o '" + (dir / "a.h5").string() + "' -j 1");
@@ -73,10 +65,10 @@ TEST(SweepCli, OneAndTwoThreadsGiveByteIdenticalFiles) {
   // The layout search ranks the layouts and names the best one that fits: tensor parallel within a VM.
   EXPECT_NE(a.out.find("layouts ranked by step time"), std::string::npos) << a.out;
   EXPECT_NE(a.out.find("best layout that fits"), std::string::npos) << a.out;
-  const auto status = column<std::string>(dir / "a.h5", "status");
-  const auto step = column<double>(dir / "a.h5", "step_time_s");
-  const auto tensor = column<double>(dir / "a.h5", "parallelism_tensor");
-  const auto index = column<int64_t>(dir / "a.h5", "run_index");
+  const auto status = clustersim::testing::summary_column<std::string>(dir / "a.h5", "status");
+  const auto step = clustersim::testing::summary_column<double>(dir / "a.h5", "step_time_s");
+  const auto tensor = clustersim::testing::summary_column<double>(dir / "a.h5", "parallelism_tensor");
+  const auto index = clustersim::testing::summary_column<int64_t>(dir / "a.h5", "run_index");
   ASSERT_EQ(status.size(), step.size());
   ASSERT_FALSE(status.empty());
   size_t best = status.size();
@@ -104,7 +96,7 @@ TEST(SweepCli, ShardsMergedEqualTheUnshardedSweep) {
   ASSERT_EQ(m.exit_code, 0) << m.err;
   EXPECT_EQ(read_file(dir / "merged.h5"), read_file(dir / "all.h5"));
   // Shard 1/3 holds exactly the points with run_index % 3 == 1.
-  for (const int64_t i : column<int64_t>(dir / "s1.h5", "run_index")) EXPECT_EQ(i % 3, 1);
+  for (const int64_t i : clustersim::testing::summary_column<int64_t>(dir / "s1.h5", "run_index")) EXPECT_EQ(i % 3, 1);
   // A shard twice is an error.
   const auto dup = run_cli("merge '" + (dir / "bad.h5").string() + "' '" + (dir / "s0.h5").string() + "' '" +
                            (dir / "s0.h5").string() + "'");
@@ -125,7 +117,7 @@ TEST(SweepCli, ShardAutoReadsSlurmArrayVariables) {
   const auto b = run_cli("sweep '" + scenario.string() + "' -o '" + (dir / "manual.h5").string() + "' --shard 1/2");
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_EQ(read_file(dir / "auto.h5"), read_file(dir / "manual.h5"));
-  EXPECT_EQ(column<int64_t>(dir / "auto.h5", "run_index"), (std::vector<int64_t>{1, 3, 5}));
+  EXPECT_EQ(clustersim::testing::summary_column<int64_t>(dir / "auto.h5", "run_index"), (std::vector<int64_t>{1, 3, 5}));
   const auto missing = run_cli("sweep '" + scenario.string() + "' -o '" + (dir / "x.h5").string() + "' --shard auto");
   EXPECT_EQ(missing.exit_code, 64);
   fs::remove_all(dir);
@@ -138,11 +130,11 @@ TEST(SweepCli, InvalidPointsAreRecordedNotFatal) {
   const auto r = run_cli("sweep '" + scenario.string() + "' -o '" + out.string() + "' -j 2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("6 points: 4 ok, 0 out_of_memory, 2 invalid"), std::string::npos) << r.out;
-  const auto status = column<std::string>(out, "status");
-  const auto reason = column<std::string>(out, "reason");
-  const auto step = column<double>(out, "step_time_s");
-  const auto tensor = column<double>(out, "parallelism_tensor");
-  const auto precision = column<std::string>(out, "training_precision");
+  const auto status = clustersim::testing::summary_column<std::string>(out, "status");
+  const auto reason = clustersim::testing::summary_column<std::string>(out, "reason");
+  const auto step = clustersim::testing::summary_column<double>(out, "step_time_s");
+  const auto tensor = clustersim::testing::summary_column<double>(out, "parallelism_tensor");
+  const auto precision = clustersim::testing::summary_column<std::string>(out, "training_precision");
   ASSERT_EQ(status.size(), 6U);
   EXPECT_EQ(tensor, (std::vector<double>{1, 1, 3, 3, 8, 8}));
   EXPECT_EQ(precision, (std::vector<std::string>{"bf16", "fp16", "bf16", "fp16", "bf16", "fp16"}));
@@ -198,7 +190,7 @@ TEST(SweepCli, ResumeSkipsFinishedPointsAndGivesTheSameFile) {
   text.replace(field, end - field, "planted in the sidecar");
   std::ofstream(planted_sidecar, std::ios::binary | std::ios::trunc) << text;
   ASSERT_EQ(run_cli(base + planted.string() + "' --resume").exit_code, 0);
-  EXPECT_EQ(column<std::string>(planted, "reason")[static_cast<size_t>(index)], "planted in the sidecar");
+  EXPECT_EQ(clustersim::testing::summary_column<std::string>(planted, "reason")[static_cast<size_t>(index)], "planted in the sidecar");
 
   // A sidecar of another sweep is refused.
   ASSERT_EQ(run_cli(base + planted.string() + "' --stop-after 5").exit_code, 75);

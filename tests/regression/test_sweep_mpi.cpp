@@ -16,6 +16,7 @@
 
 #include "sim/sweep/summary_file.hpp"
 #include "tests/support/cli.hpp"
+#include "tests/support/results.hpp"
 
 namespace clustersim {
 namespace {
@@ -51,15 +52,6 @@ size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
-}
-
-template <typename T>
-std::vector<T> column(const fs::path& file, const std::string& name) {
-  for (auto& c : sim::read_results_columns(file, "summary")) {
-    if (c.name == name) return std::get<std::vector<T>>(c.values);
-  }
-  ADD_FAILURE() << "no column " << name << " in " << file;
-  return {};
 }
 
 class SweepMpi : public ::testing::Test {
@@ -138,7 +130,7 @@ TEST_F(SweepMpi, ShardSpreadOverRanksEqualsTheSerialShard) {
   ASSERT_EQ(two.exit_code, 0) << two.err;
   EXPECT_NE(two.out.find("118 points (shard 1/3 of 353) on 2 MPI ranks"), std::string::npos) << two.out;
   EXPECT_EQ(read_file(path("shard-two.h5")), read_file(path("shard-serial.h5")));
-  for (const int64_t i : column<int64_t>(path("shard-two.h5"), "run_index")) EXPECT_EQ(i % 3, 1);
+  for (const int64_t i : clustersim::testing::summary_column<int64_t>(path("shard-two.h5"), "run_index")) EXPECT_EQ(i % 3, 1);
 }
 
 TEST_F(SweepMpi, StoppedThenResumedUnderMpiGivesTheSerialFile) {
@@ -168,7 +160,7 @@ TEST_F(SweepMpi, StoppedThenResumedUnderMpiGivesTheSerialFile) {
   text.replace(field, text.find('\t', field) - field, "planted in the sidecar");
   std::ofstream(planted_sidecar, std::ios::binary | std::ios::trunc) << text;
   ASSERT_EQ(run_mpi(2, base + quoted("planted.h5") + " --resume").exit_code, 0);
-  EXPECT_EQ(column<std::string>(path("planted.h5"), "reason")[static_cast<size_t>(index)], "planted in the sidecar");
+  EXPECT_EQ(clustersim::testing::summary_column<std::string>(path("planted.h5"), "reason")[static_cast<size_t>(index)], "planted in the sidecar");
 }
 
 TEST_F(SweepMpi, ErrorsEndEveryRankWithTheSerialStatusAndOneMessage) {
