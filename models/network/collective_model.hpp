@@ -77,7 +77,10 @@ class CollectiveModel final : public CommunicationModel {
 
   /// Time of `op` on every group of `pattern` at once, `bytes` per rank (all-reduce input; reduce-scatter
   /// input; all-gather output; all-to-all send buffer; broadcast and send/recv message). Zero for groups of
-  /// one. `forced`: that algorithm only (throws std::invalid_argument if it does not apply). Thread-safe.
+  /// one. `forced`: that algorithm only (throws std::invalid_argument if it does not apply). Throws
+  /// std::invalid_argument for an empty pattern, negative bytes, or (on its first solve; groups of one and zero
+  /// bytes are not solved) a rank outside the cluster. Thread-safe: concurrent calls share one memo, and a
+  /// pattern being solved by one caller is awaited by the others.
   [[nodiscard]] CollectiveTiming time(CollectiveOp op, const CommPattern& pattern, units::Bytes bytes,
                                       std::optional<CollectiveAlgorithm> forced = std::nullopt) const;
 
