@@ -2,9 +2,11 @@
 #include "models/network/topology.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <set>
+#include <unordered_map>
 #include <stdexcept>
 #include <utility>
 
@@ -13,6 +15,14 @@
 namespace clustersim::models {
 
 namespace {
+
+/// SplitMix64 finaliser (Steele, Lea, Flood 2014): spreads route-cache keys over the hash table.
+constexpr std::uint64_t mix_hash(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
 
 struct EdgeProps {
   LinkId id = 0;
@@ -75,6 +85,8 @@ std::string_view to_string(VertexKind k) {
 }
 
 struct Topology::Impl {
+  /// Unique per built topology (never reused, unlike an address): the key of route()'s per-thread cache.
+  std::uint64_t instance = next_instance();
   Graph g;
   std::vector<Link> links;
   std::int64_t nodes = 0;
@@ -116,6 +128,15 @@ struct Topology::Impl {
   [[nodiscard]] std::size_t local_index(VertexId v) const {
     if (v < gpus) return v % static_cast<VertexId>(gpn);
     return static_cast<std::size_t>(gpn) + (v - gpus) % static_cast<VertexId>(extras);
+  }
+
+  /// The fewest-hops ECMP route (Topology::route without its cache).
+  [[nodiscard]] std::vector<LinkId> compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const;
+
+ private:
+  static std::uint64_t next_instance() {
+    static std::atomic<std::uint64_t> counter{0};
+    return ++counter;
   }
 };
 
@@ -461,21 +482,67 @@ Topology build_topology(const VmSize& vm, const DeviceSpec& device, const Topolo
 
 std::vector<LinkId> Topology::route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const {
   const Impl& t = *impl_;
-  const Graph& g = t.g;
   if (src_gpu >= t.gpus || dst_gpu >= t.gpus) {
     throw std::invalid_argument("Topology::route: vertex " + std::to_string(std::max(src_gpu, dst_gpu)) +
                                 " is not a GPU (GPUs are 0.." + std::to_string(t.gpus - 1) + ")");
   }
   if (src_gpu == dst_gpu) return {};
-  const std::int64_t ns = g[src_gpu].node;
-  const std::int64_t nd = g[dst_gpu].node;
+  // Routes are a pure function of (topology, src, dst, flow_hash), and collective schedules ask for the same
+  // pairs again and again (ring, tree and hierarchical schedules of every layout share their neighbour pairs;
+  // a 1,024-GPU layout search asks 440 K routes over 32 K distinct pairs). Each thread keeps its own cache of
+  // the last topology it routed on: no locks, and a sweep's threads never wait on each other. Bounded: it is
+  // cleared when it reaches kRouteCacheEntries paths.
+  struct Key {
+    VertexId src, dst;
+    std::uint64_t hash;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const noexcept {
+      return static_cast<std::size_t>(mix_hash((static_cast<std::uint64_t>(k.src) << 32 | k.dst) ^ mix_hash(k.hash)));
+    }
+  };
+  struct Cache {
+    std::uint64_t instance = 0;
+    std::unordered_map<Key, std::pair<std::uint32_t, std::uint32_t>, KeyHash> index;  // -> (offset, length)
+    std::vector<LinkId> links;
+  };
+  constexpr std::size_t kRouteCacheEntries = std::size_t{1} << 20;
+  thread_local Cache cache;
+  if (cache.instance != t.instance || cache.index.size() >= kRouteCacheEntries) {
+    cache.index.clear();
+    cache.links.clear();
+    cache.instance = t.instance;
+  }
+  const auto [it, inserted] = cache.index.try_emplace(Key{src_gpu, dst_gpu, flow_hash});
+  if (!inserted) {
+    const auto [offset, length] = it->second;
+    return {cache.links.begin() + offset, cache.links.begin() + offset + length};
+  }
+  std::vector<LinkId> path;
+  try {
+    path = t.compute_route(src_gpu, dst_gpu, flow_hash);
+  } catch (...) {
+    cache.index.erase(it);
+    throw;
+  }
+  it->second = {static_cast<std::uint32_t>(cache.links.size()), static_cast<std::uint32_t>(path.size())};
+  cache.links.insert(cache.links.end(), path.begin(), path.end());
+  return path;
+}
+
+std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const {
+  const Impl& t = *this;
+  const Graph& graph = t.g;
+  const std::int64_t ns = graph[src_gpu].node;
+  const std::int64_t nd = graph[dst_gpu].node;
   const bool same_node = ns == nd;
-  const bool same_zone = g[src_gpu].zone == g[dst_gpu].zone;
+  const bool same_zone = graph[src_gpu].zone == graph[dst_gpu].zone;
   const std::size_t local_count = static_cast<std::size_t>(t.gpn + t.extras);
 
   // Which node-local vertices may carry the flow (besides its two end GPUs).
   auto transit = [&](VertexId v) {
-    switch (g[v].kind) {
+    switch (graph[v].kind) {
       case VertexKind::gpu: return false;
       case VertexKind::nvswitch: return same_node;
       case VertexKind::host:
@@ -504,9 +571,9 @@ std::vector<LinkId> Topology::route(VertexId src_gpu, VertexId dst_gpu, std::uin
     queue.push_back(dst_gpu);
     for (std::size_t head = 0; head < queue.size(); ++head) {
       const VertexId u = queue[head];
-      for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
-        const VertexId w = target_of(*e, g);
-        if (g[w].node != nd) continue;
+      for (auto [e, end] = boost::out_edges(u, graph); e != end; ++e) {
+        const VertexId w = target_of(*e, graph);
+        if (graph[w].node != nd) continue;
         std::uint32_t& d = dd[t.local_index(w)];
         if (d != kInf) continue;
         if (w == src_gpu) { d = dd[t.local_index(u)] + 1; continue; }
@@ -531,20 +598,20 @@ std::vector<LinkId> Topology::route(VertexId src_gpu, VertexId dst_gpu, std::uin
       const VertexId u = t.extra(nd, e);
       const std::uint32_t du = dd[t.local_index(u)];
       if (du == kInf) continue;
-      for (auto [it, end] = boost::out_edges(u, g); it != end; ++it) {
-        const VertexId f = target_of(*it, g);
+      for (auto [it, end] = boost::out_edges(u, graph); it != end; ++it) {
+        const VertexId f = target_of(*it, graph);
         if (f < t.first_network) continue;
-        if (same_zone && g[f].kind == VertexKind::zone_gateway) continue;
+        if (same_zone && graph[f].kind == VertexKind::zone_gateway) continue;
         const std::int32_t row = t.target_row[f - t.first_network];
         // Links come in pairs 2k / 2k+1, so the link f -> u is the partner of u -> f.
-        if (row >= 0) ingress.push_back({static_cast<std::size_t>(row), du + 1, f, g[*it].id ^ 1U, u});
+        if (row >= 0) ingress.push_back({static_cast<std::size_t>(row), du + 1, f, graph[*it].id ^ 1U, u});
       }
     }
   }
   const std::size_t nn = t.network_count;
   auto net_distance = [&](VertexId w) -> std::uint32_t {
     if (same_node) return kInf;
-    if (same_zone && g[w].kind == VertexKind::zone_gateway) return kInf;
+    if (same_zone && graph[w].kind == VertexKind::zone_gateway) return kInf;
     const std::size_t wi = w - t.first_network;
     std::uint32_t best = kInf;
     for (const Ingress& in : ingress) {
@@ -559,7 +626,7 @@ std::vector<LinkId> Topology::route(VertexId src_gpu, VertexId dst_gpu, std::uin
   ds.assign(local_count, kInf);
   auto distance = [&](VertexId w) -> std::uint32_t {
     if (w >= t.first_network) return net_distance(w);
-    const std::int64_t n = g[w].node;
+    const std::int64_t n = graph[w].node;
     if (n == nd) return dd[t.local_index(w)];
     if (n == ns) return ds[t.local_index(w)];
     return kInf;
@@ -575,8 +642,8 @@ std::vector<LinkId> Topology::route(VertexId src_gpu, VertexId dst_gpu, std::uin
       changed = false;
       for (const VertexId v : members) {
         std::uint32_t best = ds[t.local_index(v)];
-        for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
-          const VertexId w = target_of(*e, g);
+        for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) {
+          const VertexId w = target_of(*e, graph);
           if (w < t.gpus) continue;  // GPUs are never transit, and dst is on another node
           if (w < t.first_network && !transit(w)) continue;
           const std::uint32_t d = distance(w);
@@ -614,10 +681,10 @@ std::vector<LinkId> Topology::route(VertexId src_gpu, VertexId dst_gpu, std::uin
         if (in.f == v && in.hops == remaining) candidates.emplace_back(in.down, in.u);
       }
     } else {
-      for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
-        const VertexId w = target_of(*e, g);
+      for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) {
+        const VertexId w = target_of(*e, graph);
         if (w != dst_gpu && w < t.first_network && !transit(w)) continue;
-        if (distance(w) + 1 == remaining) candidates.emplace_back(g[*e].id, w);
+        if (distance(w) + 1 == remaining) candidates.emplace_back(graph[*e].id, w);
       }
     }
     if (candidates.empty()) throw std::logic_error("Topology::route: routing tables inconsistent");

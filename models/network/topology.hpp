@@ -178,7 +178,9 @@ class Topology {
   [[nodiscard]] const std::vector<ZoneSpec>& zones() const;
 
   /// Fewest-hops route from GPU src_gpu to GPU dst_gpu with deterministic ECMP (see the header comment).
-  /// Empty when src == dst. Throws std::invalid_argument when either vertex is not a GPU.
+  /// Empty when src == dst. Throws std::invalid_argument when either vertex is not a GPU. Thread-safe; each
+  /// thread caches the paths it computed on the topology it used last (up to 2^20 paths, then starts over),
+  /// since collective schedules ask for the same pairs again and again.
   [[nodiscard]] std::vector<LinkId> route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const;
 
   struct Impl;

@@ -172,6 +172,7 @@ class Loader {
  public:
   explicit Loader(std::filesystem::path path) : path_(std::move(path)) {}
 
+  /// Reads and parses the file. Throws ScenarioError (unreadable: 0:0; syntax: the parser's position).
   void parse() {
     std::ifstream in(path_, std::ios::binary);
     if (!in) fail("", Loc{path_, 0, 0}, "cannot open the scenario file");
@@ -185,6 +186,10 @@ class Loader {
            "TOML syntax error: " + std::string(e.description()));
     }
   }
+
+  /// Starts from a document parsed before (a copy: overrides edit it).
+  void use(const toml::table& parsed) { doc_ = parsed; }
+  [[nodiscard]] toml::table take_document() { return std::move(doc_); }
 
   /// Applies "dotted.key=value" overrides in order (a later one wins). The i-th (1-based) option is reported
   /// as "--set:i:COL", COL 1 for its key and the value's column for its value.
@@ -650,8 +655,9 @@ class Loader {
       return g;
     };
     const auto wrong_type = [&] { fail(key, loc, "expected " + std::string(expected_name(p.type)) + ", " + got_type()); };
-    const std::string allowed = detail::allowed_text(p);
-    const auto out_of_range = [&](const std::string& got) { fail(key, loc, "must be " + allowed + ", got " + got); };
+    const auto out_of_range = [&](const std::string& got) {
+      fail(key, loc, "must be " + detail::allowed_text(p) + ", got " + got);
+    };
     switch (p.type) {
       case ParamType::integer: {
         const auto v = node->value_exact<int64_t>();
@@ -721,8 +727,15 @@ class Loader {
   }
 
   void set_default(const ParamSpec& p) {
-    const toml::table parsed = toml::parse("v = " + std::string(p.default_text));
-    parsed["v"].node()->visit([&](const auto& v) { set_node(std::string(p.key), v); });
+    // Every default parsed once per process (a sweep loads the scenario once per point).
+    static const std::map<std::string_view, toml::table, std::less<>> defaults = [] {
+      std::map<std::string_view, toml::table, std::less<>> m;
+      for (const ParamSpec& q : detail::scenario_params()) {
+        if (q.need == Need::defaulted) m.emplace(q.key, toml::parse("v = " + std::string(q.default_text)));
+      }
+      return m;
+    }();
+    defaults.find(p.key)->second["v"].node()->visit([&](const auto& v) { set_node(std::string(p.key), v); });
   }
 
   template <typename T>
@@ -789,10 +802,27 @@ class Loader {
 
 }  // namespace
 
-Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides,
-                       const models::Catalog& catalog) {
+struct ScenarioDocument::Impl {
+  std::filesystem::path path;
+  toml::table table;
+};
+
+ScenarioDocument ScenarioDocument::read(const std::filesystem::path& path) {
   Loader loader(path);
   loader.parse();
+  ScenarioDocument doc;
+  doc.impl_ = std::make_shared<const Impl>(Impl{path, loader.take_document()});
+  return doc;
+}
+
+const std::filesystem::path& ScenarioDocument::path() const {
+  if (!impl_) throw std::logic_error("ScenarioDocument: not read");
+  return impl_->path;
+}
+
+namespace {
+
+Scenario load(Loader& loader, const std::vector<std::string>& overrides, const models::Catalog& catalog) {
   loader.apply_overrides(overrides);
   loader.check_schema_version();
   loader.check_structure();
@@ -803,6 +833,22 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
   loader.check_cluster(catalog);
   loader.check_job(catalog);
   return loader.build();
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides,
+                       const models::Catalog& catalog) {
+  Loader loader(path);
+  loader.parse();
+  return load(loader, overrides, catalog);
+}
+
+Scenario load_scenario(const ScenarioDocument& document, const std::vector<std::string>& overrides,
+                       const models::Catalog& catalog) {
+  Loader loader(document.path());
+  loader.use(document.impl_->table);
+  return load(loader, overrides, catalog);
 }
 
 }  // namespace clustersim::sim

@@ -28,7 +28,10 @@ struct StageState {
 
 class Executor {
  public:
-  Executor(const models::StepProgram& program, const ExecutionFidelity& fidelity, bool record)
+  /// `free_transfers`: run the program as if its pipeline transfers took no time (the reference run that
+  /// measures their exposed cost), without copying it.
+  Executor(const models::StepProgram& program, const ExecutionFidelity& fidelity, bool record,
+           bool free_transfers = false)
       : program_(program),
         ranks_(program.stages.size()),
         chunks_(static_cast<size_t>(program.virtual_stages)),
@@ -58,8 +61,10 @@ class Executor {
       }
       validate(stage.order, k);
     }
-    p2p_forward_ = Time::from_seconds(program.p2p_forward);
-    p2p_backward_ = Time::from_seconds(program.p2p_backward);
+    if (!free_transfers) {
+      p2p_forward_ = Time::from_seconds(program.p2p_forward);
+      p2p_backward_ = Time::from_seconds(program.p2p_backward);
+    }
   }
 
   PipelineResult run() {
@@ -224,6 +229,14 @@ class Executor {
                         units::Seconds(0.0)});
     }
     const size_t target = slot(to_vs, replica);
+    if (arrival == sim_.now()) {
+      // A transfer that takes no time (a free-transfer reference run): the input is present now. Starting the
+      // receiver here rather than from an event at the same time gives the same timeline (a pass starts at
+      // max(stage free, input present) whatever order equal-time events run in) with one event less.
+      (forward ? forward_arrival_ : backward_arrival_)[target][microbatch] = arrival.ns();
+      try_start((to_vs % ranks_) * replicas_ + replica);
+      return;
+    }
     // Packed so the capture fits std::function's small buffer: target slot, microbatch, direction.
     const uint64_t packed = static_cast<uint64_t>(target) << 33 | static_cast<uint64_t>(microbatch) << 1 |
                             static_cast<uint64_t>(forward ? 1 : 0);
@@ -320,9 +333,6 @@ PipelineResult execute_pipeline(const models::StepProgram& program, const Execut
     // Exposed pipeline communication is what the transfers cost the step: T - T(free transfers). The same
     // program without transfers can only be as fast or faster (the schedule's order is fixed), so both parts
     // are non-negative.
-    models::StepProgram free_transfers = program;
-    free_transfers.p2p_forward = units::Seconds(0.0);
-    free_transfers.p2p_backward = units::Seconds(0.0);
     // Replicas that all run at one speed are identical timelines (transfers join equal replica indices and
     // the gradient barrier waits for copies that finish together), so the reference run needs only one.
     ExecutionFidelity reference = fidelity;
@@ -333,7 +343,8 @@ PipelineResult execute_pipeline(const models::StepProgram& program, const Execut
       if (!fidelity.slowdown.empty()) reference.slowdown.assign(program.stages.size(), fidelity.slowdown.front());
     }
     const units::Seconds exposed =
-        result.step_time - Executor(free_transfers, reference, /*record=*/false).run().step_time;
+        result.step_time -
+        Executor(program, reference, /*record=*/false, /*free_transfers=*/true).run().step_time;
     for (StageBreakdown& stage : result.stages) {
       stage.pp_exposed = exposed;
       stage.bubble -= exposed;

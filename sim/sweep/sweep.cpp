@@ -348,9 +348,10 @@ std::vector<std::vector<std::string>> enumerate_layouts(const std::filesystem::p
                                                         const models::Catalog& catalog) {
   // The model and the cluster: the scenario with the grid point's overrides, its own layout; when that
   // layout does not fit the point (other nodes, batch), with the simplest layout instead.
+  const ScenarioDocument document = ScenarioDocument::read(scenario);  // parsed once for every candidate
   const Scenario s = [&] {
     try {
-      return load_scenario(scenario, overrides, catalog);
+      return load_scenario(document, overrides, catalog);
     } catch (const ScenarioError&) {
       std::vector<std::string> base = overrides;
       for (const char* o : {"parallelism.tensor=1", "parallelism.pipeline=1", "parallelism.virtual_stages=1",
@@ -358,7 +359,7 @@ std::vector<std::vector<std::string>> enumerate_layouts(const std::filesystem::p
         base.emplace_back(o);
       }
       try {
-        return load_scenario(scenario, base, catalog);
+        return load_scenario(document, base, catalog);
       } catch (const ScenarioError&) {
       }
       throw;
@@ -390,7 +391,7 @@ std::vector<std::vector<std::string>> enumerate_layouts(const std::filesystem::p
           std::vector<std::string> all = overrides;
           all.insert(all.end(), layout.begin(), layout.end());
           try {
-            (void)load_scenario(scenario, all, catalog);
+            (void)load_scenario(document, all, catalog);
           } catch (const ScenarioError&) {
             continue;
           }

@@ -36,7 +36,8 @@ LoadedSweep load_sweep(const std::filesystem::path& scenario, const std::vector<
   LoadedSweep s;
   s.scenario = scenario;
   s.overrides = overrides;
-  s.base = load_scenario(scenario, overrides, catalog);
+  s.document = ScenarioDocument::read(scenario);
+  s.base = load_scenario(s.document, overrides, catalog);
   s.spec = read_sweep(scenario);
   if (!s.spec.auto_parallelism) {
     s.points = expand_sweep(s.spec, scenario, s.base.simulation.seed, catalog);
@@ -65,7 +66,7 @@ SweepRow SweepPointRunner::run(const SweepPoint& point) {
   overrides.push_back("simulation.seed=" + std::to_string(point.seed));
   overrides.insert(overrides.end(), point.overrides.begin(), point.overrides.end());
   try {
-    const Scenario sc = load_scenario(sweep_.scenario, overrides, catalog_);
+    const Scenario sc = load_scenario(sweep_.document, overrides, catalog_);
     const models::VmSize& vm = catalog_.vm_size(sc.cluster.vm_size);
     const models::DeviceSpec& device = catalog_.device(vm.device);
     const StepReport report = simulator_.simulate(step_setup_of(sc, catalog_), vm, device, network_setup_of(sc));

@@ -25,6 +25,7 @@ namespace clustersim::sim {
 /// The sweep's points: the scenario's [sweep] expanded, base seed from the scenario with the --set overrides.
 struct LoadedSweep {
   std::filesystem::path scenario;
+  ScenarioDocument document;           ///< the scenario file, parsed once for all points
   std::vector<std::string> overrides;  ///< --set
   Scenario base;
   SweepSpec spec;

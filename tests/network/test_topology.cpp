@@ -200,6 +200,30 @@ TEST(Topology, EcmpSpreadsOverSpinesDeterministically) {
   EXPECT_EQ(switches_on(t, t.route(t.gpu(0, 0), t.gpu(1, 1), 0)), 3);
 }
 
+TEST(Topology, RouteCacheIsPerTopologyAndMatchesAFreshRoute) {
+  // route() caches paths per thread, keyed by the topology instance: alternating between two topologies
+  // with overlapping GPU ids must give each its own paths, the same as those of a freshly built twin.
+  TopologyConfig small = config(2, FabricKind::fat_tree);
+  small.fat_tree_radix = 8;
+  const Topology a = build("Standard_ND96isr_H100_v5", small);
+  const Topology b = build("Standard_ND96isr_H100_v5", config(4, FabricKind::single_switch));
+  const VertexId src = a.gpu(0, 3);
+  const VertexId dst = a.gpu(1, 5);
+  const auto a_first = a.route(src, dst, 7);
+  const auto b_first = b.route(src, dst, 7);
+  expect_chain(a, a_first, src, dst);
+  expect_chain(b, b_first, src, dst);
+  EXPECT_NE(a_first, b_first);  // two-tier fat tree vs one switch: different links
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(a.route(src, dst, 7), a_first);
+    EXPECT_EQ(b.route(src, dst, 7), b_first);
+  }
+  const Topology a_twin = build("Standard_ND96isr_H100_v5", small);
+  EXPECT_EQ(a_twin.route(src, dst, 7), a_first);
+  EXPECT_EQ(a_twin.route(src, dst, 8), a.route(src, dst, 8));
+  EXPECT_THROW((void)a.route(src, static_cast<VertexId>(a.gpu_count()), 7), std::invalid_argument);
+}
+
 TEST(Topology, CrossZoneRouteHasOneInterZoneLink) {
   TopologyConfig cfg = config(4, FabricKind::fat_tree);
   cfg.zones = {{"eastus-1", 2}, {"eastus-2", 2}};

@@ -131,6 +131,35 @@ TEST(ScenarioLoad, ResolvedTomlIsStable) {
   EXPECT_EQ(load("valid_full.toml").resolved_toml, load("valid_full.toml").resolved_toml);
 }
 
+TEST(ScenarioDocument, LoadsLikeTheFileWithAndWithoutOverrides) {
+  const ScenarioDocument doc = ScenarioDocument::read(kData / "valid_full.toml");
+  EXPECT_EQ(doc.path(), kData / "valid_full.toml");
+  EXPECT_EQ(load_scenario(doc, {}, catalog()).resolved_toml, load("valid_full.toml").resolved_toml);
+  const std::vector<std::string> o{"training.micro_batch_size=2", "simulation.seed=5"};
+  EXPECT_EQ(load_scenario(doc, o, catalog()).resolved_toml, load("valid_full.toml", o).resolved_toml);
+  // The document is not changed by a load's overrides.
+  EXPECT_EQ(load_scenario(doc, {}, catalog()).resolved_toml, load("valid_full.toml").resolved_toml);
+  // Errors name the file and the --set option the same way.
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"training.micro_batch_size=0"},
+                                              std::vector<std::string>{"model.no_such_key=1"}}) {
+    std::string from_file, from_doc;
+    try { (void)load("valid_full.toml", bad); } catch (const ScenarioError& e) { from_file = e.what(); }
+    try { (void)load_scenario(doc, bad, catalog()); } catch (const ScenarioError& e) { from_doc = e.what(); }
+    EXPECT_FALSE(from_file.empty());
+    EXPECT_EQ(from_doc, from_file);
+  }
+}
+
+TEST(ScenarioDocument, UnreadableFileIsAScenarioErrorAtZeroZero) {
+  try {
+    (void)ScenarioDocument::read(kData / "no_such_file.toml");
+    FAIL() << "expected a ScenarioError";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(e.line(), 0);
+    EXPECT_EQ(e.column(), 0);
+  }
+}
+
 // --- --set overrides -------------------------------------------------------------------------------------------
 
 TEST(ScenarioOverrides, IntegerBareWordAndQuotedString) {
