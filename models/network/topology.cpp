@@ -6,7 +6,6 @@
 #include <cmath>
 #include <limits>
 #include <set>
-#include <unordered_map>
 #include <stdexcept>
 #include <utility>
 
@@ -492,42 +491,56 @@ std::vector<LinkId> Topology::route(VertexId src_gpu, VertexId dst_gpu, std::uin
   // a 1,024-GPU layout search asks 440 K routes over 32 K distinct pairs). Each thread keeps its own cache of
   // the last topology it routed on: no locks, and a sweep's threads never wait on each other. Bounded: it is
   // cleared when it reaches kRouteCacheEntries paths.
-  struct Key {
-    VertexId src, dst;
-    std::uint64_t hash;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    std::size_t operator()(const Key& k) const noexcept {
-      return static_cast<std::size_t>(mix_hash((static_cast<std::uint64_t>(k.src) << 32 | k.dst) ^ mix_hash(k.hash)));
-    }
+  // Open addressing with linear probing over a power-of-two table, at most half full.
+  constexpr VertexId kNoVertex = std::numeric_limits<VertexId>::max();
+  struct Slot {
+    VertexId src = kNoVertex;  // kNoVertex: empty
+    VertexId dst = 0;
+    std::uint64_t hash = 0;
+    std::uint32_t offset = 0;  // into links
+    std::uint32_t length = 0;
   };
   struct Cache {
     std::uint64_t instance = 0;
-    std::unordered_map<Key, std::pair<std::uint32_t, std::uint32_t>, KeyHash> index;  // -> (offset, length)
+    std::size_t size = 0;
+    std::vector<Slot> slots;
     std::vector<LinkId> links;
+    [[nodiscard]] std::size_t home(VertexId src, VertexId dst, std::uint64_t hash) const {
+      return static_cast<std::size_t>(mix_hash((static_cast<std::uint64_t>(src) << 32 | dst) ^ mix_hash(hash))) &
+             (slots.size() - 1);
+    }
+    void reset(std::uint64_t id) {
+      instance = id;
+      size = 0;
+      slots.assign(1024, Slot{});
+      links.clear();
+    }
+    void grow() {
+      std::vector<Slot> old(slots.size() * 2);
+      old.swap(slots);
+      for (const Slot& e : old) {
+        if (e.src == kNoVertex) continue;
+        std::size_t i = home(e.src, e.dst, e.hash);
+        while (slots[i].src != kNoVertex) i = (i + 1) & (slots.size() - 1);
+        slots[i] = e;
+      }
+    }
   };
   constexpr std::size_t kRouteCacheEntries = std::size_t{1} << 20;
   thread_local Cache cache;
-  if (cache.instance != t.instance || cache.index.size() >= kRouteCacheEntries) {
-    cache.index.clear();
-    cache.links.clear();
-    cache.instance = t.instance;
+  if (cache.instance != t.instance || cache.size >= kRouteCacheEntries) cache.reset(t.instance);
+  std::size_t i = cache.home(src_gpu, dst_gpu, flow_hash);
+  for (; cache.slots[i].src != kNoVertex; i = (i + 1) & (cache.slots.size() - 1)) {
+    const Slot& e = cache.slots[i];
+    if (e.src == src_gpu && e.dst == dst_gpu && e.hash == flow_hash) {
+      return {cache.links.begin() + e.offset, cache.links.begin() + e.offset + e.length};
+    }
   }
-  const auto [it, inserted] = cache.index.try_emplace(Key{src_gpu, dst_gpu, flow_hash});
-  if (!inserted) {
-    const auto [offset, length] = it->second;
-    return {cache.links.begin() + offset, cache.links.begin() + offset + length};
-  }
-  std::vector<LinkId> path;
-  try {
-    path = t.compute_route(src_gpu, dst_gpu, flow_hash);
-  } catch (...) {
-    cache.index.erase(it);
-    throw;
-  }
-  it->second = {static_cast<std::uint32_t>(cache.links.size()), static_cast<std::uint32_t>(path.size())};
+  std::vector<LinkId> path = t.compute_route(src_gpu, dst_gpu, flow_hash);
+  cache.slots[i] = Slot{src_gpu, dst_gpu, flow_hash, static_cast<std::uint32_t>(cache.links.size()),
+                        static_cast<std::uint32_t>(path.size())};
   cache.links.insert(cache.links.end(), path.begin(), path.end());
+  if (2 * ++cache.size > cache.slots.size()) cache.grow();
   return path;
 }
 
