@@ -59,7 +59,16 @@ class Executor {
         throw std::invalid_argument("pipeline executor: stage " + std::to_string(k) + " must cost each of its " +
                                     std::to_string(chunks_) + " chunks");
       }
-      validate(stage.order, k);
+      if (!free_transfers) validate(stage.order, k);  // the reference run re-runs a program validated already
+    }
+    // Pass durations in engine time, converted once: [(unit * chunks + chunk) * 2 + (forward ? 0 : 1)].
+    pass_time_.resize(states_.size() * chunks_ * 2);
+    for (size_t u = 0; u < states_.size(); ++u) {
+      const auto& stage = program.stages[u / replicas_];
+      for (size_t c = 0; c < chunks_; ++c) {
+        pass_time_[(u * chunks_ + c) * 2] = Time::from_seconds(stage.forward[c].total() * slowdown_[u]);
+        pass_time_[(u * chunks_ + c) * 2 + 1] = Time::from_seconds(stage.backward[c].total() * slowdown_[u]);
+      }
     }
     if (!free_transfers) {
       p2p_forward_ = Time::from_seconds(program.p2p_forward);
@@ -169,7 +178,7 @@ class Executor {
     s.last_pass_start = sim_.now();
     ++s.next;
     const Time start = sim_.now();
-    const Time end = start + Time::from_seconds(cost.total() * slow);
+    const Time end = start + pass_time_[(u * chunks_ + chunk) * 2 + (forward ? 0 : 1)];
     if (record_ && replica == 0) {
       spans_.push_back({static_cast<int64_t>(k), pass.chunk, pass.microbatch,
                         forward ? SpanKind::forward : SpanKind::backward, start.to_seconds(), end.to_seconds(),
@@ -318,6 +327,7 @@ class Executor {
   std::vector<std::vector<int64_t>> forward_arrival_;   ///< [virtual stage][microbatch] input present (ns)
   std::vector<std::vector<int64_t>> backward_arrival_;  ///< [virtual stage][microbatch] gradient present (ns)
   std::vector<TraceSpan> spans_;
+  std::vector<Time> pass_time_;  ///< per (unit, chunk, direction): the pass's duration
   Time p2p_forward_;
   Time p2p_backward_;
 };
