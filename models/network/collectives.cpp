@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/splitmix64.hpp"
+
 namespace clustersim::models {
 
 namespace {
@@ -17,12 +19,6 @@ constexpr CollectiveAlgorithm kAlgorithms[] = {CollectiveAlgorithm::ring, Collec
                                                CollectiveAlgorithm::hierarchical, CollectiveAlgorithm::nvls,
                                                CollectiveAlgorithm::direct};
 
-uint64_t mix(uint64_t x) {  // splitmix64 finaliser
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 /// The ECMP key of a transfer: its destination GPU (D-mod-K routing: an up-link is chosen by destination, which
 /// routes shift permutations such as ring steps without conflicts on a fat tree; Zahavi et al., "D-Mod-K
@@ -153,10 +149,10 @@ double bus_bandwidth_factor(CollectiveOp op, int64_t ranks) {
 
 uint64_t CommPattern::hash() const {
   if (hash_ != 0) return hash_;
-  uint64_t h = mix(groups.size());
+  uint64_t h = splitmix64(groups.size());
   for (const auto& g : groups) {
-    h = mix(h ^ g.size());
-    for (int64_t r : g) h = mix(h ^ static_cast<uint64_t>(r));
+    h = splitmix64(h ^ g.size());
+    for (int64_t r : g) h = splitmix64(h ^ static_cast<uint64_t>(r));
   }
   hash_ = h == 0 ? 1 : h;
   return hash_;

@@ -11,17 +11,11 @@
 
 #include <boost/graph/adjacency_list.hpp>
 
+#include "models/splitmix64.hpp"
+
 namespace clustersim::models {
 
 namespace {
-
-/// SplitMix64 finaliser (Steele, Lea, Flood 2014): spreads route-cache keys over the hash table.
-constexpr std::uint64_t mix_hash(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 struct EdgeProps {
   LinkId id = 0;
@@ -506,7 +500,7 @@ std::vector<LinkId> Topology::route(VertexId src_gpu, VertexId dst_gpu, std::uin
     std::vector<Slot> slots;
     std::vector<LinkId> links;
     [[nodiscard]] std::size_t home(VertexId src, VertexId dst, std::uint64_t hash) const {
-      return static_cast<std::size_t>(mix_hash((static_cast<std::uint64_t>(src) << 32 | dst) ^ mix_hash(hash))) &
+      return static_cast<std::size_t>(splitmix64((static_cast<std::uint64_t>(src) << 32 | dst) ^ splitmix64(hash))) &
              (slots.size() - 1);
     }
     void reset(std::uint64_t id) {

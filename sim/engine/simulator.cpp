@@ -5,17 +5,13 @@
 #include <string>
 #include <utility>
 
+#include "models/splitmix64.hpp"
+
 namespace clustersim::sim {
 
 namespace {
 
-// SplitMix64 finalizer (Steele, Lea, Flood 2014): a bijective 64-bit mixer.
-constexpr std::uint64_t mix64(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using clustersim::splitmix64;
 
 constexpr std::uint32_t slot_of(EventId id) { return static_cast<std::uint32_t>(id & 0xffffffffULL); }
 constexpr std::uint32_t generation_of(EventId id) { return static_cast<std::uint32_t>(id >> 32); }
@@ -94,7 +90,7 @@ bool Simulator::cancel(EventId id) {
   return true;
 }
 
-void Simulator::mix_into_fingerprint(std::uint64_t value) { fingerprint_ = mix64(fingerprint_ ^ value); }
+void Simulator::mix_into_fingerprint(std::uint64_t value) { fingerprint_ = splitmix64(fingerprint_ ^ value); }
 
 void Simulator::run() { run_loop(Time::max()); }
 
@@ -128,9 +124,9 @@ bool Simulator::run_loop(Time limit) {
     now_ = event.key.time;
     --pending_;
     ++executed_;
-    fingerprint_ = mix64(fingerprint_ ^ static_cast<std::uint64_t>(event.key.time.ns()));
-    fingerprint_ = mix64(fingerprint_ ^ static_cast<std::uint32_t>(event.key.priority));
-    fingerprint_ = mix64(fingerprint_ ^ event.key.sequence);
+    fingerprint_ = splitmix64(fingerprint_ ^ static_cast<std::uint64_t>(event.key.time.ns()));
+    fingerprint_ = splitmix64(fingerprint_ ^ static_cast<std::uint32_t>(event.key.priority));
+    fingerprint_ = splitmix64(fingerprint_ ^ event.key.sequence);
     event.fn();
     if (stop_requested_) return true;
   }

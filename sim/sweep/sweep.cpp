@@ -14,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include "models/hardware/catalog.hpp"
+#include "models/splitmix64.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/io/scenario_params.hpp"
 
@@ -184,12 +185,6 @@ void collect(const std::filesystem::path& file, const std::string& key, Pos pos,
   axes.push_back({key, pos, axis_values(file, "sweep." + key, node)});
 }
 
-uint64_t splitmix64(uint64_t x) {
-  uint64_t z = x + 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 }  // namespace
 
