@@ -40,6 +40,26 @@ class Builder {
     phase.transfers.push_back(std::move(tr));
   }
 
+  /// A transfer from `from` to `to` on another node that leaves through the NIC of `proxy`, a GPU of the
+  /// sender's node: NVLink from -> proxy, then proxy's rail NIC to `to` (NCCL's PXN, "PCI x NVLink", NCCL
+  /// 2.12+: a GPU hands data over NVLink to the node-mate on the destination's rail, so inter-node traffic stays
+  /// on one rail; NVIDIA Developer Blog, "Doubling all2all Performance with NVIDIA Collective Communication
+  /// Library 2.12", 2022). `proxy == from` is a plain route.
+  void add_via(Phase& phase, int64_t from, int64_t proxy, int64_t to, double bytes_per_byte, uint64_t hash) {
+    if (proxy == from) {
+      add(phase, from, to, bytes_per_byte, hash);
+      return;
+    }
+    Transfer tr;
+    tr.path = topology_.route(static_cast<VertexId>(from), static_cast<VertexId>(proxy), hash);
+    const std::vector<LinkId> out = topology_.route(static_cast<VertexId>(proxy), static_cast<VertexId>(to), hash);
+    tr.path.insert(tr.path.end(), out.begin(), out.end());
+    tr.bytes_per_byte = bytes_per_byte;
+    phase.transfers.push_back(std::move(tr));
+  }
+
+  int64_t local_of(int64_t rank) const { return rank % gpn_; }
+
   /// GPU -> NVSwitch and NVSwitch -> GPU links of `rank` (NVLS), or nullopt without an NVSwitch.
   std::optional<std::pair<LinkId, LinkId>> switch_links(int64_t rank) const {
     const auto gpu = static_cast<VertexId>(rank);
@@ -66,23 +86,43 @@ std::vector<std::vector<int64_t>> by_node(const std::vector<int64_t>& sorted, co
   return nodes;
 }
 
+/// The ring's node-to-node hops are rail-aligned, as NCCL builds them: channel c enters every node at the
+/// member rotated to the front (its "rail" member) and the node's last member sends to the next node's rail
+/// member through the NIC of the member with that member's local index (PXN, Builder::add_via), so every
+/// inter-node hop of channel c joins two NICs of one rail. NCCL's ring search keeps one NIC per channel on every
+/// node (NCCL_CROSS_NIC, default 2: "try to use the same NIC for the same ring/tree"; NCCL environment-variable
+/// documentation) and sends through it by PXN when the sending GPU is not the NIC's own. Without it, a ring
+/// over a strided data-parallel group (two members per node) would hop from local index 4+t to local index t of
+/// the next node, i.e. across rails and through the spines of a rail-optimized fabric, which NCCL avoids.
+/// When the sender's node has no member with the destination's local index, the hop is routed directly.
 void ring_phase(Phase& phase, Builder& b, const std::vector<std::vector<int64_t>>& nodes, uint64_t group_index,
                 double bytes_per_step, bool wrap) {
   // One channel per member of a node (the fewest members any node has), each rotated so that it leaves every
-  // node through a different GPU; one channel inside a single node.
+  // node through a different GPU's NIC; one channel inside a single node.
   size_t channels = nodes.size() == 1 ? 1 : nodes.front().size();
   for (const auto& n : nodes) channels = std::min(channels, n.size());
   for (size_t c = 0; c < channels; ++c) {
     std::vector<int64_t> order;
-    for (const auto& members : nodes) {
-      for (size_t i = 0; i < members.size(); ++i) order.push_back(members[(i + c) % members.size()]);
+    std::vector<size_t> node_of_position;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const auto& members = nodes[k];
+      for (size_t i = 0; i < members.size(); ++i) {
+        order.push_back(members[(i + c) % members.size()]);
+        node_of_position.push_back(k);
+      }
     }
     const size_t n = order.size();
     for (size_t i = 0; i < n; ++i) {
       if (!wrap && i + 1 == n) break;
       const int64_t from = order[i], to = order[(i + 1) % n];
-      b.add(phase, from, to, bytes_per_step / static_cast<double>(channels),
-            flow_hash(group_index, c, static_cast<uint64_t>(from), static_cast<uint64_t>(to)));
+      int64_t proxy = from;
+      if (node_of_position[i] != node_of_position[(i + 1) % n]) {
+        for (int64_t m : nodes[node_of_position[i]]) {
+          if (b.local_of(m) == b.local_of(to)) proxy = m;
+        }
+      }
+      b.add_via(phase, from, proxy, to, bytes_per_step / static_cast<double>(channels),
+                flow_hash(group_index, c, static_cast<uint64_t>(from), static_cast<uint64_t>(to)));
     }
   }
 }

@@ -254,6 +254,75 @@ TEST(Collectives, RailOptimizedDataParallelRingsDoNotContend) {
             model.time(CollectiveOp::all_reduce, group(column(0, 4, 8)), S, CollectiveAlgorithm::ring).time);
 }
 
+/// The data-parallel groups of one pipeline stage of a TP 4 x DP 4 layout on two 8-GPU nodes (Megatron's rank
+/// order): group t = {t, 4+t, 8+t, 12+t}, two members per node at local indices t and 4+t.
+CommPattern strided_data_parallel_groups() {
+  CommPattern p;
+  for (int64_t t = 0; t < 4; ++t) p.groups.push_back({t, 4 + t, 8 + t, 12 + t});
+  return p;
+}
+
+/// True when some link of `path` enters or leaves a spine (tier-1 network switch).
+bool crosses_a_spine(const Topology& t, const std::vector<clustersim::models::LinkId>& path) {
+  for (auto id : path) {
+    const auto& l = t.link(id);
+    for (auto v : {l.src, l.dst}) {
+      const auto& info = t.vertex(v);
+      if (info.kind == clustersim::models::VertexKind::network_switch && info.tier >= 1) return true;
+    }
+  }
+  return false;
+}
+
+// Rail-optimized fabric, the strided data-parallel groups of TP 4 x DP 4 on 2 H100 nodes (two members per
+// node, at local indices t and 4+t). NCCL keeps each ring channel on one NIC rail (ring_phase, PXN): every
+// transfer that leaves a node goes NIC i -> rail switch i -> NIC i, never through a spine. Each channel (2, one
+// per member of a node) carries S/2; each of its 2 node crossings per round uses its own NIC, so every NIC
+// carries one transfer of S/(n channels) per ring step:
+//   reduce-scatter, all-gather: (n-1) steps x S/8 / 50 GB/s = 3/8 S / 50 GB/s
+//   ring all-reduce:            2(n-1) steps                 = 6/8 S / 50 GB/s = RS + AG exactly.
+// Before ring hops were rail-aligned, the hop from local index 4+t of node 0 to local index t of node 1 crossed
+// rails through the spines, and ZeRO-1's reduce-scatter + all-gather took 9x the all-reduce (issue 11).
+TEST(Collectives, StridedDataParallelRingsStayOnTheirRails) {
+  const Topology t = build(kH100, config(2, FabricKind::rail_optimized));
+  const CommPattern dp = strided_data_parallel_groups();
+  for (CollectiveOp op : {CollectiveOp::reduce_scatter, CollectiveOp::all_gather, CollectiveOp::all_reduce}) {
+    const auto schedule = build_schedule(op, CollectiveAlgorithm::ring, t, dp, false);
+    ASSERT_TRUE(schedule.has_value());
+    for (const auto& tr : schedule->phases[0].transfers) EXPECT_FALSE(crosses_a_spine(t, tr.path)) << to_string(op);
+  }
+  const double rs = spb(CollectiveOp::reduce_scatter, CollectiveAlgorithm::ring, t, dp, full_rate());
+  const double ag = spb(CollectiveOp::all_gather, CollectiveAlgorithm::ring, t, dp, full_rate());
+  const double ar = spb(CollectiveOp::all_reduce, CollectiveAlgorithm::ring, t, dp, full_rate());
+  expect_rel(rs, 3.0 / 8.0 / kNdr);
+  expect_rel(ag, 3.0 / 8.0 / kNdr);
+  expect_rel(ar, rs + ag);
+}
+
+// The same identity through CollectiveModel on the three fabrics, with the VM's constants: a ring all-reduce's
+// bandwidth time is exactly a reduce-scatter's plus an all-gather's (the ring all-reduce is those two phases),
+// so only the protocol's latency terms differ (one T0 and one pipeline fill fewer: within 5 % at 1 GiB). The
+// automatic choice (tree / hierarchical for two members per node) may be faster than the ring, by at most the
+// per-NIC volume ratio of tree (S/2) to ring (3/4 S), less the one T0 it saves: all-reduce >= 0.65 (RS + AG)
+// and <= RS + AG.
+TEST(Collectives, StridedAllReduceCostsAReduceScatterPlusAnAllGather) {
+  for (FabricKind fabric : {FabricKind::rail_optimized, FabricKind::fat_tree, FabricKind::single_switch}) {
+    const Topology t = build(kH100, config(2, fabric));
+    const CollectiveModel model(t, constants_of(kH100));
+    const CommPattern dp = strided_data_parallel_groups();
+    const auto S = units::Bytes(kGiB);
+    const CollectiveTiming rs = model.time(CollectiveOp::reduce_scatter, dp, S);
+    const CollectiveTiming ag = model.time(CollectiveOp::all_gather, dp, S);
+    const CollectiveTiming ring = model.time(CollectiveOp::all_reduce, dp, S, CollectiveAlgorithm::ring);
+    const CollectiveTiming best = model.time(CollectiveOp::all_reduce, dp, S);
+    const std::string name(to_string(fabric));
+    expect_rel(ring.bandwidth_time.value(), rs.bandwidth_time.value() + ag.bandwidth_time.value(), 1e-9);
+    EXPECT_NEAR(ring.time.value() / (rs.time.value() + ag.time.value()), 1.0, 0.05) << name;
+    EXPECT_LE(best.time.value(), rs.time.value() + ag.time.value()) << name;
+    EXPECT_GE(best.time.value(), 0.65 * (rs.time.value() + ag.time.value())) << name;
+  }
+}
+
 // A VM with fewer NICs than GPUs: NC64as_T4_v3 has 4 GPUs and one 32 Gb/s (4 GB/s) Ethernet NIC. The 4
 // data-parallel rings over 4 nodes (GPU i of every node) all leave each node through that NIC: max-min fair
 // sharing gives each 1 GB/s, so 4 rings take 4x one ring:
