@@ -234,6 +234,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     StageProgram& stage = program.stages[static_cast<size_t>(i)];
     stage.order = stage_order(setup.schedule, i, par.pipeline, m, v);
     stage.parameters = 0.0;
+    std::vector<double> chunk_params;  // parameters of each model chunk on one GPU (before ZeRO sharding)
     for (int64_t c = 0; c < v; ++c) {
       const int64_t virtual_stage = c * par.pipeline + i;
       const auto layers = static_cast<double>(chunk_layers[static_cast<size_t>(virtual_stage)]);
@@ -259,6 +260,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
       }
       stage.forward.push_back(fwd);
       stage.backward.push_back(bwd);
+      chunk_params.push_back(chunk_parameters);
     }
     if (i == 0) stage.parameters += embedding_params + d(model.seq_length) * d(model.hidden_size);
     if (i == par.pipeline - 1 && par.pipeline > 1) stage.parameters += embedding_params;
@@ -267,15 +269,25 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     stage.grad_buckets =
         std::max<int64_t>(1, static_cast<int64_t>(std::ceil(stage.parameters / kGradientBucketParameters)));
     stage.overlap_grad_sync = par.overlap_grad_reduce;
-    if (par.zero_stage == 0) {
-      const CollectiveTiming sync =
-          network.collective_time(CollectiveOp::all_reduce, dp, units::Bytes(stage.parameters * grad_bytes));
+    if (par.zero_stage <= 2) {
+      // ZeRO 0: all-reduce of the gradients; ZeRO 1-2: reduce-scatter (the distributed optimizer).
+      const CollectiveOp reduce = par.zero_stage == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
+      const CollectiveTiming sync = network.collective_time(reduce, dp, units::Bytes(stage.parameters * grad_bytes));
       stage.grad_sync = sync.time;
+      if (par.overlap_grad_reduce && par.data > 1) {
+        // Overlapped with backward: chunk by chunk (each chunk's buckets once its last backward has begun).
+        stage.grad_sync = units::Seconds(0.0);
+        for (const double params : chunk_params) {
+          const units::Seconds t = network.collective_time(reduce, dp, units::Bytes(params * grad_bytes)).time;
+          stage.chunk_grad_sync.push_back(t);
+          stage.chunk_grad_buckets.push_back(
+              std::max<int64_t>(1, static_cast<int64_t>(std::ceil(params / kGradientBucketParameters))));
+          stage.grad_sync += t;
+        }
+      }
       program.crosses_zones.data_parallel = program.crosses_zones.data_parallel || sync.crosses_zones;
-    } else if (par.zero_stage <= 2) {
-      const CollectiveTiming sync =
-          network.collective_time(CollectiveOp::reduce_scatter, dp, units::Bytes(stage.parameters * grad_bytes));
-      stage.grad_sync = sync.time;
+    }
+    if (par.zero_stage >= 1 && par.zero_stage <= 2) {
       stage.param_gather =
           network.collective_time(CollectiveOp::all_gather, dp, units::Bytes(stage.parameters * weight_bytes)).time;
       if (par.overlap_param_gather) {
@@ -285,7 +297,6 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
         stage.param_gather = stage.param_gather > first_forward ? stage.param_gather - first_forward
                                                                 : units::Seconds(0.0);
       }
-      program.crosses_zones.data_parallel = program.crosses_zones.data_parallel || sync.crosses_zones;
     }
     stage.optimizer =
         compute.memory_time(units::Bytes(stage.parameters * shard * optimizer_bytes_per_parameter(precision)));

@@ -83,7 +83,15 @@ struct StageProgram {
   /// none (ZeRO 3 reduces per layer inside the passes).
   units::Seconds grad_sync;
   int64_t grad_buckets = 1;          ///< buckets of kGradientBucketParameters the reduction is split into
-  bool overlap_grad_sync = false;    ///< reduction overlapped with the final backward pass, bucket by bucket
+  /// Reduction overlapped with backward, bucket by bucket: each model chunk's gradients are final in that
+  /// chunk's last backward pass, so its buckets' reduction starts with that pass on the stage's
+  /// data-parallel stream (Megatron-Core --overlap-grad-reduce: with interleaving, chunk by chunk through the
+  /// pipeline's cool-down; PyTorch DDP: during the last backward).
+  bool overlap_grad_sync = false;
+  /// Per model chunk (v entries, or empty): its share of grad_sync and its bucket count. Empty: the whole
+  /// grad_sync belongs to the stage's final backward pass.
+  std::vector<units::Seconds> chunk_grad_sync;
+  std::vector<int64_t> chunk_grad_buckets;
   units::Seconds optimizer;          ///< optimizer step over the local (ZeRO: sharded) parameters
   units::Seconds param_gather;       ///< ZeRO 1-2: all-gather of the updated parameters after the optimizer
   double parameters = 0.0;           ///< parameters held by one GPU of this stage (before ZeRO sharding)

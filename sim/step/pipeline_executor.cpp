@@ -21,7 +21,6 @@ struct StageState {
   bool busy = false;
   bool finished = false;
   Time finish = Time::zero();
-  Time last_pass_start = Time::zero();
   Time tail_reached = Time::zero();
   StageBreakdown breakdown;
 };
@@ -74,6 +73,7 @@ class Executor {
       p2p_forward_ = Time::from_seconds(program.p2p_forward);
       p2p_backward_ = Time::from_seconds(program.p2p_backward);
     }
+    plan_reductions();
   }
 
   PipelineResult run() {
@@ -150,6 +150,60 @@ class Executor {
     }
   }
 
+  /// The gradient reductions of each stage: one per model chunk (or one for the whole stage), each attached to
+  /// the chunk's last backward pass in the stage's order.
+  void plan_reductions() {
+    reductions_.resize(ranks_);
+    dp_stream_free_.assign(ranks_, Time::zero());
+    total_sync_.assign(ranks_, Time::zero());
+    for (size_t k = 0; k < ranks_; ++k) {
+      const auto& stage = program_.stages[k];
+      std::vector<size_t> last_backward(chunks_, stage.order.size());
+      size_t final_backward = stage.order.size();
+      for (size_t i = 0; i < stage.order.size(); ++i) {
+        if (stage.order[i].kind != PassKind::backward) continue;
+        last_backward[static_cast<size_t>(stage.order[i].chunk)] = i;
+        final_backward = i;
+      }
+      auto& plan = reductions_[k];
+      if (stage.chunk_grad_sync.empty()) {
+        plan.push_back(Reduction{final_backward, Time::from_seconds(stage.grad_sync), stage.grad_buckets});
+      } else {
+        if (stage.chunk_grad_sync.size() != chunks_ || stage.chunk_grad_buckets.size() != chunks_) {
+          throw std::invalid_argument("pipeline executor: stage " + std::to_string(k) +
+                                      " must give a gradient reduction and bucket count per chunk, or none");
+        }
+        for (size_t c = 0; c < chunks_; ++c) {
+          plan.push_back(Reduction{last_backward[c], Time::from_seconds(stage.chunk_grad_sync[c]),
+                                   std::max<int64_t>(1, stage.chunk_grad_buckets[c])});
+        }
+      }
+      for (const Reduction& r : plan) total_sync_[k] += r.duration;
+    }
+  }
+
+  /// Stage k's pass at `index` of its order started at `start` and runs to `end` on one replica. If it is the
+  /// last backward of a chunk and the reduction overlaps backward, its buckets are reduced on the stage's
+  /// data-parallel stream once every replica has started it: from then (after earlier reductions), ending
+  /// no sooner than one bucket's reduction after the pass ends (the last bucket is ready at the pass's end).
+  void note_reduction_trigger(size_t k, size_t index, Time start, Time end) {
+    if (!program_.stages[k].overlap_grad_sync) return;
+    for (Reduction& r : reductions_[k]) {
+      if (r.trigger != index || r.duration == Time::zero()) continue;
+      r.latest_start = std::max(r.latest_start, start);
+      r.latest_end = std::max(r.latest_end, end);
+      if (++r.reached < replicas_) continue;
+      const Time begin = std::max(dp_stream_free_[k], r.latest_start);
+      const Time last_bucket = Time::from_ns((r.duration.ns() + r.buckets - 1) / r.buckets);
+      const Time finish = std::max(begin + r.duration, r.latest_end + last_bucket);
+      dp_stream_free_[k] = finish;
+      if (record_) {
+        spans_.push_back({static_cast<int64_t>(k), 0, -1, SpanKind::grad_sync, begin.to_seconds(),
+                          finish.to_seconds(), {}});
+      }
+    }
+  }
+
   size_t virtual_stage(size_t rank, int64_t chunk) const { return static_cast<size_t>(chunk) * ranks_ + rank; }
   /// Arrival slot of (virtual stage, replica).
   size_t slot(size_t vs, size_t replica) const { return vs * replicas_ + replica; }
@@ -175,10 +229,10 @@ class Executor {
     s.breakdown.grad_sync += cost.dp_comm * slow;
     s.breakdown.flops += cost.flops;
     s.busy = true;
-    s.last_pass_start = sim_.now();
     ++s.next;
     const Time start = sim_.now();
     const Time end = start + pass_time_[(u * chunks_ + chunk) * 2 + (forward ? 0 : 1)];
+    if (!forward) note_reduction_trigger(k, s.next - 1, start, end);
     if (record_ && replica == 0) {
       spans_.push_back({static_cast<int64_t>(k), pass.chunk, pass.microbatch,
                         forward ? SpanKind::forward : SpanKind::backward, start.to_seconds(), end.to_seconds(),
@@ -268,39 +322,30 @@ class Executor {
     const size_t k = u / replicas_;
     states_[u].tail_reached = sim_.now();
     if (++tail_waiting_[k] < replicas_) return;
-    Time all_reached = Time::zero(), last_start = Time::zero();
-    for (size_t r = 0; r < replicas_; ++r) {
-      all_reached = std::max(all_reached, states_[k * replicas_ + r].tail_reached);
-      last_start = std::max(last_start, states_[k * replicas_ + r].last_pass_start);
-    }
-    for (size_t r = 0; r < replicas_; ++r) start_tail(k * replicas_ + r, all_reached, last_start);
+    Time all_reached = Time::zero();
+    for (size_t r = 0; r < replicas_; ++r) all_reached = std::max(all_reached, states_[k * replicas_ + r].tail_reached);
+    for (size_t r = 0; r < replicas_; ++r) start_tail(k * replicas_ + r, all_reached);
   }
 
-  /// Gradient reduction (overlapped with the final backward, bucket by bucket, when asked), optimizer, then the
-  /// ZeRO 1-2 parameter all-gather.
-  /// `ready`: every replica of the stage has run its last pass; `last_start`: the latest final-backward start.
-  void start_tail(size_t u, Time ready, Time last_start) {
+  /// Gradient reduction (after the flush, or overlapped with backward chunk by chunk: note_reduction_trigger),
+  /// optimizer, then the ZeRO 1-2 parameter all-gather. `ready`: every replica of the stage has run its last
+  /// pass.
+  void start_tail(size_t u, Time ready) {
     const size_t k = u / replicas_;
     const auto& stage = program_.stages[k];
     StageState& s = states_[u];
     const Time now = s.tail_reached;
-    const Time sync = Time::from_seconds(stage.grad_sync);
-    Time sync_start = ready;
-    Time sync_end = ready + sync;
-    if (stage.overlap_grad_sync && sync > Time::zero()) {
-      // Buckets become ready through the final backward: the reduction starts with it and cannot end before
-      // the last bucket, ready at the backward's end, has been reduced.
-      const int64_t last_bucket_ns = (sync.ns() + stage.grad_buckets - 1) / stage.grad_buckets;
-      sync_start = last_start;
-      sync_end = std::max(last_start + sync, ready + Time::from_ns(last_bucket_ns));
-    }
+    const Time sync = total_sync_[k];
+    const Time sync_start = ready;
+    // Overlapped: the data-parallel stream's last reduction; otherwise all of them after the flush.
+    const Time sync_end = stage.overlap_grad_sync ? std::max(ready, dp_stream_free_[k]) : ready + sync;
     const Time optimizer_end = sync_end + Time::from_seconds(stage.optimizer);
     const Time end = optimizer_end + Time::from_seconds(stage.param_gather);
     s.breakdown.grad_sync += (sync_end - now).to_seconds() + (end - optimizer_end).to_seconds();
     s.breakdown.optimizer = (optimizer_end - sync_end).to_seconds();
     if (record_ && u % replicas_ == 0) {
       const auto rank = static_cast<int64_t>(k);
-      if (sync > Time::zero()) {
+      if (sync > Time::zero() && !stage.overlap_grad_sync) {
         spans_.push_back({rank, 0, -1, SpanKind::grad_sync, sync_start.to_seconds(), sync_end.to_seconds(), {}});
       }
       spans_.push_back({rank, 0, -1, SpanKind::optimizer, sync_end.to_seconds(), optimizer_end.to_seconds(), {}});
@@ -327,6 +372,18 @@ class Executor {
   std::vector<std::vector<int64_t>> forward_arrival_;   ///< [virtual stage][microbatch] input present (ns)
   std::vector<std::vector<int64_t>> backward_arrival_;  ///< [virtual stage][microbatch] gradient present (ns)
   std::vector<TraceSpan> spans_;
+  /// One gradient reduction of a stage: attached to the pass at `trigger` in the stage's order.
+  struct Reduction {
+    size_t trigger = 0;
+    Time duration;
+    int64_t buckets = 1;
+    size_t reached = 0;  ///< replicas that have started the trigger pass
+    Time latest_start;
+    Time latest_end;
+  };
+  std::vector<std::vector<Reduction>> reductions_;  ///< per stage
+  std::vector<Time> total_sync_;                    ///< per stage, the sum of its reductions
+  std::vector<Time> dp_stream_free_;                ///< per stage, when its data-parallel stream is free
   std::vector<Time> pass_time_;  ///< per (unit, chunk, direction): the pass's duration
   Time p2p_forward_;
   Time p2p_backward_;

@@ -5,7 +5,7 @@
 // microbatch i on virtual stage k waits for virtual stage k-1's forward of i plus the activation transfer; a
 // backward pass waits for virtual stage k+1's backward of i plus the gradient transfer (the last virtual
 // stage's backward waits only for its own forward). After its last backward a stage reduces its gradients
-// (overlapped with that backward, bucket by bucket, when the program says so), steps the optimizer and, with
+// (overlapped with backward chunk by chunk, bucket by bucket, when the program says so), steps the optimizer and, with
 // ZeRO 1-2, all-gathers its parameters. The step ends when the last stage finishes. Nothing here knows the bubble formula: idle time emerges from
 // the dependencies, and tests hold it against (p-1)/m.
 //

@@ -145,6 +145,38 @@ TEST(PipelineExecutor, OverlappedGradientSyncHidesBehindTheLastBackward) {
   EXPECT_NEAR(r.stages[0].grad_sync.value(), 0.008, 1e-8);  // exposed: 14 - 6 ms
 }
 
+TEST(PipelineExecutor, InterleavedGradientSyncOverlapsChunkByChunk) {
+  // p = 2, v = 2, m = 2, a chunk's forward 1 ms and backward 2 ms, no transfers. Stage 0 runs its passes as
+  // F(m0,c0) [0,1] F(m1,c0) [1,2] F(m0,c1) [2,3] F(m1,c1) [3,4] B(m0,c1) [6,8] B(m1,c1) [9,11] B(m0,c0) [11,13]
+  // B(m1,c0) [13,15]; stage 1 ends its passes at 13. Each chunk reduces 3 ms of gradients in 3 buckets.
+  //   after the flush: 15 + 3 + 3 = 21 ms;
+  //   whole stage at the final backward (6 ms, 6 buckets): from 13, max(13 + 6, 15 + 1) = 19 ms;
+  //   chunk by chunk (Megatron-Core): chunk 1 from 9 to max(9 + 3, 11 + 1) = 12, chunk 0 from 13 to
+  //   max(13 + 3, 15 + 1) = 16 ms; stage 1: chunk 1 [7, 10], chunk 0 [11, 14]. Step 16 ms, 1 ms exposed.
+  models::StepProgram program = uniform_program(PipelineSchedule::one_f_one_b, 2, 2, 2e-3, 4e-3, 0.0, 2);
+  for (auto& stage : program.stages) {
+    stage.grad_sync = units::seconds(6e-3);
+    stage.grad_buckets = 6;
+  }
+  EXPECT_NEAR(sim::execute_pipeline(program).step_time.value(), 21e-3, 1e-8);
+  for (auto& stage : program.stages) stage.overlap_grad_sync = true;
+  EXPECT_NEAR(sim::execute_pipeline(program).step_time.value(), 19e-3, 1e-8);
+  for (auto& stage : program.stages) {
+    stage.chunk_grad_sync = {units::seconds(3e-3), units::seconds(3e-3)};
+    stage.chunk_grad_buckets = {3, 3};
+  }
+  const sim::PipelineResult r = sim::execute_pipeline(program);
+  EXPECT_NEAR(r.step_time.value(), 16e-3, 1e-8);
+  EXPECT_NEAR(r.stages[0].grad_sync.value(), 1e-3, 1e-8);
+  EXPECT_NEAR(r.stages[1].finish.value(), 14e-3, 1e-8);
+  // One reduction span per chunk on each stage.
+  int spans = 0;
+  for (const auto& span : r.spans) spans += span.kind == sim::SpanKind::grad_sync ? 1 : 0;
+  EXPECT_EQ(spans, 4);
+  program.stages[0].chunk_grad_buckets = {3};
+  EXPECT_THROW(sim::execute_pipeline(program), std::invalid_argument);
+}
+
 TEST(PipelineExecutor, FullFidelityAgreesWithReplicaOnSymmetricPrograms) {
   const auto program = uniform_program(PipelineSchedule::one_f_one_b, 4, 16, 1.3e-3, 2.9e-3, 0.2e-3, 2);
   const sim::PipelineResult replica = sim::execute_pipeline(program);
