@@ -89,4 +89,8 @@ units::Seconds ComputeModel::fused_compute_time(units::Flops flops, Precision p,
   return flops / (achievable_matmul(p) * efficiency) + kKernelOverhead;
 }
 
+units::Seconds ComputeModel::attention_time(units::Flops flops, Precision p) const {
+  return fused_compute_time(flops, p, kFlashAttentionEfficiency);
+}
+
 }  // namespace clustersim::models

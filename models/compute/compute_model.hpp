@@ -74,9 +74,17 @@ class ComputeModel {
   [[nodiscard]] units::FlopsPerSecond gemm_rate(const GemmShape& shape, Precision p, double element_bytes) const;
   /// Time of a memory-bound kernel moving `bytes` (reads + writes) through HBM.
   [[nodiscard]] units::Seconds memory_time(units::Bytes bytes) const;
-  /// Time of a fused compute-bound kernel of `flops` at `efficiency` of the achievable matmul rate (e.g.
-  /// FlashAttention), plus the kernel overhead.
+  /// Time of a fused compute-bound kernel of `flops` at `efficiency` of the achievable matmul rate, plus the
+  /// kernel overhead.
   [[nodiscard]] units::Seconds fused_compute_time(units::Flops flops, Precision p, double efficiency) const;
+  /// Time of a FlashAttention kernel executing `flops` (forward or backward) at precision p: at
+  /// kFlashAttentionEfficiency of the achievable matmul rate, plus the kernel overhead.
+  [[nodiscard]] units::Seconds attention_time(units::Flops flops, Precision p) const;
+
+  /// FlashAttention's sustained fraction of the achievable matmul rate: FlashAttention-2 forward+backward
+  /// measured 179.5 TFLOP/s on A100 (head dim 64) vs 271.2 achievable matmul = 0.66 (shared/validation/
+  /// hardware.csv, Azure/AI-benchmarking-guide).
+  static constexpr double kFlashAttentionEfficiency = 0.66;
 
   /// R_mm(p): dense matmul rate a training step's GEMMs sustain at precision p on this device share: the
   /// measured maximum (measured_matmul) times DeviceSpec::training_matmul_fraction.

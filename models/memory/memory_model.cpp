@@ -203,10 +203,8 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
 
   const double t = d(par.tensor);
   const double dp = d(par.data);
-  const double h = d(m.hidden_size);
-  // parameter_count = l x W_layer + V h + s h + 2 h (final LayerNorm).
-  const double layer_params =
-      (parameter_count(m, m.gated_mlp) - d(m.vocab_size + m.seq_length) * h - 2.0 * h) / d(m.num_layers);
+  const double layer_params = layer_parameter_count(m);
+  const std::vector<double> params_of_chunk = chunk_parameters(m, par.tensor, p, v);
   // Layers per stage: the sum over its chunks (uneven splits as the step program, layers_per_virtual_stage).
   const std::vector<int64_t> chunk_layers = layers_per_virtual_stage(m.num_layers, p, v);
   auto stage_layers_of = [&](int64_t stage) {
@@ -239,17 +237,11 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
     const double stage_layers = stage_layers_of(i);
     const double chunk_layer_bytes = layer_activation * stage_layers / d(v);  // a chunk's share, on average
     s.layer_parameters = stage_layers * layer_params / t;
-    s.parameters = s.layer_parameters;
+    s.parameters = 0.0;
+    for (int64_t c = 0; c < v; ++c) s.parameters += params_of_chunk[static_cast<size_t>(c * p + i)];
     double per_microbatch = layer_activation * stage_layers;
-    if (i == 0) {
-      s.parameters += d(m.vocab_size) * h / t + d(m.seq_length) * h;
-      per_microbatch += extras.embedding;
-    }
-    if (i == p - 1) {
-      if (p > 1) s.parameters += d(m.vocab_size) * h / t;
-      s.parameters += 2.0 * h;
-      per_microbatch += extras.output;
-    }
+    if (i == 0) per_microbatch += extras.embedding;
+    if (i == p - 1) per_microbatch += extras.output;
     s.weights = units::Bytes(s.parameters * per_param.weights / weight_shard);
     s.gradients = units::Bytes(s.parameters * per_param.gradients / grad_shard);
     s.optimizer_states = units::Bytes(s.parameters * per_param.optimizer_states / optimizer_shard);

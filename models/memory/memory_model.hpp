@@ -8,13 +8,14 @@
 // d data-parallel size, m microbatches per step, e bytes per activation element (2 for fp16/bf16/fp8,
 // 4 for fp32/tf32; activation_bytes_per_element). All results are bytes on ONE GPU of a pipeline stage.
 //
-// 1. Parameters held by one GPU of stage i (the same split as build_step_program, and parameter_count's
-//    pieces: summed over the stages at t = p = 1 they give parameter_count exactly):
-//      layers:    (l / p) x W_layer / t, W_layer = parameter_count's per-layer weights + biases + 2 LayerNorms
+// 1. Parameters held by one GPU of stage i: the sum of its chunks' chunk_parameters (transformer.hpp), the
+//    same split as build_step_program; summed over the stages at t = p = 1 they give parameter_count exactly:
+//      layers:    (l / p) x W_layer / t, W_layer = layer_parameter_count: weights + biases + 2 norms
 //                 (with interleaving the rank holds v chunks of l / (p v) layers: the same total);
-//      stage 0:   + V h / t (vocab-parallel word embedding) + s h (learned positions, replicated over t);
-//      stage p-1: + V h / t when p > 1 (Megatron's tied copy of the embedding for the LM head) + 2 h (final
-//                 LayerNorm).
+//      stage 0:   + V h / t (vocab-parallel word embedding) + s h (learned positions, replicated over t; none
+//                 with RoPE);
+//      stage p-1: + V h / t when p > 1 or the output layer is untied (Megatron's tied copy of the embedding
+//                 for the LM head, or the output weight) + 2 h (final norm).
 //    The per-layer split by t treats the row-parallel biases and LayerNorms (6 h per layer, replicated in
 //    Megatron) as split too, as build_step_program does; the error is below 0.01 % for h >= 1024.
 //

@@ -19,17 +19,27 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw std::invalid_argument("step program: " + message);
 }
 
+/// The 16-bit precision of a run's non-FP8 math: FP8 runs keep bf16 for everything but the linear layers.
+Precision math_precision(Precision p) { return p == Precision::fp8 ? Precision::bf16 : p; }
+
+/// Kernel time of one op on one GPU.
+units::Seconds op_time(const Op& op, const ComputeModel& compute, Precision p) {
+  switch (op.op_class) {
+    case OpClass::gemm:
+      if (op.fp8) return compute.gemm_time(op.gemm, Precision::fp8, 1.0);
+      return compute.gemm_time(op.gemm, math_precision(p), activation_bytes_per_element(p));
+    case OpClass::memory_bound: return compute.memory_time(op.bytes);
+    case OpClass::fused_attention:
+      return compute.attention_time(op.flops * op.executed_fraction, math_precision(p));
+  }
+  return units::Seconds(0.0);
+}
+
 /// Kernel time and FLOPs of `ops`.
-PassCost cost_of(const std::vector<Op>& ops, const ComputeModel& compute, Precision p, double element_bytes) {
+PassCost cost_of(const std::vector<Op>& ops, const ComputeModel& compute, Precision p) {
   PassCost c;
   for (const Op& op : ops) {
-    switch (op.op_class) {
-      case OpClass::gemm: c.compute += compute.gemm_time(op.gemm, p, element_bytes); break;
-      case OpClass::memory_bound: c.compute += compute.memory_time(op.bytes); break;
-      case OpClass::fused_attention:
-        c.compute += compute.fused_compute_time(op.flops, p, kFlashAttentionEfficiency);
-        break;
-    }
+    c.compute += op_time(op, compute, p);
     c.flops += op.flops;
   }
   return c;
@@ -50,35 +60,39 @@ units::Seconds tp_time(const TensorParallelTraffic& traffic, const CommPattern& 
   return network.collective_time(CollectiveOp::all_reduce, tp, traffic.bytes_each).time * (1.0 * traffic.count);
 }
 
-/// Cost of `work` on one GPU, forward or backward (backward = recompute + backward).
+/// Cost of `work` on one GPU, forward or backward (backward = recompute + backward; `recompute` false: the
+/// backward of a layer that keeps its activations).
 PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup, const ComputeModel& compute,
-                   const CommunicationModel& network, const CommPattern& tp_group) {
+                   const CommunicationModel& network, const CommPattern& tp_group, bool recompute = true) {
   const Precision p = setup.training.precision;
-  const double e = activation_bytes_per_element(p);
   if (kind == PassKind::forward) {
-    PassCost c = cost_of(work.forward, compute, p, e);
+    PassCost c = cost_of(work.forward, compute, p);
     c.tp_comm = tp_time(work.tp_forward, tp_group, setup, network);
     return c;
   }
-  PassCost c = cost_of(work.backward, compute, p, e);
-  const PassCost r = cost_of(work.recompute, compute, p, e);
-  c.compute += r.compute;
-  c.flops += r.flops;
+  PassCost c = cost_of(work.backward, compute, p);
+  if (recompute) {
+    const PassCost r = cost_of(work.recompute, compute, p);
+    c.compute += r.compute;
+    c.flops += r.flops;
+  }
   units::Seconds backward_tp = tp_time(work.tp_backward, tp_group, setup, network);
   if (setup.parallelism.async_tensor_parallel_allreduce && work.tp_backward.count > 0) {
     // Megatron's async tensor-parallel all-reduce (LinearWithGradAccumulationAndAsyncCommunication): the
-    // input-gradient collective of a column-parallel linear is launched before its weight-gradient GEMM and
-    // runs under it; only the part longer than that GEMM is exposed.
+    // input-gradient collective of a column-parallel linear is launched before its weight-gradient GEMM(s) and
+    // runs under them; only the part longer than those GEMMs is exposed.
     const CollectiveOp op =
         setup.parallelism.sequence_parallel ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce;
     const units::Seconds each = network.collective_time(op, tp_group, work.tp_backward.bytes_each).time;
-    for (size_t index : work.tp_backward_hidden_by) {
-      const units::Seconds wgrad = compute.gemm_time(work.backward[index].gemm, p, e);
+    for (const std::vector<size_t>& wgrads : work.tp_backward_hidden_by) {
+      units::Seconds hidden_under(0.0);
+      for (size_t index : wgrads) hidden_under += op_time(work.backward[index], compute, p);
       backward_tp -= each;
-      if (each > wgrad) backward_tp += each - wgrad;
+      if (each > hidden_under) backward_tp += each - hidden_under;
     }
   }
-  c.tp_comm = backward_tp + tp_time(work.tp_recompute, tp_group, setup, network);
+  if (recompute) backward_tp += tp_time(work.tp_recompute, tp_group, setup, network);
+  c.tp_comm = backward_tp;
   return c;
 }
 
@@ -182,8 +196,6 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   LayerOptions options;
   options.tensor = par.tensor;
   options.sequence_parallel = par.sequence_parallel;
-  options.flash_attention = setup.training.flash_attention;
-  options.gated_mlp = model.gated_mlp;
   const LayerWork layer = transformer_layer(model, setup.training, options);
   const LayerWork head = lm_head(model, setup.training, options);
   const LayerWork embed = embedding(model, setup.training, options);
@@ -194,13 +206,12 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   const CommPattern& dp = patterns->data;
   PassCost layer_fwd = pass_cost(layer, PassKind::forward, setup, compute, network, tp);
   PassCost layer_bwd = pass_cost(layer, PassKind::backward, setup, compute, network, tp);
+  // A layer that keeps its activations (full recompute of only recompute_num_layers of a chunk).
+  PassCost layer_bwd_stored = pass_cost(layer, PassKind::backward, setup, compute, network, tp, false);
 
-  // Parameters on one GPU: the layers split over t, plus the word embedding (V h / t) on the first stage and its
-  // tied copy on the last (Megatron keeps both and all-reduces their gradients).
-  const double layer_params = (parameter_count(model, model.gated_mlp) - d(model.vocab_size + model.seq_length) *
-                                   d(model.hidden_size) - 2.0 * d(model.hidden_size)) / d(model.num_layers);
-  const double layer_params_per_gpu = layer_params / d(par.tensor);
-  const double embedding_params = d(model.vocab_size) * d(model.hidden_size) / d(par.tensor);
+  // Parameters on one GPU of each model chunk (before ZeRO sharding).
+  const std::vector<double> params_of_chunk = chunk_parameters(model, par.tensor, par.pipeline, v);
+  const double layer_params_per_gpu = layer_parameter_count(model) / d(par.tensor);
   const Precision precision = setup.training.precision;
   const double weight_bytes = activation_bytes_per_element(precision);  // 16-bit weights (fp32 for fp32/tf32)
   const double grad_bytes = precision == Precision::fp16 ? 2.0 : 4.0;
@@ -225,6 +236,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     };
     layer_fwd.dp_comm = exposed(gather.time, layer_fwd.compute + layer_fwd.tp_comm);
     layer_bwd.dp_comm = exposed(gather.time + scatter.time, layer_bwd.compute + layer_bwd.tp_comm);
+    layer_bwd_stored.dp_comm = exposed(gather.time + scatter.time, layer_bwd_stored.compute + layer_bwd_stored.tp_comm);
     program.crosses_zones.data_parallel = gather.crosses_zones;
   }
 
@@ -237,20 +249,18 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     std::vector<double> chunk_params;  // parameters of each model chunk on one GPU (before ZeRO sharding)
     for (int64_t c = 0; c < v; ++c) {
       const int64_t virtual_stage = c * par.pipeline + i;
-      const auto layers = static_cast<double>(chunk_layers[static_cast<size_t>(virtual_stage)]);
-      PassCost fwd = scaled(layer_fwd, layers);
-      PassCost bwd = scaled(layer_bwd, layers);
-      double chunk_parameters = layers * layer_params_per_gpu;
-      stage.parameters += chunk_parameters;
+      const int64_t layers = chunk_layers[static_cast<size_t>(virtual_stage)];
+      const int64_t recomputing = recomputed_layers(setup.training, layers);
+      PassCost fwd = scaled(layer_fwd, d(layers));
+      PassCost bwd = scaled(layer_bwd, d(recomputing)) + scaled(layer_bwd_stored, d(layers - recomputing));
+      const double chunk_parameters = params_of_chunk[static_cast<size_t>(virtual_stage)];
       if (virtual_stage == 0) {
         fwd = fwd + pass_cost(embed, PassKind::forward, setup, compute, network, tp);
         bwd = bwd + pass_cost(embed, PassKind::backward, setup, compute, network, tp);
-        chunk_parameters += embedding_params + d(model.seq_length) * d(model.hidden_size);  // word + position
       }
       if (virtual_stage == last_virtual) {
         fwd = fwd + pass_cost(head, PassKind::forward, setup, compute, network, tp);
         bwd = bwd + pass_cost(head, PassKind::backward, setup, compute, network, tp);
-        if (par.pipeline > 1) chunk_parameters += embedding_params;
       }
       if (!setup.training.gradient_accumulation_fusion) {
         // Unfused gradient accumulation (Megatron-LM 2021, DDP "local"): after each microbatch's backward, a
@@ -261,9 +271,8 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
       stage.forward.push_back(fwd);
       stage.backward.push_back(bwd);
       chunk_params.push_back(chunk_parameters);
+      stage.parameters += chunk_parameters;
     }
-    if (i == 0) stage.parameters += embedding_params + d(model.seq_length) * d(model.hidden_size);
-    if (i == par.pipeline - 1 && par.pipeline > 1) stage.parameters += embedding_params;
 
     const double shard = par.zero_stage >= 1 ? 1.0 / d(par.data) : 1.0;
     stage.grad_buckets =
@@ -300,6 +309,11 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     }
     stage.optimizer =
         compute.memory_time(units::Bytes(stage.parameters * shard * optimizer_bytes_per_parameter(precision)));
+    if (precision == Precision::fp8) {
+      // The bf16 weights are cast (and transposed) to FP8 once per step, on the first microbatch: Transformer
+      // Engine caches the FP8 weights over the microbatches of a step. Read 2, write 1 + 1 bytes per weight.
+      stage.optimizer += compute.memory_time(units::Bytes(stage.parameters * 4.0));
+    }
   }
 
   if (par.pipeline > 1) {

@@ -19,17 +19,43 @@ struct ModelConfig {
   int64_t vocab_size = 0;           ///< V
   int64_t seq_length = 0;           ///< s, tokens per sequence
   bool gated_mlp = false;           ///< SwiGLU (Llama): fc1 produces 2 x ffn columns; false: GeLU (GPT)
+  /// Rotary position embedding (Su et al. 2021; Llama): applied to Q and K in every layer, no position-embedding
+  /// table. false: learned absolute positions (GPT-2/3, Megatron's default), an s x h table added at the input.
+  bool rope = false;
+  /// Hidden and attention dropout probability (Megatron-LM's default 0.1; Llama recipes 0). With 0 there are no
+  /// dropout kernels and no dropout masks.
+  double dropout = 0.1;
+  /// The LM head reuses the word-embedding matrix (GPT, Megatron's default). false: a separate V x h output
+  /// weight (Llama 3, Megatron --untie-embeddings-and-output-weights).
+  bool tie_embeddings = true;
 
   [[nodiscard]] int64_t ffn() const { return ffn_hidden_size > 0 ? ffn_hidden_size : 4 * hidden_size; }
   [[nodiscard]] int64_t kv_heads() const { return num_query_groups > 0 ? num_query_groups : num_attention_heads; }
   [[nodiscard]] int64_t head_dim() const { return hidden_size / num_attention_heads; }
 };
 
-/// Activation recomputation (Korthikanti et al. 2022): none, selective (attention core only) or full
-/// (each layer's forward re-run during backward from its stored input).
-enum class Recompute { none, selective, full };
+/// Activation recomputation: none; selective (Korthikanti et al. 2022: the attention core only); full (each
+/// layer's forward re-run during backward from its stored input; Megatron --recompute-granularity full);
+/// selective_op (PyTorch selective activation checkpointing with torchtitan's policy, torchtitan
+/// models/llama*/parallelize_llama.py `_apply_ac_to_transformer_block`, "op" option: the outputs of matmuls and
+/// of the attention kernel are saved, except every second matmul; everything else is recomputed).
+enum class Recompute { none, selective, full, selective_op };
 
-/// Canonical name as written in scenario files: "none" | "selective" | "full".
+/// How the memory-bound (element-wise, normalisation) work of a layer is implemented, which sets its kernels
+/// and HBM traffic (transformer.hpp lists them op by op):
+///   fused:    Megatron / Transformer Engine fused kernels (fused LayerNorm/RMSNorm, bias-GeLU or SwiGLU,
+///             bias-dropout-add, RoPE, scale-mask-softmax); fused QKV and gate/up projections;
+///   compiled: torch.compile (Inductor) fuses each chain of element-wise ops into one kernel, so the traffic is
+///             that of `fused`; the model's own modules keep separate Q, K, V and gate/up projections;
+///   eager:    PyTorch eager mode: every ATen op one kernel (composite RMSNorm with its fp32 upcast, RoPE by
+///             complex multiplication, repeat_kv copies, separate SiLU and multiply), separate projections.
+enum class KernelFusion { fused, compiled, eager };
+
+std::string_view to_string(KernelFusion f);
+/// Parses "fused" | "compiled" | "eager"; std::nullopt otherwise.
+std::optional<KernelFusion> parse_kernel_fusion(std::string_view name);
+
+/// Canonical name as written in scenario files: "none" | "selective" | "full" | "selective_op".
 std::string_view to_string(Recompute r);
 /// Parses the canonical name; std::nullopt for anything else.
 std::optional<Recompute> parse_recompute(std::string_view name);
@@ -45,6 +71,11 @@ struct TrainingConfig {
   /// --gradient-accumulation-fusion, 2022 on). Off: each backward writes a 16-bit gradient that a separate
   /// kernel adds into the main gradient, once per microbatch.
   bool gradient_accumulation_fusion = true;
+  KernelFusion kernel_fusion = KernelFusion::fused;
+  /// With full recompute: layers of each model chunk that are recomputed (Megatron --recompute-method block
+  /// --recompute-num-layers N; torchtitan's every-k-th-layer checkpointing recomputes l/k); the others keep
+  /// their activations. -1: every layer.
+  int64_t recompute_num_layers = -1;
 };
 
 }  // namespace clustersim::models

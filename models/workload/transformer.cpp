@@ -1,7 +1,10 @@
 #include "models/workload/transformer.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
+
+#include "models/parallelism/plan.hpp"
 
 namespace clustersim::models {
 
@@ -9,41 +12,53 @@ namespace {
 
 double d(int64_t v) { return static_cast<double>(v); }
 
-Op gemm_op(std::string name, int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
+Op gemm_op(std::string name, GemmRole role, int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
   Op op;
   op.name = std::move(name);
   op.op_class = OpClass::gemm;
+  op.role = role;
   op.gemm = GemmShape{m, n, k, batch};
   op.flops = op.gemm.flops();
   return op;
 }
 
-Op memory_op(std::string name, double bytes) {
+Op memory_op(std::string name, double bytes, int kernels = 1) {
   Op op;
   op.name = std::move(name);
   op.op_class = OpClass::memory_bound;
   op.bytes = units::Bytes(bytes);
+  op.kernels = kernels;
   return op;
+}
+
+bool is_linear(GemmRole role) {
+  return role == GemmRole::attention_in || role == GemmRole::attention_out || role == GemmRole::mlp_in ||
+         role == GemmRole::mlp_out;
 }
 
 /// Backward of a forward op: GEMM -> input-gradient and weight-gradient GEMMs of equal FLOPs; memory-bound ->
 /// 1.5x the bytes; fused attention -> 2.5x the FLOPs (FlashAttention backward recomputes S = QK^T:
 /// Dao et al. 2022, Sec. 3.1: 5 matmuls backward vs 2 forward).
-void append_backward(const Op& f, std::vector<Op>& out, bool has_weight) {
+void append_backward(const Op& f, std::vector<Op>& out) {
   switch (f.op_class) {
     case OpClass::gemm: {
       const GemmShape& g = f.gemm;
-      out.push_back(gemm_op(f.name + "_dgrad", g.m, g.k, g.n, g.batch));
-      if (has_weight) {
-        out.push_back(gemm_op(f.name + "_wgrad", g.k, g.n, g.m, g.batch));
-      } else {  // both operands are activations (attention): the second operand's gradient
-        out.push_back(gemm_op(f.name + "_dgrad2", g.k, g.n, g.m, g.batch));
-      }
+      Op dgrad = gemm_op(f.name + "_dgrad", f.role, g.m, g.k, g.n, g.batch);
+      dgrad.fp8 = f.fp8;
+      out.push_back(dgrad);
+      // Both operands of the attention core's GEMMs are activations: the second operand's gradient; every other
+      // GEMM has a weight.
+      Op second = gemm_op(f.name + (f.role == GemmRole::attention_core ? "_dgrad2" : "_wgrad"), f.role, g.k, g.n,
+                          g.m, g.batch);
+      second.fp8 = f.fp8;
+      out.push_back(second);
       return;
     }
-    case OpClass::memory_bound:
-      out.push_back(memory_op(f.name + "_bwd", 1.5 * f.bytes.value()));
+    case OpClass::memory_bound: {
+      Op b = memory_op(f.name + "_bwd", 1.5 * f.bytes.value(), f.kernels);
+      out.push_back(b);
       return;
+    }
     case OpClass::fused_attention: {
       Op b = f;
       b.name = f.name + "_bwd";
@@ -61,7 +76,24 @@ void check_divisible(int64_t value, int64_t by, const char* what) {
   }
 }
 
+/// Bytes per element of a norm over `elements`: fused 2e (read, write); eager ATen rms_norm composite 36.
+Op norm_op(std::string name, double elements, double e, KernelFusion fusion) {
+  if (fusion == KernelFusion::eager) return memory_op(std::move(name), 36.0 * elements, 7);
+  return memory_op(std::move(name), 2.0 * e * elements);
+}
+
+/// Residual add after a sublayer (with the sublayer's dropout and bias when the model has dropout).
+Op residual_op(std::string name, double elements, double e, const ModelConfig& m) {
+  return memory_op(std::move(name), elements * (m.dropout > 0.0 ? 3.0 * e + 1.0 : 3.0 * e));
+}
+
 }  // namespace
+
+double causal_attention_fraction(int64_t seq_length) {
+  constexpr int64_t kBlock = 128;  // FlashAttention-2/3 query/key block rows on A100/H100 (Dao 2023; Shah et al. 2024)
+  if (seq_length <= kBlock) return 1.0;
+  return 0.5 * (1.0 + static_cast<double>(kBlock) / static_cast<double>(seq_length));
+}
 
 LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, const LayerOptions& o) {
   const int64_t t = o.tensor;
@@ -71,52 +103,113 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
   const int64_t b = tr.micro_batch_size, s = m.seq_length, h = m.hidden_size, hd = m.head_dim();
   const int64_t heads = m.num_attention_heads / t, kv = m.kv_heads() / t, f = m.ffn() / t;
   const double e = activation_bytes_per_element(tr.precision);
+  const bool fp8 = tr.precision == Precision::fp8;
+  const KernelFusion fusion = tr.kernel_fusion;
+  const bool separate_projections = fusion != KernelFusion::fused;  // the model's own nn.Linear modules
   const double tokens = d(b) * d(s);
-  // LayerNorm and dropout regions hold the full b*s*h tensor on every TP rank, or 1/t of it with sequence
+  const double q_width = d(heads) * d(hd), kv_width = d(kv) * d(hd);
+  // Norm and dropout regions hold the full b*s*h tensor on every TP rank, or 1/t of it with sequence
   // parallelism.
   const double region = tokens * d(h) / (o.sequence_parallel ? d(t) : 1.0);
+  // FP8 cast + transpose of a GEMM input of `elements` (read e, write fp8 and its transpose).
+  auto cast_transpose = [&](std::vector<Op>& ops, const std::string& name, double elements) {
+    if (fp8) ops.push_back(memory_op(name + "_fp8_cast_transpose", elements * (e + 2.0)));
+  };
+  auto linear = [&](std::vector<Op>& ops, const std::string& name, GemmRole role, int64_t n, int64_t k) {
+    Op op = gemm_op(name, role, b * s, n, k);
+    op.fp8 = fp8;
+    ops.push_back(op);
+  };
 
   LayerWork w;
   std::vector<Op>& fw = w.forward;
-  fw.push_back(memory_op("layernorm_1", 2.0 * region * e));
-  fw.push_back(gemm_op("qkv_proj", b * s, (heads + 2 * kv) * hd, h));
+  fw.push_back(norm_op("norm_1", region, e, fusion));  // with FP8, TE's LayerNormLinear emits FP8 itself
+  if (separate_projections) {
+    linear(fw, "q_proj", GemmRole::attention_in, heads * hd, h);
+    linear(fw, "k_proj", GemmRole::attention_in, kv * hd, h);
+    linear(fw, "v_proj", GemmRole::attention_in, kv * hd, h);
+  } else {
+    linear(fw, "qkv_proj", GemmRole::attention_in, (heads + 2 * kv) * hd, h);
+  }
+  if (m.rope) {
+    if (fusion == KernelFusion::eager) {
+      fw.push_back(memory_op("rope", 20.0 * tokens * (q_width + kv_width), 6));
+    } else {
+      fw.push_back(memory_op("rope", 2.0 * tokens * (q_width + kv_width) * e));
+    }
+  }
+  if (fusion == KernelFusion::eager && kv < heads) {
+    fw.push_back(memory_op("repeat_kv", 2.0 * tokens * (kv_width + q_width) * e, 2));
+  }
   const size_t attention_begin = fw.size();
-  if (o.flash_attention) {
+  if (tr.flash_attention) {
     Op fa;
     fa.name = "flash_attention";
     fa.op_class = OpClass::fused_attention;
     fa.flops = units::Flops(4.0 * d(b) * d(heads) * d(s) * d(s) * d(hd));
+    fa.executed_fraction = causal_attention_fraction(s);
     fw.push_back(fa);
   } else {
     // Scores S = Q K^T per head; fused scale-mask-softmax reads S and writes P; dropout reads P and writes
     // P' and a 1-byte mask; context O = P' V.
     const double scores = d(b) * d(heads) * d(s) * d(s);
-    fw.push_back(gemm_op("attention_scores", s, s, hd, b * heads));
+    fw.push_back(gemm_op("attention_scores", GemmRole::attention_core, s, s, hd, b * heads));
     fw.push_back(memory_op("scale_mask_softmax", 2.0 * scores * e));
-    fw.push_back(memory_op("attention_dropout", scores * (2.0 * e + 1.0)));
-    fw.push_back(gemm_op("attention_context", s, hd, s, b * heads));
+    if (m.dropout > 0.0) fw.push_back(memory_op("attention_dropout", scores * (2.0 * e + 1.0)));
+    fw.push_back(gemm_op("attention_context", GemmRole::attention_core, s, hd, s, b * heads));
   }
   const size_t attention_end = fw.size();
-  fw.push_back(gemm_op("output_proj", b * s, h, heads * hd));
-  fw.push_back(memory_op("bias_dropout_add_1", region * (3.0 * e + 1.0)));
-  fw.push_back(memory_op("layernorm_2", 2.0 * region * e));
-  fw.push_back(gemm_op("mlp_fc1", b * s, (o.gated_mlp ? 2 : 1) * f, h));
-  fw.push_back(memory_op(o.gated_mlp ? "swiglu" : "bias_gelu", tokens * d(f) * e * (o.gated_mlp ? 3.0 : 2.0)));
-  fw.push_back(gemm_op("mlp_fc2", b * s, h, f));
-  fw.push_back(memory_op("bias_dropout_add_2", region * (3.0 * e + 1.0)));
+  if (fusion == KernelFusion::eager) fw.push_back(memory_op("attention_transpose", 2.0 * tokens * q_width * e));
+  cast_transpose(fw, "out_proj_input", tokens * q_width);
+  linear(fw, "out_proj", GemmRole::attention_out, h, heads * hd);
+  if (fusion == KernelFusion::eager && m.dropout > 0.0) {
+    fw.push_back(memory_op("dropout_1", region * (2.0 * e + 1.0)));
+    fw.push_back(memory_op("residual_1", 3.0 * region * e));
+  } else {
+    fw.push_back(residual_op("residual_1", region, e, m));
+  }
+  fw.push_back(norm_op("norm_2", region, e, fusion));
+  if (separate_projections && m.gated_mlp) {
+    linear(fw, "mlp_gate", GemmRole::mlp_in, f, h);
+    linear(fw, "mlp_up", GemmRole::mlp_in, f, h);
+  } else {
+    linear(fw, "mlp_fc1", GemmRole::mlp_in, (m.gated_mlp ? 2 : 1) * f, h);
+  }
+  if (m.gated_mlp && fusion == KernelFusion::eager) {
+    fw.push_back(memory_op("silu", 2.0 * tokens * d(f) * e));
+    fw.push_back(memory_op("gate_mul", 3.0 * tokens * d(f) * e));
+  } else {
+    fw.push_back(memory_op(m.gated_mlp ? "swiglu" : "bias_gelu", tokens * d(f) * e * (m.gated_mlp ? 3.0 : 2.0)));
+  }
+  cast_transpose(fw, "mlp_fc2_input", tokens * d(f));
+  linear(fw, "mlp_fc2", GemmRole::mlp_out, h, f);
+  if (fusion == KernelFusion::eager && m.dropout > 0.0) {
+    fw.push_back(memory_op("dropout_2", region * (2.0 * e + 1.0)));
+    fw.push_back(memory_op("residual_2", 3.0 * region * e));
+  } else {
+    fw.push_back(residual_op("residual_2", region, e, m));
+  }
 
   for (size_t i = fw.size(); i-- > 0;) {
-    const bool in_attention_core = i >= attention_begin && i < attention_end;
-    append_backward(fw[i], w.backward, /*has_weight=*/!in_attention_core);
+    const Op& op = fw[i];
+    // FP8: the output gradient of each linear is cast and transposed before its dgrad and wgrad GEMMs.
+    if (op.op_class == OpClass::gemm && op.fp8) {
+      cast_transpose(w.backward, op.name + "_grad", tokens * d(op.gemm.n));
+    }
+    append_backward(op, w.backward);
   }
 
   const units::Bytes tp_bytes(tokens * d(h) * e);
   const int tp_count = t > 1 ? 2 : 0;
   if (t > 1) {
-    for (size_t i = 0; i < w.backward.size(); ++i) {
-      if (w.backward[i].name == "qkv_proj_wgrad" || w.backward[i].name == "mlp_fc1_wgrad") {
-        w.tp_backward_hidden_by.push_back(i);
+    // The input gradients of the column-parallel linears (attention in, MLP in) can hide under their wgrads.
+    for (GemmRole role : {GemmRole::attention_in, GemmRole::mlp_in}) {
+      std::vector<size_t> wgrads;
+      for (size_t i = 0; i < w.backward.size(); ++i) {
+        const Op& op = w.backward[i];
+        if (op.op_class == OpClass::gemm && op.role == role && op.name.ends_with("_wgrad")) wgrads.push_back(i);
       }
+      w.tp_backward_hidden_by.push_back(std::move(wgrads));
     }
   }
   w.tp_forward = {tp_count, tp_bytes};
@@ -127,11 +220,26 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
     case Recompute::selective:
       // Korthikanti et al. 2022 Sec. 5: only the attention core (scores, softmax, dropout, context) is
       // recomputed; FlashAttention recomputes it inside its own backward already.
-      if (!o.flash_attention) {
+      if (!tr.flash_attention) {
         w.recompute.assign(fw.begin() + static_cast<std::ptrdiff_t>(attention_begin),
                            fw.begin() + static_cast<std::ptrdiff_t>(attention_end));
       }
       break;
+    case Recompute::selective_op: {
+      // torchtitan's op-level policy: matmul and attention outputs are saved except every second matmul (in
+      // forward order, within the layer); all other ops are recomputed. The unfused attention core's ops are
+      // matmuls and memory-bound ops like any other.
+      int matmuls = 0;
+      for (const Op& op : fw) {
+        if (op.op_class == OpClass::fused_attention) continue;
+        if (op.op_class == OpClass::gemm) {
+          if (++matmuls % 2 == 0) w.recompute.push_back(op);
+          continue;
+        }
+        w.recompute.push_back(op);
+      }
+      break;
+    }
     case Recompute::full:
       w.recompute = fw;
       w.tp_recompute = w.tp_forward;
@@ -147,19 +255,22 @@ LayerWork lm_head(const ModelConfig& m, const TrainingConfig& tr, const LayerOpt
   const double tokens = d(b) * d(s);
   const double region = tokens * d(h) / (o.sequence_parallel ? d(o.tensor) : 1.0);
   LayerWork w;
-  w.forward.push_back(memory_op("final_layernorm", 2.0 * region * e));
-  w.forward.push_back(gemm_op("lm_head", b * s, v, h));
+  w.forward.push_back(norm_op("final_norm", region, e, tr.kernel_fusion));
+  w.forward.push_back(gemm_op("lm_head", GemmRole::lm_head, b * s, v, h));
   // Megatron's vocab-parallel cross-entropy (mpu/cross_entropy.py) on fp32 logits, kernel by kernel over the
   // b s V/t logits: cast to fp32 (read e, write 4), max (read 4), subtract the max in place (4 + 4), exp in
   // place (4 + 4), sum (read 4), divide into the softmax kept for backward (4 + 4): e + 36 bytes each.
-  w.forward.push_back(memory_op("cross_entropy", tokens * d(v) * (e + 36.0)));
-  for (size_t i = w.forward.size(); i-- > 0;) append_backward(w.forward[i], w.backward, true);
+  w.forward.push_back(memory_op("cross_entropy", tokens * d(v) * (e + 36.0), 6));
+  for (size_t i = w.forward.size(); i-- > 0;) append_backward(w.forward[i], w.backward);
   // Its backward: softmax minus the one-hot target, times the loss gradient, in place (read 4, write 4), then
   // cast back to the logits' precision (read 4, write e): 12 + e bytes, not the generic 1.5x.
   for (Op& op : w.backward) {
-    if (op.name == "cross_entropy_bwd") op.bytes = units::Bytes(tokens * d(v) * (12.0 + e));
+    if (op.name == "cross_entropy_bwd") {
+      op.bytes = units::Bytes(tokens * d(v) * (12.0 + e));
+      op.kernels = 2;
+    }
   }
-  // With sequence parallelism the final LayerNorm output is all-gathered before the LM head.
+  // With sequence parallelism the final norm's output is all-gathered before the LM head.
   const int tp_count = (o.tensor > 1 && o.sequence_parallel) ? 1 : 0;
   w.tp_forward = {tp_count, units::Bytes(tokens * d(h) * e)};
   w.tp_backward = w.tp_forward;
@@ -170,10 +281,12 @@ LayerWork embedding(const ModelConfig& m, const TrainingConfig& tr, const LayerO
   const double e = activation_bytes_per_element(tr.precision);
   const double tokens = d(tr.micro_batch_size) * d(m.seq_length);
   LayerWork w;
-  // Lookup of word and position embeddings (reads two rows, adds, writes) and embedding dropout.
-  w.forward.push_back(memory_op("embedding_lookup", 3.0 * tokens * d(m.hidden_size) * e));
-  w.forward.push_back(memory_op("embedding_dropout", tokens * d(m.hidden_size) * (2.0 * e + 1.0)));
-  for (size_t i = w.forward.size(); i-- > 0;) append_backward(w.forward[i], w.backward, true);
+  // Lookup of the word embedding (read the row, write), plus the learned position's row and the add.
+  w.forward.push_back(memory_op("embedding_lookup", (m.rope ? 2.0 : 3.0) * tokens * d(m.hidden_size) * e));
+  if (m.dropout > 0.0) {
+    w.forward.push_back(memory_op("embedding_dropout", tokens * d(m.hidden_size) * (2.0 * e + 1.0)));
+  }
+  for (size_t i = w.forward.size(); i-- > 0;) append_backward(w.forward[i], w.backward);
   // Vocab-parallel embedding: each rank looks up its vocabulary slice, then an all-reduce (Megatron).
   w.tp_forward = {o.tensor > 1 ? 1 : 0, units::Bytes(tokens * d(m.hidden_size) * e)};
   return w;
@@ -188,47 +301,76 @@ units::Flops total_flops(const std::vector<Op>& ops) {
 namespace {
 
 /// Weights of one layer's four GEMMs (QKV, output projection, fc1, fc2).
-double layer_gemm_weights(const ModelConfig& m, bool gated_mlp) {
+double layer_gemm_weights(const ModelConfig& m) {
   const double h = d(m.hidden_size), f = d(m.ffn());
   const double kv_width = 2.0 * d(m.kv_heads()) * d(m.head_dim());
-  return h * (h + kv_width) + h * h + (gated_mlp ? 2.0 : 1.0) * h * f + f * h;
+  return h * (h + kv_width) + h * h + (m.gated_mlp ? 2.0 : 1.0) * h * f + f * h;
 }
 
 /// Forward FLOPs per token of one layer: 2 per weight plus attention 4 s h (QK^T and PV over s positions).
-double layer_forward_flops_per_token(const ModelConfig& m, bool gated_mlp) {
-  return 2.0 * layer_gemm_weights(m, gated_mlp) + 4.0 * d(m.seq_length) * d(m.hidden_size);
+double layer_forward_flops_per_token(const ModelConfig& m) {
+  return 2.0 * layer_gemm_weights(m) + 4.0 * d(m.seq_length) * d(m.hidden_size);
 }
 
 }  // namespace
 
-units::Flops model_flops_per_iteration(const ModelConfig& m, const TrainingConfig& tr, bool gated_mlp) {
+units::Flops model_flops_per_iteration(const ModelConfig& m, const TrainingConfig& tr) {
   const double tokens = d(tr.global_batch_size) * d(m.seq_length);
-  const double per_token = d(m.num_layers) * layer_forward_flops_per_token(m, gated_mlp) +
-                           2.0 * d(m.hidden_size) * d(m.vocab_size);
+  const double per_token =
+      d(m.num_layers) * layer_forward_flops_per_token(m) + 2.0 * d(m.hidden_size) * d(m.vocab_size);
   return units::Flops(3.0 * tokens * per_token);
 }
 
-units::Flops hardware_flops_per_iteration(const ModelConfig& m, const TrainingConfig& tr, bool gated_mlp) {
-  const double tokens = d(tr.global_batch_size) * d(m.seq_length);
-  double recomputed_per_token = 0.0;
-  switch (tr.activation_recompute) {
-    case Recompute::none: break;
-    case Recompute::selective:
-      recomputed_per_token = d(m.num_layers) * 4.0 * d(m.seq_length) * d(m.hidden_size);
-      break;
-    case Recompute::full:
-      recomputed_per_token = d(m.num_layers) * layer_forward_flops_per_token(m, gated_mlp);
-      break;
+units::Flops hardware_flops_per_iteration(const ModelConfig& m, const TrainingConfig& tr, int64_t pipeline,
+                                          int64_t virtual_stages) {
+  // The recompute ops of one layer for the whole global batch (one microbatch of B sequences at t = 1: FLOPs
+  // scale linearly in the batch), times the layers that recompute.
+  TrainingConfig whole = tr;
+  whole.micro_batch_size = tr.global_batch_size;
+  const LayerWork layer = transformer_layer(m, whole, LayerOptions{});
+  double layers = 0.0;
+  for (int64_t n : layers_per_virtual_stage(m.num_layers, pipeline, virtual_stages)) {
+    layers += d(recomputed_layers(tr, n));
   }
-  return model_flops_per_iteration(m, tr, gated_mlp) + units::Flops(tokens * recomputed_per_token);
+  return model_flops_per_iteration(m, tr) + total_flops(layer.recompute) * layers;
 }
 
-double parameter_count(const ModelConfig& m, bool gated_mlp) {
+int64_t recomputed_layers(const TrainingConfig& tr, int64_t chunk_layers) {
+  if (tr.activation_recompute != Recompute::full || tr.recompute_num_layers < 0) return chunk_layers;
+  return std::min(chunk_layers, tr.recompute_num_layers);
+}
+
+double layer_parameter_count(const ModelConfig& m) {
   const double h = d(m.hidden_size);
-  // Biases of QKV, projection, fc1, fc2 and two LayerNorms (gain + bias) per layer.
+  // Biases of QKV, projection, fc1, fc2 and two norms (gain + bias) per layer.
   const double biases = 2.0 * h + 2.0 * d(m.kv_heads()) * d(m.head_dim()) + h + d(m.ffn()) + h + 4.0 * h;
-  return d(m.num_layers) * (layer_gemm_weights(m, gated_mlp) + biases) + d(m.vocab_size) * h +
-         d(m.seq_length) * h + 2.0 * h;
+  return layer_gemm_weights(m) + biases;
+}
+
+double parameter_count(const ModelConfig& m) {
+  const double h = d(m.hidden_size);
+  const double output = m.tie_embeddings ? 0.0 : d(m.vocab_size) * h;
+  return d(m.num_layers) * layer_parameter_count(m) + d(m.vocab_size) * h + (m.rope ? 0.0 : d(m.seq_length) * h) +
+         2.0 * h + output;
+}
+
+std::vector<double> chunk_parameters(const ModelConfig& m, int64_t tensor, int64_t pipeline, int64_t virtual_stages) {
+  const std::vector<int64_t> layers = layers_per_virtual_stage(m.num_layers, pipeline, virtual_stages);
+  const double t = d(tensor), h = d(m.hidden_size);
+  const double per_layer = layer_parameter_count(m) / t;
+  const double vocabulary = d(m.vocab_size) * h / t;
+  std::vector<double> params;
+  params.reserve(layers.size());
+  for (size_t vs = 0; vs < layers.size(); ++vs) {
+    double p = d(layers[vs]) * per_layer;
+    if (vs == 0) p += vocabulary + (m.rope ? 0.0 : d(m.seq_length) * h);
+    if (vs + 1 == layers.size()) {
+      p += 2.0 * h;
+      if (!m.tie_embeddings || layers.size() > 1) p += vocabulary;
+    }
+    params.push_back(p);
+  }
+  return params;
 }
 
 }  // namespace clustersim::models

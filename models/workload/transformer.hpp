@@ -1,19 +1,48 @@
-// The work of a GPT-style transformer decoder on one tensor-parallel rank: ops with FLOPs, bytes and GEMM
-// shapes per layer and per microbatch, and the FLOP counts that papers report.
+// The work of a GPT/Llama-style transformer decoder on one tensor-parallel rank: ops with FLOPs, bytes, GEMM
+// shapes and kernel launches per layer and per microbatch, and the FLOP and parameter counts papers report.
 //
-// Layer structure (Megatron-LM, Shoeybi et al. 2019, Fig. 3; Narayanan et al. SC'21 Sec. 2.3): pre-LayerNorm,
-// QKV projection (column-parallel), attention core, output projection (row-parallel), bias-dropout-add,
-// LayerNorm, MLP fc1 (column-parallel) with GeLU (or gated SwiGLU), fc2 (row-parallel), bias-dropout-add.
-// With tensor parallelism t each rank holds a/t heads and f/t MLP columns; two all-reduces of b*s*h elements
-// per layer per pass join the ranks (or, with sequence parallelism, reduce-scatter + all-gather of the same
-// volume, and LayerNorm/dropout work divided by t: Korthikanti et al. 2022, Sec. 4.2.2).
+// Layer structure (Megatron-LM, Shoeybi et al. 2019, Fig. 3; Narayanan et al. SC'21 Sec. 2.3): pre-norm,
+// QKV projection (column-parallel), [RoPE on Q and K], attention core, output projection (row-parallel),
+// residual (bias-dropout-add), norm, MLP fc1 (column-parallel; gate and up for SwiGLU), activation, fc2
+// (row-parallel), residual. With tensor parallelism t each rank holds a/t heads and f/t MLP columns; two
+// all-reduces of b*s*h elements per layer per pass join the ranks (or, with sequence parallelism,
+// reduce-scatter + all-gather of the same volume, and norm/dropout work divided by t: Korthikanti et al.
+// 2022, Sec. 4.2.2).
 //
 // Notation: b micro batch, s sequence, h hidden, a heads, g key/value groups, d = h/a head dim, f MLP width,
-// V vocabulary, t tensor-parallel size, e activation bytes per element.
+// V vocabulary, t tensor-parallel size, e activation bytes per element, T = b s tokens, T_r = T / t in
+// sequence-parallel regions (T otherwise), q = (a/t) d and k = (g/t) d the per-rank Q and K/V widths.
 //
-// Backward of a GEMM Y = X W is two GEMMs of the same FLOPs (dX = dY W^T and dW = X^T dY); backward of a
-// memory-bound op reads the output gradient and the saved input and writes the input gradient: 1.5x the
-// forward's bytes (forward reads one tensor and writes one, backward moves three).
+// Memory-bound ops by KernelFusion (bytes read + written per layer forward; one kernel each unless stated):
+//                       fused / compiled                          eager (PyTorch ATen kernels)
+//   norm (x2)           2 T_r h e                                  36 T_r h, 7 kernels: to(fp32) 2+4, pow 4+4,
+//                                                                  mean 4, x*rsqrt 4+4, type_as 4+2,
+//                                                                  *weight 2+2 (ATen rms_norm composite)
+//   RoPE (Q and K)      2 T (q + k) e                              20 T (q + k), 3 kernels each of Q, K:
+//                                                                  float() 2+4, complex mul 4+4, type_as 4+2
+//   repeat_kv (GQA)     -                                          2 T (k + q) e, 2 kernels (K, V expanded
+//                                                                  to every head)
+//   attention output    -                                          2 T q e (transpose().contiguous())
+//   residual (x2)       T_r h (3e + 1) with dropout (mask), 3 T_r h e without
+//   activation          GeLU 2 T f e; SwiGLU 3 T f e               SwiGLU: silu 2 T f e + mul 3 T f e
+//   dropout (eager)     -                                          T h (2e + 1) after attention and after MLP
+// Backward of a memory-bound op reads the output gradient and the saved input and writes the input gradient:
+// 1.5x the forward's bytes (forward reads one tensor and writes one, backward moves three). Backward of a GEMM
+// Y = X W is two GEMMs of the same FLOPs (dX = dY W^T and dW = X^T dY).
+//
+// Attention core: unfused (Megatron without FlashAttention: scores GEMM, fused scale-mask-softmax, dropout,
+// context GEMM over the full s x s scores), or one FlashAttention kernel (Dao et al. 2022) that skips the
+// masked upper half of a causal mask: it executes (1 + 128/s)/2 of the full s x s work with 128-row blocks.
+// Its FLOPs are counted, as the papers do, over the full s x s (4 b (a/t) s^2 d forward); backward counts
+// 2.5x the forward (5 matmuls against 2: it recomputes S = Q K^T; Dao et al. 2022, Sec. 3.1).
+//
+// FP8 (Transformer Engine, torchao float8): the linear layers' GEMMs (QKV, output projection, fc1, fc2:
+// forward, dgrad and wgrad) run at the FP8 rate; the attention core and the LM head stay 16-bit (TE and
+// Megatron keep the output layer in bf16; torchtitan converts only the transformer blocks' nn.Linear). Each
+// FP8 GEMM input that is not produced in FP8 by a fused norm is cast and transposed: a memory-bound pass
+// reading e and writing 1 + 1 bytes per element, in forward for the inputs of the output projection and fc2,
+// in backward for every linear's output gradient (TE cast_transpose; NVIDIA Transformer Engine docs, "FP8
+// primer"). The once-per-step cast of the weights is counted with the optimizer (step_program.hpp).
 #pragma once
 
 #include <string>
@@ -28,16 +57,31 @@ namespace clustersim::models {
 enum class OpClass {
   gemm,             ///< timed by ComputeModel::gemm_time on `gemm`
   memory_bound,     ///< timed by ComputeModel::memory_time on `bytes`
-  fused_attention,  ///< FlashAttention: `flops` at kFlashAttentionEfficiency of the matmul rate
+  fused_attention,  ///< FlashAttention: `flops` x executed_fraction at the device's attention rate
 };
 
-/// One kernel of one microbatch on one tensor-parallel rank.
+/// What a GEMM computes, for tensor-parallel communication overlap and FP8.
+enum class GemmRole {
+  attention_in,   ///< Q, K, V projection (column-parallel)
+  attention_out,  ///< output projection (row-parallel)
+  mlp_in,         ///< fc1 / gate and up (column-parallel)
+  mlp_out,        ///< fc2 / down (row-parallel)
+  attention_core, ///< scores and context batched GEMMs
+  lm_head,        ///< output layer
+};
+
+/// One kernel (or a few kernels of one op) of one microbatch on one tensor-parallel rank.
 struct Op {
   std::string name;
   OpClass op_class = OpClass::gemm;
   GemmShape gemm;         ///< GEMM shape (op_class == gemm)
   units::Bytes bytes;     ///< HBM traffic of a memory-bound op
-  units::Flops flops;     ///< math FLOPs (0 for memory-bound ops)
+  units::Flops flops;     ///< math FLOPs as counted (0 for memory-bound ops)
+  /// Share of `flops` the kernel executes: (1 + 128/s)/2 for causal FlashAttention, 1 otherwise.
+  double executed_fraction = 1.0;
+  int kernels = 1;                        ///< kernel launches (CPU launch cost)
+  GemmRole role = GemmRole::attention_core;  ///< for GEMMs
+  bool fp8 = false;                       ///< a GEMM at the FP8 rate
 };
 
 /// Tensor-parallel communication of one pass of one layer: `count` collectives of `bytes_each` (the full
@@ -52,41 +96,38 @@ struct LayerWork {
   std::vector<Op> forward;
   std::vector<Op> backward;   ///< gradient computation, without recompute
   std::vector<Op> recompute;  ///< forward ops re-run before backward: all of them (full), the attention
-                              ///< core (selective), none
+                              ///< core (selective), every second GEMM and every memory-bound op
+                              ///< (selective_op), none
   TensorParallelTraffic tp_forward;    ///< per forward pass (2 all-reduces when t > 1)
   TensorParallelTraffic tp_backward;   ///< per backward pass
   TensorParallelTraffic tp_recompute;  ///< per recompute (full recompute repeats the forward's)
-  /// Indices into `backward` of the weight-gradient GEMMs of the column-parallel linears (QKV, MLP fc1): the
-  /// input-gradient all-reduce (reduce-scatter with sequence parallelism) of each can run under its wgrad
-  /// GEMM (Megatron's async tensor-parallel all-reduce). One entry per overlappable tp_backward collective.
-  std::vector<size_t> tp_backward_hidden_by;
+  /// Per overlappable tp_backward collective (the input gradients of the column-parallel linears, attention
+  /// then MLP), the indices into `backward` of the weight-gradient GEMMs it can run under (Megatron's async
+  /// tensor-parallel all-reduce).
+  std::vector<std::vector<size_t>> tp_backward_hidden_by;
 };
 
 /// Options of the layer that are not part of the model shape.
 struct LayerOptions {
   int64_t tensor = 1;               ///< t
   bool sequence_parallel = false;   ///< Megatron sequence parallelism
-  bool flash_attention = false;     ///< fused attention (Dao et al. 2022) instead of materialised scores
-  bool gated_mlp = false;           ///< SwiGLU: fc1 produces 2 f/t columns
 };
 
-/// FlashAttention's sustained fraction of the achievable matmul rate: FlashAttention-2 forward+backward
-/// measured 179.5 TFLOP/s on A100 (head dim 64) vs 271.2 achievable matmul = 0.66; H100 327.9 / 794.5 = 0.41
-/// (shared/validation/hardware.csv, Azure/AI-benchmarking-guide). The A100 figure is used; Hopper
-/// FlashAttention-3 closes the gap (Shah et al. 2024).
-inline constexpr double kFlashAttentionEfficiency = 0.66;
+/// Share of the full s x s attention work a causal FlashAttention kernel executes with 128-row blocks:
+/// (n (n + 1) / 2) / n^2 blocks for n = s / 128, i.e. (1 + 128/s) / 2 (1 for s <= 128).
+double causal_attention_fraction(int64_t seq_length);
 
 /// Ops of one decoder layer. Throws std::invalid_argument if the shape is not divisible by `tensor`.
 LayerWork transformer_layer(const ModelConfig& model, const TrainingConfig& training, const LayerOptions& options);
 
-/// The last pipeline stage's extra work: final LayerNorm, LM head GEMM (vocabulary split over t) and the
+/// The last pipeline stage's extra work: final norm, LM head GEMM (vocabulary split over t) and the
 /// vocab-parallel cross-entropy (logits upcast to fp32).
 LayerWork lm_head(const ModelConfig& model, const TrainingConfig& training, const LayerOptions& options);
 
 /// The first stage's extra work: vocab-parallel embedding lookup (one all-reduce of b*s*h when t > 1).
 LayerWork embedding(const ModelConfig& model, const TrainingConfig& training, const LayerOptions& options);
 
-/// Sum of op FLOPs.
+/// Sum of op FLOPs (as counted).
 units::Flops total_flops(const std::vector<Op>& ops);
 
 /// Model FLOPs of one iteration, no recomputation (the MFU numerator; Korthikanti et al. 2022 Sec. 6,
@@ -94,15 +135,35 @@ units::Flops total_flops(const std::vector<Op>& ops);
 /// W_layer = h (h + 2 g d) + h^2 + (1 or 2) h f + f h weights per layer; attention counted over the full
 /// s x s score matrix as Megatron does. For multi-head attention and f = 4h this is exactly
 /// 72 B s l h^2 (1 + s/(6h) + V/(12 l h)).
-units::Flops model_flops_per_iteration(const ModelConfig& model, const TrainingConfig& training, bool gated_mlp);
+units::Flops model_flops_per_iteration(const ModelConfig& model, const TrainingConfig& training);
 
-/// Hardware FLOPs of one iteration: model FLOPs plus recomputed forward work. For full recompute with
-/// multi-head attention and f = 4h this is Megatron SC'21's 96 B s l h^2 (1 + s/(6h) + V/(16 l h)), the
-/// convention of its "TFLOP/s per GPU" (shared/validation/README.md).
-units::Flops hardware_flops_per_iteration(const ModelConfig& model, const TrainingConfig& training, bool gated_mlp);
+/// Hardware FLOPs of one iteration: model FLOPs plus the FLOPs of the recompute ops (LayerWork::recompute, as
+/// counted) of every layer that recomputes (recomputed_layers of each of the pipeline x virtual_stages
+/// chunks). For full recompute with multi-head attention and f = 4h this is Megatron SC'21's
+/// 96 B s l h^2 (1 + s/(6h) + V/(16 l h)), the convention of its "TFLOP/s per GPU"
+/// (shared/validation/README.md).
+units::Flops hardware_flops_per_iteration(const ModelConfig& model, const TrainingConfig& training,
+                                          int64_t pipeline = 1, int64_t virtual_stages = 1);
 
-/// Parameters of the whole model: l (weights of attention and MLP + 2 LayerNorms) + V h (embedding, tied with
-/// the LM head) + s h (learned positions).
-double parameter_count(const ModelConfig& model, bool gated_mlp);
+/// Layers of a model chunk of `chunk_layers` layers that recompute their forward: all of them, or with full
+/// recompute at most training.recompute_num_layers (Megatron's block method counts per chunk).
+int64_t recomputed_layers(const TrainingConfig& training, int64_t chunk_layers);
+
+/// Parameters of one decoder layer: the four GEMMs' weights (GEMM weights of gated MLPs included), their
+/// biases and two norms (gain + bias).
+double layer_parameter_count(const ModelConfig& model);
+
+/// Parameters of the whole model: l layer_parameter_count + V h (word embedding) + s h (learned positions,
+/// none with RoPE) + 2 h (final norm) + V h again when the output layer is not tied to the embedding.
+double parameter_count(const ModelConfig& model);
+
+/// Parameters held by one GPU of each model chunk, before ZeRO sharding, virtual stage by virtual stage
+/// (p x v entries, virtual stage c p + r is chunk c of rank r): the chunk's layers split over t, the word
+/// embedding (V h / t) and learned positions (s h) on virtual stage 0, the output layer (V h / t: Megatron's
+/// tied copy when p > 1, or the untied output weight) and the final norm (2 h) on the last virtual stage.
+/// Layers per chunk as layers_per_virtual_stage. Summed over all chunks and multiplied by t (layer and
+/// vocabulary parts) it gives parameter_count, plus the tied copy when p > 1.
+std::vector<double> chunk_parameters(const ModelConfig& model, int64_t tensor, int64_t pipeline,
+                                     int64_t virtual_stages);
 
 }  // namespace clustersim::models

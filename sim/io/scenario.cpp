@@ -476,12 +476,17 @@ class Loader {
     s.model.vocab_size = get_int("model.vocab_size");
     s.model.seq_length = get_int("model.seq_length");
     s.model.gated_mlp = get_string("model.mlp") == "swiglu";
+    s.model.rope = get_string("model.position_embedding") == "rope";
+    s.model.dropout = get_double("model.dropout");
+    s.model.tie_embeddings = get_bool("model.tie_embeddings");
     s.training.global_batch_size = get_int("training.global_batch_size");
     s.training.micro_batch_size = get_int("training.micro_batch_size");
     s.training.precision = *models::parse_precision(get_string("training.precision"));
     s.training.activation_recompute = *models::parse_recompute(get_string("training.activation_recompute"));
     s.training.flash_attention = get_bool("training.flash_attention");
     s.training.gradient_accumulation_fusion = get_bool("training.gradient_accumulation_fusion");
+    s.training.kernel_fusion = *models::parse_kernel_fusion(get_string("training.kernel_fusion"));
+    if (has("training.recompute_num_layers")) s.training.recompute_num_layers = get_int("training.recompute_num_layers");
     s.parallelism.tensor = get_int("parallelism.tensor");
     s.parallelism.pipeline = get_int("parallelism.pipeline");
     s.parallelism.data = get_int("parallelism.data");

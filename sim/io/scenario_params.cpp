@@ -15,7 +15,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Must match models::parse_precision and models::parse_recompute (tests/scenario checks both).
 constexpr std::array<std::string_view, 5> kPrecisions{"fp32", "tf32", "fp16", "bf16", "fp8"};
-constexpr std::array<std::string_view, 3> kRecompute{"none", "selective", "full"};
+constexpr std::array<std::string_view, 4> kRecompute{"none", "selective", "full", "selective_op"};
+// Must match models::parse_kernel_fusion (tests/scenario checks it).
+constexpr std::array<std::string_view, 3> kFusions{"fused", "compiled", "eager"};
+constexpr std::array<std::string_view, 2> kPositions{"learned", "rope"};
 // Must match models::FabricKind and models::parse_collective_algorithm (tests/scenario checks them).
 constexpr std::array<std::string_view, 3> kFabrics{"single_switch", "fat_tree", "rail_optimized"};
 constexpr std::array<std::string_view, 5> kAllReduceAlgorithms{"auto", "ring", "tree", "hierarchical", "nvls"};
@@ -77,6 +80,17 @@ constexpr std::array kParams{
               .choices = kMlps,
               .help = "MLP activation: gelu (two GEMMs, GPT) or swiglu (gated: fc1 produces 2 × ffn_hidden_size "
                       "columns, Llama)."},
+    ParamSpec{.key = "model.position_embedding", .type = string, .need = Need::defaulted,
+              .default_text = "\"learned\"", .choices = kPositions,
+              .help = "learned: an s × h table of absolute positions added at the input (GPT); rope: rotary "
+                      "embedding applied to Q and K in every layer, no table (Llama)."},
+    ParamSpec{.key = "model.dropout", .type = number, .unit = "probability", .need = Need::defaulted,
+              .default_text = "0.1", .lo = 0.0, .hi = 1.0, .hi_open = true,
+              .help = "Hidden and attention dropout (Megatron-LM's default 0.1; Llama recipes 0). With 0 there "
+                      "are no dropout kernels and no dropout masks."},
+    ParamSpec{.key = "model.tie_embeddings", .type = boolean, .need = Need::defaulted, .default_text = "true",
+              .help = "The LM head reuses the word embedding (GPT). false: a separate vocab_size × hidden_size "
+                      "output weight (Llama 3; Megatron --untie-embeddings-and-output-weights)."},
     // [training]
     ParamSpec{.key = "training.global_batch_size", .type = integer, .unit = "sequences", .need = Need::required,
               .min_int = 1,
@@ -88,8 +102,20 @@ constexpr std::array kParams{
               .help = "Precision of the GEMMs. fp8: GEMMs at the FP8 tensor-core rate, everything else in bf16."},
     ParamSpec{.key = "training.activation_recompute", .type = string, .need = Need::defaulted,
               .default_text = "\"none\"", .choices = kRecompute,
-              .help = "Activation recomputation (Korthikanti et al. 2022): selective re-runs the attention core, "
-                      "full re-runs each layer's forward during backward."},
+              .help = "Activation recomputation: selective re-runs the attention core (Korthikanti et al. 2022; "
+                      "nothing with flash_attention), full re-runs each layer's forward during backward, "
+                      "selective_op is PyTorch's per-op checkpointing with torchtitan's policy (matmul and "
+                      "attention outputs saved except every second matmul; the rest re-run)."},
+    ParamSpec{.key = "training.recompute_num_layers", .type = integer, .unit = "layers", .need = Need::derived,
+              .default_text = "every layer", .min_int = 0,
+              .help = "With activation_recompute = \"full\": layers of each pipeline model chunk that recompute "
+                      "(Megatron --recompute-method block --recompute-num-layers); the others keep their "
+                      "activations. torchtitan's every-k-th-layer checkpointing is num_layers / k."},
+    ParamSpec{.key = "training.kernel_fusion", .type = string, .need = Need::defaulted,
+              .default_text = "\"fused\"", .choices = kFusions,
+              .help = "How element-wise and normalisation work runs: fused (Megatron / Transformer Engine "
+                      "kernels), compiled (torch.compile: fused chains, separate Q/K/V and gate/up projections), "
+                      "eager (PyTorch eager: every ATen op a kernel). Sets HBM traffic and kernel launches."},
     ParamSpec{.key = "training.flash_attention", .type = boolean, .need = Need::defaulted, .default_text = "false",
               .help = "Fused attention (FlashAttention, Dao et al. 2022): no s × s score matrix in memory; the "
                       "attention core runs as one kernel."},

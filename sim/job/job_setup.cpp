@@ -27,7 +27,7 @@ models::JobSpec job_spec_of(const Scenario& sc, const StepReport& step) {
     c.kind = models::CheckpointPolicy::Kind::automatic;
   }
   c.size = j.checkpoint_size ? *j.checkpoint_size
-                             : models::checkpoint_bytes(models::parameter_count(sc.model, sc.model.gated_mlp));
+                             : models::checkpoint_bytes(models::parameter_count(sc.model));
   c.write_bandwidth = j.checkpoint_write;
   c.read_bandwidth = j.checkpoint_read;
   c.asynchronous = j.checkpoint_async;
@@ -61,7 +61,7 @@ models::JobSpec job_spec_of(const Scenario& sc, const StepReport& step) {
   }
   if (step.crosses_zones.data_parallel) {
     const double grad_bytes = sc.training.precision == models::Precision::fp16 ? 2.0 : 4.0;
-    const double params_per_gpu = models::parameter_count(sc.model, sc.model.gated_mlp) /
+    const double params_per_gpu = models::parameter_count(sc.model) /
                                   static_cast<double>(p.tensor * p.pipeline);
     bytes += 2.0 * params_per_gpu * grad_bytes * static_cast<double>(p.tensor * p.pipeline);
   }

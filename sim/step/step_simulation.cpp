@@ -96,8 +96,9 @@ StepReport StepSimulator::simulate(const models::StepSetup& setup, const models:
   r.step_time = r.pipeline.step_time;
   r.gpus = setup.parallelism.gpus();
   r.microbatches = program.microbatches;
-  r.model_flops = models::model_flops_per_iteration(setup.model, setup.training, setup.model.gated_mlp);
-  r.hardware_flops = models::hardware_flops_per_iteration(setup.model, setup.training, setup.model.gated_mlp);
+  r.model_flops = models::model_flops_per_iteration(setup.model, setup.training);
+  r.hardware_flops = models::hardware_flops_per_iteration(setup.model, setup.training, setup.parallelism.pipeline,
+                                                          setup.parallelism.virtual_stages);
   const double gpu_seconds = r.step_time.value() * static_cast<double>(r.gpus);
   r.tflops_per_gpu = r.hardware_flops.value() / gpu_seconds * 1e-12;
   r.model_tflops_per_gpu = r.model_flops.value() / gpu_seconds * 1e-12;

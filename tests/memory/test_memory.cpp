@@ -184,7 +184,7 @@ StepSetup small_setup() {
 // (3) ZeRO: stage 1 divides the optimizer states by d, stage 2 also the gradients, stage 3 also the weights.
 TEST(MemoryZero, ShardsTheRightParts) {
   StepSetup s = small_setup();
-  const double n = parameter_count(s.model, false);
+  const double n = parameter_count(s.model);
   // t = p = 1: one GPU holds every parameter.
   struct Expected {
     int64_t stage;
@@ -210,7 +210,7 @@ TEST(MemoryZero, ShardsTheRightParts) {
 TEST(MemoryParameters, StagesSumToTheModelWithTheTiedCopy) {
   StepSetup s = small_setup();
   s.parallelism.data = 1;
-  const double n = parameter_count(s.model, false);
+  const double n = parameter_count(s.model);
   EXPECT_DOUBLE_EQ(estimate_memory(s, a100()).stages.front().parameters, n);
   s.parallelism.pipeline = 4;
   double sum = 0.0;

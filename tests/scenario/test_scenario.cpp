@@ -104,6 +104,27 @@ TEST(ScenarioLoad, MinimalFileTakesDefaults) {
   EXPECT_EQ(s.simulation.seed, 0u);
 }
 
+TEST(ScenarioLoad, LlamaStyleModelAndKernelKeys) {
+  const Scenario d = load("valid_minimal.toml");
+  EXPECT_FALSE(d.model.rope);
+  EXPECT_DOUBLE_EQ(d.model.dropout, 0.1);
+  EXPECT_TRUE(d.model.tie_embeddings);
+  EXPECT_EQ(d.training.kernel_fusion, models::KernelFusion::fused);
+  EXPECT_EQ(d.training.recompute_num_layers, -1);
+  const Scenario s = load("valid_minimal.toml",
+                          {"model.position_embedding=rope", "model.dropout=0", "model.tie_embeddings=false",
+                           "training.kernel_fusion=eager", "training.activation_recompute=selective_op",
+                           "training.recompute_num_layers=3"});
+  EXPECT_TRUE(s.model.rope);
+  EXPECT_DOUBLE_EQ(s.model.dropout, 0.0);
+  EXPECT_FALSE(s.model.tie_embeddings);
+  EXPECT_EQ(s.training.kernel_fusion, models::KernelFusion::eager);
+  EXPECT_EQ(s.training.activation_recompute, models::Recompute::selective_op);
+  EXPECT_EQ(s.training.recompute_num_layers, 3);
+  EXPECT_THROW(load("valid_minimal.toml", {"model.dropout=1"}), ScenarioError);
+  EXPECT_THROW(load("valid_minimal.toml", {"training.kernel_fusion=jit"}), ScenarioError);
+}
+
 TEST(ScenarioLoad, ResolvedTomlHasDefaultsAndDerivedDataAndReloadsToItself) {
   const Scenario s = load("valid_minimal.toml", {"parallelism.tensor=4"});
   const std::string& r = s.resolved_toml;
@@ -318,8 +339,12 @@ TEST(ScenarioKeys, ChoicesMatchTheEnums) {
   for (auto name : precision->choices) EXPECT_TRUE(models::parse_precision(name).has_value()) << name;
   const auto* recompute = detail::find_param("training.activation_recompute");
   ASSERT_NE(recompute, nullptr);
-  EXPECT_EQ(recompute->choices.size(), 3u);
+  EXPECT_EQ(recompute->choices.size(), 4u);
   for (auto name : recompute->choices) EXPECT_TRUE(models::parse_recompute(name).has_value()) << name;
+  const auto* fusion = detail::find_param("training.kernel_fusion");
+  ASSERT_NE(fusion, nullptr);
+  EXPECT_EQ(fusion->choices.size(), 3u);
+  for (auto name : fusion->choices) EXPECT_TRUE(models::parse_kernel_fusion(name).has_value()) << name;
 }
 
 TEST(ScenarioKeys, EveryKeyIsInTheMarkdownTable) {

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "models/compute/compute_model.hpp"
 #include "models/hardware/catalog.hpp"
@@ -104,10 +107,141 @@ TEST(Workload, IterationFlopsAreMegatronsFormulas) {
   const double B = 1536, s = 2048, l = 96, h = 12288, V = 51200;
   const double megatron = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
   const double model = 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
-  EXPECT_NEAR(hardware_flops_per_iteration(m, tr, false).value() / megatron, 1.0, 1e-12);
-  EXPECT_NEAR(model_flops_per_iteration(m, tr, false).value() / model, 1.0, 1e-12);
+  EXPECT_NEAR(hardware_flops_per_iteration(m, tr).value() / megatron, 1.0, 1e-12);
+  EXPECT_NEAR(model_flops_per_iteration(m, tr).value() / model, 1.0, 1e-12);
   // 175B parameters: 12 l h^2 + V h within 1 %.
-  EXPECT_NEAR(parameter_count(m, false) / 174.6e9, 1.0, 0.01);
+  EXPECT_NEAR(parameter_count(m) / 174.6e9, 1.0, 0.01);
+}
+
+/// Llama 3.1 8B (Dubey et al. 2024, Table 3; torchtitan's llama3 "8B" args): 32 layers, h 4096, 32 heads, 8
+/// key/value groups, SwiGLU 14336, vocabulary 128256, RoPE, no dropout, untied output layer.
+ModelConfig llama3_8b() {
+  ModelConfig m;
+  m.num_layers = 32;
+  m.hidden_size = 4096;
+  m.num_attention_heads = 32;
+  m.num_query_groups = 8;
+  m.ffn_hidden_size = 14336;
+  m.vocab_size = 128256;
+  m.seq_length = 8192;
+  m.gated_mlp = true;
+  m.rope = true;
+  m.dropout = 0.0;
+  m.tie_embeddings = false;
+  return m;
+}
+
+double bytes_of(const std::vector<Op>& ops) {
+  double sum = 0.0;
+  for (const Op& op : ops) sum += op.bytes.value();
+  return sum;
+}
+
+const Op& named(const std::vector<Op>& ops, const std::string& name) {
+  for (const Op& op : ops) {
+    if (op.name == name) return op;
+  }
+  throw std::logic_error("no op " + name);
+}
+
+TEST(Workload, Llama3ParametersAreEightBillion) {
+  // 8.03 B (Meta's model card): no position table (RoPE) and a separate 128256 x 4096 output layer.
+  EXPECT_NEAR(parameter_count(llama3_8b()) / 8.03e9, 1.0, 0.005);
+  ModelConfig tied = llama3_8b();
+  tied.tie_embeddings = true;
+  EXPECT_NEAR(parameter_count(llama3_8b()) - parameter_count(tied), 128256.0 * 4096.0, 1.0);
+  // chunk_parameters sums to the total (p = 1: embedding and output layer on the one chunk).
+  const auto chunks = chunk_parameters(llama3_8b(), 1, 1, 1);
+  ASSERT_EQ(chunks.size(), 1u);
+  EXPECT_NEAR(chunks[0], parameter_count(llama3_8b()), 1.0);
+}
+
+TEST(Workload, CausalFlashAttentionExecutesHalfTheScoresPlusTheDiagonalBlocks) {
+  // n = s / 128 query blocks, block i attends to i + 1 key blocks: n (n + 1) / 2 of n^2.
+  EXPECT_DOUBLE_EQ(causal_attention_fraction(8192), 0.5 * (1.0 + 128.0 / 8192.0));
+  EXPECT_DOUBLE_EQ(causal_attention_fraction(2048), 0.5 * (1.0 + 1.0 / 16.0));
+  EXPECT_DOUBLE_EQ(causal_attention_fraction(128), 1.0);
+  TrainingConfig tr;
+  tr.micro_batch_size = 2;
+  tr.flash_attention = true;
+  const LayerWork w = transformer_layer(llama3_8b(), tr, LayerOptions{});
+  const Op& fa = named(w.forward, "flash_attention");
+  // Counted over the full s x s (the papers' convention), executed over the causal half.
+  EXPECT_DOUBLE_EQ(fa.flops.value(), 4.0 * 2 * 32 * 8192.0 * 8192.0 * 128);
+  EXPECT_DOUBLE_EQ(fa.executed_fraction, causal_attention_fraction(8192));
+  EXPECT_DOUBLE_EQ(named(w.backward, "flash_attention_bwd").flops.value(), 2.5 * fa.flops.value());
+}
+
+TEST(Workload, EagerKernelsMoveTheirOwnBytes) {
+  // Llama 3 8B layer, b = 1, s = 8192, no TP: T = 8192 tokens, h = 4096, q = 4096, k = 1024, f = 14336, e = 2.
+  // Eager minus fused, forward, per the table in transformer.hpp:
+  //   2 norms: (36 - 4) T h;  RoPE: (20 - 4) T (q + k);  repeat_kv: 2 T (k + q) e;  transpose: 2 T q e;
+  //   SwiGLU: silu 2 T f e + mul 3 T f e - fused 3 T f e = 2 T f e.
+  TrainingConfig tr;
+  tr.flash_attention = true;
+  const ModelConfig m = llama3_8b();
+  const LayerWork fused = transformer_layer(m, tr, LayerOptions{});
+  tr.kernel_fusion = KernelFusion::eager;
+  const LayerWork eager = transformer_layer(m, tr, LayerOptions{});
+  const double T = 8192, h = 4096, q = 4096, k = 1024, f = 14336, e = 2;
+  const double extra = 2 * 32 * T * h + 16 * T * (q + k) + 2 * T * (k + q) * e + 2 * T * q * e + 2 * T * f * e;
+  EXPECT_NEAR(bytes_of(eager.forward) - bytes_of(fused.forward), extra, 1.0);
+  // Separate projections (the model's own nn.Linear modules): Q, K, V, gate and up instead of QKV and fc1,
+  // with the same FLOPs.
+  EXPECT_EQ(named(eager.forward, "k_proj").gemm.n, 1024);
+  EXPECT_EQ(named(fused.forward, "qkv_proj").gemm.n, 4096 + 2 * 1024);
+  EXPECT_DOUBLE_EQ(total_flops(eager.forward).value(), total_flops(fused.forward).value());
+  int kernels = 0;
+  for (const Op& op : eager.forward) kernels += op.kernels;
+  EXPECT_GT(kernels, 30);  // 7 per RMSNorm, 6 for RoPE, ...
+}
+
+TEST(Workload, Fp8RunsOnlyTheLinearLayersAtTheFp8RateAndCastsTheirInputs) {
+  TrainingConfig tr;
+  tr.precision = Precision::fp8;
+  tr.flash_attention = false;
+  LayerOptions o;
+  o.tensor = 2;
+  const ModelConfig m = gpt3_175b();
+  const LayerWork w = transformer_layer(m, tr, o);
+  for (const auto* ops : {&w.forward, &w.backward}) {
+    for (const Op& op : *ops) {
+      if (op.op_class != OpClass::gemm) continue;
+      EXPECT_EQ(op.fp8, op.role != GemmRole::attention_core) << op.name;
+    }
+  }
+  // Forward casts the inputs of the output projection (T x q) and fc2 (T x f): e + 2 bytes per element;
+  // backward the output gradient of each of the four linears.
+  const double T = 2048, q = 12288 / 2, f = 4 * 12288 / 2, h = 12288;
+  EXPECT_DOUBLE_EQ(named(w.forward, "out_proj_input_fp8_cast_transpose").bytes.value(), T * q * 4);
+  EXPECT_DOUBLE_EQ(named(w.forward, "mlp_fc2_input_fp8_cast_transpose").bytes.value(), T * f * 4);
+  EXPECT_DOUBLE_EQ(named(w.backward, "mlp_fc2_grad_fp8_cast_transpose").bytes.value(), T * h * 4);
+  EXPECT_DOUBLE_EQ(named(w.backward, "qkv_proj_grad_fp8_cast_transpose").bytes.value(), T * 3 * q * 4);
+  const LayerWork head = lm_head(m, tr, o);
+  EXPECT_FALSE(named(head.forward, "lm_head").fp8);
+}
+
+TEST(Workload, SelectiveOpRecomputesEverySecondMatmulAndEveryMemoryBoundOp) {
+  // torchtitan's op-level policy on its Llama layer (separate projections): matmuls Q K V out gate up down;
+  // K, out and up (the 2nd, 4th and 6th) are recomputed, the others saved; every memory-bound op is re-run.
+  TrainingConfig tr;
+  tr.flash_attention = true;
+  tr.kernel_fusion = KernelFusion::eager;
+  tr.activation_recompute = Recompute::selective_op;
+  tr.global_batch_size = 1;
+  const ModelConfig m = llama3_8b();
+  const LayerWork w = transformer_layer(m, tr, LayerOptions{});
+  std::vector<std::string> gemms;
+  for (const Op& op : w.recompute) {
+    if (op.op_class == OpClass::gemm) gemms.push_back(op.name);
+    EXPECT_NE(op.op_class, OpClass::fused_attention);
+  }
+  EXPECT_EQ(gemms, (std::vector<std::string>{"k_proj", "out_proj", "mlp_up"}));
+  EXPECT_DOUBLE_EQ(bytes_of(w.recompute), bytes_of(w.forward));
+  // The hardware FLOPs count them: 2 T (h k + h h + h f) per layer more than the model FLOPs.
+  const double T = 8192, h = 4096, k = 1024, f = 14336;
+  EXPECT_NEAR((hardware_flops_per_iteration(m, tr) - model_flops_per_iteration(m, tr)).value(),
+              32 * 2 * T * (h * k + h * h + h * f), 1e3);
 }
 
 TEST(StepProgram, MegatronRankOrderPatterns) {
@@ -156,6 +290,27 @@ StepSetup setup_22b(bool fusion, bool async_tp) {
   s.parallelism.tensor = 8;
   s.parallelism.async_tensor_parallel_allreduce = async_tp;
   return s;
+}
+
+TEST(StepProgram, PartialRecomputeChargesOnlyTheRecomputedLayers) {
+  // Full recompute of 12 of the 48 layers of a chunk (Megatron's block method): the backward costs 12 layers
+  // with recompute and 36 without.
+  const ComputeModel compute(catalog().device("A100-SXM4-80GB"));
+  const LinearNetwork network(1e-12);
+  StepSetup all = setup_22b(true, true);
+  StepSetup none = all;
+  none.training.activation_recompute = Recompute::none;
+  StepSetup some = all;
+  some.training.recompute_num_layers = 12;
+  const double b_all = build_step_program(all, compute, network).stages[0].backward[0].total().value();
+  const double b_none = build_step_program(none, compute, network).stages[0].backward[0].total().value();
+  const double b_some = build_step_program(some, compute, network).stages[0].backward[0].total().value();
+  EXPECT_NEAR(b_some, b_none + (b_all - b_none) * 12.0 / 48.0, 1e-12);
+  EXPECT_NEAR((hardware_flops_per_iteration(some.model, some.training) -
+               model_flops_per_iteration(some.model, some.training)).value() * 4.0,
+              (hardware_flops_per_iteration(all.model, all.training) -
+               model_flops_per_iteration(all.model, all.training)).value(),
+              1e3);
 }
 
 TEST(StepProgram, UnfusedGradientAccumulationAddsOneMemoryPassOverTheChunkPerBackward) {
@@ -234,9 +389,9 @@ TEST(StepProgram, UnevenLayersGoToTheMiddleChunksFirst) {
   EXPECT_NEAR(program.stages[1].parameters / program.stages[2].parameters, 1.0, 1e-12);
   // Stage 3 has 7 layers and the LM head; its layers alone are 7/8 of stage 1's.
   EXPECT_GT(program.stages[3].forward[0].compute.value(), 7.0 / 8.0 * stage1);
-  // Its parameters: 7 layers' worth plus the tied word-embedding copy, V h / t.
-  EXPECT_NEAR(program.stages[3].parameters, 7.0 / 8.0 * program.stages[1].parameters + 51200.0 * 6144.0 / 2.0,
-              1.0);
+  // Its parameters: 7 layers' worth plus the tied word-embedding copy, V h / t, and the final norm, 2 h.
+  EXPECT_NEAR(program.stages[3].parameters,
+              7.0 / 8.0 * program.stages[1].parameters + 51200.0 * 6144.0 / 2.0 + 2.0 * 6144.0, 1.0);
 }
 
 TEST(StepProgram, OptimizerBytesCountMegatronsKernels) {
