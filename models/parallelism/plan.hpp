@@ -28,6 +28,9 @@ struct ParallelismConfig {
   /// linear's input gradient overlapped with its weight-gradient GEMM (Megatron
   /// --async-tensor-model-parallel-allreduce, LinearWithGradAccumulationAndAsyncCommunication, 2022 on).
   bool async_tensor_parallel_allreduce = true;
+  /// Tensor-parallel all-gathers and reduce-scatters (sequence parallelism) overlapped with the GEMMs that
+  /// consume and produce them, chunk by chunk (Megatron --tp-comm-overlap, Transformer Engine userbuffers).
+  bool tp_comm_overlap = false;
 
   [[nodiscard]] int64_t gpus() const { return tensor * pipeline * data; }
 };

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "models/network/collective_model.hpp"
+#include "models/parallelism/sharded_pass.hpp"
 #include "models/workload/transformer.hpp"
 
 namespace clustersim::models {
@@ -112,6 +113,36 @@ PassCost operator+(PassCost a, const PassCost& b) {
   return a;
 }
 
+/// How a framework shards (sharded_pass.hpp): which units stay gathered between forward and backward, how
+/// many units may be gathered at once, and whether its stage 2 reduce-scatters per unit.
+struct ShardingBehaviour {
+  bool root_reshards = false;        ///< the root unit frees its parameters after forward (gathered again)
+  bool last_block_reshards = true;   ///< the last transformer block frees its parameters after forward
+  int gathers_in_flight = kDefaultGathersInFlight;
+  bool per_unit_stage2 = false;      ///< zero_stage 2 is FSDP's SHARD_GRAD_OP (per-unit gathers and scatters)
+};
+
+/// PyTorch FSDP1 FULL_SHARD: the root's parameters stay gathered after forward, every wrapped block reshards
+/// (torch/distributed/fsdp/_runtime_utils.py: the root does not reshard after forward); limit_all_gathers
+/// keeps two units gathered. FSDP2 as torchtitan applies it (parallelize_llama.py apply_fsdp): every block but
+/// the last reshards after forward (the last would be gathered again at once), the root reshards when there is
+/// no pipelining. DeepSpeed ZeRO-3 releases every parameter after use (above stage3_param_persistence_threshold
+/// = 1e5 elements: every weight matrix). Megatron's ZeRO stages shard the optimizer and gradients only.
+ShardingBehaviour sharding_behaviour(Framework framework) {
+  ShardingBehaviour b;
+  switch (framework) {
+    case Framework::fsdp: b.per_unit_stage2 = true; break;
+    case Framework::fsdp2:
+      b.per_unit_stage2 = true;
+      b.root_reshards = true;
+      b.last_block_reshards = false;
+      break;
+    case Framework::deepspeed: b.root_reshards = true; break;
+    default: break;
+  }
+  return b;
+}
+
 }  // namespace
 
 double optimizer_bytes_per_parameter(Precision precision) {
@@ -214,7 +245,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   const double layer_params_per_gpu = layer_parameter_count(model) / d(par.tensor);
   const Precision precision = setup.training.precision;
   const double weight_bytes = activation_bytes_per_element(precision);  // 16-bit weights (fp32 for fp32/tf32)
-  const double grad_bytes = precision == Precision::fp16 ? 2.0 : 4.0;
+  const double grad_bytes = activation_bytes_per_element(setup.training.grad_reduce);
 
   StepProgram program;
   program.microbatches = m;
@@ -224,21 +255,15 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
         network.collective_time(CollectiveOp::all_reduce, tp, units::Bytes(1e6)).crosses_zones;
   }
 
-  // ZeRO-3: per layer, all-gather its parameters before forward and backward, reduce-scatter its gradients
-  // after backward; prefetched one layer ahead, so a layer exposes max(0, traffic - compute).
-  if (par.zero_stage == 3 && par.data > 1) {
-    const units::Bytes layer_weights(layer_params_per_gpu * weight_bytes);
-    const CollectiveTiming gather = network.collective_time(CollectiveOp::all_gather, dp, layer_weights);
-    const CollectiveTiming scatter =
-        network.collective_time(CollectiveOp::reduce_scatter, dp, units::Bytes(layer_params_per_gpu * grad_bytes));
-    auto exposed = [](units::Seconds traffic, units::Seconds compute_time) {
-      return traffic > compute_time ? traffic - compute_time : units::Seconds(0.0);
-    };
-    layer_fwd.dp_comm = exposed(gather.time, layer_fwd.compute + layer_fwd.tp_comm);
-    layer_bwd.dp_comm = exposed(gather.time + scatter.time, layer_bwd.compute + layer_bwd.tp_comm);
-    layer_bwd_stored.dp_comm = exposed(gather.time + scatter.time, layer_bwd_stored.compute + layer_bwd_stored.tp_comm);
-    program.crosses_zones.data_parallel = gather.crosses_zones;
-  }
+  // Fully sharded data parallelism without pipelining (ZeRO-3 / FSDP FULL_SHARD, and FSDP's SHARD_GRAD_OP as
+  // zero_stage 2): every microbatch's pass gathers each unit's parameters and reduce-scatters its gradients,
+  // on a communication stream beside the compute (sharded_pass.hpp). With pipelining, FSDP keeps the
+  // parameters gathered over the step's microbatches (torchtitan: reshard_after_forward off with PP) and
+  // reduces once, so its traffic is the ZeRO-2 tail's: a reduce-scatter after the last backward and a
+  // parameter all-gather before the next step.
+  const ShardingBehaviour sharding = sharding_behaviour(setup.training.framework);
+  const bool sharded_passes = par.data > 1 && par.pipeline == 1 &&
+                              (par.zero_stage == 3 || (par.zero_stage == 2 && sharding.per_unit_stage2));
 
   program.stages.resize(static_cast<size_t>(par.pipeline));
   const int64_t last_virtual = par.pipeline * v - 1;
@@ -254,13 +279,51 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
       PassCost fwd = scaled(layer_fwd, d(layers));
       PassCost bwd = scaled(layer_bwd, d(recomputing)) + scaled(layer_bwd_stored, d(layers - recomputing));
       const double chunk_parameters = params_of_chunk[static_cast<size_t>(virtual_stage)];
+      PassCost embed_fwd, embed_bwd, head_fwd, head_bwd;
       if (virtual_stage == 0) {
-        fwd = fwd + pass_cost(embed, PassKind::forward, setup, compute, network, tp);
-        bwd = bwd + pass_cost(embed, PassKind::backward, setup, compute, network, tp);
+        embed_fwd = pass_cost(embed, PassKind::forward, setup, compute, network, tp);
+        embed_bwd = pass_cost(embed, PassKind::backward, setup, compute, network, tp);
       }
       if (virtual_stage == last_virtual) {
-        fwd = fwd + pass_cost(head, PassKind::forward, setup, compute, network, tp);
-        bwd = bwd + pass_cost(head, PassKind::backward, setup, compute, network, tp);
+        head_fwd = pass_cost(head, PassKind::forward, setup, compute, network, tp);
+        head_bwd = pass_cost(head, PassKind::backward, setup, compute, network, tp);
+      }
+      fwd = fwd + embed_fwd + head_fwd;
+      bwd = bwd + embed_bwd + head_bwd;
+      if (sharded_passes) {
+        // Units: the root (embedding, final norm, output layer: every parameter outside the blocks) and one per
+        // transformer block. Gathers move 16-bit weights, reduce-scatters gradients in the reduce dtype.
+        const double root_params = chunk_parameters - d(layers) * layer_params_per_gpu;
+        auto gather = [&](double params) {
+          return network.collective_time(CollectiveOp::all_gather, dp, units::Bytes(params * weight_bytes)).time;
+        };
+        auto reduce = [&](double params) {
+          return network.collective_time(CollectiveOp::reduce_scatter, dp, units::Bytes(params * grad_bytes)).time;
+        };
+        const units::Seconds layer_gather = gather(layer_params_per_gpu), root_gather = gather(root_params);
+        const units::Seconds layer_reduce = reduce(layer_params_per_gpu), root_reduce = reduce(root_params);
+        program.crosses_zones.data_parallel =
+            network.collective_time(CollectiveOp::all_gather, dp, units::Bytes(1e6)).crosses_zones;
+        std::vector<ShardedUnit> forward_units, backward_units;
+        forward_units.push_back({embed_fwd.compute + embed_fwd.tp_comm, root_gather, {}});
+        for (int64_t l = 0; l < layers; ++l) {
+          forward_units.push_back({layer_fwd.compute + layer_fwd.tp_comm, layer_gather, {}});
+        }
+        forward_units.push_back({head_fwd.compute + head_fwd.tp_comm, {}, {}});
+        const bool backward_gathers = par.zero_stage == 3;  // SHARD_GRAD_OP keeps them until after backward
+        backward_units.push_back({head_bwd.compute + head_bwd.tp_comm,
+                                  backward_gathers && sharding.root_reshards ? root_gather : units::Seconds(0.0),
+                                  {}});
+        for (int64_t l = layers; l-- > 0;) {
+          const PassCost& b = l < recomputing ? layer_bwd : layer_bwd_stored;
+          const bool last_block = l == layers - 1;
+          const bool gathered = !backward_gathers || (last_block && !sharding.last_block_reshards);
+          backward_units.push_back({b.compute + b.tp_comm, gathered ? units::Seconds(0.0) : layer_gather,
+                                    layer_reduce});
+        }
+        backward_units.push_back({embed_bwd.compute + embed_bwd.tp_comm, {}, root_reduce});
+        fwd.dp_comm = sharded_forward(forward_units, sharding.gathers_in_flight).exposed();
+        bwd.dp_comm = sharded_backward(backward_units).exposed();
       }
       if (!setup.training.gradient_accumulation_fusion) {
         // Unfused gradient accumulation (Megatron-LM 2021, DDP "local"): after each microbatch's backward, a
@@ -278,8 +341,9 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     stage.grad_buckets =
         std::max<int64_t>(1, static_cast<int64_t>(std::ceil(stage.parameters / kGradientBucketParameters)));
     stage.overlap_grad_sync = par.overlap_grad_reduce;
-    if (par.zero_stage <= 2) {
-      // ZeRO 0: all-reduce of the gradients; ZeRO 1-2: reduce-scatter (the distributed optimizer).
+    if (!sharded_passes) {
+      // ZeRO 0: all-reduce of the gradients; ZeRO 1-3: reduce-scatter (the distributed optimizer; FSDP with
+      // pipelining).
       const CollectiveOp reduce = par.zero_stage == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
       const CollectiveTiming sync = network.collective_time(reduce, dp, units::Bytes(stage.parameters * grad_bytes));
       stage.grad_sync = sync.time;
@@ -296,7 +360,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
       }
       program.crosses_zones.data_parallel = program.crosses_zones.data_parallel || sync.crosses_zones;
     }
-    if (par.zero_stage >= 1 && par.zero_stage <= 2) {
+    if (par.zero_stage >= 1 && !sharded_passes) {
       stage.param_gather =
           network.collective_time(CollectiveOp::all_gather, dp, units::Bytes(stage.parameters * weight_bytes)).time;
       if (par.overlap_param_gather) {

@@ -35,4 +35,25 @@ std::optional<KernelFusion> parse_kernel_fusion(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view to_string(Framework f) {
+  switch (f) {
+    case Framework::megatron_lm_2021: return "megatron-lm-2021";
+    case Framework::megatron_lm_2022: return "megatron-lm-2022";
+    case Framework::megatron_core: return "megatron-core";
+    case Framework::nemo: return "nemo";
+    case Framework::fsdp: return "fsdp";
+    case Framework::fsdp2: return "fsdp2";
+    case Framework::deepspeed: return "deepspeed";
+  }
+  return "?";
+}
+
+std::optional<Framework> parse_framework(std::string_view name) {
+  for (Framework f : {Framework::megatron_lm_2021, Framework::megatron_lm_2022, Framework::megatron_core,
+                      Framework::nemo, Framework::fsdp, Framework::fsdp2, Framework::deepspeed}) {
+    if (to_string(f) == name) return f;
+  }
+  return std::nullopt;
+}
+
 }  // namespace clustersim::models

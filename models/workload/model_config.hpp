@@ -60,6 +60,20 @@ std::string_view to_string(Recompute r);
 /// Parses the canonical name; std::nullopt for anything else.
 std::optional<Recompute> parse_recompute(std::string_view name);
 
+/// The training framework, for the behaviours that are not scenario keys of their own: how a sharded
+/// data-parallel model gathers and frees its parameters (sharded_pass.hpp) and the CPU cost of launching
+/// kernels. Its default settings (overlaps, fused kernels, reduce dtype, ...) are scenario defaults
+/// (docs/scenario-format.md, "Framework profiles").
+///   megatron_lm_2021 / megatron_lm_2022: Megatron-LM of the SC'21 and Korthikanti et al. papers;
+///   megatron_core: Megatron-LM with Megatron-Core and Transformer Engine (2023 on); nemo: NeMo 2 / Megatron-
+///   Bridge on Megatron-Core; fsdp: PyTorch FullyShardedDataParallel (FSDP1); fsdp2: PyTorch fully_shard
+///   (FSDP2, torchtitan); deepspeed: DeepSpeed ZeRO.
+enum class Framework { megatron_lm_2021, megatron_lm_2022, megatron_core, nemo, fsdp, fsdp2, deepspeed };
+
+/// "megatron-lm-2021" | "megatron-lm-2022" | "megatron-core" | "nemo" | "fsdp" | "fsdp2" | "deepspeed".
+std::string_view to_string(Framework f);
+std::optional<Framework> parse_framework(std::string_view name);
+
 /// Batch and numerics of a training run.
 struct TrainingConfig {
   int64_t global_batch_size = 0;  ///< sequences per optimizer step, B
@@ -72,6 +86,11 @@ struct TrainingConfig {
   /// kernel adds into the main gradient, once per microbatch.
   bool gradient_accumulation_fusion = true;
   KernelFusion kernel_fusion = KernelFusion::fused;
+  Framework framework = Framework::megatron_core;
+  /// Precision of the data-parallel gradient reduction (all-reduce or reduce-scatter) and of the main
+  /// gradient buffer: fp32 (Megatron --accumulate-allreduce-grads-in-fp32, FSDP reduce_dtype float32), or the
+  /// 16-bit type (DeepSpeed's default communication_data_type, FSDP reduce_dtype bfloat16).
+  Precision grad_reduce = Precision::fp32;
   /// With full recompute: layers of each model chunk that are recomputed (Megatron --recompute-method block
   /// --recompute-num-layers N; torchtitan's every-k-th-layer checkpointing recomputes l/k); the others keep
   /// their activations. -1: every layer.

@@ -13,6 +13,7 @@
 #include <toml++/toml.h>
 
 #include "models/hardware/catalog.hpp"
+#include "sim/io/framework_profiles.hpp"
 #include "sim/io/scenario_params.hpp"
 
 namespace clustersim::sim {
@@ -288,6 +289,16 @@ class Loader {
 
   /// Defaults computed from other keys of [model], and the model's own consistency.
   void check_model() {
+    if (!has("training.grad_reduce_dtype")) {
+      set("training.grad_reduce_dtype", std::string(get_string("training.precision") == "fp16" ? "fp16" : "fp32"));
+    }
+    // Given explicitly without sequence parallelism: an error. From a framework profile: it applies only where
+    // sequence parallelism is on (the model ignores it otherwise).
+    if (find_node("parallelism", "tp_comm_overlap") != nullptr && get_bool("parallelism.tp_comm_overlap") &&
+        !get_bool("parallelism.sequence_parallel") && get_int("parallelism.tensor") > 1) {
+      fail_at("parallelism.tp_comm_overlap", "overlaps the all-gathers and reduce-scatters of sequence "
+                                             "parallelism: needs parallelism.sequence_parallel = true");
+    }
     const int64_t heads = get_int("model.num_attention_heads");
     const int64_t hidden = get_int("model.hidden_size");
     if (!has("model.num_query_groups")) set("model.num_query_groups", heads);
@@ -486,6 +497,8 @@ class Loader {
     s.training.flash_attention = get_bool("training.flash_attention");
     s.training.gradient_accumulation_fusion = get_bool("training.gradient_accumulation_fusion");
     s.training.kernel_fusion = *models::parse_kernel_fusion(get_string("training.kernel_fusion"));
+    s.training.framework = *models::parse_framework(get_string("training.framework"));
+    s.training.grad_reduce = *models::parse_precision(get_string("training.grad_reduce_dtype"));
     if (has("training.recompute_num_layers")) s.training.recompute_num_layers = get_int("training.recompute_num_layers");
     s.parallelism.tensor = get_int("parallelism.tensor");
     s.parallelism.pipeline = get_int("parallelism.pipeline");
@@ -497,6 +510,7 @@ class Loader {
     s.parallelism.overlap_param_gather = get_bool("parallelism.overlap_param_gather");
     s.parallelism.overlap_p2p_comm = get_bool("parallelism.overlap_p2p_comm");
     s.parallelism.async_tensor_parallel_allreduce = get_bool("parallelism.async_tensor_parallel_allreduce");
+    s.parallelism.tp_comm_overlap = get_bool("parallelism.tp_comm_overlap");
     s.schedule = *models::parse_pipeline_schedule(get_string("parallelism.schedule"));
     s.cluster.vm_size = get_string("cluster.vm_size");
     s.cluster.nodes = get_int("cluster.nodes");
@@ -648,7 +662,7 @@ class Loader {
         case Need::required: fail(key, table_loc(table), "required key is missing");
         case Need::defaulted: set_default(p); return;
         case Need::derived:
-        case Need::optional: return;
+        case Need::optional: set_framework_default(p); return;
       }
       return;
     }
@@ -731,7 +745,19 @@ class Loader {
     }
   }
 
+  /// The framework profile's default of `p`, when training.framework (checked before the keys it sets) has one.
+  bool set_framework_default(const ParamSpec& p) {
+    if (p.key == "training.framework") return false;
+    const toml::node* f = resolved_node("training.framework");
+    if (f == nullptr) return false;
+    const auto* d = detail::find_framework_default(f->as_string()->get(), p.key);
+    if (d == nullptr) return false;
+    set_from_literal(std::string(p.key), d->value);
+    return true;
+  }
+
   void set_default(const ParamSpec& p) {
+    if (set_framework_default(p)) return;
     // Every default parsed once per process (a sweep loads the scenario once per point).
     static const std::map<std::string_view, toml::table, std::less<>> defaults = [] {
       std::map<std::string_view, toml::table, std::less<>> m;
@@ -741,6 +767,12 @@ class Loader {
       return m;
     }();
     defaults.find(p.key)->second["v"].node()->visit([&](const auto& v) { set_node(std::string(p.key), v); });
+  }
+
+  /// Sets `dotted` to the TOML literal `literal` (a framework profile's default).
+  void set_from_literal(const std::string& dotted, std::string_view literal) {
+    const toml::table parsed = toml::parse("v = " + std::string(literal));
+    parsed["v"].node()->visit([&](const auto& v) { set_node(dotted, v); });
   }
 
   template <typename T>

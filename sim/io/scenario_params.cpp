@@ -19,6 +19,10 @@ constexpr std::array<std::string_view, 4> kRecompute{"none", "selective", "full"
 // Must match models::parse_kernel_fusion (tests/scenario checks it).
 constexpr std::array<std::string_view, 3> kFusions{"fused", "compiled", "eager"};
 constexpr std::array<std::string_view, 2> kPositions{"learned", "rope"};
+// Must match models::parse_framework and framework_names() (tests/scenario checks both).
+constexpr std::array<std::string_view, 7> kFrameworkChoices{"megatron-core", "nemo",  "megatron-lm-2022",
+                                                           "megatron-lm-2021", "fsdp", "fsdp2", "deepspeed"};
+constexpr std::array<std::string_view, 3> kReduceDtypes{"fp32", "bf16", "fp16"};
 // Must match models::FabricKind and models::parse_collective_algorithm (tests/scenario checks them).
 constexpr std::array<std::string_view, 3> kFabrics{"single_switch", "fat_tree", "rail_optimized"};
 constexpr std::array<std::string_view, 5> kAllReduceAlgorithms{"auto", "ring", "tree", "hierarchical", "nvls"};
@@ -92,6 +96,11 @@ constexpr std::array kParams{
               .help = "The LM head reuses the word embedding (GPT). false: a separate vocab_size × hidden_size "
                       "output weight (Llama 3; Megatron --untie-embeddings-and-output-weights)."},
     // [training]
+    ParamSpec{.key = "training.framework", .type = string, .need = Need::defaulted,
+              .default_text = "\"megatron-core\"", .choices = kFrameworkChoices,
+              .help = "The training framework. It sets the defaults its published recipes use for the other keys "
+                      "(overlaps, fused kernels, reduce dtype, ZeRO stage; \"Framework profiles\" below) and how "
+                      "a sharded model gathers its parameters. A key given in the scenario wins."},
     ParamSpec{.key = "training.global_batch_size", .type = integer, .unit = "sequences", .need = Need::required,
               .min_int = 1,
               .help = "Sequences per optimizer step, B. Must be divisible by micro_batch_size × parallelism.data."},
@@ -111,6 +120,11 @@ constexpr std::array kParams{
               .help = "With activation_recompute = \"full\": layers of each pipeline model chunk that recompute "
                       "(Megatron --recompute-method block --recompute-num-layers); the others keep their "
                       "activations. torchtitan's every-k-th-layer checkpointing is num_layers / k."},
+    ParamSpec{.key = "training.grad_reduce_dtype", .type = string, .need = Need::derived,
+              .default_text = "fp16 when precision is fp16, else fp32 (or the framework's)", .choices = kReduceDtypes,
+              .help = "Precision of the data-parallel gradient reduction and of the main-gradient buffer: fp32 "
+                      "(Megatron --accumulate-allreduce-grads-in-fp32, FSDP reduce_dtype float32) or 16-bit "
+                      "(DeepSpeed's communication_data_type default, FSDP reduce_dtype bfloat16)."},
     ParamSpec{.key = "training.kernel_fusion", .type = string, .need = Need::defaulted,
               .default_text = "\"fused\"", .choices = kFusions,
               .help = "How element-wise and normalisation work runs: fused (Megatron / Transformer Engine "
@@ -161,6 +175,12 @@ constexpr std::array kParams{
               .default_text = "false",
               .help = "Overlap pipeline send/recv with compute (Megatron --overlap-p2p-communication). false "
                       "(Megatron's default): a stage waits for each send to finish before its next pass."},
+    ParamSpec{.key = "parallelism.tp_comm_overlap", .type = boolean, .need = Need::defaulted,
+              .default_text = "false",
+              .help = "Overlap the tensor-parallel all-gathers and reduce-scatters (sequence parallelism) with the "
+                      "GEMMs that consume and produce them, chunk by chunk (Megatron --tp-comm-overlap, "
+                      "Transformer Engine userbuffers; torchtitan async TP). Given explicitly, it needs sequence_parallel; "
+                      "from a framework profile it applies where sequence_parallel is on."},
     ParamSpec{.key = "parallelism.async_tensor_parallel_allreduce", .type = boolean, .need = Need::defaulted,
               .default_text = "true",
               .help = "Overlap the backward tensor-parallel all-reduce (reduce-scatter with sequence parallelism) "

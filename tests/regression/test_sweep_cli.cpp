@@ -3,6 +3,8 @@
 // not errors; a resumed sweep does not recompute the points its sidecar holds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -270,11 +272,13 @@ TEST(SweepCli, ListRunsPrintsThePoints) {
 TEST(SweepCli, BadSweepTableExits65WithFileLineAndKey) {
   const fs::path dir = temp_dir("bad");
   const fs::path path = dir / "bad.toml";
-  std::ofstream(path) << read_file(fs::path(CLUSTERSIM_SOURCE_DIR) / kLayouts)
-                      << "\"cluster.nodes\" = { start = 8, stop = 64, step = 0 }\n";
+  const std::string layouts = read_file(fs::path(CLUSTERSIM_SOURCE_DIR) / kLayouts);
+  std::ofstream(path) << layouts << "\"cluster.nodes\" = { start = 8, stop = 64, step = 0 }\n";
   const auto r = run_cli("sweep '" + path.string() + "' -o '" + (dir / "x.h5").string() + "'");
   EXPECT_EQ(r.exit_code, 65);
-  EXPECT_NE(r.err.find(path.string() + ":32:"), std::string::npos) << r.err;
+  // The appended line is the file's last: one after the layout scenario's lines.
+  const auto line = std::count(layouts.begin(), layouts.end(), '\n') + 1;
+  EXPECT_NE(r.err.find(path.string() + ":" + std::to_string(line) + ":"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("key 'sweep.cluster.nodes'"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "x.h5"));
   fs::remove_all(dir);

@@ -10,6 +10,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/io/scenario.hpp"
+#include "sim/io/framework_profiles.hpp"
 #include "sim/io/scenario_params.hpp"
 
 namespace clustersim::sim {
@@ -123,6 +124,43 @@ TEST(ScenarioLoad, LlamaStyleModelAndKernelKeys) {
   EXPECT_EQ(s.training.recompute_num_layers, 3);
   EXPECT_THROW(load("valid_minimal.toml", {"model.dropout=1"}), ScenarioError);
   EXPECT_THROW(load("valid_minimal.toml", {"training.kernel_fusion=jit"}), ScenarioError);
+}
+
+TEST(ScenarioLoad, FrameworkProfilesSetDefaultsAndScenarioKeysWin) {
+  const Scenario core = load("valid_minimal.toml");
+  EXPECT_EQ(core.training.framework, models::Framework::megatron_core);
+  EXPECT_EQ(core.parallelism.zero_stage, 1);  // --use-distributed-optimizer
+  EXPECT_TRUE(core.parallelism.overlap_grad_reduce);
+  EXPECT_TRUE(core.training.flash_attention);
+  EXPECT_EQ(core.training.grad_reduce, models::Precision::fp32);
+  const Scenario fsdp2 = load("valid_minimal.toml", {"training.framework=fsdp2"});
+  EXPECT_EQ(fsdp2.parallelism.zero_stage, 3);
+  EXPECT_EQ(fsdp2.training.kernel_fusion, models::KernelFusion::eager);
+  EXPECT_FALSE(fsdp2.parallelism.overlap_grad_reduce);  // not in its profile: the table's default
+  // The resolved scenario records what the profile chose.
+  EXPECT_NE(fsdp2.resolved_toml.find("zero_stage = 3"), std::string::npos) << fsdp2.resolved_toml;
+  const Scenario mine = load("valid_minimal.toml", {"training.framework=fsdp2", "parallelism.zero_stage=2",
+                                                    "training.kernel_fusion=compiled"});
+  EXPECT_EQ(mine.parallelism.zero_stage, 2);
+  EXPECT_EQ(mine.training.kernel_fusion, models::KernelFusion::compiled);
+  const Scenario old = load("valid_minimal.toml", {"training.framework=megatron-lm-2021", "training.precision=fp16"});
+  EXPECT_FALSE(old.training.gradient_accumulation_fusion);
+  EXPECT_FALSE(old.parallelism.async_tensor_parallel_allreduce);
+  EXPECT_EQ(old.parallelism.zero_stage, 0);
+  EXPECT_EQ(old.training.grad_reduce, models::Precision::fp16);  // derived from the precision
+  EXPECT_TRUE(load("valid_minimal.toml", {"training.framework=nemo"}).parallelism.tp_comm_overlap);
+}
+
+TEST(ScenarioLoad, ExplicitTensorParallelOverlapNeedsSequenceParallelism) {
+  try {
+    (void)load("valid_minimal.toml", {"parallelism.tensor=4", "parallelism.tp_comm_overlap=true"});
+    FAIL() << "expected a ScenarioError";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(e.key(), "parallelism.tp_comm_overlap");
+    EXPECT_EQ(e.line(), 2);  // the second --set
+  }
+  // From NeMo's profile it only applies where sequence parallelism is on: no error.
+  EXPECT_NO_THROW((void)load("valid_minimal.toml", {"training.framework=nemo", "parallelism.tensor=4"}));
 }
 
 TEST(ScenarioLoad, ResolvedTomlHasDefaultsAndDerivedDataAndReloadsToItself) {
@@ -341,6 +379,18 @@ TEST(ScenarioKeys, ChoicesMatchTheEnums) {
   ASSERT_NE(recompute, nullptr);
   EXPECT_EQ(recompute->choices.size(), 4u);
   for (auto name : recompute->choices) EXPECT_TRUE(models::parse_recompute(name).has_value()) << name;
+  const auto* framework = detail::find_param("training.framework");
+  ASSERT_NE(framework, nullptr);
+  ASSERT_EQ(framework->choices.size(), detail::framework_names().size());
+  for (size_t i = 0; i < framework->choices.size(); ++i) {
+    EXPECT_EQ(framework->choices[i], detail::framework_names()[i]);
+    EXPECT_TRUE(models::parse_framework(framework->choices[i]).has_value()) << framework->choices[i];
+  }
+  for (const auto& d : detail::framework_defaults()) {
+    EXPECT_NE(detail::find_param(d.key), nullptr) << d.framework << " sets unknown key " << d.key;
+    EXPECT_NE(std::find(framework->choices.begin(), framework->choices.end(), d.framework),
+              framework->choices.end()) << d.framework;
+  }
   const auto* fusion = detail::find_param("training.kernel_fusion");
   ASSERT_NE(fusion, nullptr);
   EXPECT_EQ(fusion->choices.size(), 3u);
@@ -353,6 +403,30 @@ TEST(ScenarioKeys, EveryKeyIsInTheMarkdownTable) {
     EXPECT_NE(md.find("| `" + std::string(p.key) + "` |"), std::string::npos) << p.key;
     EXPECT_FALSE(p.help.empty()) << p.key;
   }
+}
+
+// The framework profiles, generated the same way between their own markers.
+TEST(ScenarioKeys, DocMatchesGeneratedFrameworkProfiles) {
+  const auto doc_path = kSourceDir / "docs" / "scenario-format.md";
+  const std::string begin = "<!-- BEGIN GENERATED: framework profiles (framework_profiles_markdown) -->\n";
+  const std::string end = "<!-- END GENERATED: framework profiles -->\n";
+  std::ifstream in(doc_path);
+  ASSERT_TRUE(in) << "cannot read " << doc_path;
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string doc = buf.str();
+  const auto b = doc.find(begin);
+  const auto e = doc.find(end);
+  ASSERT_NE(b, std::string::npos) << "missing marker line: " << begin;
+  ASSERT_NE(e, std::string::npos) << "missing marker line: " << end;
+  const std::string in_doc = doc.substr(b + begin.size(), e - b - begin.size());
+  const std::string generated = detail::framework_profiles_markdown();
+  if (in_doc != generated && std::getenv("CLUSTERSIM_UPDATE_DOCS") != nullptr) {
+    std::ofstream out(doc_path, std::ios::binary);
+    out << doc.substr(0, b + begin.size()) << generated << doc.substr(e);
+    GTEST_SKIP() << "rewrote the framework profiles in " << doc_path;
+  }
+  EXPECT_EQ(in_doc, generated) << "docs/scenario-format.md is out of date; regenerate with CLUSTERSIM_UPDATE_DOCS=1";
 }
 
 // docs/scenario-format.md holds the generated table between two marker lines, byte for byte. Regenerate with

@@ -285,6 +285,7 @@ StepSetup setup_22b(bool fusion, bool async_tp) {
   s.training.global_batch_size = 4;
   s.training.micro_batch_size = 4;
   s.training.precision = Precision::fp16;
+  s.training.grad_reduce = Precision::fp16;  // Megatron's fp16 main gradients
   s.training.activation_recompute = Recompute::full;
   s.training.gradient_accumulation_fusion = fusion;
   s.parallelism.tensor = 8;

@@ -1,0 +1,66 @@
+// Fully sharded passes (models/parallelism/sharded_pass.hpp): the two-stream schedule against closed forms.
+#include "models/parallelism/sharded_pass.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace clustersim::models {
+namespace {
+
+std::vector<ShardedUnit> units(int n, double compute, double gather, double reduce) {
+  return std::vector<ShardedUnit>(static_cast<size_t>(n),
+                                  ShardedUnit{units::Seconds(compute), units::Seconds(gather), units::Seconds(reduce)});
+}
+
+TEST(ShardedPass, ComputeBoundForwardExposesOnlyTheFirstGather) {
+  // g < c: every later gather runs under the previous unit's compute: total = g + n c.
+  const ShardedPassTime f = sharded_forward(units(8, 3.0, 1.0, 0.0));
+  EXPECT_DOUBLE_EQ(f.total.value(), 1.0 + 8 * 3.0);
+  EXPECT_DOUBLE_EQ(f.exposed().value(), 1.0);
+}
+
+TEST(ShardedPass, CommunicationBoundForwardRunsAtTheGatherRate) {
+  // g > c: the gathers run back to back (the rate limiter never binds: unit i-2 is done long before):
+  // total = n g + c.
+  const ShardedPassTime f = sharded_forward(units(8, 1.0, 3.0, 0.0));
+  EXPECT_DOUBLE_EQ(f.total.value(), 8 * 3.0 + 1.0);
+  // Without compute, the pass is its gathers.
+  EXPECT_DOUBLE_EQ(sharded_forward(units(5, 0.0, 2.0, 0.0)).total.value(), 10.0);
+}
+
+TEST(ShardedPass, RateLimiterHoldsAGatherUntilAnEarlierUnitIsFreed) {
+  // With k = 1 every gather waits for the previous unit's compute: total = n (g + c).
+  EXPECT_DOUBLE_EQ(sharded_forward(units(4, 3.0, 1.0, 0.0), 1).total.value(), 4 * (1.0 + 3.0));
+  // k = 2 lets the next gather run under the current compute: g + n c.
+  EXPECT_DOUBLE_EQ(sharded_forward(units(4, 3.0, 1.0, 0.0), 2).total.value(), 1.0 + 4 * 3.0);
+  EXPECT_THROW((void)sharded_forward(units(4, 3.0, 1.0, 0.0), 0), std::invalid_argument);
+}
+
+TEST(ShardedPass, ComputeBoundBackwardExposesTheFirstGatherAndTheLastReduce) {
+  // g + r <= c: AG_{j+1} and RS_j run under B_{j+1}'s and B_j's compute: total = g + n c + r.
+  const ShardedPassTime b = sharded_backward(units(6, 5.0, 1.0, 2.0));
+  EXPECT_DOUBLE_EQ(b.total.value(), 1.0 + 6 * 5.0 + 2.0);
+  EXPECT_DOUBLE_EQ(b.exposed().value(), 3.0);
+}
+
+TEST(ShardedPass, CommunicationBoundBackwardIsItsCollectives) {
+  // No compute: the communication stream runs n gathers and n reduce-scatters back to back.
+  EXPECT_DOUBLE_EQ(sharded_backward(units(6, 0.0, 1.0, 2.0)).total.value(), 6 * 3.0);
+  // Communication-heavy: at least the collectives, at most collectives + every compute.
+  const double t = sharded_backward(units(6, 1.0, 1.0, 2.0)).total.value();
+  EXPECT_GE(t, 6 * 3.0);
+  EXPECT_LE(t, 6 * 3.0 + 6 * 1.0);
+}
+
+TEST(ShardedPass, UnitsAlreadyGatheredDoNotWait) {
+  // The root stays gathered in backward (g = 0) and its reduce-scatter comes last: exposed after its compute.
+  std::vector<ShardedUnit> u = units(3, 4.0, 1.0, 1.0);
+  u.front().gather = units::Seconds(0.0);
+  const ShardedPassTime b = sharded_backward(u);
+  // B_0 [0, 4]; AG_1 [0, 1]; RS_0 [4, 5]; B_1 [4, 8]; AG_2 [5, 6]; RS_1 [8, 9]; B_2 [8, 12]; RS_2 [12, 13].
+  EXPECT_DOUBLE_EQ(b.total.value(), 13.0);
+}
+
+}  // namespace
+}  // namespace clustersim::models
