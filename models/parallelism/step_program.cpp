@@ -54,11 +54,58 @@ units::Seconds tp_time(const TensorParallelTraffic& traffic, const CommPattern& 
   // backward's extra all-gather of the input for the weight gradient overlaps the input-gradient GEMM in
   // Megatron-LM and is not charged.
   if (setup.parallelism.sequence_parallel) {
-    const units::Seconds pair = network.collective_time(CollectiveOp::reduce_scatter, tp, traffic.bytes_each).time +
-                                network.collective_time(CollectiveOp::all_gather, tp, traffic.bytes_each).time;
-    return pair * (1.0 * traffic.count);
+    const units::Seconds rs = network.collective_time(CollectiveOp::reduce_scatter, tp, traffic.bytes_each).time;
+    const units::Seconds ag = network.collective_time(CollectiveOp::all_gather, tp, traffic.bytes_each).time;
+    switch (traffic.with_sequence_parallel) {
+      case TensorParallelTraffic::Sequence::pair: return (rs + ag) * (1.0 * traffic.count);
+      case TensorParallelTraffic::Sequence::all_gather: return ag * (1.0 * traffic.count);
+      case TensorParallelTraffic::Sequence::reduce_scatter: return rs * (1.0 * traffic.count);
+    }
   }
   return network.collective_time(CollectiveOp::all_reduce, tp, traffic.bytes_each).time * (1.0 * traffic.count);
+}
+
+/// Tensor-parallel communication overlapped with the GEMMs it feeds or drains (Megatron --tp-comm-overlap,
+/// Transformer Engine userbuffers; Wang et al., "Overlap Communication with Dependent Computation via
+/// Decomposition in Large Deep Learning Models", ASPLOS'23). With sequence parallelism each layer pass has four
+/// collective-GEMM pairs: forward (and recompute) all-gather -> QKV, output projection -> reduce-scatter,
+/// all-gather -> fc1, fc2 -> reduce-scatter; backward all-gather of the output gradient -> output-projection
+/// dgrad, QKV dgrad -> reduce-scatter, all-gather -> fc2 dgrad, fc1 dgrad -> reduce-scatter. Each pair is split
+/// into t chunks that pipeline: chunk i's GEMM runs while chunk i+1 moves, so a pair of communication c and GEMM
+/// g takes max(c, g) + min(c, g) / t (the first chunk's transfer, or the last chunk's, is not hidden), and each
+/// GEMM runs as t GEMMs of M/t rows (its wave and tile quantisation at that size). `ops` are the pass's ops;
+/// returns the exposed communication and adds the chunking's extra GEMM time to `extra_compute`.
+units::Seconds overlapped_tp(const std::vector<Op>& ops, bool backward, const StepSetup& setup,
+                             const ComputeModel& compute, units::Seconds all_gather, units::Seconds reduce_scatter,
+                             units::Seconds& extra_compute) {
+  const Precision p = setup.training.precision;
+  const double t = static_cast<double>(setup.parallelism.tensor);
+  // Forward: (AG, attention_in) (attention_out, RS) (AG, mlp_in) (mlp_out, RS). Backward dgrads: (AG,
+  // attention_out) (attention_in, RS) (AG, mlp_out) (mlp_in, RS).
+  const GemmRole gathered[2] = {backward ? GemmRole::attention_out : GemmRole::attention_in,
+                                backward ? GemmRole::mlp_out : GemmRole::mlp_in};
+  const GemmRole scattered[2] = {backward ? GemmRole::attention_in : GemmRole::attention_out,
+                                 backward ? GemmRole::mlp_in : GemmRole::mlp_out};
+  units::Seconds exposed(0.0);
+  auto pair = [&](GemmRole role, units::Seconds comm) {
+    units::Seconds gemm(0.0), chunked(0.0);
+    for (const Op& op : ops) {
+      if (op.op_class != OpClass::gemm || op.role != role) continue;
+      if (backward && !op.name.ends_with("_dgrad")) continue;
+      const units::Seconds whole = op_time(op, compute, p);
+      Op piece = op;
+      piece.gemm.m = std::max<int64_t>(1, op.gemm.m / setup.parallelism.tensor);
+      const units::Seconds split = op_time(piece, compute, p) * t;
+      gemm += whole;
+      chunked += split;
+    }
+    if (chunked > gemm) extra_compute += chunked - gemm;
+    const units::Seconds longer = std::max(comm, chunked), shorter = std::min(comm, chunked);
+    exposed += longer - chunked + shorter / t;
+  };
+  for (GemmRole role : gathered) pair(role, all_gather);
+  for (GemmRole role : scattered) pair(role, reduce_scatter);
+  return exposed;
 }
 
 /// Cost of `work` on one GPU, forward or backward (backward = recompute + backward; `recompute` false: the
@@ -66,9 +113,20 @@ units::Seconds tp_time(const TensorParallelTraffic& traffic, const CommPattern& 
 PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup, const ComputeModel& compute,
                    const CommunicationModel& network, const CommPattern& tp_group, bool recompute = true) {
   const Precision p = setup.training.precision;
+  const ParallelismConfig& par = setup.parallelism;
+  const bool overlap = par.tp_comm_overlap && par.sequence_parallel && par.tensor > 1 && work.tp_forward.count == 2;
+  units::Seconds all_gather(0.0), reduce_scatter(0.0);
+  if (overlap) {
+    all_gather = network.collective_time(CollectiveOp::all_gather, tp_group, work.tp_forward.bytes_each).time;
+    reduce_scatter = network.collective_time(CollectiveOp::reduce_scatter, tp_group, work.tp_forward.bytes_each).time;
+  }
   if (kind == PassKind::forward) {
     PassCost c = cost_of(work.forward, compute, p);
-    c.tp_comm = tp_time(work.tp_forward, tp_group, setup, network);
+    if (overlap) {
+      c.tp_comm = overlapped_tp(work.forward, false, setup, compute, all_gather, reduce_scatter, c.compute);
+    } else {
+      c.tp_comm = tp_time(work.tp_forward, tp_group, setup, network);
+    }
     return c;
   }
   PassCost c = cost_of(work.backward, compute, p);
@@ -76,6 +134,13 @@ PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup,
     const PassCost r = cost_of(work.recompute, compute, p);
     c.compute += r.compute;
     c.flops += r.flops;
+  }
+  if (overlap) {
+    c.tp_comm = overlapped_tp(work.backward, true, setup, compute, all_gather, reduce_scatter, c.compute);
+    if (recompute && work.tp_recompute.count > 0) {
+      c.tp_comm += overlapped_tp(work.recompute, false, setup, compute, all_gather, reduce_scatter, c.compute);
+    }
+    return c;
   }
   units::Seconds backward_tp = tp_time(work.tp_backward, tp_group, setup, network);
   if (setup.parallelism.async_tensor_parallel_allreduce && work.tp_backward.count > 0) {

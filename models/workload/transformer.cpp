@@ -271,9 +271,10 @@ LayerWork lm_head(const ModelConfig& m, const TrainingConfig& tr, const LayerOpt
     }
   }
   // With sequence parallelism the final norm's output is all-gathered before the LM head.
+  // Backward: the gradient is reduce-scattered back to the sequence-parallel shards.
   const int tp_count = (o.tensor > 1 && o.sequence_parallel) ? 1 : 0;
-  w.tp_forward = {tp_count, units::Bytes(tokens * d(h) * e)};
-  w.tp_backward = w.tp_forward;
+  w.tp_forward = {tp_count, units::Bytes(tokens * d(h) * e), TensorParallelTraffic::Sequence::all_gather};
+  w.tp_backward = {tp_count, units::Bytes(tokens * d(h) * e), TensorParallelTraffic::Sequence::reduce_scatter};
   return w;
 }
 
@@ -287,8 +288,13 @@ LayerWork embedding(const ModelConfig& m, const TrainingConfig& tr, const LayerO
     w.forward.push_back(memory_op("embedding_dropout", tokens * d(m.hidden_size) * (2.0 * e + 1.0)));
   }
   for (size_t i = w.forward.size(); i-- > 0;) append_backward(w.forward[i], w.backward);
-  // Vocab-parallel embedding: each rank looks up its vocabulary slice, then an all-reduce (Megatron).
-  w.tp_forward = {o.tensor > 1 ? 1 : 0, units::Bytes(tokens * d(m.hidden_size) * e)};
+  // Vocab-parallel embedding: each rank looks up its vocabulary slice, then an all-reduce (Megatron), or a
+  // reduce-scatter into the sequence-parallel shards.
+  w.tp_forward = {o.tensor > 1 ? 1 : 0, units::Bytes(tokens * d(m.hidden_size) * e),
+                  TensorParallelTraffic::Sequence::reduce_scatter};
+  // Backward: an all-reduce's is the identity; a reduce-scatter's is an all-gather of the gradient.
+  w.tp_backward = {(o.tensor > 1 && o.sequence_parallel) ? 1 : 0, units::Bytes(tokens * d(m.hidden_size) * e),
+                   TensorParallelTraffic::Sequence::all_gather};
   return w;
 }
 

@@ -85,10 +85,14 @@ struct Op {
 };
 
 /// Tensor-parallel communication of one pass of one layer: `count` collectives of `bytes_each` (the full
-/// b*s*h*e activation; all-reduce, or reduce-scatter + all-gather pairs with sequence parallelism).
+/// b*s*h*e activation). Without sequence parallelism each is an all-reduce; with it, `with_sequence_parallel`
+/// says what replaces it: a reduce-scatter + all-gather pair (a layer's, Korthikanti et al. 2022 Sec. 4.2.2), or
+/// one all-gather (the final norm's output before the LM head) or one reduce-scatter (the embedding's output).
 struct TensorParallelTraffic {
+  enum class Sequence { pair, all_gather, reduce_scatter };
   int count = 0;
   units::Bytes bytes_each;
+  Sequence with_sequence_parallel = Sequence::pair;
 };
 
 /// The ops of one transformer layer for one microbatch on one TP rank.

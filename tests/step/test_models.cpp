@@ -344,6 +344,29 @@ TEST(StepProgram, AsyncTensorParallelAllReduceHidesUnderTheWeightGradientGemms) 
   EXPECT_EQ(async.stages[0].forward[0].tp_comm.value(), serial.stages[0].forward[0].tp_comm.value());
 }
 
+TEST(StepProgram, TensorParallelOverlapHidesAllButOneChunkOfEachCollective) {
+  // 22B layer, t = 8 with sequence parallelism: each of the 4 collective-GEMM pairs per pass moves c = k b s h e
+  // = 1e-12 x 4 x 2048 x 6144 x 2 s = 0.1 ms, far less than its GEMM (~1 ms), so only the pipeline fill c/t of
+  // each is exposed: 4 c / t per forward. Without overlap all 4 collectives are exposed (no async wgrad overlap
+  // in forward). The GEMMs run as t chunks of M/t rows, which can only cost more.
+  const ComputeModel compute(catalog().device("A100-SXM4-80GB"));
+  const LinearNetwork network(1e-12);
+  StepSetup plain = setup_22b(true, true);
+  plain.parallelism.sequence_parallel = true;
+  StepSetup overlapped = plain;
+  overlapped.parallelism.tp_comm_overlap = true;
+  const StepProgram a = build_step_program(plain, compute, network);
+  const StepProgram b = build_step_program(overlapped, compute, network);
+  const double c = 1e-12 * 4 * 2048 * 6144 * 2, t = 8, layers = 48;
+  // Forward: 48 layers, plus the embedding's reduce-scatter and the LM head's all-gather, not overlapped (2 c).
+  EXPECT_NEAR(a.stages[0].forward[0].tp_comm.value(), layers * 4 * c + 2 * c, 1e-12);
+  EXPECT_NEAR(b.stages[0].forward[0].tp_comm.value(), layers * 4 * c / t + 2 * c, 1e-12);
+  EXPECT_GE(b.stages[0].forward[0].compute.value(), a.stages[0].forward[0].compute.value());
+  // Backward with full recompute: the backward's 4 pairs and the recompute's 4.
+  // (plus the LM head's reduce-scatter and the embedding's all-gather of their gradients, 2 c).
+  EXPECT_NEAR(b.stages[0].backward[0].tp_comm.value(), layers * 8 * c / t + 2 * c, 1e-12);
+}
+
 TEST(StepProgram, OverlappedParameterGatherExposesOnlyItsExcessOverTheFirstForward) {
   // ZeRO-1 over 4 replicas: the all-gather of the updated parameters takes k x bytes on this network. Overlapped
   // (--overlap-param-gather), only what exceeds the stage's first forward pass stays; a slow network leaves
