@@ -362,8 +362,10 @@ class Loader {
   void check_reference() {
     const toml::table* ref = resolved_table("reference");
     if (ref == nullptr) return;
-    if (!ref->contains("tflops_per_gpu") && !ref->contains("step_time_s") && !ref->contains("mfu")) {
-      fail("reference", table_loc("reference"), "needs at least one of tflops_per_gpu, step_time_s, mfu");
+    if (!ref->contains("tflops_per_gpu") && !ref->contains("step_time_s") && !ref->contains("mfu") &&
+        !ref->contains("tokens_per_s_per_gpu")) {
+      fail("reference", table_loc("reference"),
+           "needs at least one of tflops_per_gpu, step_time_s, tokens_per_s_per_gpu, mfu");
     }
   }
 
@@ -534,8 +536,11 @@ class Loader {
       ReferenceConfig r;
       r.tflops_per_gpu = get_optional_double("reference.tflops_per_gpu");
       r.step_time_s = get_optional_double("reference.step_time_s");
+      r.tokens_per_s_per_gpu = get_optional_double("reference.tokens_per_s_per_gpu");
       r.mfu = get_optional_double("reference.mfu");
       r.source = get_string("reference.source");
+      if (has("reference.dataset")) r.dataset = get_string("reference.dataset");
+      if (has("reference.exclude_reason")) r.exclude_reason = get_string("reference.exclude_reason");
       s.reference = r;
     }
     if (resolved_table("job") != nullptr) {

@@ -45,10 +45,13 @@ struct NetworkConfig {
 
 /// A published measurement to compare the prediction with. At least one metric is set.
 struct ReferenceConfig {
-  std::optional<double> tflops_per_gpu;  ///< achieved TFLOP/s per GPU as the source counts it
-  std::optional<double> step_time_s;     ///< iteration (optimizer step) time, s
-  std::optional<double> mfu;             ///< model FLOPs utilisation, fraction in (0, 1]
-  std::string source;                    ///< citation
+  std::optional<double> tflops_per_gpu;        ///< achieved TFLOP/s per GPU as the source counts it
+  std::optional<double> step_time_s;           ///< iteration (optimizer step) time, s
+  std::optional<double> tokens_per_s_per_gpu;  ///< global batch x seq / (step time x GPUs), tokens/s
+  std::optional<double> mfu;                   ///< model FLOPs utilisation, fraction in (0, 1]
+  std::string source;                          ///< citation
+  std::string dataset;                         ///< short name of the published table ("" when not given)
+  std::string exclude_reason;                  ///< non-empty: reported, left out of bounds and calibration
 };
 
 /// The whole training run ([job], [reliability], [cost]); present when the scenario has a [job] table.

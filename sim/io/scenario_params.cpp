@@ -41,7 +41,7 @@ constexpr std::array kTables{
     TableSpec{"network", false, "Collective algorithm choices (NCCL's, by default)."},
     TableSpec{"reference", false,
               "A published measurement to compare the prediction with: `source` and at least one of "
-              "`tflops_per_gpu`, `step_time_s`, `mfu`."},
+              "`tflops_per_gpu`, `step_time_s`, `tokens_per_s_per_gpu`, `mfu` (the first given is compared)."},
     TableSpec{"job", false,
               "The whole training run: `clustersim run` adds time and cost to train, with `[reliability]` and "
               "`[cost]`. Give `train_tokens` or `steps`."},
@@ -222,8 +222,17 @@ constexpr std::array kParams{
               .help = "Achieved TFLOP/s per GPU, as the source counts it."},
     ParamSpec{.key = "reference.step_time_s", .type = number, .unit = "s", .need = Need::optional, .lo = 0.0,
               .lo_open = true, .hi = kInf, .hi_open = true, .help = "Iteration (optimizer step) time."},
+    ParamSpec{.key = "reference.tokens_per_s_per_gpu", .type = number, .unit = "tokens/s", .need = Need::optional,
+              .lo = 0.0, .lo_open = true, .hi = kInf, .hi_open = true,
+              .help = "Training throughput per GPU: global_batch_size × seq_length / (step time × GPUs)."},
     ParamSpec{.key = "reference.mfu", .type = number, .unit = "fraction", .need = Need::optional, .lo = 0.0,
               .lo_open = true, .hi = 1.0, .hi_open = false, .help = "Model FLOPs utilisation."},
+    ParamSpec{.key = "reference.dataset", .type = string, .need = Need::optional, .non_empty = true,
+              .help = "Short name of the published table the row belongs to (e.g. \"torchtitan-h100\"): the "
+                      "validation suite groups, calibrates and leaves out rows by it."},
+    ParamSpec{.key = "reference.exclude_reason", .type = string, .need = Need::optional, .non_empty = true,
+              .help = "Why the validation suite reports this row but leaves it out of its bounds and of the "
+                      "calibration (a behaviour the model does not capture, stated with its evidence)."},
     ParamSpec{.key = "reference.source", .type = string, .need = Need::required, .non_empty = true,
               .help = "Citation of the measurement (paper, table, page)."},
     // [job]

@@ -54,6 +54,8 @@ std::optional<ReferenceComparison> compare_with_reference(const Scenario& scenar
     c = {"tflops_per_gpu", "TFLOP/s", *ref.tflops_per_gpu, report.tflops_per_gpu, 0.0, ref.source};
   } else if (ref.step_time_s) {
     c = {"step_time_s", "s", *ref.step_time_s, report.step_time.value(), 0.0, ref.source};
+  } else if (ref.tokens_per_s_per_gpu) {
+    c = {"tokens_per_s_per_gpu", "tokens/s", *ref.tokens_per_s_per_gpu, report.tokens_per_s_per_gpu, 0.0, ref.source};
   } else if (ref.mfu) {
     c = {"mfu", "1", *ref.mfu, report.mfu, 0.0, ref.source};
   } else {
@@ -151,6 +153,7 @@ std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepRe
                       r.tflops_per_gpu));
   cols.push_back(real("model_tflops_per_gpu", "TFLOP/s", "model TFLOP/s per GPU (no recomputation)",
                       r.model_tflops_per_gpu));
+  cols.push_back(real("tokens_per_s_per_gpu", "tokens/s", "training tokens per second per GPU", r.tokens_per_s_per_gpu));
   cols.push_back(real("mfu", "1", "model FLOPs utilisation of the datasheet peak", r.mfu));
   cols.push_back(real("hfu", "1", "hardware FLOPs utilisation of the datasheet peak", r.hfu));
   cols.push_back({"reference_metric", "", "metric of the [reference] measurement, empty if none",

@@ -20,15 +20,16 @@ struct StepReport;
 
 /// The comparison of a prediction with the scenario's [reference] measurement.
 struct ReferenceComparison {
-  std::string metric;   ///< "tflops_per_gpu" | "step_time_s" | "mfu"
-  std::string units;    ///< "TFLOP/s" | "s" | "1"
+  std::string metric;   ///< "tflops_per_gpu" | "step_time_s" | "tokens_per_s_per_gpu" | "mfu"
+  std::string units;    ///< "TFLOP/s" | "s" | "tokens/s" | "1"
   double measured = 0.0;
   double predicted = 0.0;
   double relative_error = 0.0;  ///< predicted / measured - 1
   std::string source;
 };
 
-/// The first metric the reference gives, in the order tflops_per_gpu, step_time_s, mfu; nullopt without one.
+/// The first metric the reference gives, in the order tflops_per_gpu, step_time_s, tokens_per_s_per_gpu, mfu;
+/// nullopt without one.
 std::optional<ReferenceComparison> compare_with_reference(const Scenario& scenario, const StepReport& report);
 
 /// The communication that crosses a zone boundary, in words ("data-parallel gradient all-reduce, pipeline

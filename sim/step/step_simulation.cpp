@@ -102,6 +102,8 @@ StepReport StepSimulator::simulate(const models::StepSetup& setup, const models:
   const double gpu_seconds = r.step_time.value() * static_cast<double>(r.gpus);
   r.tflops_per_gpu = r.hardware_flops.value() / gpu_seconds * 1e-12;
   r.model_tflops_per_gpu = r.model_flops.value() / gpu_seconds * 1e-12;
+  r.tokens_per_s_per_gpu = static_cast<double>(setup.training.global_batch_size) *
+                           static_cast<double>(setup.model.seq_length) / gpu_seconds;
   const double peak_tflops = units::in_tflops_per_second(compute.peak(setup.training.precision));
   r.mfu = r.model_tflops_per_gpu / peak_tflops;
   r.hfu = r.tflops_per_gpu / peak_tflops;

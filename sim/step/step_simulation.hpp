@@ -38,6 +38,7 @@ struct StepReport {
   units::Flops hardware_flops;    ///< per iteration, with recomputation (Megatron's TFLOP/s convention)
   double tflops_per_gpu = 0.0;    ///< hardware_flops / (step_time * gpus), TFLOP/s
   double model_tflops_per_gpu = 0.0;  ///< model_flops / (step_time * gpus), TFLOP/s
+  double tokens_per_s_per_gpu = 0.0;  ///< global batch x seq_length / (step_time x gpus)
   double mfu = 0.0;               ///< model_tflops_per_gpu / datasheet peak at the run's precision
   double hfu = 0.0;               ///< tflops_per_gpu / the same peak
   models::ZoneCrossings crosses_zones;  ///< communication kinds that cross an availability-zone boundary
