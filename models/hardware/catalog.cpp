@@ -43,6 +43,7 @@ constexpr auto kDeviceKeys = std::to_array<std::string_view>({
     "sm_count",
     "training_matmul_fraction",
     "training_memory_fraction",
+    "calibration_group",
     "fabric_gb_per_s_per_direction",
     "tdp_watts",
 });
@@ -333,6 +334,9 @@ DeviceSpec read_device(const std::string& file, const std::string& name, const t
       *field = *f;
     }
   }
+
+  d.calibration_group = name;
+  if (t.contains("calibration_group")) d.calibration_group = r.required_string("calibration_group");
 
   // GPUs must state their link to the intra-node fabric; the CPU device has none (0).
   const auto fabric = r.optional_positive("fabric_gb_per_s_per_direction");

@@ -58,6 +58,10 @@ struct DeviceSpec {
   /// Fraction of the stream-triad bandwidth a training step's memory-bound kernels (softmax, dropout with its
   /// RNG, LayerNorm with its reductions, the optimizer) sustain, in (0, 1]. Calibrated as above; 1 if absent.
   double training_memory_fraction = 1.0;
+  /// Devices whose training fractions are fitted together: one GPU generation and kind of part (e.g. "hopper"
+  /// for the H100 SXM5, the 96 GB H100 and the H200: the same SMs and software, different clocks and memory).
+  /// The device's own name when the catalog gives none.
+  std::string calibration_group;
   /// Device-to-fabric bandwidth per direction (NVLink: half the datasheet bidirectional figure), B/s.
   units::BytesPerSecond fabric_bandwidth_per_direction;
   double tdp_watts = 0.0;

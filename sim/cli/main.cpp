@@ -7,6 +7,7 @@
 //   clustersim merge OUT.h5 SHARD.h5...                          combine the files of a sharded sweep
 //   clustersim list-runs SCENARIO                                print the points of a sweep
 //   clustersim scenario-keys                                     print the scenario key reference (Markdown)
+//   clustersim validate [DIR] [--fit] [--leave-one-out]          the validation suite (docs/validation.md)
 //   clustersim --version
 // Global option: --catalog DIR (default: CLUSTERSIM_CATALOG_DIR or the source tree's catalog).
 //
@@ -26,6 +27,7 @@
 #include "sim/cli/exit_status.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/sweep_command.hpp"
+#include "sim/cli/validate_command.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/output/chrome_trace.hpp"
 #include "sim/output/results_file.hpp"
@@ -189,6 +191,7 @@ constexpr const char* kUsage =
     "  merge OUT.h5 SHARD.h5...                         combine the files of a sharded sweep\n"
     "  list-runs SCENARIO                               print the points of a sweep (index, seed, overrides)\n"
     "  scenario-keys                                    print every scenario key (Markdown)\n"
+    "  validate [DIR] [--fit] [--leave-one-out]         predictions against the published runs\n"
     "\n"
     "options: --version, --help; 'clustersim <command> --help' for a command's options\n";
 
@@ -217,6 +220,7 @@ int main(int argc, char** argv) {
     if (command == "sweep") return sim::run_sweep_command(args, command_line);
     if (command == "merge") return sim::run_merge_command(args, command_line);
     if (command == "list-runs") return sim::run_list_runs_command(args, command_line);
+    if (command == "validate") return sim::run_validate_command(args);
     if (command == "scenario-keys") {
       std::cout << sim::scenario_keys_markdown();
       return 0;
@@ -226,6 +230,9 @@ int main(int argc, char** argv) {
   } catch (const UsageError& e) {
     std::cerr << "clustersim " << command << ": " << e.what() << "\n";
     return kExitUsage;
+  } catch (const DataError& e) {
+    std::cerr << "clustersim: error: " << e.what() << "\n";
+    return kExitDataError;
   } catch (const sim::ScenarioError& e) {
     std::cerr << "clustersim: error: " << e.what() << "\n";
     return kExitDataError;

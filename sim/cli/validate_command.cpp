@@ -1,0 +1,83 @@
+#include "sim/cli/validate_command.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "models/hardware/catalog.hpp"
+#include "sim/cli/exit_status.hpp"
+#include "sim/validation/validation.hpp"
+#include "sim/validation/validation_report.hpp"
+
+namespace po = boost::program_options;
+
+namespace clustersim::sim {
+
+int run_validate_command(const std::vector<std::string>& args) {
+  po::options_description options("clustersim validate [DIR] [options]");
+  options.add_options()("help,h", "show this help")
+      ("jobs,j", po::value<int>()->default_value(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
+       "threads")
+      ("fit", "refit every calibration group's training fractions on the whole suite and print them")
+      ("leave-one-out", "leave-one-source-out: refit without each dataset, predict it")
+      ("catalog", po::value<std::string>(), "hardware catalog directory");
+  po::options_description hidden;
+  hidden.add_options()("directory", po::value<std::string>(), "validation scenarios");
+  po::options_description all;
+  all.add(options).add(hidden);
+  po::positional_options_description positional;
+  positional.add("directory", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::ostringstream o;
+    o << options;
+    throw cli::UsageError(std::string(e.what()) + "\n" + o.str());
+  }
+  if (vm.count("help")) {
+    std::cout << options;
+    return 0;
+  }
+  const int jobs = vm["jobs"].as<int>();
+  if (jobs < 1) throw cli::UsageError("--jobs must be >= 1");
+  const models::Catalog catalog = models::Catalog::load(
+      vm.count("catalog") ? vm["catalog"].as<std::string>() : models::Catalog::default_directory().string());
+  const std::filesystem::path dir = vm.count("directory")
+                                        ? std::filesystem::path(vm["directory"].as<std::string>())
+                                        : std::filesystem::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "validation";
+  ValidationSuite suite;
+  try {
+    suite = ValidationSuite::load(dir, catalog);
+  } catch (const std::runtime_error& e) {
+    throw cli::DataError(e.what());
+  }
+  const std::vector<ValidationRow> rows = suite.evaluate(catalog, jobs);
+  std::cout << "Validation suite: " << rows.size() << " published runs in " << dir.string() << "\n";
+  std::cout << format_validation_rows(rows);
+  std::cout << "\nBy GPU group and framework (modelled rows):\n" << format_validation_by_group(rows);
+  if (vm.count("fit")) {
+    std::set<std::string> groups;
+    for (const ValidationRow& r : suite.rows()) {
+      if (r.modelled() && !r.calibration_group.empty()) groups.insert(r.calibration_group);
+    }
+    std::cout << "\nTraining fractions fitted on the whole suite (catalog: models/hardware/catalog/devices.toml):\n";
+    for (const std::string& g : groups) {
+      const CalibrationFit f = suite.fit(catalog, g, jobs);
+      std::printf("  %-18s matmul %.2f, memory %.2f: %s (%d evaluations)\n", g.c_str(), f.fractions.matmul,
+                  f.fractions.memory, f.in_sample.text().c_str(), f.evaluations);
+    }
+  }
+  if (vm.count("leave-one-out")) {
+    std::cout << "\nLeave one source out (refit without the dataset, predict it):\n"
+              << format_leave_one_out(leave_one_dataset_out(suite, catalog, jobs));
+  }
+  return 0;
+}
+
+}  // namespace clustersim::sim

@@ -1,0 +1,27 @@
+// The validation suite as text: one table of rows grouped by published dataset, a summary by GPU group and
+// framework, the fitted calibration and the leave-one-source-out table (`clustersim validate`, `make
+// validate`, the validation test).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/validation/validation.hpp"
+
+namespace clustersim::sim {
+
+/// Every row, grouped by dataset (in first-appearance order), each group closed by its summary; excluded rows
+/// are printed with their reason; a last line gives the overall summary of the modelled rows.
+std::string format_validation_rows(const std::vector<ValidationRow>& rows);
+
+/// Mean and max |error| per calibration group x framework over the modelled rows.
+std::string format_validation_by_group(const std::vector<ValidationRow>& rows);
+
+/// One line per held-out dataset: its rows, the refitted fractions and the errors; then the mean over every
+/// held-out row.
+std::string format_leave_one_out(const std::vector<HeldOutDataset>& held_out);
+
+/// The mean |error| over every modelled row of every held-out dataset (leave-one-source-out).
+ErrorSummary leave_one_out_summary(const std::vector<HeldOutDataset>& held_out);
+
+}  // namespace clustersim::sim
