@@ -31,7 +31,7 @@ ShardedPassTime sharded_forward(std::span<const ShardedUnit> units, int max_gath
   return r;
 }
 
-ShardedPassTime sharded_backward(std::span<const ShardedUnit> units) {
+ShardedPassTime sharded_backward(std::span<const ShardedUnit> units, bool one_reduce_in_flight) {
   ShardedPassTime r;
   const size_t n = units.size();
   double comm_free = 0.0, compute_free = 0.0;
@@ -43,12 +43,16 @@ ShardedPassTime sharded_backward(std::span<const ShardedUnit> units) {
   };
   std::vector<double> gathered(n, 0.0);
   if (n > 0) gathered[0] = run_comm(0.0, units[0].gather);
+  double previous_reduce_end = 0.0;
   for (size_t j = 0; j < n; ++j) {
     const ShardedUnit& u = units[j];
     const double start = std::max(compute_free, gathered[j]);
     if (j + 1 < n) gathered[j + 1] = run_comm(start, units[j + 1].gather);  // BACKWARD_PRE prefetch
     compute_free = start + u.compute.value();
-    run_comm(compute_free, u.reduce);
+    if (u.reduce.value() > 0.0) {
+      if (one_reduce_in_flight) compute_free = std::max(compute_free, previous_reduce_end);
+      previous_reduce_end = run_comm(compute_free, u.reduce);
+    }
     r.compute += u.compute;
   }
   r.total = units::Seconds(std::max(compute_free, comm_free));

@@ -44,7 +44,9 @@ inline constexpr int kDefaultGathersInFlight = 2;
 ShardedPassTime sharded_forward(std::span<const ShardedUnit> units,
                                 int max_gathers_in_flight = kDefaultGathersInFlight);
 
-/// Backward pass of `units` in backward order (last layer first), BACKWARD_PRE prefetch.
-ShardedPassTime sharded_backward(std::span<const ShardedUnit> units);
+/// Backward pass of `units` in backward order (last layer first), BACKWARD_PRE prefetch. With
+/// `one_reduce_in_flight` (FSDP2) the compute stream, after unit j's backward, waits for unit j-1's
+/// reduce-scatter before it issues unit j's: B_{j+1} = max(BE_j, RS_{j-1} end, AG_{j+1} end).
+ShardedPassTime sharded_backward(std::span<const ShardedUnit> units, bool one_reduce_in_flight = false);
 
 }  // namespace clustersim::models

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "models/network/collective_model.hpp"
+#include "models/parallelism/framework_behaviour.hpp"
 #include "models/parallelism/sharded_pass.hpp"
 #include "models/workload/transformer.hpp"
 
@@ -178,36 +179,6 @@ PassCost operator+(PassCost a, const PassCost& b) {
   return a;
 }
 
-/// How a framework shards (sharded_pass.hpp): which units stay gathered between forward and backward, how
-/// many units may be gathered at once, and whether its stage 2 reduce-scatters per unit.
-struct ShardingBehaviour {
-  bool root_reshards = false;        ///< the root unit frees its parameters after forward (gathered again)
-  bool last_block_reshards = true;   ///< the last transformer block frees its parameters after forward
-  int gathers_in_flight = kDefaultGathersInFlight;
-  bool per_unit_stage2 = false;      ///< zero_stage 2 is FSDP's SHARD_GRAD_OP (per-unit gathers and scatters)
-};
-
-/// PyTorch FSDP1 FULL_SHARD: the root's parameters stay gathered after forward, every wrapped block reshards
-/// (torch/distributed/fsdp/_runtime_utils.py: the root does not reshard after forward); limit_all_gathers
-/// keeps two units gathered. FSDP2 as torchtitan applies it (parallelize_llama.py apply_fsdp): every block but
-/// the last reshards after forward (the last would be gathered again at once), the root reshards when there is
-/// no pipelining. DeepSpeed ZeRO-3 releases every parameter after use (above stage3_param_persistence_threshold
-/// = 1e5 elements: every weight matrix). Megatron's ZeRO stages shard the optimizer and gradients only.
-ShardingBehaviour sharding_behaviour(Framework framework) {
-  ShardingBehaviour b;
-  switch (framework) {
-    case Framework::fsdp: b.per_unit_stage2 = true; break;
-    case Framework::fsdp2:
-      b.per_unit_stage2 = true;
-      b.root_reshards = true;
-      b.last_block_reshards = false;
-      break;
-    case Framework::deepspeed: b.root_reshards = true; break;
-    default: break;
-  }
-  return b;
-}
-
 }  // namespace
 
 double optimizer_bytes_per_parameter(Precision precision) {
@@ -326,9 +297,9 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   // parameters gathered over the step's microbatches (torchtitan: reshard_after_forward off with PP) and
   // reduces once, so its traffic is the ZeRO-2 tail's: a reduce-scatter after the last backward and a
   // parameter all-gather before the next step.
-  const ShardingBehaviour sharding = sharding_behaviour(setup.training.framework);
+  const FrameworkBehaviour framework = behaviour_of(setup.training.framework);
   const bool sharded_passes = par.data > 1 && par.pipeline == 1 &&
-                              (par.zero_stage == 3 || (par.zero_stage == 2 && sharding.per_unit_stage2));
+                              (par.zero_stage == 3 || (par.zero_stage == 2 && framework.per_unit_stage2));
 
   program.stages.resize(static_cast<size_t>(par.pipeline));
   const int64_t last_virtual = par.pipeline * v - 1;
@@ -377,18 +348,45 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
         forward_units.push_back({head_fwd.compute + head_fwd.tp_comm, {}, {}});
         const bool backward_gathers = par.zero_stage == 3;  // SHARD_GRAD_OP keeps them until after backward
         backward_units.push_back({head_bwd.compute + head_bwd.tp_comm,
-                                  backward_gathers && sharding.root_reshards ? root_gather : units::Seconds(0.0),
+                                  backward_gathers && framework.root_reshards ? root_gather : units::Seconds(0.0),
                                   {}});
         for (int64_t l = layers; l-- > 0;) {
           const PassCost& b = l < recomputing ? layer_bwd : layer_bwd_stored;
           const bool last_block = l == layers - 1;
-          const bool gathered = !backward_gathers || (last_block && !sharding.last_block_reshards);
+          const bool gathered = !backward_gathers || (last_block && !framework.last_block_reshards);
           backward_units.push_back({b.compute + b.tp_comm, gathered ? units::Seconds(0.0) : layer_gather,
                                     layer_reduce});
         }
         backward_units.push_back({embed_bwd.compute + embed_bwd.tp_comm, {}, root_reduce});
-        fwd.dp_comm = sharded_forward(forward_units, sharding.gathers_in_flight).exposed();
-        bwd.dp_comm = sharded_backward(backward_units).exposed();
+        // Memory passes the framework adds per pass, over a unit's unsharded (gathered) size on this tensor rank:
+        // FSDP2 copies each gathered unit out into its parameters (read + write of the 16-bit weights) on the
+        // compute stream; FSDP1 casts each unit's unsharded gradient to the reduce dtype (read 16-bit, write
+        // grad_bytes) and divides it by the predivide factor (read + write) before its reduce-scatter.
+        auto add_memory = [&](ShardedUnit& u, double bytes) { u.compute += compute.memory_time(units::Bytes(bytes)); };
+        const double divide_bytes = grad_bytes > weight_bytes ? weight_bytes + 3.0 * grad_bytes : 2.0 * weight_bytes;
+        for (size_t k = 0; k < forward_units.size(); ++k) {
+          ShardedUnit& u = forward_units[k];
+          if (framework.copies_out_gathered_parameters && u.gather.value() > 0.0) {
+            add_memory(u, 2.0 * weight_bytes * (k == 0 ? root_params : layer_params_per_gpu));
+          }
+        }
+        for (size_t k = 0; k < backward_units.size(); ++k) {
+          ShardedUnit& u = backward_units[k];
+          const bool root = k == 0 || k + 1 == backward_units.size();
+          const double unsharded = root ? root_params : layer_params_per_gpu;
+          if (framework.copies_out_gathered_parameters && u.gather.value() > 0.0) {
+            add_memory(u, 2.0 * weight_bytes * unsharded);
+          }
+          if (framework.divides_unsharded_gradient && u.reduce.value() > 0.0) add_memory(u, divide_bytes * unsharded);
+        }
+        fwd.dp_comm = sharded_forward(forward_units, framework.gathers_in_flight).exposed();
+        bwd.dp_comm = sharded_backward(backward_units, framework.one_reduce_scatter_in_flight).exposed();
+      }
+      if (par.zero_stage == 2 && framework.zero2_reduces_every_microbatch && par.data > 1 && !sharded_passes) {
+        // DeepSpeed ZeRO-2 all-reduces the chunk's gradient buckets in every microbatch's backward, on the compute
+        // stream (overlap_comm off for stages 1-2).
+        bwd.dp_comm += network.collective_time(CollectiveOp::all_reduce, dp,
+                                               units::Bytes(chunk_parameters * grad_bytes)).time;
       }
       if (!setup.training.gradient_accumulation_fusion) {
         // Unfused gradient accumulation (Megatron-LM 2021, DDP "local"): after each microbatch's backward, a
@@ -406,10 +404,12 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     stage.grad_buckets =
         std::max<int64_t>(1, static_cast<int64_t>(std::ceil(stage.parameters / kGradientBucketParameters)));
     stage.overlap_grad_sync = par.overlap_grad_reduce;
-    if (!sharded_passes) {
+    const bool reduced_in_passes = par.zero_stage == 2 && framework.zero2_reduces_every_microbatch;
+    if (!sharded_passes && !reduced_in_passes) {
       // ZeRO 0: all-reduce of the gradients; ZeRO 1-3: reduce-scatter (the distributed optimizer; FSDP with
-      // pipelining).
-      const CollectiveOp reduce = par.zero_stage == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
+      // pipelining), or DeepSpeed's all-reduce per bucket.
+      const CollectiveOp reduce = par.zero_stage == 0 || framework.zero12_all_reduce ? CollectiveOp::all_reduce
+                                                                                      : CollectiveOp::reduce_scatter;
       const CollectiveTiming sync = network.collective_time(reduce, dp, units::Bytes(stage.parameters * grad_bytes));
       stage.grad_sync = sync.time;
       if (par.overlap_grad_reduce && par.data > 1) {
@@ -428,7 +428,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     if (par.zero_stage >= 1 && !sharded_passes) {
       stage.param_gather =
           network.collective_time(CollectiveOp::all_gather, dp, units::Bytes(stage.parameters * weight_bytes)).time;
-      if (par.overlap_param_gather) {
+      if (par.overlap_param_gather && framework.param_gather_can_overlap) {
         // Megatron --overlap-param-gather: the all-gather of the updated parameters runs bucket by bucket under
         // the next step's first forward pass of this stage; only the part longer than that pass is exposed.
         const units::Seconds first_forward = stage.forward.front().total();
@@ -458,7 +458,8 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     if (par.tensor > 1 && !par.sequence_parallel) {
       transfer += network.collective_time(CollectiveOp::all_gather, tp, activation).time;
     }
-    program.p2p_blocking = !par.overlap_p2p_comm;
+    // Megatron overlaps pipeline sends only with interleaving; its 1F1B exchanges block (framework_behaviour.hpp).
+    program.p2p_blocking = !par.overlap_p2p_comm || (v == 1 && framework.p2p_overlap_needs_interleaving);
     program.p2p_forward = transfer;
     program.p2p_backward = transfer;
     program.crosses_zones.pipeline = send.crosses_zones;

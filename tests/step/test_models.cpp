@@ -388,6 +388,72 @@ TEST(StepProgram, OverlappedParameterGatherExposesOnlyItsExcessOverTheFirstForwa
   }
 }
 
+TEST(StepProgram, DeepSpeedZero2AllReducesEveryMicrobatchMegatronReducesOnce) {
+  // ZeRO-2 over 4 replicas, 4 microbatches. DeepSpeed all-reduces the gradient buckets in every backward on the
+  // compute stream (stage_1_and_2.py, overlap_comm off for stages 1-2): k x parameters x grad bytes per
+  // backward, no tail reduction. Megatron's distributed optimizer reduce-scatters once after the last backward.
+  const ComputeModel compute(catalog().device("A100-SXM4-80GB"));
+  const LinearNetwork network(1e-12);
+  StepSetup s = setup_22b(true, true);
+  s.parallelism.data = 4;
+  s.training.global_batch_size = 64;
+  s.parallelism.zero_stage = 2;
+  s.training.framework = Framework::deepspeed;
+  const StepProgram ds = build_step_program(s, compute, network);
+  const double params = ds.stages[0].parameters;
+  EXPECT_NEAR(ds.stages[0].backward[0].dp_comm.value(), 1e-12 * params * 2.0, 1e-12);  // fp16 gradients
+  EXPECT_EQ(ds.stages[0].grad_sync.value(), 0.0);
+  s.training.framework = Framework::megatron_core;
+  const StepProgram mc = build_step_program(s, compute, network);
+  EXPECT_EQ(mc.stages[0].backward[0].dp_comm.value(), 0.0);
+  EXPECT_NEAR(mc.stages[0].grad_sync.value(), 1e-12 * params * 2.0, 1e-12);
+}
+
+TEST(StepProgram, MegatronOverlapsPipelineSendsOnlyWhenInterleaved) {
+  // Megatron-LM: "Non-interleaved pipeline parallelism does not support overlapping p2p communication".
+  const ComputeModel compute(catalog().device("A100-SXM4-80GB"));
+  const LinearNetwork network(1e-12);
+  StepSetup s = setup_22b(true, true);
+  s.parallelism.pipeline = 4;
+  s.parallelism.overlap_p2p_comm = true;
+  s.training.global_batch_size = 16;
+  EXPECT_TRUE(build_step_program(s, compute, network).p2p_blocking);
+  s.parallelism.virtual_stages = 2;
+  EXPECT_FALSE(build_step_program(s, compute, network).p2p_blocking);
+  // PyTorch pipelining sends asynchronously with either schedule.
+  s.parallelism.virtual_stages = 1;
+  s.training.framework = Framework::fsdp2;
+  EXPECT_FALSE(build_step_program(s, compute, network).p2p_blocking);
+}
+
+TEST(StepProgram, FullyShardedPassesExposeTheRootsGatherAndReduceScatter) {
+  // FSDP over 8 GPUs, fast network (compute-bound): every block's gather runs under the previous block's
+  // compute, so a forward exposes only the root's gather (embedding and output layer, 16-bit), and a backward
+  // only the root's reduce-scatter at its end (FSDP1 keeps the root gathered; the last block's gather runs under
+  // the LM head's backward).
+  const ComputeModel compute(catalog().device("H100-SXM5-80GB"));
+  const double k = 1e-13;
+  const LinearNetwork network(k);
+  StepSetup s;
+  s.model = llama3_8b();
+  s.training.global_batch_size = 8;
+  s.training.micro_batch_size = 1;
+  s.training.flash_attention = true;
+  s.training.framework = Framework::fsdp;
+  s.parallelism.data = 8;
+  s.parallelism.zero_stage = 3;
+  const StepProgram p = build_step_program(s, compute, network);
+  const double root = p.stages[0].parameters - 32.0 * layer_parameter_count(s.model);
+  EXPECT_NEAR(root, 2.0 * 128256.0 * 4096.0 + 2.0 * 4096.0, 1.0);  // embedding, output layer, final norm
+  EXPECT_NEAR(p.stages[0].forward[0].dp_comm.value(), k * root * 2.0, 1e-12);
+  EXPECT_NEAR(p.stages[0].backward[0].dp_comm.value(), k * root * 4.0, 1e-12);  // fp32 reduce
+  EXPECT_EQ(p.stages[0].grad_sync.value(), 0.0);  // reduced inside the passes
+  // FSDP2 (torchtitan) reshards the root after forward: its backward also waits for the root's gather.
+  s.training.framework = Framework::fsdp2;
+  const StepProgram q = build_step_program(s, compute, network);
+  EXPECT_NEAR(q.stages[0].backward[0].dp_comm.value(), k * root * (2.0 + 4.0), 1e-12);
+}
+
 TEST(StepProgram, UnevenLayersGoToTheMiddleChunksFirst) {
   // Llama 3 405B: 126 layers on 16 stages: 7 on the first and last, 8 on the 14 others (Dubey et al. 2024).
   std::vector<int64_t> llama(16, 8);

@@ -62,5 +62,19 @@ TEST(ShardedPass, UnitsAlreadyGatheredDoNotWait) {
   EXPECT_DOUBLE_EQ(b.total.value(), 13.0);
 }
 
+TEST(ShardedPass, OneReduceScatterInFlightHoldsTheComputeStream) {
+  // FSDP2 (g = 1, r = 3, c = 1, 4 units): after B_j the compute stream waits for RS_{j-1}.
+  //   AG_0 [0,1] B_0 [1,2] AG_1 [1,2] RS_0 [2,5] | B_1 [2,3], waits to 5, AG_2 [5,6] RS_1 [6,9] |
+  //   B_2 [6,7], waits to 9, AG_3 [9,10] RS_2 [10,13] | B_3 [10,11], waits to 13, RS_3 [13,16]: 16.
+  // Without the rule B_1 ends at 3 and RS_1 still starts at 6 behind AG_2: the communication stream is the
+  // bottleneck either way and the pass takes 16; the rule moves the waiting onto the compute stream.
+  const auto v = units(4, 1.0, 1.0, 3.0);
+  EXPECT_DOUBLE_EQ(sharded_backward(v, true).total.value(), 16.0);
+  EXPECT_DOUBLE_EQ(sharded_backward(v, false).total.value(), 16.0);
+  // Compute-bound units never wait: g + n c + r either way.
+  const auto w = units(4, 5.0, 1.0, 2.0);
+  EXPECT_DOUBLE_EQ(sharded_backward(w, true).total.value(), 1.0 + 4 * 5.0 + 2.0);
+}
+
 }  // namespace
 }  // namespace clustersim::models

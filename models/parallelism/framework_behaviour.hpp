@@ -1,0 +1,44 @@
+// How each training framework runs the parts of a step that are not scenario keys of their own: how a sharded
+// model gathers and frees its parameters, which collective a ZeRO stage uses and when, whether pipeline sends
+// overlap compute. One function, behaviour_of, holds these facts with their sources; the step program asks it.
+// (The settings a framework's recipes choose, such as the overlaps or the kernel fusion, are scenario defaults:
+// sim/io/framework_profiles.cpp.)
+#pragma once
+
+#include "models/workload/model_config.hpp"
+
+namespace clustersim::models {
+
+/// The behaviours of one framework (see behaviour_of for the sources of each).
+struct FrameworkBehaviour {
+  // --- fully sharded passes (sharded_pass.hpp) ---
+  bool root_reshards = false;       ///< the root unit frees its parameters after forward (gathered again)
+  bool last_block_reshards = true;  ///< the last transformer block frees its parameters after forward
+  int gathers_in_flight = 2;        ///< units gathered at once
+  bool per_unit_stage2 = false;     ///< zero_stage 2 is FSDP's SHARD_GRAD_OP (per-unit gathers and scatters)
+  /// FSDP1: the unsharded gradient is divided before the reduce-scatter (and cast to the reduce dtype): memory
+  /// passes over every unit's unsharded gradient per backward.
+  bool divides_unsharded_gradient = false;
+  /// FSDP2: the all-gather output is copied out into the parameters on the compute stream (read + write of
+  /// the unit's 16-bit weights per gather).
+  bool copies_out_gathered_parameters = false;
+  /// FSDP2: before issuing a unit's reduce-scatter the compute stream waits for the previous one.
+  bool one_reduce_scatter_in_flight = false;
+  // --- ZeRO 1-2 (and data parallelism without sharding) ---
+  /// The gradient reduction of ZeRO 1-2 is an all-reduce per bucket (each rank keeps its partition), not a
+  /// reduce-scatter.
+  bool zero12_all_reduce = false;
+  /// ZeRO-2 reduces on every microbatch's backward, on the compute stream, not only after the last.
+  bool zero2_reduces_every_microbatch = false;
+  /// The updated parameters' all-gather after the optimizer can overlap the next forward
+  /// (Megatron --overlap-param-gather); false: always after the optimizer, exposed.
+  bool param_gather_can_overlap = true;
+  // --- pipelining ---
+  /// Pipeline sends overlap compute only with the interleaved schedule; 1F1B's batched send/recv blocks.
+  bool p2p_overlap_needs_interleaving = false;
+};
+
+/// The behaviours of `framework`.
+FrameworkBehaviour behaviour_of(Framework framework);
+
+}  // namespace clustersim::models
