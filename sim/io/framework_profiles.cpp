@@ -26,13 +26,16 @@ constexpr std::array kDefaults{
                      "--gradient-accumulation-fusion (default on)"},
     FrameworkDefault{"megatron-core", "parallelism.async_tensor_parallel_allreduce", "true",
                      "TE linear layers overlap the input-gradient collective with the wgrad GEMM"},
+    FrameworkDefault{"megatron-core", "parallelism.overlap_p2p_comm", "true",
+                     "--overlap-p2p-communication defaults on; Megatron applies it to interleaved schedules only"},
     // NeMo 2 / Megatron-Bridge performance recipes: Megatron-Core plus the communication overlaps they switch on.
     FrameworkDefault{"nemo", "parallelism.zero_stage", "1", "MegatronOptimizer use_distributed_optimizer=True"},
     FrameworkDefault{"nemo", "parallelism.overlap_grad_reduce", "true", "DistributedDataParallelConfig"},
     FrameworkDefault{"nemo", "parallelism.overlap_param_gather", "true", "DistributedDataParallelConfig"},
-    FrameworkDefault{"nemo", "parallelism.overlap_p2p_comm", "true", "overlap_p2p_comm with interleaving"},
+    FrameworkDefault{"nemo", "parallelism.overlap_p2p_comm", "true",
+                     "MegatronCommOverlapCallback: overlap_p2p_comm with interleaving (batched p2p without)"},
     FrameworkDefault{"nemo", "parallelism.tp_comm_overlap", "true",
-                     "MegatronCommOverlapCallback tp_comm_overlap=True (userbuffers) in the performance recipes"},
+                     "performance recipes: MegatronCommOverlapCallback(tp_comm_overlap=True), userbuffers"},
     FrameworkDefault{"nemo", "training.flash_attention", "true", "TE fused attention"},
     FrameworkDefault{"nemo", "training.kernel_fusion", "\"fused\"", "Transformer Engine"},
     FrameworkDefault{"nemo", "training.gradient_accumulation_fusion", "true", "gradient_accumulation_fusion=True"},
@@ -56,17 +59,19 @@ constexpr std::array kDefaults{
     FrameworkDefault{"fsdp", "training.flash_attention", "true",
                      "torch.nn.functional.scaled_dot_product_attention (FlashAttention-2 backend)"},
     FrameworkDefault{"fsdp", "training.kernel_fusion", "\"eager\"", "PyTorch eager modules"},
+    FrameworkDefault{"fsdp", "training.grad_reduce_dtype", "\"bf16\"",
+                     "MixedPrecision(param_dtype=bfloat16) reduces in param_dtype when reduce_dtype is unset"},
     // PyTorch FSDP2 (fully_shard) as torchtitan applies it.
     FrameworkDefault{"fsdp2", "parallelism.zero_stage", "3", "fully_shard per transformer block and the root"},
     FrameworkDefault{"fsdp2", "training.flash_attention", "true",
                      "scaled_dot_product_attention (FlashAttention-2 backend)"},
     FrameworkDefault{"fsdp2", "training.kernel_fusion", "\"eager\"", "torchtitan without --compile"},
-    FrameworkDefault{"fsdp2", "training.grad_reduce_dtype", "\"fp32\"",
-                     "torchtitan mixed_precision_reduce = float32 (MixedPrecisionPolicy reduce_dtype)"},
     // DeepSpeed ZeRO on a Hugging Face / PyTorch model.
     FrameworkDefault{"deepspeed", "parallelism.zero_stage", "3", "the ZeRO-3 recipes for large models"},
     FrameworkDefault{"deepspeed", "training.flash_attention", "true", "scaled_dot_product_attention"},
     FrameworkDefault{"deepspeed", "training.kernel_fusion", "\"eager\"", "PyTorch eager modules"},
+    FrameworkDefault{"deepspeed", "parallelism.overlap_param_gather", "false",
+                     "the updated partitions are all-gathered synchronously after step()"},
 };
 
 }  // namespace

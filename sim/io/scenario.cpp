@@ -290,7 +290,17 @@ class Loader {
   /// Defaults computed from other keys of [model], and the model's own consistency.
   void check_model() {
     if (!has("training.grad_reduce_dtype")) {
-      set("training.grad_reduce_dtype", std::string(get_string("training.precision") == "fp16" ? "fp16" : "fp32"));
+      // fp16 runs reduce in fp16 (Megatron's fp16 main gradients); DeepSpeed reduces in the model's 16-bit
+      // type (engine.communication_data_type); the others in fp32 (Megatron --accumulate-allreduce-grads-in-fp32
+      // with bf16, torchtitan mixed_precision_reduce = float32).
+      const std::string precision = get_string("training.precision");
+      std::string dtype = "fp32";
+      if (precision == "fp16") {
+        dtype = "fp16";
+      } else if (get_string("training.framework") == "deepspeed" && (precision == "bf16" || precision == "fp8")) {
+        dtype = "bf16";
+      }
+      set("training.grad_reduce_dtype", dtype);
     }
     // Given explicitly without sequence parallelism: an error. From a framework profile: it applies only where
     // sequence parallelism is on (the model ignores it otherwise).

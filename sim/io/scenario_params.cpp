@@ -121,7 +121,8 @@ constexpr std::array kParams{
                       "(Megatron --recompute-method block --recompute-num-layers); the others keep their "
                       "activations. torchtitan's every-k-th-layer checkpointing is num_layers / k."},
     ParamSpec{.key = "training.grad_reduce_dtype", .type = string, .need = Need::derived,
-              .default_text = "fp16 when precision is fp16, else fp32 (or the framework's)", .choices = kReduceDtypes,
+              .default_text = "fp16 when precision is fp16; bf16 with deepspeed; else fp32 (or the framework profile's)",
+              .choices = kReduceDtypes,
               .help = "Precision of the data-parallel gradient reduction and of the main-gradient buffer: fp32 "
                       "(Megatron --accumulate-allreduce-grads-in-fp32, FSDP reduce_dtype float32) or 16-bit "
                       "(DeepSpeed's communication_data_type default, FSDP reduce_dtype bfloat16)."},
