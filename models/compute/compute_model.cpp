@@ -89,8 +89,15 @@ units::Seconds ComputeModel::fused_compute_time(units::Flops flops, Precision p,
   return flops / (achievable_matmul(p) * efficiency) + kKernelOverhead;
 }
 
-units::Seconds ComputeModel::attention_time(units::Flops flops, Precision p) const {
-  return fused_compute_time(flops, p, kFlashAttentionEfficiency);
+units::FlopsPerSecond ComputeModel::attention_rate(Precision p, AttentionKernel kernel) const {
+  std::optional<units::FlopsPerSecond> measured = device_->flash_attention_2;
+  if (kernel == AttentionKernel::flash3 && device_->flash_attention_3) measured = device_->flash_attention_3;
+  if (!measured) return measured_matmul(p) * (kFlashAttentionEfficiency * device_->training_matmul_fraction);
+  return *measured * (share_ * device_->training_matmul_fraction);
+}
+
+units::Seconds ComputeModel::attention_time(units::Flops flops, Precision p, AttentionKernel kernel) const {
+  return flops / attention_rate(p, kernel) + kKernelOverhead;
 }
 
 }  // namespace clustersim::models

@@ -34,6 +34,7 @@
 #include "models/hardware/catalog.hpp"
 #include "models/precision.hpp"
 #include "models/units.hpp"
+#include "models/workload/model_config.hpp"
 
 namespace clustersim::models {
 
@@ -77,13 +78,18 @@ class ComputeModel {
   /// Time of a fused compute-bound kernel of `flops` at `efficiency` of the achievable matmul rate, plus the
   /// kernel overhead.
   [[nodiscard]] units::Seconds fused_compute_time(units::Flops flops, Precision p, double efficiency) const;
-  /// Time of a FlashAttention kernel executing `flops` (forward or backward) at precision p: at
-  /// kFlashAttentionEfficiency of the achievable matmul rate, plus the kernel overhead.
-  [[nodiscard]] units::Seconds attention_time(units::Flops flops, Precision p) const;
+  /// Time of a fused attention kernel executing `flops` (forward or backward) at precision p (16-bit), plus the
+  /// kernel overhead: at the device's measured rate for `kernel` (flash3 falls back to the FlashAttention-2
+  /// rate where the device has no Hopper kernel measurement) times training_matmul_fraction (the same clocks
+  /// as the GEMMs: a microbenchmark rate, like the MAMF); where the device has no attention measurement at all,
+  /// at kFlashAttentionEfficiency of the achievable matmul rate.
+  [[nodiscard]] units::Seconds attention_time(units::Flops flops, Precision p, AttentionKernel kernel) const;
+  /// The rate attention_time uses, FLOP/s.
+  [[nodiscard]] units::FlopsPerSecond attention_rate(Precision p, AttentionKernel kernel) const;
 
-  /// FlashAttention's sustained fraction of the achievable matmul rate: FlashAttention-2 forward+backward
-  /// measured 179.5 TFLOP/s on A100 (head dim 64) vs 271.2 achievable matmul = 0.66 (shared/validation/
-  /// hardware.csv, Azure/AI-benchmarking-guide).
+  /// FlashAttention's fraction of the measured matmul maximum where a device has no attention measurement:
+  /// FlashAttention-2 forward+backward 179.5 TFLOP/s on A100 (head dim 64) vs its 271.2 MAMF = 0.66
+  /// (shared/validation/hardware.csv, Azure/AI-benchmarking-guide).
   static constexpr double kFlashAttentionEfficiency = 0.66;
 
   /// R_mm(p): dense matmul rate a training step's GEMMs sustain at precision p on this device share: the

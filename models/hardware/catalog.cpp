@@ -36,6 +36,8 @@ constexpr auto kDeviceKeys = std::to_array<std::string_view>({
     "achievable_matmul_bf16_tflops",
     "achievable_matmul_fp8_tflops",
     "achievable_matmul_fp16_tflops",
+    "flash_attention_2_tflops",
+    "flash_attention_3_tflops",
     "memory_gb",
     "memory_gib",
     "memory_bandwidth_tb_per_s",
@@ -306,6 +308,17 @@ DeviceSpec read_device(const std::string& file, const std::string& name, const t
                 format_number(*fp16) + " exceeds peak_fp16_tflops " + format_number(fp16_peak));
     }
     d.achievable_matmul_fp16 = units::tflops_per_second(*fp16);
+  }
+
+  // Measured FlashAttention forward + backward rates (optional; below the 16-bit peak).
+  for (const auto& [key, field] : {std::pair{"flash_attention_2_tflops", &d.flash_attention_2},
+                                   std::pair{"flash_attention_3_tflops", &d.flash_attention_3}}) {
+    if (const auto rate = r.optional_positive(key)) {
+      if (*rate > sixteen_bit_peak) {
+        r.fail_at(key, format_number(*rate) + " exceeds the 16-bit peak " + format_number(sixteen_bit_peak));
+      }
+      *field = units::tflops_per_second(*rate);
+    }
   }
 
   const auto gb = r.optional_positive("memory_gb");

@@ -41,6 +41,12 @@ struct DeviceSpec {
   /// Highest measured matmul rate with fp16 inputs, FLOP/s, where it was measured apart from bf16 (A100 on
   /// ND A100 v4: 256.5 TFLOP/s, Azure/AI-benchmarking-guide).
   std::optional<units::FlopsPerSecond> achievable_matmul_fp16;
+  /// Measured FlashAttention-2 forward + backward rate (FLOPs of the full s x s attention per second; head
+  /// dimension 128, long sequences, no causal mask), where a measurement exists.
+  std::optional<units::FlopsPerSecond> flash_attention_2;
+  /// The same for the Hopper-generation fused attention kernels (FlashAttention-3, cuDNN's fused attention
+  /// behind Transformer Engine), where the device has them and a measurement exists.
+  std::optional<units::FlopsPerSecond> flash_attention_3;
   /// Memory capacity (HBM for GPUs, DRAM for the CPU device), bytes.
   units::Bytes memory_capacity;
   /// Display only: the source quotes the capacity in GiB (memory_gib) rather than decimal GB (memory_gb).

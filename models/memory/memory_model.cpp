@@ -176,6 +176,15 @@ units::Bytes layer_activation_bytes(const ModelConfig& m, const TrainingConfig& 
   if (training.activation_recompute == Recompute::full) return units::Bytes(e * sbh / sp_split);
 
   const double kv = d(m.kv_heads()) * d(m.head_dim());
+  if (training.activation_recompute == Recompute::selective_op) {
+    // torchtitan's per-op policy saves the outputs of every other matmul (Q, V, gate or fc1, down / fc2) and of
+    // the attention kernel (its output and fp32 log-sum-exp), plus the block's input (the checkpoint's);
+    // everything else is recomputed.
+    const double f = d(m.ffn());
+    const double saved = sb * (h + kv + f + h) * e / t + sb * h * e / t + 4.0 * d(m.num_attention_heads) * sb / t +
+                         sbh * e / sp_split;
+    return units::Bytes(saved);
+  }
   const double mlp = (m.gated_mlp ? 3.0 : 2.0) * d(m.ffn()) / h;
   const double replicated = sbh * (4.0 * e + 2.0);
   const double split = sbh * e * (2.0 + 2.0 * kv / h + mlp);
@@ -218,6 +227,19 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
   const double optimizer_shard = par.zero_stage >= 1 ? dp : 1.0;
 
   const double layer_activation = layer_activation_bytes(m, setup.training, par).value();
+  // With full recompute of only some layers of each chunk (recompute_num_layers), the others store everything.
+  TrainingConfig keep_all = setup.training;
+  keep_all.activation_recompute = Recompute::none;
+  const double stored_layer_activation = layer_activation_bytes(m, keep_all, par).value();
+  auto stage_layer_bytes = [&](int64_t stage) {
+    double bytes = 0.0;
+    for (int64_t c = 0; c < v; ++c) {
+      const int64_t layers = chunk_layers[static_cast<size_t>(c * p + stage)];
+      const int64_t recomputing = recomputed_layers(setup.training, layers);
+      bytes += d(recomputing) * layer_activation + d(layers - recomputing) * stored_layer_activation;
+    }
+    return bytes;
+  };
   const Extras extras = extras_per_microbatch(setup);
 
   // Transient working memory (header item 6).
@@ -235,11 +257,11 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
   for (int64_t i = 0; i < p; ++i) {
     StageMemory& s = report.stages[static_cast<size_t>(i)];
     const double stage_layers = stage_layers_of(i);
-    const double chunk_layer_bytes = layer_activation * stage_layers / d(v);  // a chunk's share, on average
+    const double chunk_layer_bytes = stage_layer_bytes(i) / d(v);  // a chunk's share, on average
     s.layer_parameters = stage_layers * layer_params / t;
     s.parameters = 0.0;
     for (int64_t c = 0; c < v; ++c) s.parameters += params_of_chunk[static_cast<size_t>(c * p + i)];
-    double per_microbatch = layer_activation * stage_layers;
+    double per_microbatch = stage_layer_bytes(i);
     if (i == 0) per_microbatch += extras.embedding;
     if (i == p - 1) per_microbatch += extras.output;
     s.weights = units::Bytes(s.parameters * per_param.weights / weight_shard);

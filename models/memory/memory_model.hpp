@@ -45,7 +45,11 @@
 //                               fp32 log-sum-exp, A = 4 a s b
 //      none:       R / (t if sequence-parallel else 1) + S / t + A / t
 //      selective:  the same without A / t (the attention core is recomputed: Korthikanti Sec. 5)
-//      full:       e s b h / (t if sequence-parallel else 1) (only the layer's input is kept)
+//      full:       e s b h / (t if sequence-parallel else 1) (only the layer's input is kept); with
+//                  recompute_num_layers N, only N layers of each chunk, the others keep everything (none)
+//      selective_op (torchtitan's per-op policy): the outputs of every other matmul (Q, V, gate, down:
+//                  s b (h + kv + f + h) e / t), the attention output s b h e / t and its fp32 log-sum-exp
+//                  4 a s b / t, and the block's input e s b h / (t if sequence-parallel else 1)
 //    For e = 2, f = 4h, kv = h (GPT) this is exactly the paper's s b h (10 + 24/t + 5 a s/(h t)) without and
 //    s b h (34/t + 5 a s/(h t)) with sequence parallelism; selective + sequence parallelism s b h 34/t.
 //

@@ -32,7 +32,7 @@ units::Seconds op_time(const Op& op, const ComputeModel& compute, Precision p) {
       return compute.gemm_time(op.gemm, math_precision(p), activation_bytes_per_element(p));
     case OpClass::memory_bound: return compute.memory_time(op.bytes);
     case OpClass::fused_attention:
-      return compute.attention_time(op.flops * op.executed_fraction, math_precision(p));
+      return compute.attention_time(op.flops * op.executed_fraction, math_precision(p), op.attention_kernel);
   }
   return units::Seconds(0.0);
 }

@@ -35,6 +35,15 @@ std::optional<KernelFusion> parse_kernel_fusion(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view to_string(AttentionKernel k) { return k == AttentionKernel::flash3 ? "flash3" : "flash2"; }
+
+std::optional<AttentionKernel> parse_attention_kernel(std::string_view name) {
+  for (AttentionKernel k : {AttentionKernel::flash2, AttentionKernel::flash3}) {
+    if (to_string(k) == name) return k;
+  }
+  return std::nullopt;
+}
+
 std::string_view to_string(Framework f) {
   switch (f) {
     case Framework::megatron_lm_2021: return "megatron-lm-2021";

@@ -55,6 +55,16 @@ std::string_view to_string(KernelFusion f);
 /// Parses "fused" | "compiled" | "eager"; std::nullopt otherwise.
 std::optional<KernelFusion> parse_kernel_fusion(std::string_view name);
 
+/// Which fused attention kernel runs when flash_attention is on: FlashAttention-2 (PyTorch's
+/// scaled_dot_product_attention flash backend, the flash-attn package 2.x), or the Hopper-generation kernels
+/// (FlashAttention-3, cuDNN fused attention behind Transformer Engine), which use Hopper's asynchronous
+/// tensor-core instructions (Shah et al. 2024); on other GPUs flash3 runs at the FlashAttention-2 rate.
+enum class AttentionKernel { flash2, flash3 };
+
+std::string_view to_string(AttentionKernel k);
+/// Parses "flash2" | "flash3"; std::nullopt otherwise.
+std::optional<AttentionKernel> parse_attention_kernel(std::string_view name);
+
 /// Canonical name as written in scenario files: "none" | "selective" | "full" | "selective_op".
 std::string_view to_string(Recompute r);
 /// Parses the canonical name; std::nullopt for anything else.
@@ -81,6 +91,7 @@ struct TrainingConfig {
   Precision precision = Precision::bf16;
   Recompute activation_recompute = Recompute::none;
   bool flash_attention = false;  ///< fused attention kernel, no s x s scores in memory
+  AttentionKernel attention_kernel = AttentionKernel::flash2;  ///< which one, when flash_attention
   /// Weight-gradient GEMMs accumulate straight into the main-gradient buffer (Megatron
   /// --gradient-accumulation-fusion, 2022 on). Off: each backward writes a 16-bit gradient that a separate
   /// kernel adds into the main gradient, once per microbatch.

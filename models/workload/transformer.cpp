@@ -148,6 +148,7 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
     fa.op_class = OpClass::fused_attention;
     fa.flops = units::Flops(4.0 * d(b) * d(heads) * d(s) * d(s) * d(hd));
     fa.executed_fraction = causal_attention_fraction(s);
+    fa.attention_kernel = tr.attention_kernel;
     fw.push_back(fa);
   } else {
     // Scores S = Q K^T per head; fused scale-mask-softmax reads S and writes P; dropout reads P and writes

@@ -82,6 +82,7 @@ struct Op {
   int kernels = 1;                        ///< kernel launches (CPU launch cost)
   GemmRole role = GemmRole::attention_core;  ///< for GEMMs
   bool fp8 = false;                       ///< a GEMM at the FP8 rate
+  AttentionKernel attention_kernel = AttentionKernel::flash2;  ///< for fused attention
 };
 
 /// Tensor-parallel communication of one pass of one layer: `count` collectives of `bytes_each` (the full

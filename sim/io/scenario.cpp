@@ -507,6 +507,7 @@ class Loader {
     s.training.precision = *models::parse_precision(get_string("training.precision"));
     s.training.activation_recompute = *models::parse_recompute(get_string("training.activation_recompute"));
     s.training.flash_attention = get_bool("training.flash_attention");
+    s.training.attention_kernel = *models::parse_attention_kernel(get_string("training.attention_kernel"));
     s.training.gradient_accumulation_fusion = get_bool("training.gradient_accumulation_fusion");
     s.training.kernel_fusion = *models::parse_kernel_fusion(get_string("training.kernel_fusion"));
     s.training.framework = *models::parse_framework(get_string("training.framework"));

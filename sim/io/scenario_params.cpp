@@ -23,6 +23,8 @@ constexpr std::array<std::string_view, 2> kPositions{"learned", "rope"};
 constexpr std::array<std::string_view, 7> kFrameworkChoices{"megatron-core", "nemo",  "megatron-lm-2022",
                                                            "megatron-lm-2021", "fsdp", "fsdp2", "deepspeed"};
 constexpr std::array<std::string_view, 3> kReduceDtypes{"fp32", "bf16", "fp16"};
+// Must match models::parse_attention_kernel.
+constexpr std::array<std::string_view, 2> kAttentionKernels{"flash2", "flash3"};
 // Must match models::FabricKind and models::parse_collective_algorithm (tests/scenario checks them).
 constexpr std::array<std::string_view, 3> kFabrics{"single_switch", "fat_tree", "rail_optimized"};
 constexpr std::array<std::string_view, 5> kAllReduceAlgorithms{"auto", "ring", "tree", "hierarchical", "nvls"};
@@ -134,6 +136,11 @@ constexpr std::array kParams{
     ParamSpec{.key = "training.flash_attention", .type = boolean, .need = Need::defaulted, .default_text = "false",
               .help = "Fused attention (FlashAttention, Dao et al. 2022): no s × s score matrix in memory; the "
                       "attention core runs as one kernel."},
+    ParamSpec{.key = "training.attention_kernel", .type = string, .need = Need::defaulted,
+              .default_text = "\"flash2\"", .choices = kAttentionKernels,
+              .help = "With flash_attention: flash2 (FlashAttention-2, PyTorch's scaled_dot_product_attention) or "
+                      "flash3 (Hopper's FlashAttention-3 / cuDNN fused attention via Transformer Engine; the "
+                      "flash2 rate on GPUs without it). Each runs at the device's measured rate (catalog)."},
     ParamSpec{.key = "training.gradient_accumulation_fusion", .type = boolean, .need = Need::defaulted,
               .default_text = "true",
               .help = "Weight-gradient GEMMs accumulate into the main gradient (Megatron "

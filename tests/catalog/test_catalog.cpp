@@ -42,10 +42,10 @@ const Catalog& shipped() {
 TEST(ShippedCatalog, LoadsEveryDeviceAndVmSize) {
   const Catalog& c = shipped();
   for (const char* name : {"V100-SXM2-32GB", "T4", "A10", "A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM5-80GB",
-                           "H200-SXM-141GB", "MI300X", "Xeon-8370C-16vCPU"}) {
+                           "H200-SXM-141GB", "MI300X", "Xeon-8370C-16vCPU", "H100-96GB-HBM2e-500W"}) {
     EXPECT_NO_THROW((void)c.device(name)) << name;
   }
-  EXPECT_EQ(c.devices().size(), 9U);
+  EXPECT_EQ(c.devices().size(), 10U);
   // Every row of shared/validation/azure_vm_sizes.csv.
   for (const char* name :
        {"Standard_NC4as_T4_v3", "Standard_NC64as_T4_v3", "Standard_ND96asr_v4", "Standard_ND96amsr_A100_v4",
@@ -53,7 +53,14 @@ TEST(ShippedCatalog, LoadsEveryDeviceAndVmSize) {
         "Standard_NV36ads_A10_v5", "Standard_NV6ads_A10_v5", "Standard_D16s_v5"}) {
     EXPECT_NO_THROW((void)c.vm_size(name)) << name;
   }
-  EXPECT_EQ(c.vm_sizes().size(), 10U);
+  // Reference systems of published runs (not Azure sizes).
+  EXPECT_NO_THROW((void)c.vm_size("Meta_GrandTeton_H100_96GB"));
+  EXPECT_EQ(c.vm_sizes().size(), 11U);
+  // Devices of one GPU generation share a calibration group; others are their own.
+  EXPECT_EQ(c.device("H100-96GB-HBM2e-500W").calibration_group, "hopper");
+  EXPECT_EQ(c.device("H200-SXM-141GB").calibration_group, "hopper");
+  EXPECT_EQ(c.device("A100-SXM4-40GB").calibration_group, "ampere");
+  EXPECT_EQ(c.device("T4").calibration_group, "T4");
 }
 
 TEST(ShippedCatalog, EveryVmDeviceExists) {
