@@ -396,8 +396,14 @@ Topology build_topology(const VmSize& vm, const DeviceSpec& device, const Topolo
         }
       }
     } else if (f.tier1 > 0) {
-      const double down_ports = cfg.fabric == FabricKind::fat_tree ? static_cast<double>(half)
-                                                                   : static_cast<double>(f.node_count);
+      // A leaf has `half` down ports (fat tree), or one per node of the zone (rail switch): its up-links carry
+      // down ports x port rate / oversubscription in all. A rail "switch" of a few nodes is still a physical
+      // leaf with `half` up-ports at the port rate (NVIDIA DGX SuperPOD reference architecture: 32 down, 32 up
+      // per leaf), so a single cross-rail flow runs at the port rate, not at node_count / half of it; a rail
+      // of more than `half` nodes stands for several leaves whose up-links add up.
+      const double down_ports = cfg.fabric == FabricKind::fat_tree
+                                    ? static_cast<double>(half)
+                                    : static_cast<double>(std::max<std::int64_t>(f.node_count, half));
       const units::BytesPerSecond up =
           port_rate * down_ports / cfg.oversubscription / static_cast<double>(f.tier1);
       for (std::int64_t a = 0; a < f.tier0; ++a) {

@@ -299,6 +299,25 @@ TEST(Collectives, StridedDataParallelRingsStayOnTheirRails) {
   expect_rel(ar, rs + ag);
 }
 
+// Rail-optimized fabric, 2 H100 nodes: a pipeline send from local GPU 4 of node 0 to local GPU 0 of node 1
+// leaves on rail 4 and arrives on rail 0, so it crosses a spine (Megatron's pipeline groups hold one GPU per
+// stage, so NCCL has no node-mate on the destination's rail to relay through). A rail leaf of two nodes is
+// still a physical switch with 32 up-ports at the port rate, so the one flow runs at 50 GB/s, as a rail-aligned
+// send does: T = S / 50 GB/s. Before, the leaf's up-capacity was node_count x port rate spread over 32 spines
+// and the flow got 2/32 of a port (a NeMo Llama-2-13B PP 4 row was 51 % slow).
+TEST(Collectives, CrossRailSendRunsAtThePortRate) {
+  const Topology t = build(kH100, config(2, FabricKind::rail_optimized));
+  CommPattern cross, aligned;
+  cross.groups.push_back({4, 8});
+  aligned.groups.push_back({4, 12});
+  const double c = spb(CollectiveOp::send_recv, CollectiveAlgorithm::direct, t, cross, full_rate());
+  const auto schedule = build_schedule(CollectiveOp::send_recv, CollectiveAlgorithm::direct, t, cross, false);
+  ASSERT_TRUE(schedule.has_value());
+  EXPECT_TRUE(crosses_a_spine(t, schedule->phases[0].transfers[0].path));
+  expect_rel(c, 1.0 / kNdr);
+  expect_rel(c, spb(CollectiveOp::send_recv, CollectiveAlgorithm::direct, t, aligned, full_rate()));
+}
+
 // The same identity through CollectiveModel on the three fabrics, with the VM's constants: a ring all-reduce's
 // bandwidth time is exactly a reduce-scatter's plus an all-gather's (the ring all-reduce is those two phases),
 // so only the protocol's latency terms differ (one T0 and one pipeline fill fewer: within 5 % at 1 GiB). The
