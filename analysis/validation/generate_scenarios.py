@@ -38,6 +38,24 @@ MODELS = {
                    "Llama 2 13B (Touvron et al. 2023; torchtitan llama2 '13B')"),
     "llama2-70b": (80, 8192, 64, 8, 28672, 32000, "swiglu", "rope", 0.0, False,
                    "Llama 2 70B (Touvron et al. 2023, grouped-query attention with 8 groups)"),
+    "llama2-7b": (32, 4096, 32, 32, 11008, 32000, "swiglu", "rope", 0.0, False,
+                  "Llama 2 7B (Touvron et al. 2023)"),
+    # NeMo GPT-3 configs (NeMo-Framework-Launcher conf/training/gpt3/{5b,20b,175b}.yaml): GeLU, learned positions,
+    # hidden dropout 0.1, tied embeddings; the GPT-2 BPE vocabulary padded as Megatron does (51200).
+    "gpt3-5b": (24, 4096, 32, 32, 16384, 51200, "gelu", "learned", 0.1, True,
+                "NeMo GPT-3 5B (launcher gpt3/5b.yaml: 24 layers, hidden 4096, 32 heads)"),
+    "gpt3-20b": (44, 6144, 48, 48, 24576, 51200, "gelu", "learned", 0.1, True,
+                 "NeMo GPT-3 20B (launcher gpt3/20b.yaml: 44 layers, hidden 6144, 48 heads)"),
+    "gpt3-175b": (96, 12288, 96, 96, 49152, 51200, "gelu", "learned", 0.1, True,
+                  "GPT-3 175B (Brown et al. 2020; launcher gpt3/175b_fp8_performance.yaml)"),
+    # Nemotron (launcher conf/training/nemotron/*.yaml; Nemotron-4 340B report): squared-ReLU MLP (two GEMMs, not
+    # gated: modelled as the GeLU MLP), RoPE, no dropout, untied embeddings, 256k SentencePiece vocabulary.
+    "nemotron-8b": (32, 4096, 32, 32, 16384, 256000, "gelu", "rope", 0.0, False,
+                    "Nemotron-3 8B (launcher nemotron_8b.yaml)"),
+    "nemotron-22b": (40, 6144, 48, 48, 24576, 256000, "gelu", "rope", 0.0, False,
+                     "Nemotron 22B (launcher nemotron_22b.yaml: 40 layers, 6144, 48 heads, ffn 24576)"),
+    "nemotron-340b": (96, 18432, 96, 8, 73728, 256000, "gelu", "rope", 0.0, False,
+                      "Nemotron-4 340B (NVIDIA 2024 report: 96 layers, 18432, 96 heads, 8 KV groups, ffn 73728)"),
 }
 
 
@@ -183,7 +201,69 @@ def torchtitan(rows_out):
         rows_out[name] = render(header, tables)
 
 
-DATASETS = [torchtitan]
+# --------------------------------------------------------------------------------------------------- NeMo
+
+def nemo(rows_out):
+    """NVIDIA NeMo / Megatron-Bridge performance summaries: FP8 pre-training on DGX-H100 (Megatron-Core)."""
+    for r in read_csv("nemo_h100.csv"):
+        gpus, tp, pp, cp, vp = (int(r[k]) for k in ("gpus", "tp", "pp", "cp", "vp"))
+        if cp > 1 or gpus % 8 != 0:
+            # Context parallelism is not modelled yet (issue 13); a 4-GPU run does not fill a DGX node. Listed in
+            # docs/validation.md.
+            continue
+        model, seq = r["model"], int(r["seq"])
+        gbs, mbs = int(r["gbs"]), int(r["mbs"])
+        data = gpus // (tp * pp)
+        release = r["release"]
+        nemo2 = release >= "25"
+        dataset = "nemo-2-h100" if nemo2 else "nemo-24-h100"
+        recompute = "selective" if model == "gpt3-175b" and not nemo2 else "none"
+        assumptions = [
+            "the recipe's software settings (header) as the nemo framework profile sets them: Transformer Engine, "
+            "cuDNN fused attention, distributed optimizer with overlapped reduce-scatter and all-gather, "
+            "TP communication overlap, overlapped p2p with interleaving; FP8 for the linear layers",
+            "gradient reduction in bf16 (distributed_fused_adam grad_sync_dtype: bf16 in the performance configs)"
+            if not nemo2 else "gradient reduction in bf16, as in NeMo's performance recipes",
+        ]
+        if recompute == "selective":
+            assumptions.append("selective recompute of the core attention (launcher gpt3/175b_fp8_performance.yaml)")
+        name = f"{dataset}-{r['id']}"
+        header = [
+            f"Validation, NeMo performance summary ({'Megatron-Bridge' if release >= '25.09' else 'NeMo'} "
+            f"{release}), row {r['id']}: {model} on {gpus} H100 (DGX-H100), FP8.",
+            "Source: " + ("NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md" if release >= "25.09"
+                          else "NVIDIA NeMo Framework user guide, performance summary (NeMo 25.02)" if nemo2
+                          else "NVIDIA/NeMo docs/source/performance/performance_summary.md (NeMo 24.07 / 24.03.01)")
+            + "; scenarios/validation/published/nemo_h100.csv.",
+            f"Layout: TP {tp} x PP {pp} x DP {data}" + (f", {vp} virtual stages" if vp > 1 else "")
+            + f"; global batch {gbs}, micro batch {mbs}, sequence {seq}.",
+            "Hardware: DGX-H100 (8 x H100 SXM5 80 GB, NVSwitch, 8 x 400 Gb/s NDR InfiniBand): the node design of "
+            "Standard_ND96isr_H100_v5 (rail-optimized fabric, as DGX SuperPODs are built).",
+        ] + ["Assumption: " + a for a in assumptions] + [
+            "Compared metric: tokens_per_s_per_gpu (the table's Tokens / sec / GPU)."]
+        tables = [
+            ("", {"schema_version": 1, "name": "validation-" + name,
+                  "description": f"{model}, NeMo {release} DGX-H100 row {r['id']} ({gpus} GPUs)"}),
+            ("model", model_table(model, seq)),
+            ("training", {
+                "framework": "nemo", "global_batch_size": gbs, "micro_batch_size": mbs, "precision": "fp8",
+                "activation_recompute": recompute, "grad_reduce_dtype": "bf16",
+            }),
+            ("parallelism", {
+                "tensor": tp, "pipeline": pp, "data": data, "virtual_stages": vp if vp > 1 else None,
+                "sequence_parallel": True if tp > 1 else None,
+            }),
+            ("cluster", {"vm_size": "Standard_ND96isr_H100_v5", "nodes": gpus // 8, "fabric": "rail_optimized"}),
+            ("reference", {
+                "tokens_per_s_per_gpu": float(r["tokens_per_s_per_gpu"]), "dataset": dataset,
+                "source": ("Megatron-Bridge performance summary " if release >= "25.09" else "NeMo performance summary ")
+                + f"{release}, DGX-H100, row {r['id']}",
+            }),
+        ]
+        rows_out[name] = render(header, tables)
+
+
+DATASETS = [torchtitan, nemo]
 
 
 def main():

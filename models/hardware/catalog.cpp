@@ -467,7 +467,45 @@ Catalog Catalog::load(const std::filesystem::path& directory) {
   for (const auto& [name, table] : entries(vms_file, vms_doc, "VM size")) {
     vms.emplace(name, read_vm(vms_file, name, *table, devices));
   }
+
+  // Optional: prediction bands from the validation suite, keyed "GROUP/FAMILY" ("*" for any).
+  const fs::path bands_path = directory / "prediction_uncertainty.toml";
+  std::error_code ec;
+  if (fs::is_regular_file(bands_path, ec)) {
+    const std::string bands_file = bands_path.string();
+    const toml::table bands_doc = parse_catalog_file(bands_path);
+    static constexpr auto kBandKeys =
+        std::to_array<std::string_view>({"rms_relative_error", "max_relative_error", "rows"});
+    for (const auto& [key, table] : entries(bands_file, bands_doc, "prediction band")) {
+      const EntryReader r(bands_file, key, *table, kBandKeys);
+      const auto slash = key.find('/');
+      if (slash == std::string::npos || slash == 0 || slash + 1 == key.size()) {
+        throw CatalogError(bands_file + ": key '" + key + "': expected \"GROUP/FAMILY\" (\"*\" for any)");
+      }
+      PredictionBand band;
+      band.rms_relative_error = r.positive("rms_relative_error");
+      band.max_relative_error = r.positive("max_relative_error");
+      band.rows = r.positive_count("rows");
+      band.scope = key;
+      const std::string group = key.substr(0, slash), family = key.substr(slash + 1);
+      for (auto& [name, device] : devices) {
+        if (group == "*") {
+          device.prediction_bands.emplace("suite:" + family, band);
+        } else if (device.calibration_group == group) {
+          device.prediction_bands[family] = band;
+        }
+      }
+    }
+  }
   return Catalog(std::move(devices), std::move(vms));
+}
+
+std::optional<PredictionBand> DeviceSpec::prediction_band(const std::string& framework_family) const {
+  for (const std::string& key : {framework_family, std::string("*"), "suite:" + framework_family,
+                                 std::string("suite:*")}) {
+    if (auto it = prediction_bands.find(key); it != prediction_bands.end()) return it->second;
+  }
+  return std::nullopt;
 }
 
 std::filesystem::path Catalog::default_directory() {

@@ -28,6 +28,16 @@ enum class IntraNodeFabric {
   none              ///< single device or CPU only
 };
 
+/// How far to trust a step-time prediction: the spread of the validation suite's leave-one-source-out errors
+/// over the published runs of one calibration group and framework family (catalog prediction_uncertainty.toml,
+/// written by `clustersim validate --leave-one-out --write-uncertainty`).
+struct PredictionBand {
+  double rms_relative_error = 0.0;  ///< RMS of predicted / measured - 1 over the held-out rows
+  double max_relative_error = 0.0;  ///< the largest of them
+  int rows = 0;                     ///< published runs behind it
+  std::string scope;                ///< "ampere/megatron", or "*/*" for the fallback over every run
+};
+
 /// One compute device type: a GPU model or a CPU socket slice.
 struct DeviceSpec {
   std::string name;                 ///< catalog key, e.g. "A100-SXM4-80GB"
@@ -68,6 +78,14 @@ struct DeviceSpec {
   /// for the H100 SXM5, the 96 GB H100 and the H200: the same SMs and software, different clocks and memory).
   /// The device's own name when the catalog gives none.
   std::string calibration_group;
+  /// Prediction bands of the device's calibration group by framework family ("megatron", "fsdp", "deepspeed",
+  /// "*" for the group as a whole), and of the whole suite where the group has none (catalog
+  /// prediction_uncertainty.toml; empty when the catalog has no such file).
+  std::map<std::string, PredictionBand> prediction_bands;
+
+  /// The band for `framework_family`: the group's band for that family, else the group's "*", else the
+  /// suite's; nullopt when the catalog has none.
+  [[nodiscard]] std::optional<PredictionBand> prediction_band(const std::string& framework_family) const;
   /// Device-to-fabric bandwidth per direction (NVLink: half the datasheet bidirectional figure), B/s.
   units::BytesPerSecond fabric_bandwidth_per_direction;
   double tdp_watts = 0.0;

@@ -41,7 +41,10 @@ units::Seconds op_time(const Op& op, const ComputeModel& compute, Precision p) {
 PassCost cost_of(const std::vector<Op>& ops, const ComputeModel& compute, Precision p) {
   PassCost c;
   for (const Op& op : ops) {
-    c.compute += op_time(op, compute, p);
+    const units::Seconds t = op_time(op, compute, p);
+    c.compute += t;
+    if (op.op_class == OpClass::fused_attention) c.attention += t;
+    if (op.op_class == OpClass::memory_bound) c.memory_bound += t;
     c.flops += op.flops;
   }
   return c;
@@ -134,6 +137,8 @@ PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup,
   if (recompute) {
     const PassCost r = cost_of(work.recompute, compute, p);
     c.compute += r.compute;
+    c.attention += r.attention;
+    c.memory_bound += r.memory_bound;
     c.flops += r.flops;
   }
   if (overlap) {
@@ -165,6 +170,8 @@ PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup,
 
 PassCost scaled(PassCost c, double k) {
   c.compute *= k;
+  c.attention *= k;
+  c.memory_bound *= k;
   c.tp_comm *= k;
   c.dp_comm *= k;
   c.flops *= k;
@@ -173,6 +180,8 @@ PassCost scaled(PassCost c, double k) {
 
 PassCost operator+(PassCost a, const PassCost& b) {
   a.compute += b.compute;
+  a.attention += b.attention;
+  a.memory_bound += b.memory_bound;
   a.tp_comm += b.tp_comm;
   a.dp_comm += b.dp_comm;
   a.flops += b.flops;
@@ -362,7 +371,13 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
         // FSDP2 copies each gathered unit out into its parameters (read + write of the 16-bit weights) on the
         // compute stream; FSDP1 casts each unit's unsharded gradient to the reduce dtype (read 16-bit, write
         // grad_bytes) and divides it by the predivide factor (read + write) before its reduce-scatter.
-        auto add_memory = [&](ShardedUnit& u, double bytes) { u.compute += compute.memory_time(units::Bytes(bytes)); };
+        units::Seconds forward_memory(0.0), backward_memory(0.0);
+        units::Seconds* added = &forward_memory;
+        auto add_memory = [&](ShardedUnit& u, double bytes) {
+          const units::Seconds t = compute.memory_time(units::Bytes(bytes));
+          u.compute += t;
+          *added += t;
+        };
         const double divide_bytes = grad_bytes > weight_bytes ? weight_bytes + 3.0 * grad_bytes : 2.0 * weight_bytes;
         for (size_t k = 0; k < forward_units.size(); ++k) {
           ShardedUnit& u = forward_units[k];
@@ -370,6 +385,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
             add_memory(u, 2.0 * weight_bytes * (k == 0 ? root_params : layer_params_per_gpu));
           }
         }
+        added = &backward_memory;
         for (size_t k = 0; k < backward_units.size(); ++k) {
           ShardedUnit& u = backward_units[k];
           const bool root = k == 0 || k + 1 == backward_units.size();
@@ -381,6 +397,10 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
         }
         fwd.dp_comm = sharded_forward(forward_units, framework.gathers_in_flight).exposed();
         bwd.dp_comm = sharded_backward(backward_units, framework.one_reduce_scatter_in_flight).exposed();
+        fwd.compute += forward_memory;
+        fwd.memory_bound += forward_memory;
+        bwd.compute += backward_memory;
+        bwd.memory_bound += backward_memory;
       }
       if (par.zero_stage == 2 && framework.zero2_reduces_every_microbatch && par.data > 1 && !sharded_passes) {
         // DeepSpeed ZeRO-2 all-reduces the chunk's gradient buckets in every microbatch's backward, on the compute
@@ -392,7 +412,10 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
         // Unfused gradient accumulation (Megatron-LM 2021, DDP "local"): after each microbatch's backward, a
         // kernel reads the 16-bit weight gradient the wgrad GEMM wrote and reads and writes the main-gradient
         // buffer (grad_bytes wide) for every parameter of the chunk.
-        bwd.compute += compute.memory_time(units::Bytes(chunk_parameters * (weight_bytes + 2.0 * grad_bytes)));
+        const units::Seconds accumulate =
+            compute.memory_time(units::Bytes(chunk_parameters * (weight_bytes + 2.0 * grad_bytes)));
+        bwd.compute += accumulate;
+        bwd.memory_bound += accumulate;
       }
       stage.forward.push_back(fwd);
       stage.backward.push_back(bwd);

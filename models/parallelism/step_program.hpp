@@ -69,6 +69,8 @@ inline constexpr double kGradientBucketParameters = 40e6;
 /// Cost of one pass of one microbatch through one model chunk on one GPU.
 struct PassCost {
   units::Seconds compute;  ///< kernels on the compute stream
+  units::Seconds attention;     ///< of compute: fused attention kernels
+  units::Seconds memory_bound;  ///< of compute: memory-bound kernels (the rest of compute is GEMMs)
   units::Seconds tp_comm;  ///< tensor-parallel collectives, serialised with the compute (not overlapped)
   units::Seconds dp_comm;  ///< ZeRO-3 parameter all-gathers / gradient reduce-scatters not hidden by prefetch
   units::Flops flops;      ///< math executed (counts recomputation)

@@ -34,7 +34,8 @@ struct ModelConfig {
   [[nodiscard]] int64_t head_dim() const { return hidden_size / num_attention_heads; }
 };
 
-/// Activation recomputation: none; selective (Korthikanti et al. 2022: the attention core only); full (each
+/// Activation recomputation: none; selective (Korthikanti et al. 2022: the attention core only, the fused
+/// attention kernel's forward with FlashAttention, as Megatron-Core checkpoints its core-attention module); full (each
 /// layer's forward re-run during backward from its stored input; Megatron --recompute-granularity full);
 /// selective_op (PyTorch selective activation checkpointing with torchtitan's policy, torchtitan
 /// models/llama*/parallelize_llama.py `_apply_ac_to_transformer_block`, "op" option: the outputs of matmuls and

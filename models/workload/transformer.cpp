@@ -220,11 +220,11 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
       break;
     case Recompute::selective:
       // Korthikanti et al. 2022 Sec. 5: only the attention core (scores, softmax, dropout, context) is
-      // recomputed; FlashAttention recomputes it inside its own backward already.
-      if (!tr.flash_attention) {
-        w.recompute.assign(fw.begin() + static_cast<std::ptrdiff_t>(attention_begin),
-                           fw.begin() + static_cast<std::ptrdiff_t>(attention_end));
-      }
+      // recomputed. Megatron-Core checkpoints the core-attention module itself (TransformerLayer's
+      // _checkpointed_attention_forward), so with a fused attention kernel its forward runs again before its
+      // backward.
+      w.recompute.assign(fw.begin() + static_cast<std::ptrdiff_t>(attention_begin),
+                         fw.begin() + static_cast<std::ptrdiff_t>(attention_end));
       break;
     case Recompute::selective_op: {
       // torchtitan's op-level policy: matmul and attention outputs are saved except every second matmul (in

@@ -88,6 +88,10 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
     out << printf_string("  %-34s %9.3f s  %5.1f %%\n", what, s.value(), 100.0 * s.value() / step);
   };
   line("compute", r.critical.compute);
+  const units::Seconds gemm = r.critical.compute - r.critical.attention - r.critical.memory_bound;
+  line("  GEMMs", gemm);
+  if (r.critical.attention.value() > 0.0) line("  attention kernels", r.critical.attention);
+  line("  memory-bound kernels", r.critical.memory_bound);
   line("tensor-parallel comm (exposed)", r.critical.tp_comm);
   line("pipeline comm (exposed)", r.critical.pp_exposed);
   line("pipeline bubble", r.critical.bubble);
@@ -141,6 +145,10 @@ std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepRe
   cols.push_back(integer("microbatches", "1", "microbatches per pipeline per step", r.microbatches));
   cols.push_back(real("step_time_s", "s", "time of one optimizer step", r.step_time.value()));
   cols.push_back(real("compute_time_s", "s", "compute kernels on the critical stage", r.critical.compute.value()));
+  cols.push_back(real("attention_time_s", "s", "of compute_time_s: fused attention kernels",
+                      r.critical.attention.value()));
+  cols.push_back(real("memory_bound_time_s", "s", "of compute_time_s: memory-bound kernels (the rest is GEMMs)",
+                      r.critical.memory_bound.value()));
   cols.push_back(real("exposed_tp_comm_s", "s", "tensor-parallel communication not hidden by compute",
                       r.critical.tp_comm.value()));
   cols.push_back(real("exposed_pp_comm_s", "s", "pipeline transfers the critical stage waited on",

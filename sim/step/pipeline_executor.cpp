@@ -225,6 +225,8 @@ class Executor {
     const double slow = slowdown_[u];
     const models::PassCost& cost = forward ? stage.forward[chunk] : stage.backward[chunk];
     s.breakdown.compute += cost.compute * slow;
+    s.breakdown.attention += cost.attention * slow;
+    s.breakdown.memory_bound += cost.memory_bound * slow;
     s.breakdown.tp_comm += cost.tp_comm * slow;
     s.breakdown.grad_sync += cost.dp_comm * slow;
     s.breakdown.flops += cost.flops;

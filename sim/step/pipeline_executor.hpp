@@ -27,6 +27,8 @@ namespace clustersim::sim {
 /// the step time (up to the engine's 1 ns rounding per event).
 struct StageBreakdown {
   units::Seconds compute;     ///< kernels of all passes
+  units::Seconds attention;     ///< of compute: fused attention kernels
+  units::Seconds memory_bound;  ///< of compute: memory-bound kernels (the rest of compute is GEMMs)
   units::Seconds tp_comm;     ///< tensor-parallel collectives inside the passes
   units::Seconds pp_exposed;  ///< waiting on pipeline transfers
   units::Seconds bubble;      ///< idle waiting on other stages' work (warm-up, drain, imbalance, tail)
