@@ -46,6 +46,7 @@ constexpr auto kDeviceKeys = std::to_array<std::string_view>({
     "training_matmul_fraction",
     "training_memory_fraction",
     "calibration_group",
+    "calibration_fallback",
     "fabric_gb_per_s_per_direction",
     "tdp_watts",
 });
@@ -350,6 +351,7 @@ DeviceSpec read_device(const std::string& file, const std::string& name, const t
 
   d.calibration_group = name;
   if (t.contains("calibration_group")) d.calibration_group = r.required_string("calibration_group");
+  if (t.contains("calibration_fallback")) d.calibration_fallback = r.required_string("calibration_fallback");
 
   // GPUs must state their link to the intra-node fabric; the CPU device has none (0).
   const auto fabric = r.optional_positive("fabric_gb_per_s_per_direction");

@@ -78,6 +78,10 @@ struct DeviceSpec {
   /// for the H100 SXM5, the 96 GB H100 and the H200: the same SMs and software, different clocks and memory).
   /// The device's own name when the catalog gives none.
   std::string calibration_group;
+  /// The calibration group whose fit stands in for this device's group when no row calibrates it (the
+  /// leave-one-source-out refit of a group with a single source): the nearest hardware, e.g. the 700 W H100's
+  /// group for a power-capped H100. Empty: the largest other group.
+  std::string calibration_fallback;
   /// Prediction bands of the device's calibration group by framework family ("megatron", "fsdp", "deepspeed",
   /// "*" for the group as a whole), and of the whole suite where the group has none (catalog
   /// prediction_uncertainty.toml; empty when the catalog has no such file).

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/parallelism/framework_behaviour.hpp"
 #include "models/parallelism/schedule.hpp"
 #include "models/workload/transformer.hpp"
 
@@ -221,7 +222,10 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
     for (int64_t c = 0; c < v; ++c) n += chunk_layers[static_cast<size_t>(c * p + stage)];
     return d(n);
   };
-  const ParameterBytes per_param = bytes_per_parameter(setup.training.precision);
+  ParameterBytes per_param = bytes_per_parameter(setup.training.precision);
+  if (par.zero_stage < 3 && behaviour_of(setup.training.framework).grad_buffer_in_reduce_dtype) {
+    per_param.gradients = bytes_per_parameter(setup.training.grad_reduce).weights;
+  }
   const double weight_shard = par.zero_stage >= 3 ? dp : 1.0;
   const double grad_shard = par.zero_stage >= 2 ? dp : 1.0;
   const double optimizer_shard = par.zero_stage >= 1 ? dp : 1.0;

@@ -14,6 +14,7 @@ FrameworkBehaviour behaviour_of(Framework framework) {
       // optimizer reduce-scatters per bucket (megatron/core/distributed/param_and_grad_buffer.py
       // start_grad_sync) and, with --overlap-param-gather, all-gathers bucket by bucket from forward pre-hooks.
       b.p2p_overlap_needs_interleaving = true;
+      b.grad_buffer_in_reduce_dtype = true;
       break;
     case Framework::fsdp:
       // PyTorch FSDP1 (torch/distributed/fsdp/_runtime_utils.py): _post_forward_reshard frees every unit but the

@@ -33,6 +33,13 @@ struct FrameworkBehaviour {
   /// The updated parameters' all-gather after the optimizer can overlap the next forward
   /// (Megatron --overlap-param-gather); false: always after the optimizer, exposed.
   bool param_gather_can_overlap = true;
+  /// The main-gradient buffer of an unsharded (ZeRO 0-2) model is held in the reduce dtype
+  /// (TrainingConfig::grad_reduce): Megatron's param_and_grad_buffer allocates it in fp32 only with
+  /// --accumulate-allreduce-grads-in-fp32 (grad_reduce_in_fp32), else in the parameter dtype; NeMo's
+  /// distributed_fused_adam keeps its gradient buckets in grad_sync_dtype. false: fp32 gradients for the
+  /// fp32 master parameters (FSDP's sharded gradients take the sharded parameter's dtype; DeepSpeed's bf16
+  /// optimizer accumulates fp32 gradient partitions).
+  bool grad_buffer_in_reduce_dtype = false;
   // --- pipelining ---
   /// Pipeline sends overlap compute only with the interleaved schedule; 1F1B's batched send/recv blocks.
   bool p2p_overlap_needs_interleaving = false;

@@ -16,6 +16,13 @@
 // The pass ends when both streams are done: the last reduce-scatter is exposed, and so is the first
 // all-gather of each pass. Units whose parameters stay gathered (FSDP's root, or a block with
 // reshard_after_forward = false) have g = 0 in the pass that does not gather them.
+//
+// Contention: a unit's kernels run slower while a collective runs beside them, since NCCL's kernels occupy
+// SMs (one thread block per channel; an H100 all-gather launches 24 blocks of 132 SMs) and memory bandwidth.
+// With `contention` = kappa, a unit's compute becomes c_i + kappa x (the time the communication stream is busy
+// during the unit's window), the windows taken from the schedule without contention (one fixed-point step).
+// The stretch shows in total, so exposed() counts it with the communication that caused it. Measured
+// kappa: kOverlapComputeSlowdown (communication_model.hpp).
 #pragma once
 
 #include <span>
@@ -40,13 +47,16 @@ struct ShardedPassTime {
 
 inline constexpr int kDefaultGathersInFlight = 2;
 
-/// Forward pass of `units` in model order. Throws std::invalid_argument if max_gathers_in_flight < 1.
+/// Forward pass of `units` in model order, compute slowed by `contention` (in [0, 1)) while the stream
+/// gathers. Throws std::invalid_argument if max_gathers_in_flight < 1 or contention is outside [0, 1).
 ShardedPassTime sharded_forward(std::span<const ShardedUnit> units,
-                                int max_gathers_in_flight = kDefaultGathersInFlight);
+                                int max_gathers_in_flight = kDefaultGathersInFlight, double contention = 0.0);
 
 /// Backward pass of `units` in backward order (last layer first), BACKWARD_PRE prefetch. With
 /// `one_reduce_in_flight` (FSDP2) the compute stream, after unit j's backward, waits for unit j-1's
 /// reduce-scatter before it issues unit j's: B_{j+1} = max(BE_j, RS_{j-1} end, AG_{j+1} end).
-ShardedPassTime sharded_backward(std::span<const ShardedUnit> units, bool one_reduce_in_flight = false);
+/// `contention` as sharded_forward.
+ShardedPassTime sharded_backward(std::span<const ShardedUnit> units, bool one_reduce_in_flight = false,
+                                 double contention = 0.0);
 
 }  // namespace clustersim::models

@@ -395,8 +395,11 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
           }
           if (framework.divides_unsharded_gradient && u.reduce.value() > 0.0) add_memory(u, divide_bytes * unsharded);
         }
-        fwd.dp_comm = sharded_forward(forward_units, framework.gathers_in_flight).exposed();
-        bwd.dp_comm = sharded_backward(backward_units, framework.one_reduce_scatter_in_flight).exposed();
+        fwd.dp_comm =
+            sharded_forward(forward_units, framework.gathers_in_flight, kOverlapComputeSlowdown).exposed();
+        bwd.dp_comm = sharded_backward(backward_units, framework.one_reduce_scatter_in_flight,
+                                       kOverlapComputeSlowdown)
+                          .exposed();
         fwd.compute += forward_memory;
         fwd.memory_bound += forward_memory;
         bwd.compute += backward_memory;
@@ -427,6 +430,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     stage.grad_buckets =
         std::max<int64_t>(1, static_cast<int64_t>(std::ceil(stage.parameters / kGradientBucketParameters)));
     stage.overlap_grad_sync = par.overlap_grad_reduce;
+    program.overlap_compute_slowdown = kOverlapComputeSlowdown;
     const bool reduced_in_passes = par.zero_stage == 2 && framework.zero2_reduces_every_microbatch;
     if (!sharded_passes && !reduced_in_passes) {
       // ZeRO 0: all-reduce of the gradients; ZeRO 1-3: reduce-scatter (the distributed optimizer; FSDP with
@@ -454,9 +458,10 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
       if (par.overlap_param_gather && framework.param_gather_can_overlap) {
         // Megatron --overlap-param-gather: the all-gather of the updated parameters runs bucket by bucket under
         // the next step's first forward pass of this stage; only the part longer than that pass is exposed.
+        // The forward pass it hides under runs slower while it does (kOverlapComputeSlowdown).
         const units::Seconds first_forward = stage.forward.front().total();
-        stage.param_gather = stage.param_gather > first_forward ? stage.param_gather - first_forward
-                                                                : units::Seconds(0.0);
+        const units::Seconds hidden = std::min(stage.param_gather, first_forward);
+        stage.param_gather = stage.param_gather - hidden + hidden * kOverlapComputeSlowdown;
       }
     }
     stage.optimizer =

@@ -115,6 +115,10 @@ struct StepProgram {
   units::Seconds p2p_backward;       ///< gradient transfer stage i+1 -> i, per microbatch
   /// The sender's stream waits for each transfer to complete (ParallelismConfig::overlap_p2p_comm false).
   bool p2p_blocking = false;
+  /// Compute slows by this fraction of the time an overlapped data-parallel reduction runs beside it
+  /// (kOverlapComputeSlowdown, communication_model.hpp); the executor adds it to the stage's exposed
+  /// gradient synchronisation.
+  double overlap_compute_slowdown = 0.0;
   ZoneCrossings crosses_zones;
 };
 

@@ -340,7 +340,13 @@ class Executor {
     const Time sync = total_sync_[k];
     const Time sync_start = ready;
     // Overlapped: the data-parallel stream's last reduction; otherwise all of them after the flush.
-    const Time sync_end = stage.overlap_grad_sync ? std::max(ready, dp_stream_free_[k]) : ready + sync;
+    Time sync_end = stage.overlap_grad_sync ? std::max(ready, dp_stream_free_[k]) : ready + sync;
+    if (stage.overlap_grad_sync) {
+      // The part of the reduction that ran beside the backward passes slowed them (contention for SMs and
+      // memory bandwidth): the stage finishes later by slowdown x that part.
+      const Time hidden = sync > sync_end - ready ? sync - (sync_end - ready) : Time::zero();
+      sync_end += Time::from_seconds(hidden.to_seconds() * program_.overlap_compute_slowdown);
+    }
     const Time optimizer_end = sync_end + Time::from_seconds(stage.optimizer);
     const Time end = optimizer_end + Time::from_seconds(stage.param_gather);
     s.breakdown.grad_sync += (sync_end - now).to_seconds() + (end - optimizer_end).to_seconds();

@@ -269,10 +269,17 @@ std::vector<HeldOutDataset> leave_one_dataset_out(const ValidationSuite& suite, 
       if (other_rows[group] == 0) {
         // Nothing else calibrates this group: it takes the fractions fitted to the largest other group (the
         // catalog's own values were fitted with the held-out rows in them).
+        // The catalog may name the nearest group (calibration_fallback) for a device of this group.
         from.clear();
+        for (const auto& [name, device] : catalog.devices()) {
+          if (device.calibration_group == group && !device.calibration_fallback.empty() &&
+              other_rows[device.calibration_fallback] > 0) {
+            from = device.calibration_fallback;
+          }
+        }
         int most = 0;
         for (const auto& [g, n] : other_rows) {
-          if (n > most) most = n, from = g;
+          if (from.empty() && n > most) most = n, from = g;
         }
         if (from.empty()) continue;
       }

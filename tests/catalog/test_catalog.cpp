@@ -56,8 +56,11 @@ TEST(ShippedCatalog, LoadsEveryDeviceAndVmSize) {
   // Reference systems of published runs (not Azure sizes).
   EXPECT_NO_THROW((void)c.vm_size("Meta_GrandTeton_H100_96GB"));
   EXPECT_EQ(c.vm_sizes().size(), 11U);
-  // Devices of one GPU generation share a calibration group; others are their own.
-  EXPECT_EQ(c.device("H100-96GB-HBM2e-500W").calibration_group, "hopper");
+  // Devices of one GPU generation and power class share a calibration group; others are their own, and may
+  // name the nearest group as their fallback.
+  EXPECT_EQ(c.device("H100-SXM5-80GB").calibration_group, "hopper");
+  EXPECT_EQ(c.device("H100-96GB-HBM2e-500W").calibration_group, "hopper-500w");
+  EXPECT_EQ(c.device("H100-96GB-HBM2e-500W").calibration_fallback, "hopper");
   EXPECT_EQ(c.device("H200-SXM-141GB").calibration_group, "hopper");
   EXPECT_EQ(c.device("A100-SXM4-40GB").calibration_group, "ampere");
   EXPECT_EQ(c.device("T4").calibration_group, "T4");

@@ -37,6 +37,27 @@ TEST(ShardedPass, RateLimiterHoldsAGatherUntilAnEarlierUnitIsFreed) {
   EXPECT_THROW((void)sharded_forward(units(4, 3.0, 1.0, 0.0), 0), std::invalid_argument);
 }
 
+TEST(ShardedPass, OverlappedGathersSlowTheComputeBesideThem) {
+  // Three units, c = 1, g = 0.5, k = 2. Without contention: G0 [0, 0.5], C0 [0.5, 1.5], G1 [0.5, 1.0] (under C0),
+  // C1 [1.5, 2.5], G2 [1.5, 2.0] (waits for unit 0's compute, under C1), C2 [2.5, 3.5]: total 3.5.
+  // With kappa = 0.2, C0 and C1 each overlap a 0.5 s gather: c = 1 + 0.2 x 0.5 = 1.1; C2 overlaps none:
+  // total = 0.5 + 1.1 + 1.1 + 1.0 = 3.7, and the stretch counts as exposed communication (0.5 + 0.2).
+  const auto u = units(3, 1.0, 0.5, 0.0);
+  EXPECT_DOUBLE_EQ(sharded_forward(u, 2).total.value(), 3.5);
+  const ShardedPassTime f = sharded_forward(u, 2, 0.2);
+  EXPECT_NEAR(f.total.value(), 3.7, 1e-12);
+  EXPECT_NEAR(f.exposed().value(), 0.7, 1e-12);
+  EXPECT_DOUBLE_EQ(f.compute.value(), 3.0);
+  // Backward, c = 1, g = 0.5, r = 0.5, two units: AG0 [0, 0.5]; B0 [0.5, 1.5] beside AG1 [0.5, 1.0];
+  // RS0 [1.5, 2.0] beside B1 [1.5, 2.5]; RS1 [2.5, 3.0]: total 3.0. With kappa = 0.2 each pass overlaps 0.5 s:
+  // B0 [0.5, 1.6], RS0 [1.6, 2.1], B1 [1.6, 2.7], RS1 [2.7, 3.2]: total 3.2.
+  const auto b = units(2, 1.0, 0.5, 0.5);
+  EXPECT_DOUBLE_EQ(sharded_backward(b).total.value(), 3.0);
+  EXPECT_NEAR(sharded_backward(b, false, 0.2).total.value(), 3.2, 1e-12);
+  EXPECT_THROW((void)sharded_forward(u, 2, 1.0), std::invalid_argument);
+  EXPECT_THROW((void)sharded_backward(b, false, -0.1), std::invalid_argument);
+}
+
 TEST(ShardedPass, ComputeBoundBackwardExposesTheFirstGatherAndTheLastReduce) {
   // g + r <= c: AG_{j+1} and RS_j run under B_{j+1}'s and B_j's compute: total = g + n c + r.
   const ShardedPassTime b = sharded_backward(units(6, 5.0, 1.0, 2.0));
