@@ -54,4 +54,17 @@ FrameworkBehaviour behaviour_of(Framework framework) {
   return b;
 }
 
+const char* framework_family(Framework framework) {
+  switch (framework) {
+    case Framework::megatron_lm_2021:
+    case Framework::megatron_lm_2022:
+    case Framework::megatron_core:
+    case Framework::nemo: return "megatron";
+    case Framework::fsdp:
+    case Framework::fsdp2: return "fsdp";
+    case Framework::deepspeed: return "deepspeed";
+  }
+  return "megatron";
+}
+
 }  // namespace clustersim::models

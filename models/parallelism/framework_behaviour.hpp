@@ -48,4 +48,8 @@ struct FrameworkBehaviour {
 /// The behaviours of `framework`.
 FrameworkBehaviour behaviour_of(Framework framework);
 
+/// The family `framework` belongs to for prediction bands (catalog prediction_uncertainty.toml): "megatron"
+/// (Megatron-LM, Megatron-Core, NeMo), "fsdp" (FSDP1, FSDP2) or "deepspeed".
+const char* framework_family(Framework framework);
+
 }  // namespace clustersim::models

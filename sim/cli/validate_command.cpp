@@ -3,6 +3,8 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -24,6 +26,8 @@ int run_validate_command(const std::vector<std::string>& args) {
        "threads")
       ("fit", "refit every calibration group's training fractions on the whole suite and print them")
       ("leave-one-out", "leave-one-source-out: refit without each dataset, predict it")
+      ("write-uncertainty", po::value<std::string>(),
+       "with --leave-one-out: write the prediction bands (the catalog's prediction_uncertainty.toml) to this file")
       ("catalog", po::value<std::string>(), "hardware catalog directory");
   po::options_description hidden;
   hidden.add_options()("directory", po::value<std::string>(), "validation scenarios");
@@ -73,9 +77,23 @@ int run_validate_command(const std::vector<std::string>& args) {
                   f.fractions.memory, f.in_sample.text().c_str(), f.evaluations);
     }
   }
+  if (vm.count("write-uncertainty") && !vm.count("leave-one-out")) {
+    throw cli::UsageError("--write-uncertainty needs --leave-one-out");
+  }
   if (vm.count("leave-one-out")) {
-    std::cout << "\nLeave one source out (refit without the dataset, predict it):\n"
-              << format_leave_one_out(leave_one_dataset_out(suite, catalog, jobs));
+    const std::vector<HeldOutDataset> held_out = leave_one_dataset_out(suite, catalog, jobs);
+    std::cout << "\nLeave one source out (refit without the dataset, predict it):\n" << format_leave_one_out(held_out);
+    if (vm.count("write-uncertainty")) {
+      const std::filesystem::path path(vm["write-uncertainty"].as<std::string>());
+      const std::filesystem::path partial = path.string() + ".partial";
+      {
+        std::ofstream out(partial);
+        out << format_prediction_uncertainty(held_out);
+        if (!out) throw cli::IoError("cannot write " + partial.string());
+      }
+      std::filesystem::rename(partial, path);
+      std::cout << "\nprediction bands written to " << path.string() << "\n";
+    }
   }
   return 0;
 }

@@ -107,6 +107,13 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
                          r.memory.fits ? "fits" : "OUT OF MEMORY");
     if (!r.memory.fits) out << "            " << r.memory.verdict << "\n";
   }
+  if (const auto& band = r.prediction_band) {
+    out << printf_string("uncertainty %.3f - %.3f s: +- %.1f %% (RMS), up to %.1f %%, of %d published runs "
+                         "predicted with their source left out (%s)\n",
+                         step * (1.0 - band->rms_relative_error), step * (1.0 + band->rms_relative_error),
+                         100.0 * band->rms_relative_error, 100.0 * band->max_relative_error, band->rows,
+                         band->scope.c_str());
+  }
   if (auto c = compare_with_reference(sc, r)) {
     out << printf_string("reference   %s = %.4g %s measured, %.4g predicted: %+.1f %%  (%s)\n", c->metric.c_str(),
                          c->measured, c->units.c_str(), c->predicted, 100.0 * c->relative_error, c->source.c_str());
@@ -144,6 +151,13 @@ std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepRe
   cols.push_back(integer("data_parallel", "1", "data-parallel replicas", sc.parallelism.data));
   cols.push_back(integer("microbatches", "1", "microbatches per pipeline per step", r.microbatches));
   cols.push_back(real("step_time_s", "s", "time of one optimizer step", r.step_time.value()));
+  const double band = r.prediction_band ? r.prediction_band->rms_relative_error : nan;
+  cols.push_back(real("step_time_band", "1",
+                      "RMS relative error of held-out published runs of this GPU group and framework family "
+                      "(leave-one-source-out); NaN if the catalog has none",
+                      band));
+  cols.push_back(real("step_time_low_s", "s", "step_time_s x (1 - step_time_band)", r.step_time.value() * (1.0 - band)));
+  cols.push_back(real("step_time_high_s", "s", "step_time_s x (1 + step_time_band)", r.step_time.value() * (1.0 + band)));
   cols.push_back(real("compute_time_s", "s", "compute kernels on the critical stage", r.critical.compute.value()));
   cols.push_back(real("attention_time_s", "s", "of compute_time_s: fused attention kernels",
                       r.critical.attention.value()));

@@ -8,6 +8,7 @@
 
 #include "models/compute/compute_model.hpp"
 #include "models/network/collective_model.hpp"
+#include "models/parallelism/framework_behaviour.hpp"
 #include "models/workload/transformer.hpp"
 #include "sim/io/scenario.hpp"
 
@@ -109,6 +110,7 @@ StepReport StepSimulator::simulate(const models::StepSetup& setup, const models:
   r.hfu = r.tflops_per_gpu / peak_tflops;
   r.crosses_zones = program.crosses_zones;
   r.memory = models::estimate_memory(setup, device);
+  r.prediction_band = device.prediction_band(models::framework_family(setup.training.framework));
   return r;
 }
 

@@ -43,6 +43,9 @@ struct StepReport {
   double hfu = 0.0;               ///< tflops_per_gpu / the same peak
   models::ZoneCrossings crosses_zones;  ///< communication kinds that cross an availability-zone boundary
   models::MemoryReport memory;          ///< per-stage memory per GPU and the out-of-memory verdict
+  /// How far to trust step_time: the leave-one-source-out errors of published runs on this device's
+  /// calibration group and framework family (catalog prediction_uncertainty.toml); nullopt without one.
+  std::optional<models::PredictionBand> prediction_band;
 };
 
 /// The clusters a StepSimulator has built: topology, collective model (with its memoised flow solves) and the

@@ -9,7 +9,11 @@
 // further and no other row may join them.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -79,6 +83,68 @@ TEST(ValidationSuite, LeaveOneSourceOutWithinBounds) {
   const sim::ErrorSummary all = sim::leave_one_out_summary(held_out);
   EXPECT_GT(all.rows, 0);
   EXPECT_LE(all.mean_abs, kMaxLeaveOneOutMean) << all.text();
+  // The shipped prediction bands are these held-out errors (regenerate: clustersim validate --leave-one-out
+  // --write-uncertainty models/hardware/catalog/prediction_uncertainty.toml).
+  std::ifstream shipped(models::Catalog::default_directory() / "prediction_uncertainty.toml");
+  const std::string text((std::istreambuf_iterator<char>(shipped)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, sim::format_prediction_uncertainty(held_out));
+}
+
+}  // namespace
+}  // namespace clustersim
+
+namespace clustersim {
+namespace {
+
+sim::ValidationRow held_out_row(const std::string& group, const std::string& framework, double error) {
+  sim::ValidationRow r;
+  r.calibration_group = group;
+  r.framework = framework;
+  sim::ReferenceComparison c;
+  c.measured = 100.0;
+  c.predicted = 100.0 * (1.0 + error);
+  c.relative_error = error;
+  r.comparison = c;
+  return r;
+}
+
+// The prediction bands: leave-one-source-out errors per calibration group and framework family, written as the
+// catalog's prediction_uncertainty.toml, read back by Catalog::load, and looked up for a run as
+// group/family -> group/* -> */family -> */*. Two hopper Megatron-family rows at +3 % and -4 %: RMS
+// sqrt((9 + 16) / 2) % = 3.536 %, max 4 %; one ampere FSDP row at +10 %.
+TEST(PredictionBands, WrittenFromHeldOutRowsAndReadBackByTheCatalog) {
+  sim::HeldOutDataset a, b;
+  a.rows = {held_out_row("hopper", "nemo", 0.03), held_out_row("hopper", "megatron-core", -0.04)};
+  b.rows = {held_out_row("ampere", "fsdp2", 0.10)};
+  const std::string text = sim::format_prediction_uncertainty({a, b});
+  const auto dir = std::filesystem::temp_directory_path() / "clustersim-bands-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto shipped = models::Catalog::default_directory();
+  std::filesystem::copy_file(shipped / "devices.toml", dir / "devices.toml");
+  std::filesystem::copy_file(shipped / "vm_sizes.toml", dir / "vm_sizes.toml");
+  {
+    std::ofstream out(dir / "prediction_uncertainty.toml");
+    out << text;
+  }
+  const models::Catalog c = models::Catalog::load(dir);
+  const auto megatron = c.device("H100-SXM5-80GB").prediction_band("megatron");
+  ASSERT_TRUE(megatron.has_value());
+  EXPECT_NEAR(megatron->rms_relative_error, std::sqrt((0.03 * 0.03 + 0.04 * 0.04) / 2.0), 1e-4);
+  EXPECT_NEAR(megatron->max_relative_error, 0.04, 1e-4);
+  EXPECT_EQ(megatron->rows, 2);
+  EXPECT_EQ(megatron->scope, "hopper/megatron");
+  // No hopper FSDP row: the hopper group's band over every family.
+  EXPECT_EQ(c.device("H100-SXM5-80GB").prediction_band("fsdp")->scope, "hopper/*");
+  // A device of a group without rows: the suite's band for its family, then the suite's over all.
+  EXPECT_EQ(c.device("MI300X").prediction_band("fsdp")->rows, 1);
+  EXPECT_NEAR(c.device("MI300X").prediction_band("fsdp")->rms_relative_error, 0.10, 1e-4);
+  EXPECT_EQ(c.device("MI300X").prediction_band("deepspeed")->rows, 3);
+  std::filesystem::remove_all(dir);
+  // An unknown framework is an error, not a silently dropped row.
+  sim::HeldOutDataset bad;
+  bad.rows = {held_out_row("hopper", "jax", 0.01)};
+  EXPECT_THROW((void)sim::format_prediction_uncertainty({bad}), std::invalid_argument);
 }
 
 }  // namespace
