@@ -7,6 +7,7 @@
 
 #include "models/parallelism/framework_behaviour.hpp"
 #include "models/parallelism/schedule.hpp"
+#include "models/precision.hpp"
 #include "models/workload/transformer.hpp"
 
 namespace clustersim::models {
@@ -224,7 +225,7 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
   };
   ParameterBytes per_param = bytes_per_parameter(setup.training.precision);
   if (par.zero_stage < 3 && behaviour_of(setup.training.framework).grad_buffer_in_reduce_dtype) {
-    per_param.gradients = bytes_per_parameter(setup.training.grad_reduce).weights;
+    per_param.gradients = activation_bytes_per_element(setup.training.grad_reduce);  // as the step program
   }
   const double weight_shard = par.zero_stage >= 3 ? dp : 1.0;
   const double grad_shard = par.zero_stage >= 2 ? dp : 1.0;

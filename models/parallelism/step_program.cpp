@@ -295,6 +295,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   StepProgram program;
   program.microbatches = m;
   program.virtual_stages = v;
+  program.overlap_compute_slowdown = kOverlapComputeSlowdown;
   if (par.tensor > 1) {
     program.crosses_zones.tensor_parallel =
         network.collective_time(CollectiveOp::all_reduce, tp, units::Bytes(1e6)).crosses_zones;
@@ -430,7 +431,6 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     stage.grad_buckets =
         std::max<int64_t>(1, static_cast<int64_t>(std::ceil(stage.parameters / kGradientBucketParameters)));
     stage.overlap_grad_sync = par.overlap_grad_reduce;
-    program.overlap_compute_slowdown = kOverlapComputeSlowdown;
     const bool reduced_in_passes = par.zero_stage == 2 && framework.zero2_reduces_every_microbatch;
     if (!sharded_passes && !reduced_in_passes) {
       // ZeRO 0: all-reduce of the gradients; ZeRO 1-3: reduce-scatter (the distributed optimizer; FSDP with

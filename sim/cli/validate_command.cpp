@@ -4,7 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <stdexcept>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -12,6 +12,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/cli/exit_status.hpp"
+#include "sim/output/atomic_file.hpp"
 #include "sim/validation/validation.hpp"
 #include "sim/validation/validation_report.hpp"
 
@@ -85,13 +86,11 @@ int run_validate_command(const std::vector<std::string>& args) {
     std::cout << "\nLeave one source out (refit without the dataset, predict it):\n" << format_leave_one_out(held_out);
     if (vm.count("write-uncertainty")) {
       const std::filesystem::path path(vm["write-uncertainty"].as<std::string>());
-      const std::filesystem::path partial = path.string() + ".partial";
-      {
-        std::ofstream out(partial);
-        out << format_prediction_uncertainty(held_out);
-        if (!out) throw cli::IoError("cannot write " + partial.string());
+      try {
+        write_text_atomically(path, format_prediction_uncertainty(held_out), "clustersim validate");
+      } catch (const std::runtime_error& e) {
+        throw cli::IoError(e.what());
       }
-      std::filesystem::rename(partial, path);
       std::cout << "\nprediction bands written to " << path.string() << "\n";
     }
   }
