@@ -188,14 +188,15 @@ double bus_bandwidth_factor(CollectiveOp op, int64_t ranks) {
 }
 
 uint64_t CommPattern::hash() const {
-  if (hash_ != 0) return hash_;
+  if (const uint64_t cached = hash_.load(std::memory_order_relaxed); cached != 0) return cached;
   uint64_t h = splitmix64(groups.size());
   for (const auto& g : groups) {
     h = splitmix64(h ^ g.size());
     for (int64_t r : g) h = splitmix64(h ^ static_cast<uint64_t>(r));
   }
-  hash_ = h == 0 ? 1 : h;
-  return hash_;
+  h = h == 0 ? 1 : h;
+  hash_.store(h, std::memory_order_relaxed);
+  return h;
 }
 
 double LinkEfficiency::of(LinkClass c) const {

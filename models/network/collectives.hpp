@@ -38,6 +38,7 @@
 // docs/network.md); network step latencies are NCCL's (tuning.cc hwLat: NET ring Simple 9.6 us, LL 2.7 us).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -73,27 +74,28 @@ struct CommPattern {
   CommPattern& operator=(const CommPattern& other) {
     if (this != &other) {
       groups = other.groups;
-      hash_ = 0;
+      hash_.store(0, std::memory_order_relaxed);
     }
     return *this;
   }
-  CommPattern(CommPattern&& other) noexcept : groups(std::move(other.groups)), hash_(other.hash_) { other.hash_ = 0; }
+  CommPattern(CommPattern&& other) noexcept
+      : groups(std::move(other.groups)), hash_(other.hash_.exchange(0, std::memory_order_relaxed)) {}
   CommPattern& operator=(CommPattern&& other) noexcept {
     groups = std::move(other.groups);
-    hash_ = other.hash_;
-    other.hash_ = 0;
+    hash_.store(other.hash_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
     return *this;
   }
   ~CommPattern() = default;
 
   std::vector<std::vector<int64_t>> groups;
   /// A stable hash of the groups (for memoisation), computed on the first call and kept: the groups must not
-  /// change after it (build a new pattern instead). The first call writes the cache: do not make it from two
-  /// threads at once on one pattern.
+  /// change after it (build a new pattern instead). Safe to call from several threads at once on one pattern
+  /// (sweep threads share cached step programs): the cache is atomic, and racing first calls store the same
+  /// value.
   [[nodiscard]] uint64_t hash() const;
 
  private:
-  mutable uint64_t hash_ = 0;  ///< 0: not computed yet
+  mutable std::atomic<uint64_t> hash_{0};  ///< 0: not computed yet
 };
 
 /// One transfer of a phase: a routed path and its bytes per byte of collective payload.

@@ -16,7 +16,6 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
-#include <optional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -31,11 +30,9 @@
 #include "sim/io/scenario.hpp"
 #include "sim/output/chrome_trace.hpp"
 #include "sim/output/results_file.hpp"
-#include "sim/job/job_setup.hpp"
-#include "sim/job/job_simulation.hpp"
 #include "sim/output/job_report.hpp"
 #include "sim/output/step_report.hpp"
-#include "sim/step/step_simulation.hpp"
+#include "sim/run/run_scenario.hpp"
 #include "sim/version.hpp"
 
 namespace po = boost::program_options;
@@ -94,31 +91,10 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
   const std::vector<std::string> overrides =
       vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   const sim::Scenario scenario = sim::load_scenario(vm["scenario"].as<std::string>(), overrides, catalog);
-  const sim::StepReport report = sim::simulate_scenario(scenario, catalog);
-  // A job split over zones is also simulated in one zone: the cross-zone penalty and what causes it.
-  std::optional<sim::StepReport> one_zone;
-  if (scenario.cluster.zones.size() > 1) {
-    sim::Scenario single = scenario;
-    single.cluster.zones.clear();
-    one_zone = sim::simulate_scenario(single, catalog);
-  }
-  const sim::StepReport* one_zone_ptr = one_zone ? &*one_zone : nullptr;
-  std::cout << sim::format_step_summary(scenario, catalog, report, one_zone_ptr);
-
-  // With a [job]: time and money to train over Monte Carlo replications; spot is compared with on demand.
-  std::optional<sim::JobStatistics> job, on_demand;
-  if (scenario.job) {
-    const models::JobSpec spec = sim::job_spec_of(scenario, report);
-    job = sim::simulate_job(spec, scenario.job->replications, scenario.simulation.seed);
-    if (scenario.job->spot) {
-      models::JobSpec od = spec;
-      od.interruptions.spot = false;
-      od.interruptions.eviction_trace.clear();
-      od.cost.spot_discount = 0.0;
-      on_demand = sim::simulate_job(od, scenario.job->replications, scenario.simulation.seed);
-    }
-    std::cout << sim::format_job_summary(scenario, *job, on_demand ? &*on_demand : nullptr);
-  }
+  const sim::RunResult run = sim::run_scenario(scenario, catalog);
+  const sim::StepReport& report = run.step;
+  std::cout << sim::format_step_summary(scenario, catalog, report, run.one_zone_report());
+  if (run.job) std::cout << sim::format_job_summary(scenario, *run.job, run.on_demand_job());
 
   if (vm.count("trace")) {
     const std::string path = vm["trace"].as<std::string>();
@@ -142,15 +118,12 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
     meta.seed = scenario.simulation.seed;
     meta.scenario_toml = scenario.resolved_toml;
     const std::string path = vm["output"].as<std::string>();
-    std::vector<sim::SummaryColumn> columns = sim::step_summary_columns(scenario, report, one_zone_ptr);
+    const std::vector<sim::SummaryColumn> columns = sim::run_summary_columns(scenario, run);
     std::vector<sim::ColumnGroup> groups{
         {"runs/0/stages", "one row per pipeline stage of run 0", sim::stage_columns(report)}};
-    if (job) {
-      for (auto& c : sim::job_summary_columns(scenario, *job, on_demand ? &*on_demand : nullptr)) {
-        columns.push_back(std::move(c));
-      }
+    if (run.job) {
       groups.push_back({"runs/0/replications", "one row per Monte Carlo replication of the job of run 0",
-                        sim::replication_columns(*job)});
+                        sim::replication_columns(*run.job)});
     }
     try {
       sim::write_results_file(path, meta, columns, groups);

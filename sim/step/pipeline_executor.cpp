@@ -167,7 +167,7 @@ class Executor {
       }
       auto& plan = reductions_[k];
       if (stage.chunk_grad_sync.empty()) {
-        plan.push_back(Reduction{final_backward, Time::from_seconds(stage.grad_sync), stage.grad_buckets});
+        plan.push_back(Reduction{final_backward, Time::from_seconds(stage.grad_sync), stage.grad_buckets, 0, {}, {}});
       } else {
         if (stage.chunk_grad_sync.size() != chunks_ || stage.chunk_grad_buckets.size() != chunks_) {
           throw std::invalid_argument("pipeline executor: stage " + std::to_string(k) +
@@ -175,7 +175,7 @@ class Executor {
         }
         for (size_t c = 0; c < chunks_; ++c) {
           plan.push_back(Reduction{last_backward[c], Time::from_seconds(stage.chunk_grad_sync[c]),
-                                   std::max<int64_t>(1, stage.chunk_grad_buckets[c])});
+                                   std::max<int64_t>(1, stage.chunk_grad_buckets[c]), 0, {}, {}});
         }
       }
       for (const Reduction& r : plan) total_sync_[k] += r.duration;

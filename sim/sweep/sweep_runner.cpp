@@ -6,17 +6,13 @@
 #include <exception>
 #include <limits>
 #include <mutex>
-#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
 
 #include "models/hardware/catalog.hpp"
 #include "sim/io/scenario_params.hpp"
-#include "sim/job/job_setup.hpp"
-#include "sim/job/job_simulation.hpp"
-#include "sim/output/job_report.hpp"
-#include "sim/output/step_report.hpp"
+#include "sim/run/run_scenario.hpp"
 
 namespace clustersim::sim {
 
@@ -67,29 +63,9 @@ SweepRow SweepPointRunner::run(const SweepPoint& point) {
   overrides.insert(overrides.end(), point.overrides.begin(), point.overrides.end());
   try {
     const Scenario sc = load_scenario(sweep_.document, overrides, catalog_);
-    const models::VmSize& vm = catalog_.vm_size(sc.cluster.vm_size);
-    const models::DeviceSpec& device = catalog_.device(vm.device);
-    const StepReport report = simulator_.simulate(step_setup_of(sc, catalog_), vm, device, network_setup_of(sc));
-    std::optional<StepReport> one_zone;
-    if (sc.cluster.zones.size() > 1) {
-      Scenario single = sc;
-      single.cluster.zones.clear();
-      one_zone = simulator_.simulate(step_setup_of(single, catalog_), vm, device, network_setup_of(single));
-    }
-    std::vector<SummaryColumn> columns = step_summary_columns(sc, report, one_zone ? &*one_zone : nullptr);
-    if (sc.job) {
-      const models::JobSpec spec = job_spec_of(sc, report);
-      const JobStatistics job = simulate_job(spec, sc.job->replications, sc.simulation.seed);
-      std::optional<JobStatistics> on_demand;
-      if (sc.job->spot) {
-        models::JobSpec od = spec;
-        od.interruptions.spot = false;
-        od.interruptions.eviction_trace.clear();
-        od.cost.spot_discount = 0.0;
-        on_demand = simulate_job(od, sc.job->replications, sc.simulation.seed);
-      }
-      for (auto& c : job_summary_columns(sc, job, on_demand ? &*on_demand : nullptr)) columns.push_back(std::move(c));
-    }
+    const RunResult run = run_scenario(sc, catalog_, simulator_);
+    const std::vector<SummaryColumn> columns = run_summary_columns(sc, run);
+    const StepReport& report = run.step;
     SweepMetaList meta;
     for (const SummaryColumn& c : columns) {
       std::visit(

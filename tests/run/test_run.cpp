@@ -1,0 +1,109 @@
+// run_scenario: the recipe of one run (step; one-zone reference for a cluster over zones; job and its on-demand
+// counterpart for spot) and its /summary row, checked against the pieces it is made of.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <type_traits>
+#include <filesystem>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "models/hardware/catalog.hpp"
+#include "models/reliability/job_model.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/job/job_setup.hpp"
+#include "sim/output/job_report.hpp"
+#include "sim/output/step_report.hpp"
+#include "sim/run/run_scenario.hpp"
+
+namespace clustersim::sim {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kScenarios = fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "azure";
+
+const models::Catalog& catalog() {
+  static const models::Catalog c = models::Catalog::load(models::Catalog::default_directory());
+  return c;
+}
+
+/// The value of column `name` (first row), as double; NaN for a string column; fails when absent.
+double column(const std::vector<SummaryColumn>& columns, const std::string& name) {
+  for (const SummaryColumn& c : columns) {
+    if (c.name != name) continue;
+    return std::visit(
+        [](const auto& v) -> double {
+          using T = typename std::decay_t<decltype(v)>::value_type;
+          if constexpr (std::is_arithmetic_v<T>) return v.empty() ? NAN : static_cast<double>(v.front());
+          return NAN;
+        },
+        c.values);
+  }
+  ADD_FAILURE() << "no column " << name;
+  return NAN;
+}
+
+TEST(RunScenario, OneZoneClusterRunsTheStepOnly) {
+  const Scenario sc = load_scenario(kScenarios / "gpt3-175b-h100-one-zone.toml", {}, catalog());
+  ASSERT_LE(sc.cluster.zones.size(), 1u);
+  const RunResult run = run_scenario(sc, catalog());
+  EXPECT_FALSE(run.one_zone);
+  EXPECT_EQ(run.one_zone_report(), nullptr);
+  EXPECT_EQ(run.job.has_value(), sc.job.has_value());
+  EXPECT_EQ(run.step.step_time, simulate_scenario(sc, catalog()).step_time);
+}
+
+TEST(RunScenario, TwoZonesAlsoRunTheOneZoneReference) {
+  const Scenario sc = load_scenario(kScenarios / "gpt3-175b-h100-two-zones.toml", {}, catalog());
+  ASSERT_GE(sc.cluster.zones.size(), 2u);
+  const RunResult run = run_scenario(sc, catalog());
+  ASSERT_TRUE(run.one_zone);
+  Scenario single = sc;
+  single.cluster.zones.clear();
+  EXPECT_EQ(run.one_zone->step_time, simulate_scenario(single, catalog()).step_time);
+  EXPECT_EQ(run.step.step_time, simulate_scenario(sc, catalog()).step_time);
+  // The row carries the penalty T / T_one_zone - 1.
+  const auto columns = run_summary_columns(sc, run);
+  EXPECT_NEAR(column(columns, "cross_zone_penalty"),
+              run.step.step_time.value() / run.one_zone->step_time.value() - 1.0, 1e-12);
+}
+
+TEST(RunScenario, SpotJobIsComparedWithTheSameJobOnDemand) {
+  const Scenario sc = load_scenario(kScenarios / "gpt3-175b-h100-spot-5pct.toml", {}, catalog());
+  ASSERT_TRUE(sc.job && sc.job->spot);
+  const RunResult run = run_scenario(sc, catalog());
+  ASSERT_TRUE(run.job);
+  ASSERT_TRUE(run.on_demand);
+  // The counterpart: no evictions and the pay-as-you-go price; everything else equal.
+  const models::JobSpec spot = job_spec_of(sc, run.step);
+  const models::JobSpec od = on_demand_counterpart(spot);
+  EXPECT_FALSE(od.interruptions.spot);
+  EXPECT_TRUE(od.interruptions.eviction_trace.empty());
+  EXPECT_EQ(od.cost.spot_discount, 0.0);
+  EXPECT_EQ(od.steps, spot.steps);
+  EXPECT_EQ(run.on_demand->mean_hours, simulate_job(od, sc.job->replications, sc.simulation.seed).mean_hours);
+  // Spot is evicted, on demand is not; spot is billed at a discount.
+  EXPECT_GT(run.job->mean_evictions, run.on_demand->mean_evictions);
+  // The row is the step's columns followed by the job's.
+  const auto columns = run_summary_columns(sc, run);
+  const auto step = step_summary_columns(sc, run.step, run.one_zone_report());
+  const auto job = job_summary_columns(sc, *run.job, run.on_demand_job());
+  ASSERT_EQ(columns.size(), step.size() + job.size());
+  for (size_t i = 0; i < step.size(); ++i) EXPECT_EQ(columns[i].name, step[i].name);
+  for (size_t i = 0; i < job.size(); ++i) EXPECT_EQ(columns[step.size() + i].name, job[i].name);
+}
+
+TEST(RunScenario, SharedSimulatorGivesTheSameResultAsAPrivateOne) {
+  const Scenario sc = load_scenario(kScenarios / "gpt3-175b-h100-two-zones.toml", {}, catalog());
+  StepSimulator simulator;
+  const RunResult first = run_scenario(sc, catalog(), simulator);
+  const RunResult again = run_scenario(sc, catalog(), simulator);  // memoised flow solves
+  const RunResult fresh = run_scenario(sc, catalog());
+  EXPECT_EQ(first.step.step_time, again.step.step_time);
+  EXPECT_EQ(first.step.step_time, fresh.step.step_time);
+  EXPECT_EQ(first.one_zone->step_time, fresh.one_zone->step_time);
+}
+
+}  // namespace
+}  // namespace clustersim::sim
