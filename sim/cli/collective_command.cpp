@@ -1,5 +1,6 @@
 #include "sim/cli/collective_command.hpp"
-#include "sim/cli/exit_status.hpp"
+#include "sim/errors.hpp"
+#include "sim/run/exit_status.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -32,7 +33,6 @@ namespace {
 
 namespace po = boost::program_options;
 
-using namespace cli;
 
 __attribute__((format(printf, 1, 2))) std::string strf(const char* fmt, ...) {
   va_list args;
@@ -442,8 +442,8 @@ std::vector<Row> sweep(Parameters& p) {
 
 int run_collective_command(const std::vector<std::string>& args, const std::string& command_line) {
   const po::options_description options = options_description();
-  const char* const help_hint = "\n(see 'clustersim collective --help')\n";
-  try {
+  const char* const help_hint = "\n(see 'clustersim collective --help')";
+  return exit_status_of("collective", [&]() -> int {
     po::variables_map vm;
     try {
       const po::positional_options_description no_positionals;  // so that a stray argument is an error
@@ -469,31 +469,12 @@ int run_collective_command(const std::vector<std::string>& args, const std::stri
       try {
         write_results_file(*p.output, meta, summary_columns(p, rows));
       } catch (const std::exception& e) {
-        std::cerr << "clustersim collective: error: " << e.what() << "\n";
-        return kExitIoError;
+        throw IoError(e.what());
       }
       std::cout << "# wrote " << *p.output << "\n";
     }
     return 0;
-  } catch (const UsageError& e) {
-    std::cerr << "clustersim collective: " << e.what() << help_hint;
-    return kExitUsage;
-  } catch (const models::CatalogError& e) {
-    std::cerr << "clustersim collective: catalog error: " << e.what() << "\n";
-    return kExitDataError;
-  } catch (const DataError& e) {
-    std::cerr << "clustersim collective: error: " << e.what() << "\n";
-    return kExitDataError;
-  } catch (const std::invalid_argument& e) {  // the models reject well-formed options: bad data
-    std::cerr << "clustersim collective: error: " << e.what() << "\n";
-    return kExitDataError;
-  } catch (const std::out_of_range& e) {
-    std::cerr << "clustersim collective: error: " << e.what() << "\n";
-    return kExitDataError;
-  } catch (const std::exception& e) {
-    std::cerr << "clustersim collective: internal error: " << e.what() << "\n";
-    return kExitSoftware;
-  }
+  }, help_hint);
 }
 
 }  // namespace clustersim::sim

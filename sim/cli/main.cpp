@@ -11,8 +11,8 @@
 //   clustersim --version
 // Global option: --catalog DIR (default: CLUSTERSIM_CATALOG_DIR or the source tree's catalog).
 //
-// Exit status (sysexits.h): 0 success; 64 usage error; 65 bad scenario or catalog data (file:line:col: key);
-// 70 internal error; 74 output could not be written. On any error nothing is written.
+// Exit status: the one table of sim/run/exit_status.hpp (sysexits.h; README "Exit status"). On any error
+// nothing is written.
 #include <boost/program_options.hpp>
 
 #include <cstdio>
@@ -23,7 +23,6 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/cli/catalog_table.hpp"
-#include "sim/cli/exit_status.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/cli/validate_command.hpp"
@@ -32,6 +31,8 @@
 #include "sim/output/results_file.hpp"
 #include "sim/output/job_report.hpp"
 #include "sim/output/step_report.hpp"
+#include "sim/errors.hpp"
+#include "sim/run/exit_status.hpp"
 #include "sim/run/run_scenario.hpp"
 #include "sim/version.hpp"
 
@@ -40,7 +41,7 @@ using namespace clustersim;
 
 namespace {
 
-using namespace sim::cli;
+using sim::UsageError;
 
 std::string join_command_line(int argc, char** argv) {
   std::string s;
@@ -105,8 +106,7 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
     try {
       sim::write_chrome_trace(path, report.pipeline, info);
     } catch (const std::runtime_error& e) {
-      std::cerr << "clustersim: error: " << e.what() << "\n";
-      return kExitIoError;
+      throw sim::IoError(e.what());
     }
     std::cout << "wrote " << path << "\n";
   }
@@ -128,8 +128,7 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
     try {
       sim::write_results_file(path, meta, columns, groups);
     } catch (const std::exception& e) {
-      std::cerr << "clustersim: error: " << e.what() << "\n";
-      return kExitIoError;
+      throw sim::IoError(e.what());
     }
     std::cout << "wrote " << path << "\n";
   }
@@ -174,11 +173,11 @@ int main(int argc, char** argv) {
   const std::string command_line = join_command_line(argc, argv);
   if (argc < 2) {
     std::cerr << kUsage;
-    return kExitUsage;
+    return sim::kExitUsage;
   }
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
-  try {
+  return sim::exit_status_of(command, [&]() -> int {
     if (command == "--help" || command == "-h" || command == "help") {
       std::cout << kUsage;
       return 0;
@@ -199,27 +198,6 @@ int main(int argc, char** argv) {
       return 0;
     }
     std::cerr << "clustersim: unknown command '" << command << "'\n" << kUsage;
-    return kExitUsage;
-  } catch (const UsageError& e) {
-    std::cerr << "clustersim " << command << ": " << e.what() << "\n";
-    return kExitUsage;
-  } catch (const DataError& e) {
-    std::cerr << "clustersim: error: " << e.what() << "\n";
-    return kExitDataError;
-  } catch (const sim::ScenarioError& e) {
-    std::cerr << "clustersim: error: " << e.what() << "\n";
-    return kExitDataError;
-  } catch (const models::CatalogError& e) {
-    std::cerr << "clustersim: catalog error: " << e.what() << "\n";
-    return kExitDataError;
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "clustersim: error: " << e.what() << "\n";
-    return kExitDataError;
-  } catch (const std::out_of_range& e) {
-    std::cerr << "clustersim: error: " << e.what() << "\n";
-    return kExitDataError;
-  } catch (const std::exception& e) {
-    std::cerr << "clustersim: internal error: " << e.what() << "\n";
-    return kExitSoftware;
-  }
+    return sim::kExitUsage;
+  });
 }

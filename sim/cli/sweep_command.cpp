@@ -1,6 +1,5 @@
 #include "sim/cli/sweep_command.hpp"
-#include "sim/cli/exit_status.hpp"
-#include "sim/cli/mpi_ranks.hpp"
+#include "sim/sweep/mpi_ranks.hpp"
 
 #include <boost/program_options.hpp>
 #include <toml++/toml.h>
@@ -34,6 +33,8 @@
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
+#include "sim/errors.hpp"
+#include "sim/run/exit_status.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/io/scenario_params.hpp"
 #include "sim/job/job_setup.hpp"
@@ -54,42 +55,23 @@ namespace {
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
-using namespace cli;
-constexpr int kExitStopped = 75;  // --stop-after (testing): the sweep stopped early, the sidecar is kept
 
-/// Runs `body`, mapping exceptions to exit statuses; the error text (whole lines) goes to `message`.
+/// Runs `body`, mapping exceptions to exit statuses (sim/run/exit_status.hpp); the error text goes to `message`.
 template <typename F>
 int attempt(const std::string& command, std::string& message, F&& body) {
   try {
     return body();
-  } catch (const UsageError& e) {
-    message = "clustersim " + command + ": " + e.what() + "\n";
-    return kExitUsage;
-  } catch (const ScenarioError& e) {
-    message = std::string("clustersim: error: ") + e.what() + "\n";
-    return kExitDataError;
-  } catch (const models::CatalogError& e) {
-    message = std::string("clustersim: catalog error: ") + e.what() + "\n";
-    return kExitDataError;
-  } catch (const DataError& e) {
-    message = std::string("clustersim: error: ") + e.what() + "\n";
-    return kExitDataError;
-  } catch (const IoError& e) {
-    message = std::string("clustersim: error: ") + e.what() + "\n";
-    return kExitIoError;
-  } catch (const std::exception& e) {
-    message = std::string("clustersim: internal error: ") + e.what() + "\n";
-    return kExitSoftware;
+  } catch (...) {
+    ErrorExit e = exit_for(std::current_exception(), command);
+    message = std::move(e.message);
+    return e.status;
   }
 }
 
 /// Runs `body`, mapping exceptions to exit statuses and messages on stderr.
 template <typename F>
 int guarded(const std::string& command, F&& body) {
-  std::string message;
-  const int code = attempt(command, message, std::forward<F>(body));
-  std::cerr << message;
-  return code;
+  return exit_status_of(command, std::forward<F>(body));
 }
 
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& options,
@@ -1347,7 +1329,7 @@ int list_runs_main(const std::vector<std::string>& args) {
 }  // namespace
 
 int run_sweep_command(const std::vector<std::string>& args, const std::string& /*command_line*/) {
-  cli::SweepRanks ranks;
+  SweepRanks ranks;
   std::string message;
   const int code = attempt("sweep", message, [&] { return sweep_main(args, ranks); });
   // sweep_main handles its errors; one that escapes it must not leave other ranks waiting.

@@ -9,7 +9,7 @@
 // file (status "invalid" / "out_of_memory"), not an error.
 //
 // In `clustersim-mpi` (docs/scale-out.md, "MPI"), `sweep` under `mpirun -n N` spreads the points over the N
-// ranks (sim/cli/mpi_ranks.hpp) and rank 0 writes the same file; every rank exits with the same status.
+// ranks (sim/sweep/mpi_ranks.hpp) and rank 0 writes the same file; every rank exits with the same status.
 #pragma once
 
 #include <string>

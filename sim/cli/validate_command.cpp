@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "models/hardware/catalog.hpp"
-#include "sim/cli/exit_status.hpp"
+#include "sim/errors.hpp"
 #include "sim/output/atomic_file.hpp"
 #include "sim/validation/validation.hpp"
 #include "sim/validation/validation_report.hpp"
@@ -43,14 +43,14 @@ int run_validate_command(const std::vector<std::string>& args) {
   } catch (const po::error& e) {
     std::ostringstream o;
     o << options;
-    throw cli::UsageError(std::string(e.what()) + "\n" + o.str());
+    throw UsageError(std::string(e.what()) + "\n" + o.str());
   }
   if (vm.count("help")) {
     std::cout << options;
     return 0;
   }
   const int jobs = vm["jobs"].as<int>();
-  if (jobs < 1) throw cli::UsageError("--jobs must be >= 1");
+  if (jobs < 1) throw UsageError("--jobs must be >= 1");
   const models::Catalog catalog = models::Catalog::load(
       vm.count("catalog") ? vm["catalog"].as<std::string>() : models::Catalog::default_directory().string());
   const std::filesystem::path dir = vm.count("directory")
@@ -60,7 +60,7 @@ int run_validate_command(const std::vector<std::string>& args) {
   try {
     suite = ValidationSuite::load(dir, catalog);
   } catch (const std::runtime_error& e) {
-    throw cli::DataError(e.what());
+    throw DataError(e.what());
   }
   const std::vector<ValidationRow> rows = suite.evaluate(catalog, jobs);
   std::cout << "Validation suite: " << rows.size() << " published runs in " << dir.string() << "\n";
@@ -79,7 +79,7 @@ int run_validate_command(const std::vector<std::string>& args) {
     }
   }
   if (vm.count("write-uncertainty") && !vm.count("leave-one-out")) {
-    throw cli::UsageError("--write-uncertainty needs --leave-one-out");
+    throw UsageError("--write-uncertainty needs --leave-one-out");
   }
   if (vm.count("leave-one-out")) {
     const std::vector<HeldOutDataset> held_out = leave_one_dataset_out(suite, catalog, jobs);
@@ -89,7 +89,7 @@ int run_validate_command(const std::vector<std::string>& args) {
       try {
         write_text_atomically(path, format_prediction_uncertainty(held_out), "clustersim validate");
       } catch (const std::runtime_error& e) {
-        throw cli::IoError(e.what());
+        throw IoError(e.what());
       }
       std::cout << "\nprediction bands written to " << path.string() << "\n";
     }

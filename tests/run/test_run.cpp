@@ -15,6 +15,8 @@
 #include "sim/job/job_setup.hpp"
 #include "sim/output/job_report.hpp"
 #include "sim/output/step_report.hpp"
+#include "sim/errors.hpp"
+#include "sim/run/exit_status.hpp"
 #include "sim/run/run_scenario.hpp"
 
 namespace clustersim::sim {
@@ -103,6 +105,33 @@ TEST(RunScenario, SharedSimulatorGivesTheSameResultAsAPrivateOne) {
   EXPECT_EQ(first.step.step_time, again.step.step_time);
   EXPECT_EQ(first.step.step_time, fresh.step.step_time);
   EXPECT_EQ(first.one_zone->step_time, fresh.one_zone->step_time);
+}
+
+template <typename E>
+ErrorExit exit_of(const E& error) {
+  return exit_for(std::make_exception_ptr(error), "run", "\n(hint)");
+}
+
+TEST(ExitStatus, OneTableForEveryCommand) {
+  EXPECT_EQ(exit_of(UsageError("bad flag")).status, 64);
+  EXPECT_EQ(exit_of(UsageError("bad flag")).message, "clustersim run: bad flag\n(hint)\n");
+  EXPECT_EQ(exit_of(ScenarioError("a.toml", 3, 1, "model.num_layers", "must be >= 1")).status, 65);
+  EXPECT_EQ(exit_of(DataError("sidecar malformed")).status, 65);
+  EXPECT_EQ(exit_of(models::CatalogError("no such VM size")).status, 65);
+  EXPECT_EQ(exit_of(models::CatalogError("x")).message, "clustersim: catalog error: x\n");
+  // Values the models reject are bad user data, from every command (they were 70 from `sweep`).
+  EXPECT_EQ(exit_of(std::invalid_argument("tensor does not divide heads")).status, 65);
+  EXPECT_EQ(exit_of(std::out_of_range("no fp8 on this device")).status, 65);
+  EXPECT_EQ(exit_of(IoError("cannot write out.h5")).status, 74);
+  // Anything else is a failed invariant: a bug.
+  EXPECT_EQ(exit_of(std::logic_error("invariant")).status, 70);
+  EXPECT_EQ(exit_of(std::runtime_error("x")).message, "clustersim: internal error: x\n");
+  EXPECT_EQ(exit_for(std::make_exception_ptr(42), "run").status, 70);
+}
+
+TEST(ExitStatus, ExitStatusOfRunsTheBodyAndMapsItsException) {
+  EXPECT_EQ(exit_status_of("run", [] { return 0; }), 0);
+  EXPECT_EQ(exit_status_of("run", []() -> int { throw IoError("disk full"); }), 74);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// SweepRanks for the plain `clustersim` binary: one rank, no MPI (sim/cli/mpi_ranks.hpp).
-#include "sim/cli/mpi_ranks.hpp"
+// SweepRanks for the plain `clustersim` binary: one rank, no MPI (sim/sweep/mpi_ranks.hpp).
+#include "sim/sweep/mpi_ranks.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <thread>
 
-namespace clustersim::sim::cli {
+namespace clustersim::sim {
 
 struct SweepRanks::Pending {};
 
@@ -36,4 +36,4 @@ void SweepRanks::abort(int code, const std::string& message) {
   std::_Exit(code);
 }
 
-}  // namespace clustersim::sim::cli
+}  // namespace clustersim::sim

@@ -1,7 +1,7 @@
-// SweepRanks for `clustersim-mpi`: the ranks of MPI_COMM_WORLD (sim/cli/mpi_ranks.hpp). The only translation
+// SweepRanks for `clustersim-mpi`: the ranks of MPI_COMM_WORLD (sim/sweep/mpi_ranks.hpp). The only translation
 // unit that includes <mpi.h>. Waits poll (MPI_Test, then a 1 ms sleep) rather than block, because Open MPI's
 // blocking calls spin a core that the worker threads of the same rank would rather use.
-#include "sim/cli/mpi_ranks.hpp"
+#include "sim/sweep/mpi_ranks.hpp"
 
 #include <mpi.h>
 #include <sched.h>
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-namespace clustersim::sim::cli {
+namespace clustersim::sim {
 
 namespace {
 
@@ -167,4 +167,4 @@ void SweepRanks::abort(int code, const std::string& message) {
   std::_Exit(code);
 }
 
-}  // namespace clustersim::sim::cli
+}  // namespace clustersim::sim

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-namespace clustersim::sim::cli {
+namespace clustersim::sim {
 
 /// The ranks of a sweep: joins the MPI job on construction (MPI_Init_thread) and leaves it on destruction
 /// (MPI_Finalize); in the plain binary a single rank with nothing to join. Messages are byte strings, sent
@@ -64,4 +64,4 @@ class SweepRanks {
   std::unique_ptr<Pending> pending_;  ///< sends not yet complete (MPI build only)
 };
 
-}  // namespace clustersim::sim::cli
+}  // namespace clustersim::sim
