@@ -1,0 +1,425 @@
+#include "sim/sweep/sweep_table.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <type_traits>
+#include <variant>
+
+#include "sim/errors.hpp"
+#include "sim/io/scenario_params.hpp"
+#include "sim/sweep/sidecar.hpp"
+#include "sim/sweep/summary_file.hpp"
+
+namespace clustersim::sim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// "parallelism.tensor" -> "parallelism_tensor" (dataset names are [a-z0-9_]+).
+std::string column_name_of(const std::string& key) {
+  std::string s;
+  for (const char c : key) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    s += ok ? c : (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : '_';
+  }
+  return s;
+}
+
+/// The value of `key` in `overrides` (the last one), as TOML text; nullopt when absent.
+std::optional<std::string> override_value(const std::vector<std::string>& overrides, const std::string& key) {
+  std::optional<std::string> v;
+  for (const std::string& o : overrides) {
+    if (o.size() > key.size() && o.compare(0, key.size(), key) == 0 && o[key.size()] == '=') {
+      v = o.substr(key.size() + 1);
+    }
+  }
+  return v;
+}
+
+/// TOML literal text as a label: strings without quotes, anything else as written.
+std::string label_of(const std::string& text) {
+  if (text.empty() || (text.front() != '"' && text.front() != '\'')) return text;
+  try {
+    const toml::table t = toml::parse("v = " + text);
+    if (const auto* s = t["v"].as_string()) return s->get();
+  } catch (const toml::parse_error&) {
+  }
+  return text;
+}
+
+/// The swept keys of all points, in order of first appearance.
+std::vector<std::string> swept_keys(const std::vector<SweepPoint>& points) {
+  std::vector<std::string> keys;
+  std::set<std::string> seen;
+  for (const SweepPoint& p : points) {
+    for (const std::string& o : p.overrides) {
+      const std::string key = o.substr(0, o.find('='));
+      if (seen.insert(key).second) keys.push_back(key);
+    }
+  }
+  return keys;
+}
+
+ColumnGroup columns_group(const SweepTable& t) {
+  std::vector<std::string> names;
+  for (const auto& c : t.columns) names.push_back(c.name);
+  return {kSweepColumnsGroup, "the /summary columns in order, with their role (index, parameter, result)",
+          {{"name", "", "a /summary column", names}, {"kind", "", "index, parameter or result", t.kinds}}};
+}
+
+std::string strf(const char* fmt, double a, double b = 0, double c = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, fmt, a, b, c);
+  return buf;
+}
+
+}  // namespace
+
+SweepTable build_sweep_table(const LoadedSweep& sweep, const std::vector<const SweepRow*>& rows) {
+  SweepTable t;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<int64_t> index, seed;
+  std::vector<std::string> status, reason;
+  for (const SweepRow* r : rows) {
+    index.push_back(r->index);
+    seed.push_back(static_cast<int64_t>(r->seed));
+    status.push_back(r->status);
+    reason.push_back(r->reason);
+  }
+  t.columns.push_back({"run_index", "1", "stable index of the sweep point (row-major over the axes)", index});
+  t.columns.push_back({"seed", "1", "the point's seed: splitmix64(base seed ^ splitmix64(run_index)) >> 1", seed});
+  t.columns.push_back({"status", "", "ok, out_of_memory (simulated; does not fit in GPU memory) or invalid", status});
+  t.columns.push_back({"reason", "", "why a point is invalid or out of memory; empty when ok", reason});
+  t.kinds = {"index", "index", "index", "index"};
+  std::set<std::string> used{"run_index", "seed", "status", "reason"};
+
+  // Result columns: in the order of the first row that has them.
+  std::vector<SweepColumnMeta> results;
+  std::set<std::string> result_names;
+  for (const SweepRow* r : rows) {
+    if (!r->meta) continue;
+    for (const SweepColumnMeta& m : *r->meta) {
+      if (result_names.insert(m.name).second) results.push_back(m);
+    }
+  }
+  // Parameters: numeric (float64) when every point's value is a number.
+  for (const std::string& key : swept_keys(sweep.points)) {
+    bool numeric = true;
+    for (const SweepPoint& p : sweep.points) {
+      const auto v = override_value(p.overrides, key);
+      if (v && (!parse_number(*v) || !std::isfinite(*parse_number(*v)))) numeric = false;
+    }
+    std::string name = column_name_of(key);
+    if (used.count(name) || result_names.count(name)) name = "param_" + name;
+    used.insert(name);
+    t.param_names[key] = name;
+    const detail::ParamSpec* spec = detail::find_param(key);
+    std::string units = spec != nullptr ? std::string(spec->unit) : std::string();
+    if (numeric && units.empty()) units = "1";
+    if (!numeric) units.clear();
+    SummaryColumn c{name, units, "swept scenario key " + key, {}};
+    if (numeric) {
+      std::vector<double> v;
+      for (const SweepRow* r : rows) {
+        const auto text = override_value(sweep.points[static_cast<size_t>(r->index)].overrides, key);
+        v.push_back(text ? *parse_number(*text) : nan);
+      }
+      c.values = std::move(v);
+    } else {
+      std::vector<std::string> v;
+      for (const SweepRow* r : rows) {
+        const auto text = override_value(sweep.points[static_cast<size_t>(r->index)].overrides, key);
+        v.push_back(text ? label_of(*text) : std::string());
+      }
+      c.values = std::move(v);
+    }
+    t.columns.push_back(std::move(c));
+    t.kinds.emplace_back("parameter");
+  }
+  for (const SweepColumnMeta& m : results) {
+    SummaryColumn c{m.name, m.units, m.description, {}};
+    std::vector<double> d;
+    std::vector<std::string> s;
+    for (const SweepRow* r : rows) {
+      size_t k = 0;
+      if (r->meta) {
+        while (k < r->meta->size() && (*r->meta)[k].name != m.name) ++k;
+      }
+      const bool has = r->meta && k < r->meta->size();
+      if (m.is_string) {
+        s.push_back(has && std::holds_alternative<std::string>(r->values[k]) ? std::get<std::string>(r->values[k])
+                                                                            : std::string());
+      } else {
+        d.push_back(has && std::holds_alternative<double>(r->values[k]) ? std::get<double>(r->values[k]) : nan);
+      }
+    }
+    if (m.is_string) {
+      c.values = std::move(s);
+    } else {
+      c.values = std::move(d);
+    }
+    t.columns.push_back(std::move(c));
+    t.kinds.emplace_back("result");
+  }
+  return t;
+}
+
+
+std::vector<SummaryColumn> sweep_grid_axes(const LoadedSweep& sweep, const SweepTable& t) {
+  if (sweep.spec.auto_parallelism || sweep.spec.axes.empty()) return {};
+  std::vector<SummaryColumn> axes;
+  size_t cells = 1;
+  for (const SweepAxis& a : sweep.spec.axes) {
+    if (a.keys.empty() || a.values.empty()) return {};
+    const std::string& key = a.keys.front();
+    const auto name = t.param_names.find(key);
+    if (name == t.param_names.end()) return {};
+    std::string units;
+    for (const SummaryColumn& c : t.columns) {
+      if (c.name == name->second) units = c.units;
+    }
+    std::string description = "sweep axis: values of the swept scenario key " + key;
+    if (a.keys.size() > 1) {
+      description += " (zipped with";
+      for (size_t k = 1; k < a.keys.size(); ++k) description += " " + a.keys[k];
+      description += ")";
+    }
+    bool numeric = true;
+    for (const auto& v : a.values) {
+      const auto x = v.empty() ? std::nullopt : parse_number(v.front());
+      if (!x || !std::isfinite(*x)) numeric = false;
+    }
+    SummaryColumn c{name->second, numeric ? (units.empty() ? "1" : units) : std::string(), description, {}};
+    if (numeric) {
+      std::vector<double> d;
+      for (const auto& v : a.values) d.push_back(*parse_number(v.front()));
+      c.values = std::move(d);
+    } else {
+      std::vector<std::string> labels;
+      for (const auto& v : a.values) labels.push_back(v.empty() ? std::string() : label_of(v.front()));
+      c.values = std::move(labels);
+    }
+    cells *= a.values.size();
+    axes.push_back(std::move(c));
+  }
+  if (cells != sweep.points.size()) return {};
+  return axes;
+}
+
+std::vector<GridGroup> sweep_grids(const std::vector<SummaryColumn>& axes, const SweepTable& t) {
+  if (axes.empty() || t.columns.empty()) return {};
+  size_t cells = 1;
+  std::set<std::string> names;
+  for (const SummaryColumn& a : axes) {
+    cells *= std::visit([](const auto& v) { return v.size(); }, a.values);
+    names.insert(a.name);
+  }
+  const auto* index = std::get_if<std::vector<int64_t>>(&t.columns.front().values);
+  if (index == nullptr || t.columns.front().name != "run_index") return {};
+  GridGroup g{kSweepGridGroup, axes, {}};
+  for (size_t k = 0; k < t.columns.size(); ++k) {
+    const SummaryColumn& c = t.columns[k];
+    const auto* values = std::get_if<std::vector<double>>(&c.values);
+    if (t.kinds[k] != "result" || values == nullptr || c.name == "columns" || names.count(c.name)) continue;
+    std::vector<double> grid(cells, std::numeric_limits<double>::quiet_NaN());
+    for (size_t r = 0; r < index->size(); ++r) {
+      const auto i = (*index)[r];
+      if (i >= 0 && static_cast<size_t>(i) < cells) grid[static_cast<size_t>(i)] = (*values)[r];
+    }
+    g.datasets.push_back({c.name, c.units, c.description + " (grid over the sweep axes)", std::move(grid)});
+  }
+  return {std::move(g)};
+}
+
+void write_sweep_file(const fs::path& path, const RunMetadata& meta, const SweepTable& t,
+                      const std::vector<SummaryColumn>& axes) {
+  try {
+    write_results_file(path, meta, t.columns, {columns_group(t)}, sweep_grids(axes, t));
+  } catch (const std::exception& e) {
+    throw IoError(e.what());
+  }
+}
+
+
+std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<const SweepRow*>& rows) {
+  std::ostringstream out;
+  std::vector<std::pair<double, const SweepRow*>> ranked;
+  for (const SweepRow* r : rows) {
+    if (!r->meta) continue;
+    for (size_t k = 0; k < r->meta->size(); ++k) {
+      if ((*r->meta)[k].name == "step_time_s") ranked.emplace_back(std::get<double>(r->values[k]), r);
+    }
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const auto value = [&](const SweepRow* r, const char* key) {
+    const auto v = override_value(sweep.points[static_cast<size_t>(r->index)].overrides, key);
+    return v ? *v : std::string("-");
+  };
+  // The grid point's own overrides (not the layout's), for a grid swept together with "auto".
+  const auto grid_of = [&](const SweepRow* r) {
+    std::string grid;
+    for (const std::string& o : sweep.points[static_cast<size_t>(r->index)].overrides) {
+      if (o.rfind("parallelism.tensor=", 0) == 0 || o.rfind("parallelism.pipeline=", 0) == 0 ||
+          o.rfind("parallelism.data=", 0) == 0 || o.rfind("training.micro_batch_size=", 0) == 0 ||
+          o.rfind("parallelism.virtual_stages=", 0) == 0) {
+        continue;
+      }
+      grid += (grid.empty() ? "" : " ") + o;
+    }
+    return grid;
+  };
+  out << "layouts ranked by step time (fastest 10 of " << ranked.size() << " simulated):\n";
+  out << "rank  run   TP   PP   DP   mb   v   step time   status"
+            << (sweep.spec.axes.empty() ? "\n" : "         grid point\n");
+  for (size_t i = 0; i < std::min<size_t>(10, ranked.size()); ++i) {
+    const SweepRow* r = ranked[i].second;
+    const std::string grid = grid_of(r);
+    char line[512];
+    std::snprintf(line, sizeof line, "%4zu %4lld %4s %4s %4s %4s %3s %9.3f s   %-14s %s\n", i + 1,
+                  static_cast<long long>(r->index), value(r, "parallelism.tensor").c_str(),
+                  value(r, "parallelism.pipeline").c_str(), value(r, "parallelism.data").c_str(),
+                  value(r, "training.micro_batch_size").c_str(), value(r, "parallelism.virtual_stages").c_str(),
+                  ranked[i].first, r->status.c_str(), grid.c_str());
+    std::string text = line;  // without the padding of an empty grid point
+    text.pop_back();
+    text.erase(text.find_last_not_of(' ') + 1);
+    out << text << "\n";
+  }
+  for (const auto& [t, r] : ranked) {
+    if (r->status != "ok") continue;
+    out << "best layout that fits: run " << r->index << ", TP " << value(r, "parallelism.tensor") << " x PP "
+              << value(r, "parallelism.pipeline") << " x DP " << value(r, "parallelism.data") << ", micro batch "
+              << value(r, "training.micro_batch_size") << ", virtual stages "
+              << value(r, "parallelism.virtual_stages");
+    if (const std::string grid = grid_of(r); !grid.empty()) out << " (" << grid << ")";
+    out << ": " << strf("%.3f s", t) << "\n";
+    break;
+  }
+  return out.str();
+}
+
+MergedSweep merge_sweep_files(const std::vector<fs::path>& files) {
+  struct ShardFile {
+    fs::path path;
+    RunMetadata meta;
+    std::map<std::string, SummaryColumn> columns;
+    std::vector<std::string> order, kinds;
+    std::vector<int64_t> index;
+  };
+  std::vector<ShardFile> shards;
+  for (const fs::path& file : files) {
+    ShardFile s;
+    s.path = file;
+    try {
+      s.meta = read_results_metadata(s.path);
+      for (auto& c : read_results_columns(s.path, "summary")) s.columns.emplace(c.name, std::move(c));
+      for (auto& c : read_results_columns(s.path, kSweepColumnsGroup)) {
+        if (c.name == "name") s.order = std::get<std::vector<std::string>>(c.values);
+        if (c.name == "kind") s.kinds = std::get<std::vector<std::string>>(c.values);
+      }
+    } catch (const std::runtime_error& e) {
+      throw DataError(std::string(e.what()) + " (not a clustersim sweep file?)");
+    } catch (const std::bad_variant_access&) {
+      throw DataError(s.path.string() + ": /" + kSweepColumnsGroup + " is malformed");
+    }
+    const auto it = s.columns.find("run_index");
+    if (it == s.columns.end() || !std::holds_alternative<std::vector<int64_t>>(it->second.values) ||
+        s.order.size() != s.kinds.size()) {
+      throw DataError(s.path.string() + ": not a clustersim sweep file (no run_index or /" + kSweepColumnsGroup + ")");
+    }
+    s.index = std::get<std::vector<int64_t>>(it->second.values);
+    const RunMetadata& first = shards.empty() ? s.meta : shards.front().meta;
+    if (s.meta.command_line != first.command_line || s.meta.scenario_toml != first.scenario_toml ||
+        s.meta.seed != first.seed || s.meta.schema_version != first.schema_version) {
+      throw DataError(s.path.string() + ": is a shard of another sweep than " + shards.front().path.string() +
+                      " (command line, scenario or seed differ)");
+    }
+    shards.push_back(std::move(s));
+  }
+  // Column order: that of the shard holding the lowest run_index, then any further columns of the others.
+  std::vector<size_t> by_first(shards.size());
+  for (size_t i = 0; i < shards.size(); ++i) by_first[i] = i;
+  std::stable_sort(by_first.begin(), by_first.end(), [&](size_t a, size_t b) {
+    const auto first = [&](size_t s) {
+      return shards[s].index.empty() ? std::numeric_limits<int64_t>::max()
+                                     : *std::min_element(shards[s].index.begin(), shards[s].index.end());
+    };
+    return first(a) < first(b);
+  });
+  SweepTable t;
+  std::set<std::string> seen;
+  std::vector<std::string> order;
+  for (const size_t s : by_first) {
+    for (size_t k = 0; k < shards[s].order.size(); ++k) {
+      if (seen.insert(shards[s].order[k]).second) {
+        order.push_back(shards[s].order[k]);
+        t.kinds.push_back(shards[s].kinds[k]);
+      }
+    }
+  }
+  // Rows: all shards' rows sorted by run_index.
+  struct Ref {
+    int64_t index;
+    size_t shard;
+    size_t row;
+  };
+  std::vector<Ref> refs;
+  for (size_t s = 0; s < shards.size(); ++s) {
+    for (size_t r = 0; r < shards[s].index.size(); ++r) refs.push_back({shards[s].index[r], s, r});
+  }
+  std::sort(refs.begin(), refs.end(), [](const Ref& a, const Ref& b) { return a.index < b.index; });
+  for (size_t i = 1; i < refs.size(); ++i) {
+    if (refs[i].index == refs[i - 1].index) {
+      throw DataError("run_index " + std::to_string(refs[i].index) + " is in both " +
+                      shards[refs[i - 1].shard].path.string() + " and " + shards[refs[i].shard].path.string());
+    }
+  }
+  for (const std::string& name : order) {
+    const SummaryColumn* proto = nullptr;
+    for (const size_t s : by_first) {
+      if (auto it = shards[s].columns.find(name); it != shards[s].columns.end()) {
+        proto = &it->second;
+        break;
+      }
+    }
+    if (proto == nullptr) throw DataError("column " + name + " is listed but missing");
+    SummaryColumn c{proto->name, proto->units, proto->description, {}};
+    std::visit(
+        [&](const auto& proto_values) {
+          using V = std::decay_t<decltype(proto_values)>;
+          V merged;
+          for (const Ref& r : refs) {
+            const auto it = shards[r.shard].columns.find(name);
+            if (it != shards[r.shard].columns.end() && std::holds_alternative<V>(it->second.values)) {
+              merged.push_back(std::get<V>(it->second.values)[r.row]);
+            } else if constexpr (std::is_same_v<V, std::vector<double>>) {
+              merged.push_back(std::numeric_limits<double>::quiet_NaN());
+            } else {
+              merged.push_back({});
+            }
+          }
+          c.values = std::move(merged);
+        },
+        proto->values);
+    t.columns.push_back(std::move(c));
+  }
+  // The /sweep grid axes: those of the shard with the lowest run_index (all shards of a sweep have the same).
+  std::vector<SummaryColumn> axes;
+  try {
+    axes = read_grid_axes(shards[by_first.front()].path, kSweepGridGroup);
+  } catch (const std::runtime_error& e) {
+    throw DataError(e.what());
+  }
+  return {shards.front().meta, std::move(t), std::move(axes), shards.size(), refs.size()};
+}
+
+}  // namespace clustersim::sim

@@ -1,0 +1,68 @@
+// A sweep's results file (docs/hdf5-schema.md, "Sweeps"): the /summary table assembled from the points' rows
+// (index columns, one column per swept key, the result columns), the /sweep/columns roles, the /sweep grids of a
+// pure grid sweep, the merge of the files of a sharded sweep, and the layout ranking of parallelism = "auto".
+// Every way of running a sweep (threads, MPI ranks, shards + merge, resume) ends in build_sweep_table or
+// merge_sweep_files and write_sweep_file, so they give the same file.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/output/results_file.hpp"
+#include "sim/sweep/sweep_runner.hpp"
+
+namespace clustersim::sim {
+
+inline constexpr const char* kSweepColumnsGroup = "sweep/columns";  ///< the column roles table
+inline constexpr const char* kSweepGridGroup = "sweep";             ///< the grid axes and grids
+
+/// The /summary columns of a sweep with the role of each.
+struct SweepTable {
+  std::vector<SummaryColumn> columns;
+  std::vector<std::string> kinds;                  ///< per column: index | parameter | result
+  std::map<std::string, std::string> param_names;  ///< swept key -> its /summary column
+};
+
+/// The table of `rows` (sorted by index; each row's index names a point of `sweep`): run_index, seed, status,
+/// reason; then one column per swept key in order of first appearance (float64 with the key's unit when every
+/// point's value is a finite number, else the values as labels; named after the key with '.' -> '_', prefixed
+/// param_ on a clash); then the result columns in the order of the first row that has them (NaN / "" where a row
+/// lacks one).
+SweepTable build_sweep_table(const LoadedSweep& sweep, const std::vector<const SweepRow*>& rows);
+
+/// The /sweep axes of a pure grid sweep (axes, no parallelism = "auto"): one per axis, named after the /summary
+/// column of its first key, holding that key's values (float64 when all are finite numbers, else labels).
+/// Empty for any other sweep.
+std::vector<SummaryColumn> sweep_grid_axes(const LoadedSweep& sweep, const SweepTable& table);
+
+/// The /sweep grids: every float64 result column of `table` reshaped by `axes` (run_index is the row-major
+/// position; cells of points not in the table, e.g. another shard's, are NaN). Empty without axes.
+std::vector<GridGroup> sweep_grids(const std::vector<SummaryColumn>& axes, const SweepTable& table);
+
+/// Writes the sweep's results file atomically: /summary, /sweep/columns and the grids. Throws IoError.
+void write_sweep_file(const std::filesystem::path& path, const RunMetadata& meta, const SweepTable& table,
+                      const std::vector<SummaryColumn>& axes);
+
+/// The files of a sharded sweep combined.
+struct MergedSweep {
+  RunMetadata meta;                ///< the first file's (all must agree)
+  SweepTable table;                ///< every file's rows sorted by run_index
+  std::vector<SummaryColumn> axes; ///< the grid axes of the file holding the lowest run_index
+  size_t files = 0;
+  size_t points = 0;
+};
+
+/// Reads and combines the results files of one sharded sweep: column order that of the file holding the lowest
+/// run_index, then any further columns of the others; rows sorted by run_index; a column a file lacks is NaN /
+/// "". Throws DataError when a file is not a sweep file, belongs to another sweep (command line, scenario, seed
+/// or schema differ) or two files hold the same run_index.
+MergedSweep merge_sweep_files(const std::vector<std::filesystem::path>& shards);
+
+/// The ranking of the layouts of parallelism = "auto" by step time: the 10 fastest that simulated (run, TP, PP,
+/// DP, micro batch, virtual stages, step time, status and the grid point), then the best layout that fits.
+std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<const SweepRow*>& rows);
+
+}  // namespace clustersim::sim
