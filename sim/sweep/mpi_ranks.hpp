@@ -10,22 +10,24 @@
 #include <memory>
 #include <string>
 
+#include "sim/sweep/rank_channel.hpp"
+
 namespace clustersim::sim {
 
 /// The ranks of a sweep: joins the MPI job on construction (MPI_Init_thread) and leaves it on destruction
 /// (MPI_Finalize); in the plain binary a single rank with nothing to join. Messages are byte strings, sent
 /// without blocking and delivered in order between any two ranks. Not copyable; construct at most one.
-class SweepRanks {
+class SweepRanks final : public RankChannel {
  public:
   SweepRanks();
-  ~SweepRanks();
+  ~SweepRanks() override;
   SweepRanks(const SweepRanks&) = delete;
   SweepRanks& operator=(const SweepRanks&) = delete;
 
   /// This process's rank, 0 .. size() - 1; rank 0 reads the sidecar and writes the results.
-  int rank() const { return rank_; }
+  int rank() const override { return rank_; }
   /// The number of ranks (1 for the plain binary and for clustersim-mpi without mpirun).
-  int size() const { return size_; }
+  int size() const override { return size_; }
   /// The default number of worker threads per rank (-j): the CPUs this process may run on (its affinity
   /// mask: one core under Open MPI's default binding of up to 2 ranks, a socket's cores above) but no more
   /// than the machine's CPUs divided by the ranks on that machine; at least 1. The plain binary:
@@ -45,16 +47,16 @@ class SweepRanks {
   int finish(int code);
 
   /// Sends `bytes` to rank `dest` with tag `tag` (>= 0) without blocking (the bytes are copied).
-  void send(int dest, int tag, const std::string& bytes);
+  void send(int dest, int tag, const std::string& bytes) override;
 
   /// Receives one message that has arrived, from any rank and with any tag, without blocking: true and
   /// `source`, `tag` and `bytes` set, or false when none is waiting.
-  bool poll(int& source, int& tag, std::string& bytes);
+  bool poll(int& source, int& tag, std::string& bytes) override;
 
   /// Prints `message` (lines; a missing final newline is added) to stderr, then ends every rank with exit status `code`
   /// (MPI_Abort; std::exit in the plain binary). For failures after the stages have been agreed on, when
   /// other ranks may be waiting for this one.
-  [[noreturn]] void abort(int code, const std::string& message);
+  [[noreturn]] void abort(int code, const std::string& message) override;
 
  private:
   int rank_ = 0;

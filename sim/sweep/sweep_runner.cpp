@@ -13,6 +13,7 @@
 #include "models/hardware/catalog.hpp"
 #include "sim/io/scenario_params.hpp"
 #include "sim/run/run_scenario.hpp"
+#include "sim/sweep/distribution.hpp"
 
 namespace clustersim::sim {
 
@@ -102,40 +103,28 @@ std::vector<SweepRow> run_sweep(const LoadedSweep& sweep, const models::Catalog&
   for (SweepRow& r : rows) r.index = -1;
   const size_t target =
       options.limit >= 0 ? std::min(points.size(), static_cast<size_t>(options.limit)) : points.size();
-  std::atomic<size_t> next{0};
   std::atomic<size_t> finished{0};
   std::atomic<bool> failed{false};
-  std::string failure;
+  std::exception_ptr failure;
   std::mutex failure_mutex;
   const auto clusters = std::make_shared<ClusterCache>();
-  const size_t jobs_wanted = static_cast<size_t>(std::max(1, options.jobs));
-  const size_t chunk = std::max<size_t>(1, target / (8 * jobs_wanted));
+  GuidedScheduler scheduler(target, static_cast<size_t>(std::max(1, options.jobs)));
   const auto worker = [&] {
     try {
       SweepPointRunner runner(sweep, catalog, clusters);
-      // Contiguous chunks: neighbouring points usually share a layout (hence its flow solves), so threads that
-      // take different chunks solve different layouts instead of waiting on each other's solve. Guided
-      // self-scheduling (Polychronopoulos & Kuck 1987): each chunk is a share of what is left, at most
-      // `chunk`, so chunks shrink towards the end and a slow last layout (the largest pipelines come last in
-      // a layout search) is shared instead of leaving the other threads idle: 1.3x with 2 threads.
-      while (!failed) {
-        size_t begin = next.load();
-        size_t size = 0;
-        do {
-          if (begin >= target) break;
-          size = std::max<size_t>(1, std::min(chunk, (target - begin) / (2 * jobs_wanted)));
-        } while (!next.compare_exchange_weak(begin, begin + size));
-        if (begin >= target) break;
-        for (size_t k = begin; k < std::min(target, begin + size) && !failed; ++k) {
+      size_t begin = 0;
+      size_t end = 0;
+      while (!failed && scheduler.next(begin, end)) {
+        for (size_t k = begin; k < end && !failed; ++k) {
           SweepRow row = runner.run(*points[k]);
           if (options.on_row) options.on_row(row);
           rows[k] = std::move(row);
           finished.fetch_add(1);
         }
       }
-    } catch (const std::exception& e) {
+    } catch (...) {
       std::lock_guard lock(failure_mutex);
-      if (!failed.exchange(true)) failure = e.what();
+      if (!failed.exchange(true)) failure = std::current_exception();
     }
   };
   const int jobs = static_cast<int>(
@@ -149,7 +138,7 @@ std::vector<SweepRow> run_sweep(const LoadedSweep& sweep, const models::Catalog&
     }
   }
   for (auto& t : threads) t.join();
-  if (failed) throw std::runtime_error(failure);
+  if (failed) std::rethrow_exception(failure);
   return rows;
 }
 

@@ -94,10 +94,10 @@ struct SweepRunOptions {
 };
 
 /// Runs `points` on `options.jobs` threads, each with its own SweepPointRunner (all sharing one ClusterCache, so
-/// a flow solve is done once for all threads); threads take the next point
-/// from a shared counter and store its row at the point's position, so the result does not depend on the
-/// number of threads. Returns one row per point (rows past `limit` are left with index -1 and empty status).
-/// Rethrows the first exception of a worker (as std::runtime_error with its message).
+/// a flow solve is done once for all threads); threads take chunks from one GuidedScheduler (the one the MPI
+/// hand-out uses, sim/sweep/distribution.hpp) and store each row at the point's position, so the result does not
+/// depend on the number of threads. Returns one row per point (rows past `limit` are left with index -1 and
+/// empty status). Rethrows the first exception of a worker (its own type, so that its exit status holds).
 std::vector<SweepRow> run_sweep(const LoadedSweep& sweep, const models::Catalog& catalog,
                                 const std::vector<const SweepPoint*>& points, const SweepRunOptions& options);
 

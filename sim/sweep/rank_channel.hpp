@@ -1,0 +1,28 @@
+// The messages between the processes of one sweep, as the hand-out of points (sim/sweep/distribution.hpp) needs
+// them: an interface, so that the sweep engine links without MPI and its protocol is tested in memory.
+#pragma once
+
+#include <string>
+
+namespace clustersim::sim {
+
+/// What the hand-out of points needs from the processes of a sweep. SweepRanks (sim/sweep/mpi_ranks.hpp, MPI
+/// or one process) implements it; tests implement it in memory. Only the thread that runs serve_points or
+/// work_on_points calls it.
+class RankChannel {
+ public:
+  virtual ~RankChannel() = default;
+  /// This process's rank, 0 .. size() - 1.
+  [[nodiscard]] virtual int rank() const = 0;
+  /// The number of ranks.
+  [[nodiscard]] virtual int size() const = 0;
+  /// Sends `bytes` to rank `dest` with tag `tag` (>= 0) without blocking; messages between two ranks arrive in
+  /// order.
+  virtual void send(int dest, int tag, const std::string& bytes) = 0;
+  /// One message that has arrived, from any rank, without blocking: true and its fields, or false.
+  virtual bool poll(int& source, int& tag, std::string& bytes) = 0;
+  /// Prints `message` and ends every rank with exit status `code`.
+  [[noreturn]] virtual void abort(int code, const std::string& message) = 0;
+};
+
+}  // namespace clustersim::sim
