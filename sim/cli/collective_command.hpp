@@ -1,10 +1,11 @@
 // `clustersim collective`: an nccl-tests-style sweep of one collective over message sizes on a cluster's
-// topology (models::CollectiveModel), printed as a table and optionally written to HDF5.
+// topology (sim/run/collective_benchmark.hpp), printed as a table and optionally written to HDF5. This file
+// parses the options and prints.
 //
 //   clustersim collective --vm-size Standard_ND96isr_H100_v5 --nodes 1 --op all_reduce --min-bytes 1K
 //                         --max-bytes 8G [-o FILE.h5]
 //
-// Exit status (sysexits.h): 0 success; 64 usage error (unknown option, malformed value such as a size of
+// Exit status (the table of sim/run/exit_status.hpp): 0 success; 64 usage error (unknown option, malformed value such as a size of
 // "12Q", options that contradict each other such as zones not summing to --nodes); 65 the options are well
 // formed but the catalog or the model rejects them (unknown VM size, more GPUs than the cluster has, a forced
 // algorithm that does not apply, a bad catalog); 70 internal error; 74 the HDF5 file could not be written

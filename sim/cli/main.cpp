@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
-#include "sim/cli/catalog_table.hpp"
+#include "sim/output/catalog_table.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/cli/validate_command.hpp"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
-#include "sim/cli/catalog_table.hpp"
+#include "sim/output/catalog_table.hpp"
 
 namespace {
 

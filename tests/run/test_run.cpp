@@ -16,6 +16,7 @@
 #include "sim/output/job_report.hpp"
 #include "sim/output/step_report.hpp"
 #include "sim/errors.hpp"
+#include "sim/run/collective_benchmark.hpp"
 #include "sim/run/exit_status.hpp"
 #include "sim/run/run_scenario.hpp"
 
@@ -105,6 +106,34 @@ TEST(RunScenario, SharedSimulatorGivesTheSameResultAsAPrivateOne) {
   EXPECT_EQ(first.step.step_time, again.step.step_time);
   EXPECT_EQ(first.step.step_time, fresh.step.step_time);
   EXPECT_EQ(first.one_zone->step_time, fresh.one_zone->step_time);
+}
+
+TEST(CollectiveBenchmark, SizesDoubleAndBusBandwidthFollowsNcclTests) {
+  CollectiveBenchmark b;
+  b.vm_size = "Standard_ND96isr_H100_v5";
+  b.nodes = 2;
+  b.min_bytes = 1 << 10;
+  b.max_bytes = 1 << 30;
+  const auto rows = run_collective_benchmark(b, catalog());
+  EXPECT_EQ(b.gpus, 16);                   // resolved: every GPU of the cluster
+  EXPECT_GT(b.inter_zone_gbps, 0.0);       // resolved: the VM's Ethernet rate
+  ASSERT_EQ(rows.size(), 21u);             // 1 KiB .. 1 GiB, doubling
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].bytes, int64_t{1024} << i);
+    EXPECT_NEAR(rows[i].algbw, static_cast<double>(rows[i].bytes) / rows[i].time_s / 1e9, 1e-9 * rows[i].algbw);
+    EXPECT_NEAR(rows[i].busbw, rows[i].algbw * 2.0 * 15.0 / 16.0, 1e-9 * rows[i].busbw);
+    if (i > 0) {
+      EXPECT_GE(rows[i].time_s, rows[i - 1].time_s);
+    }
+  }
+  EXPECT_EQ(collective_summary_columns(b, rows).front().name, "bytes");
+  EXPECT_NE(collective_parameters_toml(b).find("gpus = 16"), std::string::npos);
+  CollectiveBenchmark too_many = b;
+  too_many.gpus = 17;
+  EXPECT_THROW(run_collective_benchmark(too_many, catalog()), DataError);
+  CollectiveBenchmark unknown = b;
+  unknown.vm_size = "Standard_NoSuchVm";
+  EXPECT_THROW(run_collective_benchmark(unknown, catalog()), DataError);
 }
 
 template <typename E>

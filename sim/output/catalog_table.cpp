@@ -1,4 +1,4 @@
-#include "sim/cli/catalog_table.hpp"
+#include "sim/output/catalog_table.hpp"
 
 #include <algorithm>
 #include <array>
