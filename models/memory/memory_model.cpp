@@ -206,7 +206,7 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
   const ParallelismConfig& par = setup.parallelism;
   const int64_t p = par.pipeline;
   const int64_t v = par.virtual_stages;
-  const int64_t mb = setup.training.global_batch_size / (setup.training.micro_batch_size * par.data);
+  const int64_t mb = setup.microbatches();
   require(setup.schedule != PipelineSchedule::gpipe || v == 1, "GPipe has no interleaved form (virtual_stages "
                                                                "must be 1)");
   require(v == 1 || mb % p == 0, "interleaved 1F1B needs microbatches (" + std::to_string(mb) +
@@ -225,7 +225,7 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
   };
   ParameterBytes per_param = bytes_per_parameter(setup.training.precision);
   if (par.zero_stage < 3 && behaviour_of(setup.training.framework).grad_buffer_in_reduce_dtype) {
-    per_param.gradients = activation_bytes_per_element(setup.training.grad_reduce);  // as the step program
+    per_param.gradients = grad_reduce_bytes_per_element(setup.training);  // as the step program
   }
   const double weight_shard = par.zero_stage >= 3 ? dp : 1.0;
   const double grad_shard = par.zero_stage >= 2 ? dp : 1.0;

@@ -166,6 +166,11 @@ const std::vector<ZoneSpec>& Topology::zones() const { return impl_->zones; }
 
 // ------------------------------------------------------------------------------------------------- building
 
+std::string fat_tree_radix_error(int64_t radix) {
+  if (radix >= 2 && radix % 2 == 0) return {};
+  return "must be even and at least 2, got " + std::to_string(radix);
+}
+
 Topology build_topology(const VmSize& vm, const DeviceSpec& device, const TopologyConfig& cfg) {
   // ---- validation
   if (cfg.nodes < 1) bad("nodes must be >= 1, got " + std::to_string(cfg.nodes));
@@ -185,9 +190,7 @@ Topology build_topology(const VmSize& vm, const DeviceSpec& device, const Topolo
   if (cfg.fat_tree_tiers != 2 && cfg.fat_tree_tiers != 3) {
     bad("fat_tree_tiers must be 2 or 3, got " + std::to_string(cfg.fat_tree_tiers));
   }
-  if (cfg.fat_tree_radix < 2 || cfg.fat_tree_radix % 2 != 0) {
-    bad("fat_tree_radix must be even and >= 2, got " + std::to_string(cfg.fat_tree_radix));
-  }
+  if (const std::string why = fat_tree_radix_error(cfg.fat_tree_radix); !why.empty()) bad("fat_tree_radix " + why);
   if (!std::isfinite(cfg.oversubscription) || cfg.oversubscription < 1.0) {
     bad("oversubscription must be >= 1, got " + std::to_string(cfg.oversubscription));
   }

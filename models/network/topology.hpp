@@ -191,6 +191,11 @@ class Topology {
   std::unique_ptr<Impl> impl_;
 };
 
+/// Why `radix` cannot be a fat-tree switch's port count, "" when it can: a leaf splits its ports evenly
+/// between NICs below and spines above (Leiserson 1985; Al-Fares et al. 2008), so the radix is even and >= 2.
+/// The one rule behind build_topology's check, the scenario loader's and `clustersim collective --fat-tree-radix`.
+std::string fat_tree_radix_error(int64_t radix);
+
 /// Builds the cluster network for `cfg.nodes` VMs of size `vm` with devices `device`. Throws
 /// std::invalid_argument on inconsistent input (zones not summing to nodes, bad radix, vm.device != device.name,
 /// fabric "nvlink_mesh" which is not modelled, non-positive rates, ...).

@@ -203,11 +203,10 @@ double optimizer_bytes_per_parameter(Precision precision) {
 }
 
 int64_t StepSetup::microbatches() const {
-  const int64_t per_step = training.micro_batch_size * parallelism.data;
-  require(per_step > 0 && training.global_batch_size % per_step == 0,
-          "global_batch_size " + std::to_string(training.global_batch_size) +
-              " is not divisible by micro_batch_size * data = " + std::to_string(per_step));
-  return training.global_batch_size / per_step;
+  const std::string why =
+      batch_split_error(training.global_batch_size, training.micro_batch_size, parallelism.data);
+  require(why.empty(), "global_batch_size " + why);
+  return training.global_batch_size / (training.micro_batch_size * parallelism.data);
 }
 
 int64_t megatron_rank(const ParallelismConfig& p, int64_t tensor_rank, int64_t data_rank, int64_t stage) {
@@ -290,7 +289,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   const double layer_params_per_gpu = layer_parameter_count(model) / d(par.tensor);
   const Precision precision = setup.training.precision;
   const double weight_bytes = activation_bytes_per_element(precision);  // 16-bit weights (fp32 for fp32/tf32)
-  const double grad_bytes = activation_bytes_per_element(setup.training.grad_reduce);
+  const double grad_bytes = grad_reduce_bytes_per_element(setup.training);
 
   StepProgram program;
   program.microbatches = m;

@@ -65,4 +65,20 @@ std::optional<Framework> parse_framework(std::string_view name) {
   return std::nullopt;
 }
 
+double grad_reduce_bytes_per_element(const TrainingConfig& training) {
+  return activation_bytes_per_element(training.grad_reduce);
+}
+
+std::string batch_split_error(int64_t global_batch, int64_t micro_batch, int64_t data) {
+  if (micro_batch < 1 || data < 1) return "micro_batch_size and data must be at least 1";
+  const std::string factors = std::to_string(micro_batch) + " × " + std::to_string(data);
+  int64_t per_step = 0;
+  if (__builtin_mul_overflow(micro_batch, data, &per_step)) {
+    return "must be divisible by micro_batch_size × data = " + factors + ", got " + std::to_string(global_batch);
+  }
+  if (global_batch % per_step == 0) return {};
+  return "must be divisible by micro_batch_size × data = " + factors + " = " + std::to_string(per_step) +
+         ", got " + std::to_string(global_batch);
+}
+
 }  // namespace clustersim::models

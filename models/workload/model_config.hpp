@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "models/precision.hpp"
@@ -108,5 +109,15 @@ struct TrainingConfig {
   /// their activations. -1: every layer.
   int64_t recompute_num_layers = -1;
 };
+
+/// Bytes per element of the data-parallel gradient reduction and of the main-gradient buffer: the width of
+/// `training.grad_reduce` (4 for fp32, 2 for the 16-bit types). The one rule the step program (collective
+/// sizes), the memory model (gradient buffer) and the job's cross-zone egress use.
+double grad_reduce_bytes_per_element(const TrainingConfig& training);
+
+/// Why `global_batch` sequences cannot be split into microbatches of `micro_batch` over `data` replicas, ""
+/// when they can: every replica runs the same whole number of microbatches per step, m = B / (b x d) (Megatron's
+/// num_microbatches_calculator). The one rule behind StepSetup::microbatches and the scenario loader.
+std::string batch_split_error(int64_t global_batch, int64_t micro_batch, int64_t data);
 
 }  // namespace clustersim::models

@@ -31,11 +31,6 @@ Op memory_op(std::string name, double bytes, int kernels = 1) {
   return op;
 }
 
-bool is_linear(GemmRole role) {
-  return role == GemmRole::attention_in || role == GemmRole::attention_out || role == GemmRole::mlp_in ||
-         role == GemmRole::mlp_out;
-}
-
 /// Backward of a forward op: GEMM -> input-gradient and weight-gradient GEMMs of equal FLOPs; memory-bound ->
 /// 1.5x the bytes; fused attention -> 2.5x the FLOPs (FlashAttention backward recomputes S = QK^T:
 /// Dao et al. 2022, Sec. 3.1: 5 matmuls backward vs 2 forward).

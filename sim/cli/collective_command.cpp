@@ -177,8 +177,8 @@ Options parse_options(const po::variables_map& vm) {
     throw UsageError("--oversubscription must be at least 1");
   }
   p.topology.fat_tree_radix = vm["fat-tree-radix"].as<int>();
-  if (p.topology.fat_tree_radix < 2 || p.topology.fat_tree_radix % 2 != 0) {
-    throw UsageError("--fat-tree-radix must be even and at least 2");
+  if (const std::string why = models::fat_tree_radix_error(p.topology.fat_tree_radix); !why.empty()) {
+    throw UsageError("--fat-tree-radix " + why);
   }
   if (vm.count("zones")) {
     p.topology.zones = parse_zones(vm["zones"].as<std::string>());

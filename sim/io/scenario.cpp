@@ -440,8 +440,8 @@ class Loader {
                                      std::to_string(nodes));
       }
     }
-    if (get_int("cluster.fat_tree_radix") % 2 != 0) {
-      fail_at("cluster.fat_tree_radix", "must be even, got " + std::to_string(get_int("cluster.fat_tree_radix")));
+    if (const std::string why = models::fat_tree_radix_error(get_int("cluster.fat_tree_radix")); !why.empty()) {
+      fail_at("cluster.fat_tree_radix", why);
     }
     if (get_string("network.all_reduce_algorithm") == "nvls" && (nodes != 1 || !vm->nccl.nvls_efficiency)) {
       fail_at("network.all_reduce_algorithm",
@@ -478,11 +478,9 @@ class Loader {
     const int64_t d = get_int("parallelism.data");
     const int64_t b = get_int("training.global_batch_size");
     const int64_t mb = get_int("training.micro_batch_size");
-    const int64_t mbd = checked_mul(mb, d, "training.micro_batch_size");
-    if (b % mbd != 0) {
-      fail_at("training.global_batch_size", "must be divisible by micro_batch_size × data = " + std::to_string(mb) +
-                                                " × " + std::to_string(d) + " = " + std::to_string(mbd) +
-                                                ", got " + std::to_string(b));
+    checked_mul(mb, d, "training.micro_batch_size");
+    if (const std::string why = models::batch_split_error(b, mb, d); !why.empty()) {
+      fail_at("training.global_batch_size", why);
     }
   }
 

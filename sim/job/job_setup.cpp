@@ -60,7 +60,7 @@ models::JobSpec job_spec_of(const Scenario& sc, const StepReport& step) {
     bytes += 2.0 * activation * static_cast<double>(step.microbatches * p.data * p.virtual_stages);
   }
   if (step.crosses_zones.data_parallel) {
-    const double grad_bytes = sc.training.precision == models::Precision::fp16 ? 2.0 : 4.0;
+    const double grad_bytes = models::grad_reduce_bytes_per_element(sc.training);  // as the step program
     const double params_per_gpu = models::parameter_count(sc.model) /
                                   static_cast<double>(p.tensor * p.pipeline);
     bytes += 2.0 * params_per_gpu * grad_bytes * static_cast<double>(p.tensor * p.pipeline);
