@@ -1,0 +1,82 @@
+// The layers (docs/architecture.md, "Layers"): each source file of models/ and sim/ may include only its own
+// layer and the layers its library links (sim/CMakeLists.txt). An upward include fails here, by file and line,
+// before it becomes a link error or a hidden cycle.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kRoot{CLUSTERSIM_SOURCE_DIR};
+
+/// The layer of a source path relative to the root: "core" for the header-only utilities, "models" for the
+/// rest of models/, "base" for sim/errors.hpp and sim/version.hpp, else sim/<layer>/.
+std::string layer_of(const std::string& path) {
+  if (path == "models/units.hpp" || path == "models/splitmix64.hpp") return "core";
+  if (path.rfind("models/", 0) == 0) return "models";
+  if (path == "sim/errors.hpp" || path == "sim/version.hpp" || path == "sim/version.cpp.in") return "base";
+  if (path.rfind("sim/", 0) == 0) {
+    const size_t slash = path.find('/', 4);
+    return slash == std::string::npos ? "sim" : path.substr(4, slash - 4);
+  }
+  return "other";
+}
+
+/// What each layer may include besides itself: the libraries it links, transitively.
+const std::map<std::string, std::set<std::string>> kAllowed{
+    {"core", {}},
+    {"models", {"core"}},
+    {"base", {"core"}},
+    {"engine", {"core"}},
+    {"io", {"core", "models"}},
+    {"step", {"core", "models", "engine", "io"}},
+    {"job", {"core", "models", "engine", "io", "step"}},
+    {"output", {"core", "models", "engine", "io", "step", "job"}},
+    {"run", {"core", "base", "models", "engine", "io", "step", "job", "output"}},
+    {"sweep", {"core", "base", "models", "engine", "io", "step", "job", "output", "run"}},
+    {"validation", {"core", "models", "engine", "io", "step", "job", "output"}},
+    {"cli", {"core", "base", "models", "engine", "io", "step", "job", "output", "run", "sweep", "validation"}},
+};
+
+TEST(Layering, NoSourceIncludesALayerAboveIt) {
+  const std::regex include(R"re(^\s*#\s*include\s*"((models|sim)/[^"]+)")re");
+  int files = 0;
+  for (const char* top : {"models", "sim"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(kRoot / top)) {
+      const std::string ext = entry.path().extension().string();
+      if (!entry.is_regular_file() || (ext != ".cpp" && ext != ".hpp" && ext != ".in")) continue;
+      const std::string rel = fs::relative(entry.path(), kRoot).generic_string();
+      const std::string from = layer_of(rel);
+      const auto allowed = kAllowed.find(from);
+      ASSERT_NE(allowed, kAllowed.end()) << rel << " is in no layer (" << from << "): add it to the table";
+      ++files;
+      std::ifstream in(entry.path());
+      std::string line;
+      for (int n = 1; std::getline(in, line); ++n) {
+        std::smatch m;
+        if (!std::regex_search(line, m, include)) continue;
+        const std::string to = layer_of(m[1].str());
+        EXPECT_TRUE(to == from || allowed->second.count(to))
+            << rel << ":" << n << ": layer '" << from << "' includes " << m[1].str() << " of layer '" << to << "'";
+      }
+    }
+  }
+  EXPECT_GT(files, 80);
+}
+
+TEST(Layering, TheRulesThemselves) {
+  EXPECT_EQ(layer_of("models/units.hpp"), "core");
+  EXPECT_EQ(layer_of("models/network/topology.hpp"), "models");
+  EXPECT_EQ(layer_of("sim/sweep/sidecar.hpp"), "sweep");
+  EXPECT_EQ(layer_of("sim/errors.hpp"), "base");
+  EXPECT_FALSE(kAllowed.at("engine").count("models"));  // the engine knows nothing of the domain
+  EXPECT_FALSE(kAllowed.at("io").count("step"));
+}
+
+}  // namespace
