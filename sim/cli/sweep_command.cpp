@@ -229,7 +229,7 @@ void set_up_sweep(const std::vector<std::string>& args, const SweepRanks& ranks,
 
   std::string fingerprint_text = s.meta.command_line + "\n" + std::to_string(s.shard.index) + "/" +
                                  std::to_string(s.shard.count) + "\n";
-  for (const SweepPoint& p : s.sweep->points) fingerprint_text += overrides_text(p.overrides) + "\n";
+  for (const SweepPoint& p : s.sweep->points) fingerprint_text += overrides_text(p.overrides()) + "\n";
   char fingerprint[32];
   std::snprintf(fingerprint, sizeof fingerprint, "%016llx", static_cast<unsigned long long>(fnv1a(fingerprint_text)));
   s.fingerprint = fingerprint;
@@ -414,7 +414,7 @@ int list_runs_main(const std::vector<std::string>& args) {
   const Sweep sweep = load_sweep(vm["scenario"].as<std::string>(), set_overrides(vm), catalog);
   std::cout << "# run_index\tseed\toverrides\n";
   for (const SweepPoint& p : sweep.points) {
-    std::cout << p.index << "\t" << p.seed << "\t" << overrides_text(p.overrides) << "\n";
+    std::cout << p.index << "\t" << p.seed << "\t" << overrides_text(p.overrides()) << "\n";
   }
   return 0;
 }

@@ -64,12 +64,12 @@ std::string toml_string(std::string_view s) {
   return out + "\"";
 }
 
-/// One scalar list element as TOML literal text; nullopt for arrays and tables.
-std::optional<std::string> literal(const toml::node& n) {
-  if (const auto* i = n.as_integer()) return std::to_string(i->get());
-  if (const auto* f = n.as_floating_point()) return toml_float(f->get());
-  if (const auto* b = n.as_boolean()) return std::string(b->get() ? "true" : "false");
-  if (const auto* s = n.as_string()) return toml_string(s->get());
+/// One scalar list element; nullopt for arrays, tables and dates.
+std::optional<ScalarValue> scalar(const toml::node& n) {
+  if (const auto* i = n.as_integer()) return ScalarValue{i->get()};
+  if (const auto* f = n.as_floating_point()) return ScalarValue{f->get()};
+  if (const auto* b = n.as_boolean()) return ScalarValue{b->get()};
+  if (const auto* s = n.as_string()) return ScalarValue{s->get()};
   return std::nullopt;
 }
 
@@ -77,7 +77,7 @@ std::optional<std::string> literal(const toml::node& n) {
 struct RawAxis {
   std::string key;
   Pos pos;
-  std::vector<std::string> values;
+  std::vector<ScalarValue> values;
 };
 
 bool is_range(const toml::table& t) {
@@ -101,7 +101,7 @@ double number_of(const std::filesystem::path& file, const std::string& key, cons
 
 /// The values of a {start, stop, step} or {start, stop, factor} range, stop included. Integers stay
 /// integers when start and step (or factor) are integers.
-std::vector<std::string> range_values(const std::filesystem::path& file, const std::string& key,
+std::vector<ScalarValue> range_values(const std::filesystem::path& file, const std::string& key,
                                       const toml::table& t) {
   constexpr int64_t kMaxPoints = 1'000'000;
   const bool linear = t.contains("step");
@@ -115,19 +115,19 @@ std::vector<std::string> range_values(const std::filesystem::path& file, const s
   const toml::node* by_node = t.get(by_name);
   const bool ints = t.get("start")->is_integer() && by_node->is_integer() && t.get("stop")->is_integer();
   if (stop < start) fail(file, pos_of(t.get("stop")->source()), key, "range stop must be >= start");
-  std::vector<std::string> out;
+  std::vector<ScalarValue> out;
   if (linear) {
     if (!(by > 0.0)) fail(file, pos_of(by_node->source()), key, "range step must be > 0, got " + toml_float(by));
     if (ints) {
       const int64_t s = t.get("start")->as_integer()->get(), e = t.get("stop")->as_integer()->get();
       const int64_t d = by_node->as_integer()->get();
       if ((e - s) / d + 1 > kMaxPoints) fail(file, pos, key, "range has more than 1000000 values");
-      for (int64_t v = s; v <= e; v += d) out.push_back(std::to_string(v));
+      for (int64_t v = s; v <= e; v += d) out.emplace_back(v);
     } else {
       const double count = std::floor((stop - start) / by * (1.0 + 1e-12) + 1e-9) + 1.0;
       if (count > static_cast<double>(kMaxPoints)) fail(file, pos, key, "range has more than 1000000 values");
       for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) {
-        out.push_back(toml_float(start + static_cast<double>(i) * by));
+        out.emplace_back(start + static_cast<double>(i) * by);
       }
     }
   } else {
@@ -136,13 +136,13 @@ std::vector<std::string> range_values(const std::filesystem::path& file, const s
     if (ints) {
       const int64_t e = t.get("stop")->as_integer()->get(), f = by_node->as_integer()->get();
       for (int64_t v = t.get("start")->as_integer()->get(); v <= e;) {
-        out.push_back(std::to_string(v));
+        out.emplace_back(v);
         if (v > e / f) break;
         v *= f;
       }
     } else {
       for (double v = start; v <= stop * (1.0 + 1e-12); v *= by) {
-        out.push_back(toml_float(v));
+        out.emplace_back(v);
         if (static_cast<int64_t>(out.size()) > kMaxPoints) fail(file, pos, key, "range has more than 1000000 values");
       }
     }
@@ -151,13 +151,13 @@ std::vector<std::string> range_values(const std::filesystem::path& file, const s
 }
 
 /// The values of `node` for the swept `key`: a list or a range.
-std::vector<std::string> axis_values(const std::filesystem::path& file, const std::string& key,
+std::vector<ScalarValue> axis_values(const std::filesystem::path& file, const std::string& key,
                                      const toml::node& node) {
   if (const toml::array* a = node.as_array()) {
     if (a->empty()) fail(file, pos_of(node.source()), key, "a swept list must not be empty");
-    std::vector<std::string> out;
+    std::vector<ScalarValue> out;
     for (const toml::node& e : *a) {
-      const auto v = literal(e);
+      const auto v = scalar(e);
       if (!v) fail(file, pos_of(e.source()), key, "list values must be numbers, strings or booleans");
       out.push_back(*v);
     }
@@ -187,6 +187,38 @@ void collect(const std::filesystem::path& file, const std::string& key, Pos pos,
 
 
 }  // namespace
+
+std::string toml_literal(const ScalarValue& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (const auto* f = std::get_if<double>(&v)) return toml_float(*f);
+  if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  return toml_string(std::get<std::string>(v));
+}
+
+std::string label_of(const ScalarValue& v) {
+  if (const auto* s = std::get_if<std::string>(&v)) return *s;
+  return toml_literal(v);
+}
+
+std::optional<double> number_of(const ScalarValue& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  if (const auto* f = std::get_if<double>(&v); f != nullptr && std::isfinite(*f)) return *f;
+  return std::nullopt;
+}
+
+std::vector<std::string> SweepPoint::overrides() const {
+  std::vector<std::string> out;
+  out.reserve(values.size());
+  for (const SweptValue& v : values) out.push_back(v.override_text());
+  return out;
+}
+
+const SweptValue* SweepPoint::find(std::string_view key) const {
+  for (auto it = values.rbegin(); it != values.rend(); ++it) {
+    if (it->key == key) return &*it;
+  }
+  return nullptr;
+}
 
 uint64_t sweep_point_seed(uint64_t base_seed, int64_t index) {
   return splitmix64(base_seed ^ splitmix64(static_cast<uint64_t>(index))) >> 1;
@@ -292,7 +324,7 @@ SweepSpec read_sweep(const std::filesystem::path& scenario) {
       members.push_back(&*std::find_if(raw.begin(), raw.end(), [&](const RawAxis& r) { return r.key == key; }));
     }
     for (size_t i = 0; i < a.values.size(); ++i) {
-      std::vector<std::string> row;
+      std::vector<ScalarValue> row;
       for (const RawAxis* m : members) row.push_back(m->values[i]);
       axis.values.push_back(std::move(row));
     }
@@ -304,7 +336,7 @@ SweepSpec read_sweep(const std::filesystem::path& scenario) {
 std::vector<SweepPoint> expand_sweep(const SweepSpec& spec, const std::filesystem::path& scenario,
                                      uint64_t base_seed, const models::Catalog& catalog) {
   const int64_t n = spec.size();
-  std::vector<std::vector<std::string>> grid;
+  std::vector<std::vector<SweptValue>> grid;
   grid.reserve(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     // Row-major: the last axis varies fastest.
@@ -315,30 +347,32 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec, const std::filesyste
       digit[a] = static_cast<size_t>(rest % len);
       rest /= len;
     }
-    std::vector<std::string> overrides;
+    std::vector<SweptValue> values;
     for (size_t a = 0; a < spec.axes.size(); ++a) {
       const SweepAxis& axis = spec.axes[a];
-      for (size_t k = 0; k < axis.keys.size(); ++k) overrides.push_back(axis.keys[k] + "=" + axis.values[digit[a]][k]);
+      for (size_t k = 0; k < axis.keys.size(); ++k) values.push_back({axis.keys[k], axis.values[digit[a]][k]});
     }
-    grid.push_back(std::move(overrides));
+    grid.push_back(std::move(values));
   }
   std::vector<SweepPoint> points;
-  for (auto& overrides : grid) {
+  for (auto& values : grid) {
     if (!spec.auto_parallelism) {
-      points.push_back({static_cast<int64_t>(points.size()), 0, std::move(overrides)});
+      points.push_back({static_cast<int64_t>(points.size()), 0, std::move(values)});
       continue;
     }
+    std::vector<std::string> overrides;
+    for (const SweptValue& v : values) overrides.push_back(v.override_text());
     for (auto& layout : enumerate_layouts(scenario, overrides, catalog)) {
-      std::vector<std::string> o = overrides;
-      o.insert(o.end(), layout.begin(), layout.end());
-      points.push_back({static_cast<int64_t>(points.size()), 0, std::move(o)});
+      std::vector<SweptValue> all = values;
+      all.insert(all.end(), layout.begin(), layout.end());
+      points.push_back({static_cast<int64_t>(points.size()), 0, std::move(all)});
     }
   }
   for (SweepPoint& p : points) p.seed = sweep_point_seed(base_seed, p.index);
   return points;
 }
 
-std::vector<std::vector<std::string>> enumerate_layouts(const std::filesystem::path& scenario,
+std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::path& scenario,
                                                         const std::vector<std::string>& overrides,
                                                         const models::Catalog& catalog) {
   // The model and the cluster: the scenario with the grid point's overrides, its own layout; when that
@@ -366,7 +400,7 @@ std::vector<std::vector<std::string>> enumerate_layouts(const std::filesystem::p
   const int64_t groups = s.model.num_query_groups;
   const int64_t layers = s.model.num_layers;
   const int64_t batch = s.training.global_batch_size;
-  std::vector<std::vector<std::string>> out;
+  std::vector<std::vector<SweptValue>> out;
   for (int64_t t = 1; t <= gpus_per_vm * 8 && t <= gpus; t *= 2) {
     if (heads % t != 0 || groups % t != 0 || gpus % t != 0) continue;
     for (int64_t p = 1; p <= layers && t * p <= gpus; ++p) {
@@ -378,13 +412,13 @@ std::vector<std::vector<std::string>> enumerate_layouts(const std::filesystem::p
         const int64_t m = batch / (d * b);
         for (const int64_t v : {1, 2, 4}) {
           if (v > 1 && (p == 1 || layers % (p * v) != 0 || m % p != 0)) continue;
-          std::vector<std::string> layout{"parallelism.tensor=" + std::to_string(t),
-                                          "parallelism.pipeline=" + std::to_string(p),
-                                          "parallelism.data=" + std::to_string(d),
-                                          "training.micro_batch_size=" + std::to_string(b),
-                                          "parallelism.virtual_stages=" + std::to_string(v)};
+          std::vector<SweptValue> layout{{"parallelism.tensor", t},
+                                         {"parallelism.pipeline", p},
+                                         {"parallelism.data", d},
+                                         {"training.micro_batch_size", b},
+                                         {"parallelism.virtual_stages", v}};
           std::vector<std::string> all = overrides;
-          all.insert(all.end(), layout.begin(), layout.end());
+          for (const SweptValue& l : layout) all.push_back(l.override_text());
           try {
             (void)load_scenario(document, all, catalog);
           } catch (const ScenarioError&) {

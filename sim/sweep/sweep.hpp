@@ -16,7 +16,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 namespace clustersim::models {
@@ -25,17 +28,43 @@ class Catalog;
 
 namespace clustersim::sim {
 
-/// One axis of the grid: one key, or several zipped keys, with their values as TOML literal text.
-struct SweepAxis {
-  std::vector<std::string> keys;                 ///< dotted scenario keys ("parallelism.tensor")
-  std::vector<std::vector<std::string>> values;  ///< values[i][k]: i-th point's value of keys[k], TOML text
+/// A scalar value of a scenario key as a sweep sets it: the TOML type it was written with (an integer range
+/// stays integer, a float range float).
+using ScalarValue = std::variant<int64_t, double, bool, std::string>;
+
+/// `v` as TOML literal text: integers in decimal, floats in their shortest round-trip form with a '.' or an
+/// exponent, booleans as true/false, strings as basic strings with \, " and control characters escaped.
+std::string toml_literal(const ScalarValue& v);
+/// `v` as a label: a string without quotes, anything else as its TOML literal.
+std::string label_of(const ScalarValue& v);
+/// The value as a double when it is a finite number (integer or float); nullopt otherwise.
+std::optional<double> number_of(const ScalarValue& v);
+
+/// One swept key's value at a point.
+struct SweptValue {
+  std::string key;    ///< dotted scenario key, an entry of the scenario key table ("parallelism.tensor")
+  ScalarValue value;  ///< as written in [sweep] (or as enumerated for parallelism = "auto")
+  /// "key=literal", the form --set and load_scenario take.
+  [[nodiscard]] std::string override_text() const { return key + "=" + toml_literal(value); }
+  bool operator==(const SweptValue&) const = default;
 };
 
-/// One point of a sweep.
+/// One axis of the grid: one key, or several zipped keys, with their values.
+struct SweepAxis {
+  std::vector<std::string> keys;                 ///< dotted scenario keys ("parallelism.tensor")
+  std::vector<std::vector<ScalarValue>> values;  ///< values[i][k]: i-th point's value of keys[k]
+};
+
+/// One point of a sweep: its index, its seed and the value of every swept key (grid axes in order, then the
+/// layout of parallelism = "auto").
 struct SweepPoint {
-  int64_t index = 0;                    ///< stable: row-major over the axes
-  uint64_t seed = 0;                    ///< sweep_point_seed(base seed, index)
-  std::vector<std::string> overrides;   ///< "key=value" strings, as --set takes them
+  int64_t index = 0;                ///< stable: row-major over the axes
+  uint64_t seed = 0;                ///< sweep_point_seed(base seed, index)
+  std::vector<SweptValue> values;   ///< the swept keys' values
+  /// The values as "key=value" overrides, in order, as --set takes them.
+  [[nodiscard]] std::vector<std::string> overrides() const;
+  /// The value of `key` (the last one set), or null when the point does not set it.
+  [[nodiscard]] const SweptValue* find(std::string_view key) const;
 };
 
 struct SweepSpec {
@@ -66,9 +95,9 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec, const std::filesyste
 /// outermost, each ascending). Each candidate is loaded with load_scenario and skipped when that throws
 /// ScenarioError. The model and cluster are read by loading the scenario with `overrides` (falling back to
 /// tensor = pipeline = virtual_stages = micro batch = 1 when its own layout does not fit them); a scenario
-/// that still does not load throws its ScenarioError. Each layout is the 5 overrides "parallelism.tensor=T",
-/// "parallelism.pipeline=P", "parallelism.data=D", "training.micro_batch_size=B", "parallelism.virtual_stages=V".
-std::vector<std::vector<std::string>> enumerate_layouts(const std::filesystem::path& scenario,
+/// that still does not load throws its ScenarioError. Each layout is the 5 values parallelism.tensor = T,
+/// parallelism.pipeline = P, parallelism.data = D, training.micro_batch_size = B, parallelism.virtual_stages = V.
+std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::path& scenario,
                                                         const std::vector<std::string>& overrides,
                                                         const models::Catalog& catalog);
 

@@ -44,9 +44,9 @@ LoadedSweep load_sweep(const std::filesystem::path& scenario, const std::vector<
   const SweepSpec grid{s.spec.axes, false};
   for (const SweepPoint& g : expand_sweep(grid, scenario, 0, catalog)) {
     std::vector<std::string> with_set = overrides;
-    with_set.insert(with_set.end(), g.overrides.begin(), g.overrides.end());
+    for (const std::string& o : g.overrides()) with_set.push_back(o);
     for (auto& layout : enumerate_layouts(scenario, with_set, catalog)) {
-      std::vector<std::string> o = g.overrides;
+      std::vector<SweptValue> o = g.values;
       o.insert(o.end(), layout.begin(), layout.end());
       const auto index = static_cast<int64_t>(s.points.size());
       s.points.push_back({index, sweep_point_seed(s.base.simulation.seed, index), std::move(o)});
@@ -61,7 +61,7 @@ SweepRow SweepPointRunner::run(const SweepPoint& point) {
   row.seed = point.seed;
   std::vector<std::string> overrides = sweep_.overrides;
   overrides.push_back("simulation.seed=" + std::to_string(point.seed));
-  overrides.insert(overrides.end(), point.overrides.begin(), point.overrides.end());
+  for (const SweptValue& v : point.values) overrides.push_back(v.override_text());
   try {
     const Scenario sc = load_scenario(sweep_.document, overrides, catalog_);
     const RunResult run = run_scenario(sc, catalog_, simulator_);

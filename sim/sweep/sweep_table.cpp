@@ -1,7 +1,5 @@
 #include "sim/sweep/sweep_table.hpp"
 
-#include <toml++/toml.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -34,36 +32,13 @@ std::string column_name_of(const std::string& key) {
   return s;
 }
 
-/// The value of `key` in `overrides` (the last one), as TOML text; nullopt when absent.
-std::optional<std::string> override_value(const std::vector<std::string>& overrides, const std::string& key) {
-  std::optional<std::string> v;
-  for (const std::string& o : overrides) {
-    if (o.size() > key.size() && o.compare(0, key.size(), key) == 0 && o[key.size()] == '=') {
-      v = o.substr(key.size() + 1);
-    }
-  }
-  return v;
-}
-
-/// TOML literal text as a label: strings without quotes, anything else as written.
-std::string label_of(const std::string& text) {
-  if (text.empty() || (text.front() != '"' && text.front() != '\'')) return text;
-  try {
-    const toml::table t = toml::parse("v = " + text);
-    if (const auto* s = t["v"].as_string()) return s->get();
-  } catch (const toml::parse_error&) {
-  }
-  return text;
-}
-
 /// The swept keys of all points, in order of first appearance.
 std::vector<std::string> swept_keys(const std::vector<SweepPoint>& points) {
   std::vector<std::string> keys;
   std::set<std::string> seen;
   for (const SweepPoint& p : points) {
-    for (const std::string& o : p.overrides) {
-      const std::string key = o.substr(0, o.find('='));
-      if (seen.insert(key).second) keys.push_back(key);
+    for (const SweptValue& v : p.values) {
+      if (seen.insert(v.key).second) keys.push_back(v.key);
     }
   }
   return keys;
@@ -111,12 +86,12 @@ SweepTable build_sweep_table(const LoadedSweep& sweep, const std::vector<const S
       if (result_names.insert(m.name).second) results.push_back(m);
     }
   }
-  // Parameters: numeric (float64) when every point's value is a number.
+  // Parameters: numeric (float64) when every point's value is a finite number.
   for (const std::string& key : swept_keys(sweep.points)) {
     bool numeric = true;
     for (const SweepPoint& p : sweep.points) {
-      const auto v = override_value(p.overrides, key);
-      if (v && (!parse_number(*v) || !std::isfinite(*parse_number(*v)))) numeric = false;
+      const SweptValue* v = p.find(key);
+      if (v != nullptr && !number_of(v->value)) numeric = false;
     }
     std::string name = column_name_of(key);
     if (used.count(name) || result_names.count(name)) name = "param_" + name;
@@ -130,15 +105,15 @@ SweepTable build_sweep_table(const LoadedSweep& sweep, const std::vector<const S
     if (numeric) {
       std::vector<double> v;
       for (const SweepRow* r : rows) {
-        const auto text = override_value(sweep.points[static_cast<size_t>(r->index)].overrides, key);
-        v.push_back(text ? *parse_number(*text) : nan);
+        const SweptValue* value = sweep.points[static_cast<size_t>(r->index)].find(key);
+        v.push_back(value != nullptr ? *number_of(value->value) : nan);
       }
       c.values = std::move(v);
     } else {
       std::vector<std::string> v;
       for (const SweepRow* r : rows) {
-        const auto text = override_value(sweep.points[static_cast<size_t>(r->index)].overrides, key);
-        v.push_back(text ? label_of(*text) : std::string());
+        const SweptValue* value = sweep.points[static_cast<size_t>(r->index)].find(key);
+        v.push_back(value != nullptr ? label_of(value->value) : std::string());
       }
       c.values = std::move(v);
     }
@@ -195,13 +170,12 @@ std::vector<SummaryColumn> sweep_grid_axes(const LoadedSweep& sweep, const Sweep
     }
     bool numeric = true;
     for (const auto& v : a.values) {
-      const auto x = v.empty() ? std::nullopt : parse_number(v.front());
-      if (!x || !std::isfinite(*x)) numeric = false;
+      if (v.empty() || !number_of(v.front())) numeric = false;
     }
     SummaryColumn c{name->second, numeric ? (units.empty() ? "1" : units) : std::string(), description, {}};
     if (numeric) {
       std::vector<double> d;
-      for (const auto& v : a.values) d.push_back(*parse_number(v.front()));
+      for (const auto& v : a.values) d.push_back(*number_of(v.front()));
       c.values = std::move(d);
     } else {
       std::vector<std::string> labels;
@@ -261,19 +235,18 @@ std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<co
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   const auto value = [&](const SweepRow* r, const char* key) {
-    const auto v = override_value(sweep.points[static_cast<size_t>(r->index)].overrides, key);
-    return v ? *v : std::string("-");
+    const SweptValue* v = sweep.points[static_cast<size_t>(r->index)].find(key);
+    return v != nullptr ? toml_literal(v->value) : std::string("-");
   };
-  // The grid point's own overrides (not the layout's), for a grid swept together with "auto".
+  // The grid point's own values (not the layout's), for a grid swept together with "auto".
   const auto grid_of = [&](const SweepRow* r) {
     std::string grid;
-    for (const std::string& o : sweep.points[static_cast<size_t>(r->index)].overrides) {
-      if (o.rfind("parallelism.tensor=", 0) == 0 || o.rfind("parallelism.pipeline=", 0) == 0 ||
-          o.rfind("parallelism.data=", 0) == 0 || o.rfind("training.micro_batch_size=", 0) == 0 ||
-          o.rfind("parallelism.virtual_stages=", 0) == 0) {
+    for (const SweptValue& v : sweep.points[static_cast<size_t>(r->index)].values) {
+      if (v.key == "parallelism.tensor" || v.key == "parallelism.pipeline" || v.key == "parallelism.data" ||
+          v.key == "training.micro_batch_size" || v.key == "parallelism.virtual_stages") {
         continue;
       }
-      grid += (grid.empty() ? "" : " ") + o;
+      grid += (grid.empty() ? "" : " ") + v.override_text();
     }
     return grid;
   };

@@ -54,7 +54,7 @@ fs::path write_scenario(const std::string& name, const std::string& sweep) {
 
 std::vector<Overrides> overrides_of(const std::vector<SweepPoint>& points) {
   std::vector<Overrides> out;
-  for (const auto& p : points) out.push_back(p.overrides);
+  for (const auto& p : points) out.push_back(p.overrides());
   return out;
 }
 
@@ -71,7 +71,7 @@ TEST(Sweep, NoSweepTableIsOnePoint) {
   const auto points = expand_sweep(spec, path, 0, catalog());
   ASSERT_EQ(points.size(), 1U);
   EXPECT_EQ(points[0].index, 0);
-  EXPECT_TRUE(points[0].overrides.empty());
+  EXPECT_TRUE(points[0].values.empty());
 }
 
 TEST(Sweep, ListsAreACartesianProductLastAxisFastest) {
@@ -220,7 +220,12 @@ TEST(SweepLayouts, Gpt3On1024A100) {
   const fs::path path = kSourceDir / "scenarios" / "sweeps" / "gpt3-175b-1024-a100-layouts.toml";
   const SweepSpec spec = read_sweep(path);
   EXPECT_TRUE(spec.auto_parallelism);
-  const auto layouts = enumerate_layouts(path, {}, catalog());
+  std::vector<Overrides> layouts;
+  for (const auto& typed : enumerate_layouts(path, {}, catalog())) {
+    Overrides o;
+    for (const SweptValue& v : typed) o.push_back(v.override_text());
+    layouts.push_back(std::move(o));
+  }
   const Overrides megatron{"parallelism.tensor=8", "parallelism.pipeline=8", "parallelism.data=16",
                            "training.micro_batch_size=1", "parallelism.virtual_stages=1"};
   EXPECT_NE(std::find(layouts.begin(), layouts.end(), megatron), layouts.end());
@@ -235,7 +240,7 @@ TEST(SweepLayouts, Gpt3On1024A100) {
   // The sweep is the layouts, in order, with indices 0..n-1.
   const auto points = expand_sweep(spec, path, 0, catalog());
   ASSERT_EQ(points.size(), layouts.size());
-  for (size_t i = 0; i < points.size(); ++i) EXPECT_EQ(points[i].overrides, layouts[i]);
+  for (size_t i = 0; i < points.size(); ++i) EXPECT_EQ(points[i].overrides(), layouts[i]);
 }
 
 TEST(SweepLayouts, RunIgnoresTheSweepTable) {

@@ -29,12 +29,13 @@ fs::path temp_file(const std::string& name) {
 /// A 2 x 2 grid sweep: parallelism.tensor in {1, 2} x training.precision in {"bf16", "fp16"}.
 LoadedSweep grid_sweep() {
   LoadedSweep s;
-  s.spec.axes = {{{"parallelism.tensor"}, {{"1"}, {"2"}}}, {{"training.precision"}, {{"\"bf16\""}, {"\"fp16\""}}}};
+  s.spec.axes = {{{"parallelism.tensor"}, {{int64_t{1}}, {int64_t{2}}}},
+                 {{"training.precision"}, {{std::string("bf16")}, {std::string("fp16")}}}};
   int64_t i = 0;
-  for (const char* t : {"1", "2"}) {
-    for (const char* p : {"\"bf16\"", "\"fp16\""}) {
-      s.points.push_back({i, static_cast<uint64_t>(100 + i),
-                          {std::string("parallelism.tensor=") + t, std::string("training.precision=") + p}});
+  for (const int64_t t : {1, 2}) {
+    for (const char* p : {"bf16", "fp16"}) {
+      s.points.push_back(
+          {i, static_cast<uint64_t>(100 + i), {{"parallelism.tensor", t}, {"training.precision", std::string(p)}}});
       ++i;
     }
   }
@@ -165,12 +166,13 @@ TEST(SweepTable, MergeOfTwoShardsEqualsTheWholeTable) {
 TEST(SweepTable, LayoutRankingListsTheFastestAndTheBestThatFits) {
   LoadedSweep search;
   search.spec.auto_parallelism = true;
-  const char* layouts[3][3] = {{"1", "8", "2"}, {"2", "4", "2"}, {"8", "1", "2"}};
+  const int64_t layouts[3][3] = {{1, 8, 2}, {2, 4, 2}, {8, 1, 2}};
   for (int64_t i = 0; i < 3; ++i) {
-    search.points.push_back({i, 0,
-                             {std::string("parallelism.tensor=") + layouts[i][0],
-                              std::string("parallelism.pipeline=") + layouts[i][1],
-                              std::string("parallelism.data=") + layouts[i][2]}});
+    search.points.push_back({i,
+                             0,
+                             {{"parallelism.tensor", layouts[i][0]},
+                              {"parallelism.pipeline", layouts[i][1]},
+                              {"parallelism.data", layouts[i][2]}}});
   }
   std::vector<SweepRow> rows{row(0, 3.0), row(1, 1.0), row(2, 2.0)};
   rows[1].status = "out_of_memory";
