@@ -1,6 +1,7 @@
 #include "models/parallelism/step_program.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
@@ -8,6 +9,7 @@
 
 #include "models/network/collective_model.hpp"
 #include "models/parallelism/framework_behaviour.hpp"
+#include "models/parallelism/layout.hpp"
 #include "models/parallelism/sharded_pass.hpp"
 #include "models/workload/transformer.hpp"
 
@@ -210,44 +212,15 @@ int64_t StepSetup::microbatches() const {
 }
 
 int64_t megatron_rank(const ParallelismConfig& p, int64_t tensor_rank, int64_t data_rank, int64_t stage) {
-  return stage * (p.tensor * p.data) + data_rank * p.tensor + tensor_rank;
+  const std::array<int64_t, 3> coords{tensor_rank, data_rank, stage};  // layout_dimensions() order
+  return layout_rank(p, coords);
 }
 
-CommPattern tensor_parallel_pattern(const ParallelismConfig& p) {
-  CommPattern pattern;
-  for (int64_t stage = 0; stage < p.pipeline; ++stage) {
-    for (int64_t d = 0; d < p.data; ++d) {
-      std::vector<int64_t> group;
-      for (int64_t t = 0; t < p.tensor; ++t) group.push_back(megatron_rank(p, t, d, stage));
-      pattern.groups.push_back(std::move(group));
-    }
-  }
-  return pattern;
-}
+CommPattern tensor_parallel_pattern(const ParallelismConfig& p) { return layout_groups(p, LayoutDim::tensor); }
 
-CommPattern data_parallel_pattern(const ParallelismConfig& p) {
-  CommPattern pattern;
-  for (int64_t stage = 0; stage < p.pipeline; ++stage) {
-    for (int64_t t = 0; t < p.tensor; ++t) {
-      std::vector<int64_t> group;
-      for (int64_t d = 0; d < p.data; ++d) group.push_back(megatron_rank(p, t, d, stage));
-      pattern.groups.push_back(std::move(group));
-    }
-  }
-  return pattern;
-}
+CommPattern data_parallel_pattern(const ParallelismConfig& p) { return layout_groups(p, LayoutDim::data); }
 
-CommPattern pipeline_pattern(const ParallelismConfig& p) {
-  CommPattern pattern;
-  for (int64_t stage = 0; stage + 1 < p.pipeline; ++stage) {
-    for (int64_t d = 0; d < p.data; ++d) {
-      for (int64_t t = 0; t < p.tensor; ++t) {
-        pattern.groups.push_back({megatron_rank(p, t, d, stage), megatron_rank(p, t, d, stage + 1)});
-      }
-    }
-  }
-  return pattern;
-}
+CommPattern pipeline_pattern(const ParallelismConfig& p) { return layout_neighbours(p, LayoutDim::pipeline); }
 
 MegatronPatterns megatron_patterns(const ParallelismConfig& p) {
   return MegatronPatterns{tensor_parallel_pattern(p), data_parallel_pattern(p), pipeline_pattern(p)};

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "models/hardware/catalog.hpp"
+#include "models/parallelism/layout.hpp"
 #include "models/parallelism/step_program.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/step/step_simulation.hpp"
@@ -74,10 +75,8 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
   if (!sc.description.empty()) out << "  " << sc.description << "\n";
   out << printf_string("cluster     %lld x %s (%lld x %s)\n", static_cast<long long>(sc.cluster.nodes),
                        vm.name.c_str(), static_cast<long long>(r.gpus), vm.device.c_str());
-  out << printf_string("layout      TP %lld x PP %lld x DP %lld, micro batch %lld, %lld microbatches, %s, "
-                       "recompute %s, %s\n",
-                       static_cast<long long>(par.tensor), static_cast<long long>(par.pipeline),
-                       static_cast<long long>(par.data), static_cast<long long>(sc.training.micro_batch_size),
+  out << printf_string("layout      %s, micro batch %lld, %lld microbatches, %s, recompute %s, %s\n",
+                       models::layout_text(par).c_str(), static_cast<long long>(sc.training.micro_batch_size),
                        static_cast<long long>(r.microbatches), schedule_text(sc).c_str(),
                        std::string(models::to_string(sc.training.activation_recompute)).c_str(),
                        std::string(models::to_string(sc.training.precision)).c_str());
@@ -146,9 +145,9 @@ std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepRe
   cols.push_back({"vm_size", "", "VM size", std::vector<std::string>{sc.cluster.vm_size}});
   cols.push_back(integer("nodes", "1", "VMs", sc.cluster.nodes));
   cols.push_back(integer("gpus", "1", "GPUs", r.gpus));
-  cols.push_back(integer("tensor_parallel", "1", "tensor-parallel size", sc.parallelism.tensor));
-  cols.push_back(integer("pipeline_parallel", "1", "pipeline stages", sc.parallelism.pipeline));
-  cols.push_back(integer("data_parallel", "1", "data-parallel replicas", sc.parallelism.data));
+  for (const models::LayoutDimension* d : models::layout_dimensions_as_written()) {
+    cols.push_back(integer(std::string(d->column), "1", std::string(d->description), sc.parallelism.*d->size));
+  }
   cols.push_back(integer("microbatches", "1", "microbatches per pipeline per step", r.microbatches));
   cols.push_back(real("step_time_s", "s", "time of one optimizer step", r.step_time.value()));
   const double band = r.prediction_band ? r.prediction_band->rms_relative_error : nan;

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "models/parallelism/layout.hpp"
 #include "sim/errors.hpp"
 #include "sim/io/scenario_params.hpp"
 #include "sim/sweep/sidecar.hpp"
@@ -42,6 +43,25 @@ std::vector<std::string> swept_keys(const std::vector<SweepPoint>& points) {
     }
   }
   return keys;
+}
+
+/// Whether `key` is set by a layout of parallelism = "auto": a layout dimension's size, the micro batch or the
+/// virtual stages.
+bool is_layout_key(std::string_view key) {
+  if (key == "training.micro_batch_size" || key == "parallelism.virtual_stages") return true;
+  for (const models::LayoutDimension& d : models::layout_dimensions()) {
+    if (d.key == key) return true;
+  }
+  return false;
+}
+
+/// printf into a std::string (any length).
+template <typename... Args>
+std::string strf_text(const char* fmt, Args... args) {
+  const int n = std::snprintf(nullptr, 0, fmt, args...);
+  std::string s(n > 0 ? static_cast<size_t>(n) : 0U, '\0');
+  if (n > 0) std::snprintf(s.data(), s.size() + 1, fmt, args...);
+  return s;
 }
 
 ColumnGroup columns_group(const SweepTable& t) {
@@ -234,7 +254,7 @@ std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<co
     }
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  const auto value = [&](const SweepRow* r, const char* key) {
+  const auto value = [&](const SweepRow* r, std::string_view key) {
     const SweptValue* v = sweep.points[static_cast<size_t>(r->index)].find(key);
     return v != nullptr ? toml_literal(v->value) : std::string("-");
   };
@@ -242,37 +262,37 @@ std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<co
   const auto grid_of = [&](const SweepRow* r) {
     std::string grid;
     for (const SweptValue& v : sweep.points[static_cast<size_t>(r->index)].values) {
-      if (v.key == "parallelism.tensor" || v.key == "parallelism.pipeline" || v.key == "parallelism.data" ||
-          v.key == "training.micro_batch_size" || v.key == "parallelism.virtual_stages") {
-        continue;
-      }
+      if (is_layout_key(v.key)) continue;
       grid += (grid.empty() ? "" : " ") + v.override_text();
     }
     return grid;
   };
   out << "layouts ranked by step time (fastest 10 of " << ranked.size() << " simulated):\n";
-  out << "rank  run   TP   PP   DP   mb   v   step time   status"
-            << (sweep.spec.axes.empty() ? "\n" : "         grid point\n");
+  const auto dims = models::layout_dimensions_as_written();
+  out << "rank  run";
+  for (const models::LayoutDimension* d : dims) out << strf_text(" %4s", std::string(d->abbreviation).c_str());
+  out << "   mb   v   step time   status" << (sweep.spec.axes.empty() ? "\n" : "         grid point\n");
   for (size_t i = 0; i < std::min<size_t>(10, ranked.size()); ++i) {
     const SweepRow* r = ranked[i].second;
     const std::string grid = grid_of(r);
-    char line[512];
-    std::snprintf(line, sizeof line, "%4zu %4lld %4s %4s %4s %4s %3s %9.3f s   %-14s %s\n", i + 1,
-                  static_cast<long long>(r->index), value(r, "parallelism.tensor").c_str(),
-                  value(r, "parallelism.pipeline").c_str(), value(r, "parallelism.data").c_str(),
-                  value(r, "training.micro_batch_size").c_str(), value(r, "parallelism.virtual_stages").c_str(),
-                  ranked[i].first, r->status.c_str(), grid.c_str());
-    std::string text = line;  // without the padding of an empty grid point
+    std::string text = strf_text("%4zu %4lld", i + 1, static_cast<long long>(r->index));
+    for (const models::LayoutDimension* d : dims) text += strf_text(" %4s", value(r, d->key).c_str());
+    text += strf_text(" %4s %3s %9.3f s   %-14s %s\n", value(r, "training.micro_batch_size").c_str(),
+                      value(r, "parallelism.virtual_stages").c_str(), ranked[i].first, r->status.c_str(),
+                      grid.c_str());
+    // without the padding of an empty grid point
     text.pop_back();
     text.erase(text.find_last_not_of(' ') + 1);
     out << text << "\n";
   }
   for (const auto& [t, r] : ranked) {
     if (r->status != "ok") continue;
-    out << "best layout that fits: run " << r->index << ", TP " << value(r, "parallelism.tensor") << " x PP "
-              << value(r, "parallelism.pipeline") << " x DP " << value(r, "parallelism.data") << ", micro batch "
-              << value(r, "training.micro_batch_size") << ", virtual stages "
-              << value(r, "parallelism.virtual_stages");
+    out << "best layout that fits: run " << r->index << ", ";
+    for (size_t k = 0; k < dims.size(); ++k) {
+      out << (k ? " x " : "") << dims[k]->abbreviation << " " << value(r, dims[k]->key);
+    }
+    out << ", micro batch " << value(r, "training.micro_batch_size") << ", virtual stages "
+        << value(r, "parallelism.virtual_stages");
     if (const std::string grid = grid_of(r); !grid.empty()) out << " (" << grid << ")";
     out << ": " << strf("%.3f s", t) << "\n";
     break;

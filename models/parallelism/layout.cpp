@@ -1,0 +1,101 @@
+#include "models/parallelism/layout.hpp"
+
+#include <array>
+#include <stdexcept>
+
+namespace clustersim::models {
+
+namespace {
+
+constexpr std::array<LayoutDimension, 3> kDimensions{{
+    {LayoutDim::tensor, "tensor", "TP", "parallelism.tensor", "tensor_parallel", "tensor-parallel size",
+     &ParallelismConfig::tensor},
+    {LayoutDim::data, "data", "DP", "parallelism.data", "data_parallel", "data-parallel replicas",
+     &ParallelismConfig::data},
+    {LayoutDim::pipeline, "pipeline", "PP", "parallelism.pipeline", "pipeline_parallel", "pipeline stages",
+     &ParallelismConfig::pipeline},
+}};
+
+/// The order layouts are written in (Megatron's papers and logs: TP, PP, DP).
+constexpr std::array<LayoutDim, 3> kAsWritten{LayoutDim::tensor, LayoutDim::pipeline, LayoutDim::data};
+
+/// Calls `f(coords)` for every coordinate vector of the dimensions other than `skip` (its coordinate left 0),
+/// the slowest dimension outermost.
+template <typename F>
+void for_each_other(const ParallelismConfig& p, LayoutDim skip, F&& f) {
+  const size_t n = kDimensions.size();
+  std::vector<int64_t> coords(n, 0);
+  while (true) {
+    f(coords);
+    // Increment the fastest dimension other than `skip` first.
+    size_t k = 0;
+    for (; k < n; ++k) {
+      if (kDimensions[k].dim == skip) continue;
+      if (++coords[k] < p.*kDimensions[k].size) break;
+      coords[k] = 0;
+    }
+    if (k == n) return;
+  }
+}
+
+}  // namespace
+
+std::span<const LayoutDimension> layout_dimensions() { return kDimensions; }
+
+std::vector<const LayoutDimension*> layout_dimensions_as_written() {
+  std::vector<const LayoutDimension*> out;
+  for (const LayoutDim d : kAsWritten) out.push_back(&layout_dimension(d));
+  return out;
+}
+
+const LayoutDimension& layout_dimension(LayoutDim dim) { return kDimensions[static_cast<size_t>(dim)]; }
+
+int64_t size_of(const ParallelismConfig& p, LayoutDim dim) { return p.*layout_dimension(dim).size; }
+
+int64_t layout_rank(const ParallelismConfig& p, std::span<const int64_t> coords) {
+  if (coords.size() != kDimensions.size()) throw std::invalid_argument("layout_rank: one coordinate per dimension");
+  int64_t rank = 0;
+  for (size_t k = kDimensions.size(); k-- > 0;) rank = rank * (p.*kDimensions[k].size) + coords[k];
+  return rank;
+}
+
+CommPattern layout_groups(const ParallelismConfig& p, LayoutDim dim) {
+  CommPattern pattern;
+  const auto k = static_cast<size_t>(dim);
+  // for_each_other walks the fastest dimension first; groups are wanted slowest-outermost, which is the same
+  // sequence because the mixed-radix counter's carry runs from the fastest digit to the slowest.
+  for_each_other(p, dim, [&](std::vector<int64_t> coords) {
+    std::vector<int64_t> group;
+    for (int64_t c = 0; c < size_of(p, dim); ++c) {
+      coords[k] = c;
+      group.push_back(layout_rank(p, coords));
+    }
+    pattern.groups.push_back(std::move(group));
+  });
+  return pattern;
+}
+
+CommPattern layout_neighbours(const ParallelismConfig& p, LayoutDim dim) {
+  CommPattern pattern;
+  const auto k = static_cast<size_t>(dim);
+  for (int64_t c = 0; c + 1 < size_of(p, dim); ++c) {
+    for_each_other(p, dim, [&](std::vector<int64_t> coords) {
+      coords[k] = c;
+      const int64_t from = layout_rank(p, coords);
+      coords[k] = c + 1;
+      pattern.groups.push_back({from, layout_rank(p, coords)});
+    });
+  }
+  return pattern;
+}
+
+std::string layout_text(const ParallelismConfig& p) {
+  std::string s;
+  for (const LayoutDimension* d : layout_dimensions_as_written()) {
+    if (!s.empty()) s += " x ";
+    s += std::string(d->abbreviation) + " " + std::to_string(p.*d->size);
+  }
+  return s;
+}
+
+}  // namespace clustersim::models

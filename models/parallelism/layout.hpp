@@ -1,0 +1,65 @@
+// The layout of a job over GPUs, one parallelism dimension at a time. Each dimension is described once, in
+// layout_dimensions(): its name, its scenario key, its report column and abbreviation, where it sits in the rank
+// order and in the order people write layouts. Ranks, communication groups, report columns, the layout line of
+// the text report and the sweep's layout ranking are all derived from that table, so a new dimension (context
+// or expert parallelism) is a new row there, a member of ParallelismConfig, its key, and its effect on the work
+// and memory models.
+//
+// Rank order (Megatron-LM, Narayanan et al. SC'21; megatron/core/parallel_state.py): tensor fastest, then data,
+// then pipeline, so a tensor-parallel group sits inside one node when tensor <= GPUs per node and consecutive
+// data-parallel replicas share nodes before pipeline stages do.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/network/collectives.hpp"
+#include "models/parallelism/plan.hpp"
+
+namespace clustersim::models {
+
+/// The dimensions, by their place in the rank order (fastest first).
+enum class LayoutDim { tensor = 0, data = 1, pipeline = 2 };
+
+/// One parallelism dimension.
+struct LayoutDimension {
+  LayoutDim dim;
+  std::string_view name;          ///< "tensor"
+  std::string_view abbreviation;  ///< "TP", as layouts are written ("TP 8 x PP 8 x DP 16")
+  std::string_view key;           ///< scenario key, "parallelism.tensor"
+  std::string_view column;        ///< HDF5 /summary column, "tensor_parallel"
+  std::string_view description;   ///< of the column
+  int64_t ParallelismConfig::*size;  ///< the member of ParallelismConfig that holds its size
+};
+
+/// Every dimension in rank order (fastest first).
+std::span<const LayoutDimension> layout_dimensions();
+/// Every dimension in the order layouts are written and reported: tensor, pipeline, data.
+std::vector<const LayoutDimension*> layout_dimensions_as_written();
+/// The entry of `dim`.
+const LayoutDimension& layout_dimension(LayoutDim dim);
+
+/// The size of `dim` in `p` (>= 1 for a valid layout).
+int64_t size_of(const ParallelismConfig& p, LayoutDim dim);
+
+/// Global rank of the GPU with coordinate coords[k] along layout_dimensions()[k] (0 <= coords[k] < its size):
+/// the mixed-radix number with the first dimension as the fastest digit.
+int64_t layout_rank(const ParallelismConfig& p, std::span<const int64_t> coords);
+
+/// Every group along `dim`: for each setting of the other coordinates, the size_of(dim) ranks that differ only
+/// in `dim`'s coordinate (ascending). Groups are ordered by the other coordinates, the slowest dimension
+/// outermost. Tensor: the t consecutive ranks of each (data, stage); data: d ranks strided by t.
+CommPattern layout_groups(const ParallelismConfig& p, LayoutDim dim);
+
+/// Every pair of neighbours along `dim`: {rank at coordinate c, the same GPU's rank at c + 1} for c <
+/// size_of(dim) - 1, ordered by c outermost, then the other coordinates slowest first. Pipeline: every send of
+/// one microbatch from stage s to stage s + 1.
+CommPattern layout_neighbours(const ParallelismConfig& p, LayoutDim dim);
+
+/// "TP 4 x PP 8 x DP 4": the sizes as written.
+std::string layout_text(const ParallelismConfig& p);
+
+}  // namespace clustersim::models

@@ -1,0 +1,71 @@
+// The layout (models/parallelism/layout.hpp): Megatron's rank order and the groups derived from the dimension
+// table, written out by hand for TP 2 x PP 2 x DP 3 (12 GPUs).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "models/parallelism/layout.hpp"
+#include "models/parallelism/step_program.hpp"
+
+namespace clustersim::models {
+namespace {
+
+ParallelismConfig tp2_pp2_dp3() {
+  ParallelismConfig p;
+  p.tensor = 2;
+  p.pipeline = 2;
+  p.data = 3;
+  return p;
+}
+
+using Groups = std::vector<std::vector<int64_t>>;
+
+TEST(Layout, RankOrderIsTensorThenDataThenPipeline) {
+  const ParallelismConfig p = tp2_pp2_dp3();
+  // rank = stage x (t d) + data x t + tensor.
+  EXPECT_EQ(layout_rank(p, std::array<int64_t, 3>{1, 0, 0}), 1);
+  EXPECT_EQ(layout_rank(p, std::array<int64_t, 3>{0, 1, 0}), 2);
+  EXPECT_EQ(layout_rank(p, std::array<int64_t, 3>{0, 0, 1}), 6);
+  EXPECT_EQ(layout_rank(p, std::array<int64_t, 3>{1, 2, 1}), 11);
+  std::set<int64_t> all;
+  for (int64_t s = 0; s < 2; ++s) {
+    for (int64_t d = 0; d < 3; ++d) {
+      for (int64_t t = 0; t < 2; ++t) all.insert(megatron_rank(p, t, d, s));
+    }
+  }
+  EXPECT_EQ(all.size(), 12u);  // a bijection onto 0..11
+  EXPECT_EQ(*all.rbegin(), 11);
+}
+
+TEST(Layout, GroupsAndNeighboursWrittenOutByHand) {
+  const ParallelismConfig p = tp2_pp2_dp3();
+  EXPECT_EQ(layout_groups(p, LayoutDim::tensor).groups, (Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}}));
+  EXPECT_EQ(layout_groups(p, LayoutDim::data).groups, (Groups{{0, 2, 4}, {1, 3, 5}, {6, 8, 10}, {7, 9, 11}}));
+  EXPECT_EQ(layout_groups(p, LayoutDim::pipeline).groups, (Groups{{0, 6}, {1, 7}, {2, 8}, {3, 9}, {4, 10}, {5, 11}}));
+  EXPECT_EQ(layout_neighbours(p, LayoutDim::pipeline).groups,
+            (Groups{{0, 6}, {1, 7}, {2, 8}, {3, 9}, {4, 10}, {5, 11}}));
+  // The step program's patterns are these.
+  EXPECT_EQ(tensor_parallel_pattern(p).groups, layout_groups(p, LayoutDim::tensor).groups);
+  EXPECT_EQ(data_parallel_pattern(p).groups, layout_groups(p, LayoutDim::data).groups);
+  EXPECT_EQ(pipeline_pattern(p).groups, layout_neighbours(p, LayoutDim::pipeline).groups);
+  ParallelismConfig four_stages = p;
+  four_stages.pipeline = 4;
+  EXPECT_EQ(layout_neighbours(four_stages, LayoutDim::pipeline).groups.size(), 3u * 6u);
+}
+
+TEST(Layout, TheTableDescribesEachDimensionOnce) {
+  std::set<std::string_view> keys, columns;
+  for (const LayoutDimension& d : layout_dimensions()) {
+    EXPECT_TRUE(keys.insert(d.key).second);
+    EXPECT_TRUE(columns.insert(d.column).second);
+    EXPECT_EQ(&layout_dimension(d.dim), &d);
+  }
+  EXPECT_EQ(layout_text(tp2_pp2_dp3()), "TP 2 x PP 2 x DP 3");
+  EXPECT_EQ(size_of(tp2_pp2_dp3(), LayoutDim::data), 3);
+}
+
+}  // namespace
+}  // namespace clustersim::models
