@@ -16,7 +16,7 @@ DEB_PACKAGES := g++ make cmake git libboost-graph-dev libboost-program-options-d
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-xarray python3-nbconvert \
   python3-ipykernel python3-pytest openmpi-bin libopenmpi-dev
 
-.PHONY: all deps configure build demo test bench validate clean
+.PHONY: all deps configure build demo test bench validate tsan clean
 
 all: build
 
@@ -58,5 +58,14 @@ bench: build
 validate: build
 	$(CLUSTERSIM) validate --fit --leave-one-out -j $(JOBS)
 
+# The sweep's threads under ThreadSanitizer (a separate build in $(BUILD_DIR)-tsan): the sweep and run tests,
+# which run points on several threads sharing one cluster cache and two in-memory MPI ranks.
+tsan: deps
+	cmake -S . -B $(BUILD_DIR)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS=-fsanitize=thread \
+	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCLUSTERSIM_WITH_MPI=OFF -DCLUSTERSIM_BUILD_BENCH=OFF
+	cmake --build $(BUILD_DIR)-tsan -j $(JOBS) --target test_sweep test_run
+	TSAN_OPTIONS=halt_on_error=1 $(BUILD_DIR)-tsan/tests/sweep/test_sweep
+	TSAN_OPTIONS=halt_on_error=1 $(BUILD_DIR)-tsan/tests/run/test_run
+
 clean:
-	rm -rf $(BUILD_DIR) out
+	rm -rf $(BUILD_DIR) $(BUILD_DIR)-tsan out

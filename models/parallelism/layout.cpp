@@ -1,29 +1,29 @@
 #include "models/parallelism/layout.hpp"
 
-#include <array>
+#include <iterator>
 #include <stdexcept>
 
 namespace clustersim::models {
 
 namespace {
 
-constexpr std::array<LayoutDimension, 3> kDimensions{{
+constexpr LayoutDimension kDimensions[]{
     {LayoutDim::tensor, "tensor", "TP", "parallelism.tensor", "tensor_parallel", "tensor-parallel size",
      &ParallelismConfig::tensor},
     {LayoutDim::data, "data", "DP", "parallelism.data", "data_parallel", "data-parallel replicas",
      &ParallelismConfig::data},
     {LayoutDim::pipeline, "pipeline", "PP", "parallelism.pipeline", "pipeline_parallel", "pipeline stages",
      &ParallelismConfig::pipeline},
-}};
+};
 
 /// The order layouts are written in (Megatron's papers and logs: TP, PP, DP).
-constexpr std::array<LayoutDim, 3> kAsWritten{LayoutDim::tensor, LayoutDim::pipeline, LayoutDim::data};
+constexpr LayoutDim kAsWritten[]{LayoutDim::tensor, LayoutDim::pipeline, LayoutDim::data};
 
 /// Calls `f(coords)` for every coordinate vector of the dimensions other than `skip` (its coordinate left 0),
 /// the slowest dimension outermost.
 template <typename F>
 void for_each_other(const ParallelismConfig& p, LayoutDim skip, F&& f) {
-  const size_t n = kDimensions.size();
+  const size_t n = std::size(kDimensions);
   std::vector<int64_t> coords(n, 0);
   while (true) {
     f(coords);
@@ -53,9 +53,9 @@ const LayoutDimension& layout_dimension(LayoutDim dim) { return kDimensions[stat
 int64_t size_of(const ParallelismConfig& p, LayoutDim dim) { return p.*layout_dimension(dim).size; }
 
 int64_t layout_rank(const ParallelismConfig& p, std::span<const int64_t> coords) {
-  if (coords.size() != kDimensions.size()) throw std::invalid_argument("layout_rank: one coordinate per dimension");
+  if (coords.size() != std::size(kDimensions)) throw std::invalid_argument("layout_rank: one coordinate per dimension");
   int64_t rank = 0;
-  for (size_t k = kDimensions.size(); k-- > 0;) rank = rank * (p.*kDimensions[k].size) + coords[k];
+  for (size_t k = std::size(kDimensions); k-- > 0;) rank = rank * (p.*kDimensions[k].size) + coords[k];
   return rank;
 }
 

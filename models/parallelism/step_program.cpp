@@ -1,7 +1,6 @@
 #include "models/parallelism/step_program.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
@@ -212,7 +211,10 @@ int64_t StepSetup::microbatches() const {
 }
 
 int64_t megatron_rank(const ParallelismConfig& p, int64_t tensor_rank, int64_t data_rank, int64_t stage) {
-  const std::array<int64_t, 3> coords{tensor_rank, data_rank, stage};  // layout_dimensions() order
+  std::vector<int64_t> coords(layout_dimensions().size(), 0);  // any other dimension at coordinate 0
+  coords[static_cast<size_t>(LayoutDim::tensor)] = tensor_rank;
+  coords[static_cast<size_t>(LayoutDim::data)] = data_rank;
+  coords[static_cast<size_t>(LayoutDim::pipeline)] = stage;
   return layout_rank(p, coords);
 }
 
