@@ -24,6 +24,7 @@ FrameworkBehaviour behaviour_of(Framework framework) {
       // casting it to reduce_dtype. FULL_SHARD / SHARD_GRAD_OP / HYBRID_SHARD: api.py ShardingStrategy.
       b.per_unit_stage2 = true;
       b.divides_unsharded_gradient = true;
+      b.tp_comm_overlap_backward = false;  // PyTorch async TP: forward passes only (framework_behaviour.hpp)
       break;
     case Framework::fsdp2:
       // PyTorch FSDP2 (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py, _fsdp_collectives.py):
@@ -36,6 +37,7 @@ FrameworkBehaviour behaviour_of(Framework framework) {
       b.last_block_reshards = false;
       b.copies_out_gathered_parameters = true;
       b.one_reduce_scatter_in_flight = true;
+      b.tp_comm_overlap_backward = false;  // PyTorch async TP: forward passes only (framework_behaviour.hpp)
       break;
     case Framework::deepspeed:
       // DeepSpeed (deepspeed/runtime/zero/stage_1_and_2.py, stage3.py, engine.py; config.py defaults):

@@ -142,7 +142,8 @@ PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup,
     c.memory_bound += r.memory_bound;
     c.flops += r.flops;
   }
-  if (overlap) {
+  const bool overlap_backward = overlap && behaviour_of(setup.training.framework).tp_comm_overlap_backward;
+  if (overlap_backward) {
     c.tp_comm = overlapped_tp(work.backward, true, setup, compute, all_gather, reduce_scatter, c.compute);
     if (recompute && work.tp_recompute.count > 0) {
       c.tp_comm += overlapped_tp(work.recompute, false, setup, compute, all_gather, reduce_scatter, c.compute);
@@ -164,7 +165,12 @@ PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup,
       if (each > hidden_under) backward_tp += each - hidden_under;
     }
   }
-  if (recompute) backward_tp += tp_time(work.tp_recompute, tp_group, setup, network);
+  if (recompute && overlap && work.tp_recompute.count > 0) {
+    // The recomputed forward is a forward pass: micro-pipelined like the first one.
+    backward_tp += overlapped_tp(work.recompute, false, setup, compute, all_gather, reduce_scatter, c.compute);
+  } else if (recompute) {
+    backward_tp += tp_time(work.tp_recompute, tp_group, setup, network);
+  }
   c.tp_comm = backward_tp;
   return c;
 }

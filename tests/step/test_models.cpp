@@ -367,6 +367,29 @@ TEST(StepProgram, TensorParallelOverlapHidesAllButOneChunkOfEachCollective) {
   EXPECT_NEAR(b.stages[0].backward[0].tp_comm.value(), layers * 8 * c / t + 2 * c, 1e-12);
 }
 
+TEST(StepProgram, PyTorchAsyncTensorParallelOverlapsForwardPassesOnly) {
+  // torchtitan's async TP (FSDP2 framework) micro-pipelines forward passes, the recomputed one included, but not
+  // the backward's collectives (framework_behaviour.hpp): the forward is as with Transformer Engine's overlap;
+  // the backward keeps its non-overlapped collectives and only the recompute's 4 per layer drop from c to c/t.
+  const ComputeModel compute(catalog().device("A100-SXM4-80GB"));
+  const LinearNetwork network(1e-12);
+  StepSetup megatron = setup_22b(true, true);
+  megatron.parallelism.sequence_parallel = true;
+  megatron.parallelism.tp_comm_overlap = true;
+  StepSetup torchtitan = megatron;
+  torchtitan.training.framework = Framework::fsdp2;
+  StepSetup torchtitan_plain = torchtitan;
+  torchtitan_plain.parallelism.tp_comm_overlap = false;
+  const StepProgram m = build_step_program(megatron, compute, network);
+  const StepProgram t = build_step_program(torchtitan, compute, network);
+  const StepProgram plain = build_step_program(torchtitan_plain, compute, network);
+  const double c = 1e-12 * 4 * 2048 * 6144 * 2, tp = 8, layers = 48;
+  EXPECT_NEAR(t.stages[0].forward[0].tp_comm.value(), m.stages[0].forward[0].tp_comm.value(), 1e-12);
+  EXPECT_NEAR(t.stages[0].backward[0].tp_comm.value(),
+              plain.stages[0].backward[0].tp_comm.value() - layers * 4 * c * (1.0 - 1.0 / tp), 1e-12);
+  EXPECT_GT(t.stages[0].backward[0].tp_comm.value(), m.stages[0].backward[0].tp_comm.value());
+}
+
 TEST(StepProgram, OverlappedParameterGatherExposesOnlyItsExcessOverTheFirstForward) {
   // ZeRO-1 over 4 replicas: the all-gather of the updated parameters takes k x bytes on this network. Overlapped
   // (--overlap-param-gather), only what exceeds the stage's first forward pass stays; a slow network leaves

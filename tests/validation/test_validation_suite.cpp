@@ -34,8 +34,6 @@ const std::set<std::string> kKnownOutliers = {
     // NeMo 24.07 GPT-3 175B on 128 H100 at micro batch 1: +11.6 %; the same recipe at micro batch 2 on 512
     // GPUs is +2.5 %, so a per-microbatch cost the model lacks.
     "nemo-24-h100-r2407-gpt3-175b-128",
-    // torchtitan Llama 3.1 405B, FSDP x TP 8 x PP 8 interleaved on 512 H100 (500 W): +11.1 %.
-    "torchtitan-h100-t5-3d-interleaved",
 };
 
 const models::Catalog& catalog() {
