@@ -227,8 +227,13 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
   if (par.zero_stage < 3 && behaviour_of(setup.training.framework).grad_buffer_in_reduce_dtype) {
     per_param.gradients = grad_reduce_bytes_per_element(setup.training);  // as the step program
   }
-  const double weight_shard = par.zero_stage >= 3 ? dp : 1.0;
-  const double grad_shard = par.zero_stage >= 2 ? dp : 1.0;
+  // FSDP under pipelining keeps the stage's parameters gathered and its gradients unsharded (in the reduce
+  // dtype) over the step's microbatches (FrameworkBehaviour::unsharded_under_pipelining).
+  const bool unsharded = behaviour_of(setup.training.framework).unsharded_under_pipelining && p > 1 &&
+                         par.zero_stage >= 2 && par.data > 1 && setup.microbatches() > 1;
+  if (unsharded) per_param.gradients = grad_reduce_bytes_per_element(setup.training);
+  const double weight_shard = par.zero_stage >= 3 && !unsharded ? dp : 1.0;
+  const double grad_shard = par.zero_stage >= 2 && !unsharded ? dp : 1.0;
   const double optimizer_shard = par.zero_stage >= 1 ? dp : 1.0;
 
   const double layer_activation = layer_activation_bytes(m, setup.training, par).value();

@@ -38,6 +38,7 @@ FrameworkBehaviour behaviour_of(Framework framework) {
       b.copies_out_gathered_parameters = true;
       b.one_reduce_scatter_in_flight = true;
       b.tp_comm_overlap_backward = false;  // PyTorch async TP: forward passes only (framework_behaviour.hpp)
+      b.unsharded_under_pipelining = true;  // torchtitan + torch.distributed.pipelining (framework_behaviour.hpp)
       break;
     case Framework::deepspeed:
       // DeepSpeed (deepspeed/runtime/zero/stage_1_and_2.py, stage3.py, engine.py; config.py defaults):

@@ -24,6 +24,13 @@ struct FrameworkBehaviour {
   bool copies_out_gathered_parameters = false;
   /// FSDP2: before issuing a unit's reduce-scatter the compute stream waits for the previous one.
   bool one_reduce_scatter_in_flight = false;
+  /// Fully sharded with pipelining (zero_stage >= 2, pipeline > 1): the parameters stay gathered over the step's
+  /// microbatches and the gradients accumulate unsharded, in the reduce dtype, until the last microbatch's
+  /// backward reduce-scatters them. torchtitan apply_fsdp sets reshard_after_forward = False under pipelining
+  /// ("to avoid per-microbatch all-gathers"); torch.distributed.pipelining's stage backward turns FSDP's
+  /// gradient sync off (set_requires_gradient_sync(False)) for every microbatch but the last, and FSDP2 then
+  /// accumulates the unsharded gradient in reduce_dtype (_fsdp_param.py, unsharded_accumulated_grad).
+  bool unsharded_under_pipelining = false;
   // --- ZeRO 1-2 (and data parallelism without sharding) ---
   /// The gradient reduction of ZeRO 1-2 is an all-reduce per bucket (each rank keeps its partition), not a
   /// reduce-scatter.

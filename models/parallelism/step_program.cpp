@@ -392,10 +392,13 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
         bwd.dp_comm += network.collective_time(CollectiveOp::all_reduce, dp,
                                                units::Bytes(chunk_parameters * grad_bytes)).time;
       }
-      if (!setup.training.gradient_accumulation_fusion) {
-        // Unfused gradient accumulation (Megatron-LM 2021, DDP "local"): after each microbatch's backward, a
-        // kernel reads the 16-bit weight gradient the wgrad GEMM wrote and reads and writes the main-gradient
-        // buffer (grad_bytes wide) for every parameter of the chunk.
+      const bool accumulates_unsharded = framework.unsharded_under_pipelining && par.pipeline > 1 &&
+                                         par.zero_stage >= 2 && par.data > 1 && m > 1;
+      if (!setup.training.gradient_accumulation_fusion || accumulates_unsharded) {
+        // Unfused gradient accumulation (Megatron-LM 2021, DDP "local"; FSDP's unsharded accumulation under
+        // pipelining): after each microbatch's backward, a kernel reads the 16-bit weight gradient the wgrad
+        // GEMM wrote and reads and writes the accumulated gradient (grad_bytes wide) for every parameter of the
+        // chunk.
         const units::Seconds accumulate =
             compute.memory_time(units::Bytes(chunk_parameters * (weight_bytes + 2.0 * grad_bytes)));
         bwd.compute += accumulate;

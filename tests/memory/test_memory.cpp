@@ -207,6 +207,30 @@ TEST(MemoryZero, ShardsTheRightParts) {
   EXPECT_NEAR(estimate_memory(s, a100()).stages.front().transient.value(), 2.0 * 2.0 * layer, 1e-6);
 }
 
+// torchtitan's FSDP2 under pipelining keeps each stage's parameters gathered and accumulates its gradients
+// unsharded in the reduce dtype (fp32) over the microbatches; only the optimizer (with the fp32 master) is
+// sharded. Without pipelining, or with one microbatch, FSDP2 shards as ZeRO-3.
+TEST(MemoryZero, FsdpUnderPipeliningKeepsParametersAndGradientsUnsharded) {
+  StepSetup s = small_setup();
+  s.model.num_layers = 4;
+  s.parallelism.pipeline = 2;
+  s.parallelism.zero_stage = 3;
+  s.training.framework = Framework::fsdp2;
+  s.training.grad_reduce = Precision::fp32;
+  const StageMemory fsdp = estimate_memory(s, a100()).stages.front();
+  EXPECT_NEAR(fsdp.weights.value(), 2.0 * fsdp.parameters, 1e-6);
+  EXPECT_NEAR(fsdp.gradients.value(), 4.0 * fsdp.parameters, 1e-6);
+  EXPECT_NEAR(fsdp.optimizer_states.value(), 12.0 * fsdp.parameters / 4.0, 1e-6);
+  StepSetup megatron = s;
+  megatron.training.framework = Framework::megatron_core;
+  const StageMemory zero3 = estimate_memory(megatron, a100()).stages.front();
+  EXPECT_NEAR(zero3.weights.value(), 2.0 * zero3.parameters / 4.0, 1e-6);
+  StepSetup no_pipeline = s;
+  no_pipeline.parallelism.pipeline = 1;
+  const StageMemory flat = estimate_memory(no_pipeline, a100()).stages.front();
+  EXPECT_NEAR(flat.weights.value(), 2.0 * flat.parameters / 4.0, 1e-6);
+}
+
 TEST(MemoryParameters, StagesSumToTheModelWithTheTiedCopy) {
   StepSetup s = small_setup();
   s.parallelism.data = 1;
