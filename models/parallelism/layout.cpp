@@ -98,4 +98,31 @@ std::string layout_text(const ParallelismConfig& p) {
   return s;
 }
 
+std::vector<LayoutCandidate> enumerate_layouts(const LayoutSearch& q) {
+  std::vector<LayoutCandidate> out;
+  for (int64_t t = 1; t <= q.gpus_per_vm * 8 && t <= q.gpus; t *= 2) {
+    if (q.heads % t != 0 || q.query_groups % t != 0 || q.gpus % t != 0) continue;
+    for (int64_t p = 1; p <= q.layers && t * p <= q.gpus; ++p) {
+      if (q.layers % p != 0 || q.gpus % (t * p) != 0) continue;
+      const int64_t d = q.gpus / (t * p);
+      if (q.global_batch % d != 0) continue;
+      for (int64_t b = 1; b <= 8; ++b) {
+        if ((q.global_batch / d) % b != 0) continue;
+        const int64_t m = q.global_batch / (d * b);
+        for (const int64_t v : {1, 2, 4}) {
+          if (v > 1 && (p == 1 || q.layers % (p * v) != 0 || m % p != 0)) continue;
+          LayoutCandidate c;
+          c.parallelism.tensor = t;
+          c.parallelism.pipeline = p;
+          c.parallelism.data = d;
+          c.parallelism.virtual_stages = v;
+          c.micro_batch = b;
+          out.push_back(c);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace clustersim::models

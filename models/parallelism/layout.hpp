@@ -62,4 +62,28 @@ CommPattern layout_neighbours(const ParallelismConfig& p, LayoutDim dim);
 /// "TP 4 x PP 8 x DP 4": the sizes as written.
 std::string layout_text(const ParallelismConfig& p);
 
+/// What a layout search needs to know of the model and the cluster.
+struct LayoutSearch {
+  int64_t gpus = 1;          ///< GPUs of the cluster
+  int64_t gpus_per_vm = 1;   ///< GPUs per VM (tensor parallelism up to 8 VMs' worth)
+  int64_t heads = 1;         ///< attention heads
+  int64_t query_groups = 1;  ///< key/value heads
+  int64_t layers = 1;        ///< decoder layers
+  int64_t global_batch = 1;  ///< sequences per step
+};
+
+/// One candidate layout: the sizes of the dimensions, the micro batch and the virtual stages.
+struct LayoutCandidate {
+  ParallelismConfig parallelism;  ///< tensor, pipeline, data, virtual_stages set
+  int64_t micro_batch = 1;
+};
+
+/// Every layout the search considers, in order (tensor outermost, then pipeline, micro batch, virtual stages,
+/// each ascending): tensor a power of two up to gpus_per_vm x 8 dividing the heads, the query groups and the
+/// GPUs; pipeline dividing the layers and GPUs / tensor; data = GPUs / (t p) dividing the global batch; micro
+/// batch 1-8 dividing global batch / data; virtual stages 1, 2, 4, above 1 only with pipeline > 1, layers
+/// divisible by p v and the microbatch count by p (Megatron's interleaving rule). The scenario loader still
+/// judges each (memory, sequence parallelism, framework rules).
+std::vector<LayoutCandidate> enumerate_layouts(const LayoutSearch& search);
+
 }  // namespace clustersim::models

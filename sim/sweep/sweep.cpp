@@ -14,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include "models/hardware/catalog.hpp"
+#include "models/parallelism/layout.hpp"
 #include "models/splitmix64.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/io/scenario_params.hpp"
@@ -394,40 +395,31 @@ std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::pa
       throw;
     }
   }();
-  const int64_t gpus_per_vm = static_cast<int64_t>(catalog.vm_size(s.cluster.vm_size).devices_per_vm);
-  const int64_t gpus = s.cluster.nodes * gpus_per_vm;
-  const int64_t heads = s.model.num_attention_heads;
-  const int64_t groups = s.model.num_query_groups;
-  const int64_t layers = s.model.num_layers;
-  const int64_t batch = s.training.global_batch_size;
+  models::LayoutSearch search;
+  search.gpus_per_vm = static_cast<int64_t>(catalog.vm_size(s.cluster.vm_size).devices_per_vm);
+  search.gpus = s.cluster.nodes * search.gpus_per_vm;
+  search.heads = s.model.num_attention_heads;
+  search.query_groups = s.model.num_query_groups;
+  search.layers = s.model.num_layers;
+  search.global_batch = s.training.global_batch_size;
   std::vector<std::vector<SweptValue>> out;
-  for (int64_t t = 1; t <= gpus_per_vm * 8 && t <= gpus; t *= 2) {
-    if (heads % t != 0 || groups % t != 0 || gpus % t != 0) continue;
-    for (int64_t p = 1; p <= layers && t * p <= gpus; ++p) {
-      if (layers % p != 0 || gpus % (t * p) != 0) continue;
-      const int64_t d = gpus / (t * p);
-      if (batch % d != 0) continue;
-      for (int64_t b = 1; b <= 8; ++b) {
-        if ((batch / d) % b != 0) continue;
-        const int64_t m = batch / (d * b);
-        for (const int64_t v : {1, 2, 4}) {
-          if (v > 1 && (p == 1 || layers % (p * v) != 0 || m % p != 0)) continue;
-          std::vector<SweptValue> layout{{"parallelism.tensor", t},
-                                         {"parallelism.pipeline", p},
-                                         {"parallelism.data", d},
-                                         {"training.micro_batch_size", b},
-                                         {"parallelism.virtual_stages", v}};
-          std::vector<std::string> all = overrides;
-          for (const SweptValue& l : layout) all.push_back(l.override_text());
-          try {
-            (void)load_scenario(document, all, catalog);
-          } catch (const ScenarioError&) {
-            continue;
-          }
-          out.push_back(std::move(layout));
-        }
-      }
+  for (const models::LayoutCandidate& c : models::enumerate_layouts(search)) {
+    // The layout as scenario values: each dimension's size under its key (as written: tensor, pipeline,
+    // data), then the micro batch and the virtual stages.
+    std::vector<SweptValue> layout;
+    for (const models::LayoutDimension* d : models::layout_dimensions_as_written()) {
+      layout.push_back({std::string(d->key), c.parallelism.*d->size});
     }
+    layout.push_back({"training.micro_batch_size", c.micro_batch});
+    layout.push_back({"parallelism.virtual_stages", c.parallelism.virtual_stages});
+    std::vector<std::string> all = overrides;
+    for (const SweptValue& l : layout) all.push_back(l.override_text());
+    try {
+      (void)load_scenario(document, all, catalog);
+    } catch (const ScenarioError&) {
+      continue;
+    }
+    out.push_back(std::move(layout));
   }
   return out;
 }

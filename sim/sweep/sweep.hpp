@@ -89,11 +89,8 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec, const std::filesyste
                                      uint64_t base_seed, const models::Catalog& catalog);
 
 /// Every valid (tensor, pipeline, data, micro_batch_size, virtual_stages) for the scenario (with `overrides`
-/// applied): tensor divides the heads and query groups and is a power of two up to GPUs per VM x 8; pipeline
-/// divides the layers; data = GPUs / (t p); micro batch divides global batch / data, up to 8; virtual stages
-/// 1, 2, 4 when pipeline > 1 and layers / (p v) and the microbatch count allow. Nested in that order (tensor
-/// outermost, each ascending). Each candidate is loaded with load_scenario and skipped when that throws
-/// ScenarioError. The model and cluster are read by loading the scenario with `overrides` (falling back to
+/// applied): the candidates of models::enumerate_layouts (models/parallelism/layout.hpp) for its model and
+/// cluster, in that order, each loaded with load_scenario and skipped when that throws ScenarioError. The model and cluster are read by loading the scenario with `overrides` (falling back to
 /// tensor = pipeline = virtual_stages = micro batch = 1 when its own layout does not fit them); a scenario
 /// that still does not load throws its ScenarioError. Each layout is the 5 values parallelism.tensor = T,
 /// parallelism.pipeline = P, parallelism.data = D, training.micro_batch_size = B, parallelism.virtual_stages = V.

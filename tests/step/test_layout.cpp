@@ -67,5 +67,37 @@ TEST(Layout, TheTableDescribesEachDimensionOnce) {
   EXPECT_EQ(size_of(tp2_pp2_dp3(), LayoutDim::data), 3);
 }
 
+TEST(Layout, EnumerationWrittenOutByHand) {
+  // 4 GPUs (2 per VM), 2 heads, 2 layers, 4 sequences: tensor 1 or 2 (4 does not divide the heads), pipeline
+  // dividing the layers, micro batch dividing B / d; no interleaving (2 layers cannot make p x v >= 4 chunks).
+  LayoutSearch q;
+  q.gpus = 4;
+  q.gpus_per_vm = 2;
+  q.heads = 2;
+  q.query_groups = 2;
+  q.layers = 2;
+  q.global_batch = 4;
+  std::vector<std::array<int64_t, 5>> got;  // t, p, d, b, v
+  for (const LayoutCandidate& c : enumerate_layouts(q)) {
+    got.push_back({c.parallelism.tensor, c.parallelism.pipeline, c.parallelism.data, c.micro_batch,
+                   c.parallelism.virtual_stages});
+  }
+  const std::vector<std::array<int64_t, 5>> want{{1, 1, 4, 1, 1}, {1, 2, 2, 1, 1}, {1, 2, 2, 2, 1},
+                                                 {2, 1, 2, 1, 1}, {2, 1, 2, 2, 1}, {2, 2, 1, 1, 1},
+                                                 {2, 2, 1, 2, 1}, {2, 2, 1, 4, 1}};
+  EXPECT_EQ(got, want);
+  // With 4 layers, pipeline 2 with 2 microbatches may interleave 2 chunks (4 layers / (2 x 2), 2 % 2 == 0), not 4.
+  q.layers = 4;
+  bool two = false, four = false;
+  for (const LayoutCandidate& c : enumerate_layouts(q)) {
+    if (c.parallelism.tensor == 1 && c.parallelism.pipeline == 2 && c.micro_batch == 1) {
+      two = two || c.parallelism.virtual_stages == 2;
+      four = four || c.parallelism.virtual_stages == 4;
+    }
+  }
+  EXPECT_TRUE(two);
+  EXPECT_FALSE(four);
+}
+
 }  // namespace
 }  // namespace clustersim::models
