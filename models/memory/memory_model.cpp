@@ -6,6 +6,7 @@
 #include <string>
 
 #include "models/parallelism/framework_behaviour.hpp"
+#include "models/parallelism/layout.hpp"
 #include "models/parallelism/schedule.hpp"
 #include "models/precision.hpp"
 #include "models/workload/transformer.hpp"
@@ -40,16 +41,10 @@ void check_setup(const StepSetup& setup) {
           "global_batch_size and micro_batch_size must be >= 1");
   require_divisible(m.hidden_size, m.num_attention_heads, "hidden_size", "num_attention_heads");
   require_divisible(m.num_attention_heads, m.kv_heads(), "num_attention_heads", "num_query_groups");
-  require_divisible(m.num_attention_heads, par.tensor, "num_attention_heads", "tensor");
-  require_divisible(m.kv_heads(), par.tensor, "num_query_groups", "tensor");
+  if (const auto problem = layout_problem(par, m)) require(false, problem->key + ": " + problem->message);
   require_divisible(m.ffn(), par.tensor, "ffn_hidden_size", "tensor");
-  require(m.num_layers >= par.pipeline * par.virtual_stages,
-          "num_layers (" + std::to_string(m.num_layers) + ") must be at least pipeline x virtual_stages");
   require_divisible(setup.training.global_batch_size, setup.training.micro_batch_size * par.data,
                     "global_batch_size", "micro_batch_size x data");
-  if (par.sequence_parallel && par.tensor > 1) {
-    require_divisible(m.seq_length, par.tensor, "seq_length", "tensor (sequence parallelism)");
-  }
 }
 
 /// Activation extras of one microbatch: the embedding's on stage 0, chunk 0; the output layer's on the last

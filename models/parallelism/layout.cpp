@@ -98,6 +98,35 @@ std::string layout_text(const ParallelismConfig& p) {
   return s;
 }
 
+std::optional<LayoutProblem> layout_problem(const ParallelismConfig& p, const ModelConfig& model) {
+  const auto text = [](int64_t v) { return std::to_string(v); };
+  if (p.tensor < 1 || model.num_attention_heads % p.tensor != 0) {
+    return LayoutProblem{"parallelism.tensor", "must divide model.num_attention_heads (" +
+                                                   text(model.num_attention_heads) + "), got " + text(p.tensor)};
+  }
+  if (model.kv_heads() % p.tensor != 0) {
+    return LayoutProblem{"parallelism.tensor", "must divide model.num_query_groups (" + text(model.kv_heads()) +
+                                                   "), got " + text(p.tensor)};
+  }
+  if (p.virtual_stages > 1 && p.pipeline == 1) {
+    return LayoutProblem{"parallelism.virtual_stages", "interleaved schedule (virtual_stages = " +
+                                                           text(p.virtual_stages) + ") needs pipeline > 1"};
+  }
+  int64_t chunks = 0;
+  if (__builtin_mul_overflow(p.pipeline, p.virtual_stages, &chunks) || model.num_layers < chunks) {
+    std::string got = "got " + text(p.pipeline);
+    if (p.virtual_stages > 1) got += " × " + text(p.virtual_stages) + (chunks > 0 ? " = " + text(chunks) : "");
+    return LayoutProblem{"parallelism.pipeline", "pipeline × virtual_stages must not exceed model.num_layers (" +
+                                                     text(model.num_layers) + "): every model chunk needs a layer, " +
+                                                     got};
+  }
+  if (p.sequence_parallel && model.seq_length % p.tensor != 0) {
+    return LayoutProblem{"parallelism.sequence_parallel", "needs model.seq_length (" + text(model.seq_length) +
+                                                              ") divisible by tensor (" + text(p.tensor) + ")"};
+  }
+  return std::nullopt;
+}
+
 std::vector<LayoutCandidate> enumerate_layouts(const LayoutSearch& q) {
   std::vector<LayoutCandidate> out;
   for (int64_t t = 1; t <= q.gpus_per_vm * 8 && t <= q.gpus; t *= 2) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 
 #include "models/network/collectives.hpp"
 #include "models/parallelism/plan.hpp"
+#include "models/workload/model_config.hpp"
 
 namespace clustersim::models {
 
@@ -61,6 +63,19 @@ CommPattern layout_neighbours(const ParallelismConfig& p, LayoutDim dim);
 
 /// "TP 4 x PP 8 x DP 4": the sizes as written.
 std::string layout_text(const ParallelismConfig& p);
+
+/// A rule of the layout that a model breaks: the scenario key to blame and why.
+struct LayoutProblem {
+  std::string key;      ///< "parallelism.tensor"
+  std::string message;  ///< "must divide model.num_attention_heads (16), got 32"
+};
+
+/// The first layout rule `p` breaks for `model`, nullopt when none: tensor divides the attention heads and the
+/// query groups (Megatron splits heads, Shoeybi et al. 2019); an interleaved schedule (virtual_stages > 1) needs
+/// pipeline > 1; every model chunk needs a layer (num_layers >= pipeline x virtual_stages); sequence
+/// parallelism needs the sequence divisible by tensor (Korthikanti et al. 2022). The one statement of these
+/// rules: the scenario loader reports them at the key's location, the memory model throws on them.
+std::optional<LayoutProblem> layout_problem(const ParallelismConfig& p, const ModelConfig& model);
 
 /// What a layout search needs to know of the model and the cluster.
 struct LayoutSearch {

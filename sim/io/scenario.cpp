@@ -13,6 +13,7 @@
 #include <toml++/toml.h>
 
 #include "models/hardware/catalog.hpp"
+#include "models/parallelism/layout.hpp"
 #include "sim/io/framework_profiles.hpp"
 #include "sim/io/scenario_params.hpp"
 
@@ -379,42 +380,24 @@ class Loader {
     }
   }
 
-  /// Parallelism checks that need no catalog.
+  /// Parallelism checks that need no catalog: the schedule's, then the layout's (models::layout_problem).
   void check_parallelism_shape() {
-    const int64_t t = get_int("parallelism.tensor");
-    const int64_t p = get_int("parallelism.pipeline");
     const int64_t v = get_int("parallelism.virtual_stages");
-    const int64_t heads = get_int("model.num_attention_heads");
-    const int64_t groups = get_int("model.num_query_groups");
-    const int64_t layers = get_int("model.num_layers");
-    if (heads % t != 0) {
-      fail_at("parallelism.tensor", "must divide model.num_attention_heads (" + std::to_string(heads) + "), got " +
-                                        std::to_string(t));
-    }
-    if (groups % t != 0) {
-      fail_at("parallelism.tensor", "must divide model.num_query_groups (" + std::to_string(groups) + "), got " +
-                                        std::to_string(t));
-    }
     if (v > 1 && get_string("parallelism.schedule") == "gpipe") {
       fail_at("parallelism.schedule", "gpipe has no interleaved form: virtual_stages must be 1, got " +
                                           std::to_string(v));
     }
-    if (v > 1 && p == 1) {
-      fail_at("parallelism.virtual_stages",
-              "interleaved schedule (virtual_stages = " + std::to_string(v) + ") needs pipeline > 1");
-    }
-    const int64_t pv = checked_mul(p, v, "parallelism.pipeline");
-    if (layers < pv) {
-      std::string got = "got " + std::to_string(p);
-      if (v > 1) got += " × " + std::to_string(v) + " = " + std::to_string(pv);
-      fail_at("parallelism.pipeline", "pipeline × virtual_stages must not exceed model.num_layers (" +
-                                          std::to_string(layers) + "): every model chunk needs a layer, " + got);
-    }
-    if (get_bool("parallelism.sequence_parallel") && get_int("model.seq_length") % t != 0) {
-      fail_at("parallelism.sequence_parallel", "needs model.seq_length (" +
-                                                   std::to_string(get_int("model.seq_length")) +
-                                                   ") divisible by tensor (" + std::to_string(t) + ")");
-    }
+    models::ParallelismConfig layout;
+    layout.tensor = get_int("parallelism.tensor");
+    layout.pipeline = get_int("parallelism.pipeline");
+    layout.virtual_stages = v;
+    layout.sequence_parallel = get_bool("parallelism.sequence_parallel");
+    models::ModelConfig model;
+    model.num_attention_heads = get_int("model.num_attention_heads");
+    model.num_query_groups = get_int("model.num_query_groups");
+    model.num_layers = get_int("model.num_layers");
+    model.seq_length = get_int("model.seq_length");
+    if (const auto problem = models::layout_problem(layout, model)) fail_at(problem->key, problem->message);
   }
 
   /// The VM size, the GPU count and the data-parallel degree (derived when omitted).

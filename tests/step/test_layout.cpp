@@ -67,6 +67,31 @@ TEST(Layout, TheTableDescribesEachDimensionOnce) {
   EXPECT_EQ(size_of(tp2_pp2_dp3(), LayoutDim::data), 3);
 }
 
+TEST(Layout, ProblemsNameTheKeyToBlame) {
+  ModelConfig m;
+  m.num_layers = 4;
+  m.hidden_size = 1024;
+  m.num_attention_heads = 16;
+  m.num_query_groups = 4;
+  m.seq_length = 1000;
+  ParallelismConfig p;
+  EXPECT_FALSE(layout_problem(p, m));
+  p.tensor = 32;
+  EXPECT_EQ(layout_problem(p, m)->message, "must divide model.num_attention_heads (16), got 32");
+  p.tensor = 8;  // divides 16 heads, not 4 query groups
+  EXPECT_EQ(layout_problem(p, m)->message, "must divide model.num_query_groups (4), got 8");
+  p.tensor = 4;
+  p.virtual_stages = 2;
+  EXPECT_EQ(layout_problem(p, m)->key, "parallelism.virtual_stages");
+  p.pipeline = 4;
+  EXPECT_EQ(layout_problem(p, m)->key, "parallelism.pipeline");  // 4 x 2 chunks > 4 layers
+  p.virtual_stages = 1;
+  p.sequence_parallel = true;
+  p.tensor = 8;
+  m.num_query_groups = 8;
+  EXPECT_EQ(layout_problem(p, m)->key, "parallelism.sequence_parallel");  // 1000 % 8 != 0
+}
+
 TEST(Layout, EnumerationWrittenOutByHand) {
   // 4 GPUs (2 per VM), 2 heads, 2 layers, 4 sequences: tensor 1 or 2 (4 does not divide the heads), pipeline
   // dividing the layers, micro batch dividing B / d; no interleaving (2 layers cannot make p x v >= 4 chunks).
