@@ -73,7 +73,7 @@ TEST(Layout, ProblemsNameTheKeyToBlame) {
   m.hidden_size = 1024;
   m.num_attention_heads = 16;
   m.num_query_groups = 4;
-  m.seq_length = 1000;
+  m.seq_length = 1002;
   ParallelismConfig p;
   EXPECT_FALSE(layout_problem(p, m));
   p.tensor = 32;
@@ -89,7 +89,8 @@ TEST(Layout, ProblemsNameTheKeyToBlame) {
   p.sequence_parallel = true;
   p.tensor = 8;
   m.num_query_groups = 8;
-  EXPECT_EQ(layout_problem(p, m)->key, "parallelism.sequence_parallel");  // 1000 % 8 != 0
+  ASSERT_TRUE(layout_problem(p, m));
+  EXPECT_EQ(layout_problem(p, m)->key, "parallelism.sequence_parallel");  // 1002 % 8 != 0
 }
 
 TEST(Layout, EnumerationWrittenOutByHand) {
