@@ -9,18 +9,13 @@
 #include "models/hardware/catalog.hpp"
 #include "models/parallelism/layout.hpp"
 #include "models/parallelism/step_program.hpp"
+#include "sim/format.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/step/step_simulation.hpp"
 
 namespace clustersim::sim {
 
 namespace {
-
-std::string printf_string(const char* format, auto... args) {
-  char buffer[512];
-  std::snprintf(buffer, sizeof buffer, format, args...);
-  return buffer;
-}
 
 std::string schedule_text(const Scenario& sc) {
   if (sc.parallelism.virtual_stages > 1) {

@@ -1,7 +1,6 @@
 #include "sim/run/collective_benchmark.hpp"
 
 #include <charconv>
-#include <cstdarg>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
@@ -12,23 +11,12 @@
 #include "models/network/collective_model.hpp"
 #include "models/units.hpp"
 #include "sim/errors.hpp"
+#include "sim/format.hpp"
 
 namespace clustersim::sim {
 
 namespace {
 
-__attribute__((format(printf, 1, 2))) std::string strf(const char* fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  va_list copy;
-  va_copy(copy, args);
-  const int n = std::vsnprintf(nullptr, 0, fmt, copy);
-  va_end(copy);
-  std::string s(n > 0 ? static_cast<size_t>(n) : 0U, '\0');
-  if (n > 0) std::vsnprintf(s.data(), s.size() + 1, fmt, args);
-  va_end(args);
-  return s;
-}
 
 std::string zones_text(const std::vector<models::ZoneSpec>& zones) {
   std::string s;
@@ -48,7 +36,7 @@ std::string toml_string(std::string_view s) {
       out += '\\';
       out += c;
     } else if (u < 0x20 || u == 0x7f) {
-      out += strf("\\u%04x", static_cast<unsigned>(u));
+      out += printf_string("\\u%04x", static_cast<unsigned>(u));
     } else {
       out += c;
     }
@@ -60,7 +48,7 @@ std::string toml_string(std::string_view s) {
 std::string toml_float(double v) {
   char buffer[64];
   const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
-  std::string s = ec == std::errc() ? std::string(buffer, end) : strf("%.17g", v);
+  std::string s = ec == std::errc() ? std::string(buffer, end) : printf_string("%.17g", v);
   if (s.find_first_of(".eE") == std::string::npos) s += ".0";
   return s;
 }
@@ -130,36 +118,36 @@ std::string format_collective_table(const CollectiveBenchmark& p, const std::vec
   const bool zoned = !p.topology.zones.empty();
   std::string fabric(models::to_string(p.topology.fabric));
   if (p.topology.fabric != models::FabricKind::single_switch) {
-    fabric += strf(" (radix %d, oversubscription %g)", p.topology.fat_tree_radix, p.topology.oversubscription);
+    fabric += printf_string(" (radix %d, oversubscription %g)", p.topology.fat_tree_radix, p.topology.oversubscription);
   }
   std::string zones = "none";
   if (zoned) {
     zones = zones_text(p.topology.zones) +
-            strf(" (inter-zone %g ms, %g Gb/s per node)", units::in_milliseconds(p.topology.inter_zone_latency),
+            printf_string(" (inter-zone %g ms, %g Gb/s per node)", units::in_milliseconds(p.topology.inter_zone_latency),
                    p.inter_zone_gbps);
   }
   const std::string group = p.op == models::CollectiveOp::send_recv
-                                ? strf("ranks 0 -> %lld", static_cast<long long>(p.gpus - 1))
-                                : strf("ranks 0..%lld", static_cast<long long>(p.gpus - 1));
+                                ? printf_string("ranks 0 -> %lld", static_cast<long long>(p.gpus - 1))
+                                : printf_string("ranks 0..%lld", static_cast<long long>(p.gpus - 1));
   std::string out;
-  out += strf("# clustersim collective: op %s, vm %s, nodes %lld, gpus %lld (%s), algorithm %s\n",
+  out += printf_string("# clustersim collective: op %s, vm %s, nodes %lld, gpus %lld (%s), algorithm %s\n",
                 std::string(models::to_string(p.op)).c_str(), p.vm_size.c_str(), static_cast<long long>(p.nodes),
                 static_cast<long long>(p.gpus), group.c_str(), algorithm_name(p).c_str());
-  out += strf("# fabric %s, zones %s\n", fabric.c_str(), zones.c_str());
+  out += printf_string("# fabric %s, zones %s\n", fabric.c_str(), zones.c_str());
   out += "#\n";
-  out += strf("# %10s  %12s  %8s  %10s  %8s  %8s  %20s%s\n", "size", "count", "type", "time", "algbw", "busbw",
+  out += printf_string("# %10s  %12s  %8s  %10s  %8s  %8s  %20s%s\n", "size", "count", "type", "time", "algbw", "busbw",
                 "algorithm/protocol", zoned ? "  crosses zones" : "");
-  out += strf("# %10s  %12s  %8s  %10s  %8s  %8s\n", "(B)", "(elements)", "", "(us)", "(GB/s)", "(GB/s)");
+  out += printf_string("# %10s  %12s  %8s  %10s  %8s  %8s\n", "(B)", "(elements)", "", "(us)", "(GB/s)", "(GB/s)");
   double busbw_sum = 0.0;
   for (const CollectiveTimingRow& r : rows) {
     const std::string how = r.algorithm + "/" + r.protocol;
-    out += strf("%12lld  %12lld  %8s  %10.2f  %8.2f  %8.2f  %20s", static_cast<long long>(r.bytes),
+    out += printf_string("%12lld  %12lld  %8s  %10.2f  %8.2f  %8.2f  %20s", static_cast<long long>(r.bytes),
                   static_cast<long long>(r.bytes / 4), "float", r.time_s * 1e6, r.algbw, r.busbw, how.c_str());
-    if (zoned) out += strf("  %13s", r.crosses_zones ? "yes" : "no");
+    if (zoned) out += printf_string("  %13s", r.crosses_zones ? "yes" : "no");
     out += "\n";
     busbw_sum += r.busbw;
   }
-  out += strf("# Avg bus bandwidth    : %.3f GB/s\n", rows.empty() ? 0.0 : busbw_sum / static_cast<double>(rows.size()));
+  out += printf_string("# Avg bus bandwidth    : %.3f GB/s\n", rows.empty() ? 0.0 : busbw_sum / static_cast<double>(rows.size()));
   return out;
 }
 

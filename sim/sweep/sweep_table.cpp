@@ -13,6 +13,7 @@
 
 #include "models/parallelism/layout.hpp"
 #include "sim/errors.hpp"
+#include "sim/format.hpp"
 #include "sim/io/scenario_params.hpp"
 #include "sim/sweep/sidecar.hpp"
 #include "sim/sweep/summary_file.hpp"
@@ -55,14 +56,6 @@ bool is_layout_key(std::string_view key) {
   return false;
 }
 
-/// printf into a std::string (any length).
-template <typename... Args>
-std::string strf_text(const char* fmt, Args... args) {
-  const int n = std::snprintf(nullptr, 0, fmt, args...);
-  std::string s(n > 0 ? static_cast<size_t>(n) : 0U, '\0');
-  if (n > 0) std::snprintf(s.data(), s.size() + 1, fmt, args...);
-  return s;
-}
 
 ColumnGroup columns_group(const SweepTable& t) {
   std::vector<std::string> names;
@@ -71,11 +64,6 @@ ColumnGroup columns_group(const SweepTable& t) {
           {{"name", "", "a /summary column", names}, {"kind", "", "index, parameter or result", t.kinds}}};
 }
 
-std::string strf(const char* fmt, double a, double b = 0, double c = 0) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, fmt, a, b, c);
-  return buf;
-}
 
 }  // namespace
 
@@ -270,14 +258,14 @@ std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<co
   out << "layouts ranked by step time (fastest 10 of " << ranked.size() << " simulated):\n";
   const auto dims = models::layout_dimensions_as_written();
   out << "rank  run";
-  for (const models::LayoutDimension* d : dims) out << strf_text(" %4s", std::string(d->abbreviation).c_str());
+  for (const models::LayoutDimension* d : dims) out << printf_string(" %4s", std::string(d->abbreviation).c_str());
   out << "   mb   v   step time   status" << (sweep.spec.axes.empty() ? "\n" : "         grid point\n");
   for (size_t i = 0; i < std::min<size_t>(10, ranked.size()); ++i) {
     const SweepRow* r = ranked[i].second;
     const std::string grid = grid_of(r);
-    std::string text = strf_text("%4zu %4lld", i + 1, static_cast<long long>(r->index));
-    for (const models::LayoutDimension* d : dims) text += strf_text(" %4s", value(r, d->key).c_str());
-    text += strf_text(" %4s %3s %9.3f s   %-14s %s\n", value(r, "training.micro_batch_size").c_str(),
+    std::string text = printf_string("%4zu %4lld", i + 1, static_cast<long long>(r->index));
+    for (const models::LayoutDimension* d : dims) text += printf_string(" %4s", value(r, d->key).c_str());
+    text += printf_string(" %4s %3s %9.3f s   %-14s %s\n", value(r, "training.micro_batch_size").c_str(),
                       value(r, "parallelism.virtual_stages").c_str(), ranked[i].first, r->status.c_str(),
                       grid.c_str());
     // without the padding of an empty grid point
@@ -294,7 +282,7 @@ std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<co
     out << ", micro batch " << value(r, "training.micro_batch_size") << ", virtual stages "
         << value(r, "parallelism.virtual_stages");
     if (const std::string grid = grid_of(r); !grid.empty()) out << " (" << grid << ")";
-    out << ": " << strf("%.3f s", t) << "\n";
+    out << ": " << printf_string("%.3f s", t) << "\n";
     break;
   }
   return out.str();

@@ -1,6 +1,5 @@
 #include "sim/validation/validation_report.hpp"
 
-#include <cstdarg>
 #include <cstdio>
 #include <algorithm>
 #include <map>
@@ -8,19 +7,11 @@
 #include <utility>
 
 #include "models/parallelism/framework_behaviour.hpp"
+#include "sim/format.hpp"
 
 namespace clustersim::sim {
 
 namespace {
-
-std::string printf_string(const char* format, ...) {
-  char buffer[512];
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(buffer, sizeof buffer, format, args);
-  va_end(args);
-  return buffer;
-}
 
 std::string shortened(const std::string& text, size_t width) {
   return text.size() <= width ? text : text.substr(0, width - 3) + "...";

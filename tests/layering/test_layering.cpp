@@ -20,7 +20,10 @@ const fs::path kRoot{CLUSTERSIM_SOURCE_DIR};
 std::string layer_of(const std::string& path) {
   if (path == "models/units.hpp" || path == "models/splitmix64.hpp") return "core";
   if (path.rfind("models/", 0) == 0) return "models";
-  if (path == "sim/errors.hpp" || path == "sim/version.hpp" || path == "sim/version.cpp.in") return "base";
+  if (path == "sim/errors.hpp" || path == "sim/version.hpp" || path == "sim/version.cpp.in" ||
+      path == "sim/format.hpp" || path == "sim/format.cpp") {
+    return "base";
+  }
   if (path.rfind("sim/", 0) == 0) {
     const size_t slash = path.find('/', 4);
     return slash == std::string::npos ? "sim" : path.substr(4, slash - 4);
@@ -37,10 +40,10 @@ const std::map<std::string, std::set<std::string>> kAllowed{
     {"io", {"core", "models"}},
     {"step", {"core", "models", "engine", "io"}},
     {"job", {"core", "models", "engine", "io", "step"}},
-    {"output", {"core", "models", "engine", "io", "step", "job"}},
+    {"output", {"core", "base", "models", "engine", "io", "step", "job"}},
     {"run", {"core", "base", "models", "engine", "io", "step", "job", "output"}},
     {"sweep", {"core", "base", "models", "engine", "io", "step", "job", "output", "run"}},
-    {"validation", {"core", "models", "engine", "io", "step", "job", "output"}},
+    {"validation", {"core", "base", "models", "engine", "io", "step", "job", "output"}},
     {"cli", {"core", "base", "models", "engine", "io", "step", "job", "output", "run", "sweep", "validation"}},
 };
 
