@@ -109,9 +109,11 @@ def torchtitan(rows_out):
     """pytorch/torchtitan docs/performance.md: FSDP2 (and TP, PP, CP) on H100 96 GB 500 W and on A100 80 GB."""
     for r in read_csv("torchtitan_fsdp2.csv"):
         h100 = r["gpu"].startswith("H100")
-        dataset = "torchtitan-h100" if h100 else "torchtitan-a100"
         gpus = int(r["gpus"])
         fsdp, tp, pp, cp = (int(r[k]) for k in ("fsdp", "tp", "pp", "cp"))
+        # Context-parallel rows stay in their source's dataset (leave-one-source-out holds the source out whole);
+        # the validation report groups them by workload.
+        dataset = "torchtitan-h100" if h100 else "torchtitan-a100"
         seq, local = int(r["seq"]), int(r["local_batch"])
         model = r["model"]
         assumptions = []
@@ -145,9 +147,9 @@ def torchtitan(rows_out):
         data = fsdp
         exclude = None
         if cp > 1:
-            # Context parallelism (ring attention over cp ranks) is not modelled yet (issue 13): no scenario; the
-            # rows are listed in docs/validation.md.
-            continue
+            assumptions.append("context parallelism as torchtitan runs it: PyTorch context_parallel with "
+                               "load-balanced causal sharding and context_parallel_rotate_method = \"allgather\" "
+                               "(the default); FSDP shards over dp_shard x cp")
         global_batch = local * data
         vm = "Meta_GrandTeton_H100_96GB" if h100 else "Standard_ND96amsr_A100_v4"
         header = [
@@ -185,7 +187,8 @@ def torchtitan(rows_out):
                 "kernel_fusion": "compiled" if compiled else "eager",
             }),
             ("parallelism", {
-                "tensor": tp, "pipeline": pp, "data": data, "virtual_stages": virtual if virtual > 1 else None,
+                "tensor": tp, "context": cp if cp > 1 else None, "pipeline": pp, "data": data,
+                "virtual_stages": virtual if virtual > 1 else None,
                 "sequence_parallel": True if tp > 1 else None,
                 "tp_comm_overlap": True if r["async_tp"] == "yes" and tp > 1 else None,
                 "overlap_p2p_comm": True if pp > 1 else None,
@@ -207,16 +210,15 @@ def nemo(rows_out):
     """NVIDIA NeMo / Megatron-Bridge performance summaries: FP8 pre-training on DGX-H100 (Megatron-Core)."""
     for r in read_csv("nemo_h100.csv"):
         gpus, tp, pp, cp, vp = (int(r[k]) for k in ("gpus", "tp", "pp", "cp", "vp"))
-        if cp > 1 or gpus % 8 != 0:
-            # Context parallelism is not modelled yet (issue 13); a 4-GPU run does not fill a DGX node. Listed in
-            # docs/validation.md.
+        if gpus % 8 != 0:
+            # A 4-GPU run does not fill a DGX node. Listed in docs/validation.md.
             continue
         model, seq = r["model"], int(r["seq"])
         gbs, mbs = int(r["gbs"]), int(r["mbs"])
-        data = gpus // (tp * pp)
+        data = gpus // (tp * cp * pp)
         release = r["release"]
         nemo2 = release >= "25"
-        dataset = "nemo-2-h100" if nemo2 else "nemo-24-h100"
+        dataset = "nemo-2-h100" if nemo2 else "nemo-24-h100"  # context-parallel rows too (see torchtitan)
         recompute = "selective" if model == "gpt3-175b" and not nemo2 else "none"
         assumptions = [
             "the recipe's software settings (header) as the nemo framework profile sets them: Transformer Engine, "
@@ -227,6 +229,9 @@ def nemo(rows_out):
         ]
         if recompute == "selective":
             assumptions.append("selective recompute of the core attention (launcher gpt3/175b_fp8_performance.yaml)")
+        if cp > 1:
+            assumptions.append("context parallelism as Megatron-Core runs it by default: ring attention with "
+                               "point-to-point K/V exchange (--cp-comm-type p2p) and load-balanced causal chunks")
         name = f"{dataset}-{r['id']}"
         header = [
             f"Validation, NeMo performance summary ({'Megatron-Bridge' if release >= '25.09' else 'NeMo'} "
@@ -235,7 +240,8 @@ def nemo(rows_out):
                           else "NVIDIA NeMo Framework user guide, performance summary (NeMo 25.02)" if nemo2
                           else "NVIDIA/NeMo docs/source/performance/performance_summary.md (NeMo 24.07 / 24.03.01)")
             + "; scenarios/validation/published/nemo_h100.csv.",
-            f"Layout: TP {tp} x PP {pp} x DP {data}" + (f", {vp} virtual stages" if vp > 1 else "")
+            f"Layout: TP {tp}" + (f" x CP {cp}" if cp > 1 else "") + f" x PP {pp} x DP {data}"
+            + (f", {vp} virtual stages" if vp > 1 else "")
             + f"; global batch {gbs}, micro batch {mbs}, sequence {seq}.",
             "Hardware: DGX-H100 (8 x H100 SXM5 80 GB, NVSwitch, 8 x 400 Gb/s NDR InfiniBand): the node design of "
             "Standard_ND96isr_H100_v5 (rail-optimized fabric, as DGX SuperPODs are built).",
@@ -250,8 +256,8 @@ def nemo(rows_out):
                 "activation_recompute": recompute, "grad_reduce_dtype": "bf16",
             }),
             ("parallelism", {
-                "tensor": tp, "pipeline": pp, "data": data, "virtual_stages": vp if vp > 1 else None,
-                "sequence_parallel": True if tp > 1 else None,
+                "tensor": tp, "context": cp if cp > 1 else None, "pipeline": pp, "data": data,
+                "virtual_stages": vp if vp > 1 else None, "sequence_parallel": True if tp > 1 else None,
             }),
             ("cluster", {"vm_size": "Standard_ND96isr_H100_v5", "nodes": gpus // 8, "fabric": "rail_optimized"}),
             ("reference", {

@@ -33,8 +33,8 @@ void check_setup(const StepSetup& setup) {
               m.seq_length > 0,
           "num_layers, hidden_size, num_attention_heads, vocab_size and seq_length must be > 0");
   require(m.num_query_groups >= 0 && m.ffn_hidden_size >= 0, "num_query_groups and ffn_hidden_size must be >= 0");
-  require(par.tensor >= 1 && par.pipeline >= 1 && par.data >= 1 && par.virtual_stages >= 1,
-          "tensor, pipeline, data and virtual_stages must be >= 1");
+  require(par.tensor >= 1 && par.context >= 1 && par.pipeline >= 1 && par.data >= 1 && par.virtual_stages >= 1,
+          "tensor, context, pipeline, data and virtual_stages must be >= 1");
   require(par.zero_stage >= 0 && par.zero_stage <= 3,
           "zero_stage must be 0, 1, 2 or 3 (got " + std::to_string(par.zero_stage) + ")");
   require(setup.training.micro_batch_size >= 1 && setup.training.global_batch_size >= 1,
@@ -58,7 +58,7 @@ Extras extras_per_microbatch(const StepSetup& setup) {
   const ModelConfig& m = setup.model;
   const ParallelismConfig& par = setup.parallelism;
   const double e = activation_bytes_per_element(setup.training.precision);
-  const double sb = d(m.seq_length) * d(setup.training.micro_batch_size);
+  const double sb = d(m.seq_length / par.context) * d(setup.training.micro_batch_size);  // this context shard's
   const double sbh = sb * d(m.hidden_size);
   const double sp_split = par.sequence_parallel ? d(par.tensor) : 1.0;
   Extras x;
@@ -167,7 +167,9 @@ units::Bytes layer_activation_bytes(const ModelConfig& m, const TrainingConfig& 
   const double e = activation_bytes_per_element(training.precision);
   const double t = d(par.tensor);
   const double h = d(m.hidden_size);
-  const double sb = d(m.seq_length) * d(training.micro_batch_size);
+  require(par.context >= 1 && m.seq_length % par.context == 0, "seq_length must be divisible by context");
+  // This context shard's tokens; the unfused attention scores are its s/c queries against all s keys.
+  const double sb = d(m.seq_length / par.context) * d(training.micro_batch_size);
   const double sbh = sb * h;
   const double sp_split = par.sequence_parallel ? t : 1.0;
   if (training.activation_recompute == Recompute::full) return units::Bytes(e * sbh / sp_split);
@@ -208,7 +210,7 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
                                      ") divisible by pipeline (" + std::to_string(p) + ")");
 
   const double t = d(par.tensor);
-  const double dp = d(par.data);
+  const double dp = d(par.replicas());  // ZeRO shards over the ranks that hold the same parameters
   const double layer_params = layer_parameter_count(m);
   const std::vector<double> params_of_chunk = chunk_parameters(m, par.tensor, p, v);
   // Layers per stage: the sum over its chunks (uneven splits as the step program, layers_per_virtual_stage).
@@ -225,7 +227,7 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
   // FSDP under pipelining keeps the stage's parameters gathered and its gradients unsharded (in the reduce
   // dtype) over the step's microbatches (FrameworkBehaviour::unsharded_under_pipelining).
   const bool unsharded = behaviour_of(setup.training.framework).unsharded_under_pipelining && p > 1 &&
-                         par.zero_stage >= 2 && par.data > 1 && setup.microbatches() > 1;
+                         par.zero_stage >= 2 && par.replicas() > 1 && setup.microbatches() > 1;
   if (unsharded) per_param.gradients = grad_reduce_bytes_per_element(setup.training);
   const double weight_shard = par.zero_stage >= 3 && !unsharded ? dp : 1.0;
   const double grad_shard = par.zero_stage >= 2 && !unsharded ? dp : 1.0;
@@ -254,7 +256,16 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
     stored.activation_recompute = Recompute::none;
     transient += layer_activation_bytes(m, stored, par).value();
   }
-  if (par.zero_stage >= 3 && par.data > 1) transient += 2.0 * layer_params / t * per_param.weights;
+  if (par.zero_stage >= 3 && par.replicas() > 1) transient += 2.0 * layer_params / t * per_param.weights;
+  if (par.context > 1) {
+    // Context parallelism: the K/V blocks in flight during a layer's attention, this rank's b (s/c) 2 (g/t) d
+    // each: the block being used and the one arriving (p2p), or all c gathered (all_gather); the backward holds
+    // as many K/V-gradient blocks again.
+    const double block = 2.0 * d(setup.training.micro_batch_size) * d(m.seq_length / par.context) *
+                         d(m.kv_heads()) * d(m.head_dim()) / t * activation_bytes_per_element(setup.training.precision);
+    const double blocks = par.context_comm == ContextComm::p2p ? 2.0 : d(par.context);
+    transient += 2.0 * blocks * block;
+  }
 
   MemoryReport report;
   report.capacity = device.memory_capacity;

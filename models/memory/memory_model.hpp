@@ -29,7 +29,8 @@
 //      fp32, tf32      4         4          8        16   (the fp32 weights are the master copy: m and v only)
 //    ZeRO over the d data-parallel replicas (Rajbhandari et al. 2020, Sec. 5): stage 1 divides the optimizer
 //    states by d (Megatron's distributed optimizer: 6 + 12/d for bf16), stage 2 also the gradients, stage 3
-//    also the weights.
+//    also the weights. With context parallelism the shards are over d x c ranks (every context rank holds the
+//    same parameters: Megatron-Core's data-parallel group with CP, torchtitan's dp_shard_cp mesh).
 //
 // 3. Stored activations of one transformer layer for one microbatch (Korthikanti et al. 2022, Sec. 4.1-4.2,
 //    Eq. 1-5, derived op by op for 16-bit activations with 1-byte dropout masks; generalised here to e, f,
@@ -52,6 +53,8 @@
 //                  4 a s b / t, and the block's input e s b h / (t if sequence-parallel else 1)
 //    For e = 2, f = 4h, kv = h (GPT) this is exactly the paper's s b h (10 + 24/t + 5 a s/(h t)) without and
 //    s b h (34/t + 5 a s/(h t)) with sequence parallelism; selective + sequence parallelism s b h 34/t.
+//    Context parallelism c: every s above is the rank's shard s/c, except the keys of A (a (s/c) s b: the
+//    shard's queries against all keys). Extras (item 4) are per shard too.
 //
 // 4. Extras of the first and last stage per microbatch (Korthikanti Sec. 4.3 / Table 2 as implemented in
 //    Megatron-LM's megatron/training/theoretical_memory_usage.py):
@@ -70,7 +73,9 @@
 //
 // 6. Transient working memory (an assumption of this model, not in the paper's figures): with full
 //    recompute, one layer's activations without recompute for one microbatch while it is recomputed in the
-//    backward pass; with ZeRO-3, two layers' gathered 16-bit weights (the current and the prefetched one).
+//    backward pass; with ZeRO-3, two layers' gathered 16-bit weights (the current and the prefetched one);
+//    with context parallelism, the K/V blocks in flight (2 for the p2p ring, c all-gathered) and as many
+//    K/V-gradient blocks, 2 b (s/c) (g/t) d e bytes each.
 //
 // 7. Framework reserve: kFrameworkReserve = 2 GiB per GPU, an assumption: CUDA context and kernels
 //    (~0.5-1 GiB), NCCL communicator buffers (~0.3-1 GiB for TP, DP and PP communicators) and caching

@@ -1,5 +1,6 @@
 #include "models/parallelism/layout.hpp"
 
+#include <algorithm>
 #include <iterator>
 #include <stdexcept>
 
@@ -10,32 +11,46 @@ namespace {
 constexpr LayoutDimension kDimensions[]{
     {LayoutDim::tensor, "tensor", "TP", "parallelism.tensor", "tensor_parallel", "tensor-parallel size",
      &ParallelismConfig::tensor},
+    {LayoutDim::context, "context", "CP", "parallelism.context", "context_parallel",
+     "context-parallel size (sequence shards)", &ParallelismConfig::context, false},
     {LayoutDim::data, "data", "DP", "parallelism.data", "data_parallel", "data-parallel replicas",
      &ParallelismConfig::data},
     {LayoutDim::pipeline, "pipeline", "PP", "parallelism.pipeline", "pipeline_parallel", "pipeline stages",
      &ParallelismConfig::pipeline},
 };
 
-/// The order layouts are written in (Megatron's papers and logs: TP, PP, DP).
-constexpr LayoutDim kAsWritten[]{LayoutDim::tensor, LayoutDim::pipeline, LayoutDim::data};
+/// The order layouts are written in (Megatron's papers and logs: TP, CP, PP, DP).
+constexpr LayoutDim kAsWritten[]{LayoutDim::tensor, LayoutDim::context, LayoutDim::pipeline, LayoutDim::data};
 
-/// Calls `f(coords)` for every coordinate vector of the dimensions other than `skip` (its coordinate left 0),
-/// the slowest dimension outermost.
+bool contains(std::span<const LayoutDim> dims, LayoutDim d) {
+  return std::find(dims.begin(), dims.end(), d) != dims.end();
+}
+
+/// Calls `f(coords)` for every coordinate vector of the dimensions in `selected` (in_selected true) or of
+/// those not in it (false), the others' coordinates left as they are in `coords`, the fastest dimension's
+/// coordinate counting first (so the slowest dimension is outermost).
 template <typename F>
-void for_each_other(const ParallelismConfig& p, LayoutDim skip, F&& f) {
+void for_each_coords(const ParallelismConfig& p, std::span<const LayoutDim> selected, bool in_selected,
+                     std::vector<int64_t> coords, F&& f) {
   const size_t n = std::size(kDimensions);
-  std::vector<int64_t> coords(n, 0);
   while (true) {
     f(coords);
-    // Increment the fastest dimension other than `skip` first.
     size_t k = 0;
     for (; k < n; ++k) {
-      if (kDimensions[k].dim == skip) continue;
+      if (contains(selected, kDimensions[k].dim) != in_selected) continue;
       if (++coords[k] < p.*kDimensions[k].size) break;
       coords[k] = 0;
     }
     if (k == n) return;
   }
+}
+
+/// Calls `f(coords)` for every coordinate vector of the dimensions other than `skip` (its coordinate left 0),
+/// the slowest dimension outermost.
+template <typename F>
+void for_each_other(const ParallelismConfig& p, LayoutDim skip, F&& f) {
+  const LayoutDim skipped[]{skip};
+  for_each_coords(p, skipped, false, std::vector<int64_t>(std::size(kDimensions), 0), f);
 }
 
 }  // namespace
@@ -75,6 +90,34 @@ CommPattern layout_groups(const ParallelismConfig& p, LayoutDim dim) {
   return pattern;
 }
 
+CommPattern layout_groups(const ParallelismConfig& p, std::span<const LayoutDim> dims) {
+  CommPattern pattern;
+  for_each_coords(p, dims, false, std::vector<int64_t>(std::size(kDimensions), 0), [&](std::vector<int64_t> base) {
+    std::vector<int64_t> group;
+    for_each_coords(p, dims, true, std::move(base),
+                    [&](const std::vector<int64_t>& coords) { group.push_back(layout_rank(p, coords)); });
+    std::sort(group.begin(), group.end());
+    pattern.groups.push_back(std::move(group));
+  });
+  return pattern;
+}
+
+CommPattern layout_ring(const ParallelismConfig& p, LayoutDim dim) {
+  CommPattern pattern;
+  const auto k = static_cast<size_t>(dim);
+  const int64_t n = size_of(p, dim);
+  if (n == 1) return pattern;
+  for (int64_t c = 0; c < n; ++c) {
+    for_each_other(p, dim, [&](std::vector<int64_t> coords) {
+      coords[k] = c;
+      const int64_t from = layout_rank(p, coords);
+      coords[k] = (c + 1) % n;
+      pattern.groups.push_back({from, layout_rank(p, coords)});
+    });
+  }
+  return pattern;
+}
+
 CommPattern layout_neighbours(const ParallelismConfig& p, LayoutDim dim) {
   CommPattern pattern;
   const auto k = static_cast<size_t>(dim);
@@ -92,6 +135,7 @@ CommPattern layout_neighbours(const ParallelismConfig& p, LayoutDim dim) {
 std::string layout_text(const ParallelismConfig& p) {
   std::string s;
   for (const LayoutDimension* d : layout_dimensions_as_written()) {
+    if (!d->shown_when_one && p.*d->size == 1) continue;
     if (!s.empty()) s += " x ";
     s += std::string(d->abbreviation) + " " + std::to_string(p.*d->size);
   }
@@ -120,9 +164,18 @@ std::optional<LayoutProblem> layout_problem(const ParallelismConfig& p, const Mo
                                                      text(model.num_layers) + "): every model chunk needs a layer, " +
                                                      got};
   }
-  if (p.sequence_parallel && model.seq_length % p.tensor != 0) {
-    return LayoutProblem{"parallelism.sequence_parallel", "needs model.seq_length (" + text(model.seq_length) +
-                                                              ") divisible by tensor (" + text(p.tensor) + ")"};
+  if (p.context < 1 || (p.context > 1 && model.seq_length % (2 * p.context) != 0)) {
+    return LayoutProblem{"parallelism.context", "must split model.seq_length (" + text(model.seq_length) +
+                                                    ") into 2 × context chunks of equal length (causal load "
+                                                    "balancing), got " + text(p.context)};
+  }
+  if (p.sequence_parallel && (model.seq_length / p.context) % p.tensor != 0) {
+    return LayoutProblem{"parallelism.sequence_parallel",
+                         p.context > 1 ? "needs each context shard (model.seq_length / context = " +
+                                             text(model.seq_length / p.context) + ") divisible by tensor (" +
+                                             text(p.tensor) + ")"
+                                       : "needs model.seq_length (" + text(model.seq_length) +
+                                             ") divisible by tensor (" + text(p.tensor) + ")"};
   }
   return std::nullopt;
 }
@@ -131,22 +184,27 @@ std::vector<LayoutCandidate> enumerate_layouts(const LayoutSearch& q) {
   std::vector<LayoutCandidate> out;
   for (int64_t t = 1; t <= q.gpus_per_vm * 8 && t <= q.gpus; t *= 2) {
     if (q.heads % t != 0 || q.query_groups % t != 0 || q.gpus % t != 0) continue;
-    for (int64_t p = 1; p <= q.layers && t * p <= q.gpus; ++p) {
-      if (q.layers % p != 0 || q.gpus % (t * p) != 0) continue;
-      const int64_t d = q.gpus / (t * p);
-      if (q.global_batch % d != 0) continue;
-      for (int64_t b = 1; b <= 8; ++b) {
-        if ((q.global_batch / d) % b != 0) continue;
-        const int64_t m = q.global_batch / (d * b);
-        for (const int64_t v : {1, 2, 4}) {
-          if (v > 1 && (p == 1 || q.layers % (p * v) != 0 || m % p != 0)) continue;
-          LayoutCandidate c;
-          c.parallelism.tensor = t;
-          c.parallelism.pipeline = p;
-          c.parallelism.data = d;
-          c.parallelism.virtual_stages = v;
-          c.micro_batch = b;
-          out.push_back(c);
+    for (int64_t c = 1; t * c <= q.gpus; c *= 2) {
+      if (c > 1 && (q.seq_length / c < kMinContextShardTokens || q.seq_length % (2 * c) != 0)) break;
+      if (q.gpus % (t * c) != 0) continue;
+      for (int64_t p = 1; p <= q.layers && t * c * p <= q.gpus; ++p) {
+        if (q.layers % p != 0 || q.gpus % (t * c * p) != 0) continue;
+        const int64_t d = q.gpus / (t * c * p);
+        if (q.global_batch % d != 0) continue;
+        for (int64_t b = 1; b <= 8; ++b) {
+          if ((q.global_batch / d) % b != 0) continue;
+          const int64_t m = q.global_batch / (d * b);
+          for (const int64_t v : {1, 2, 4}) {
+            if (v > 1 && (p == 1 || q.layers % (p * v) != 0 || m % p != 0)) continue;
+            LayoutCandidate candidate;
+            candidate.parallelism.tensor = t;
+            candidate.parallelism.context = c;
+            candidate.parallelism.pipeline = p;
+            candidate.parallelism.data = d;
+            candidate.parallelism.virtual_stages = v;
+            candidate.micro_batch = b;
+            out.push_back(candidate);
+          }
         }
       }
     }

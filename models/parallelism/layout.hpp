@@ -5,9 +5,10 @@
 // or expert parallelism) is a new row there, a member of ParallelismConfig, its key, and its effect on the work
 // and memory models.
 //
-// Rank order (Megatron-LM, Narayanan et al. SC'21; megatron/core/parallel_state.py): tensor fastest, then data,
-// then pipeline, so a tensor-parallel group sits inside one node when tensor <= GPUs per node and consecutive
-// data-parallel replicas share nodes before pipeline stages do.
+// Rank order (Megatron-LM, Narayanan et al. SC'21; megatron/core/parallel_state.py, order "tp-cp-ep-dp-pp"):
+// tensor fastest, then context, data, pipeline, so a tensor-parallel group sits inside one node when tensor <=
+// GPUs per node, context-parallel ranks are next closest, and consecutive data-parallel replicas share nodes
+// before pipeline stages do.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,7 @@
 namespace clustersim::models {
 
 /// The dimensions, by their place in the rank order (fastest first).
-enum class LayoutDim { tensor = 0, data = 1, pipeline = 2 };
+enum class LayoutDim { tensor = 0, context = 1, data = 2, pipeline = 3 };
 
 /// One parallelism dimension.
 struct LayoutDimension {
@@ -35,11 +36,14 @@ struct LayoutDimension {
   std::string_view column;        ///< HDF5 /summary column, "tensor_parallel"
   std::string_view description;   ///< of the column
   int64_t ParallelismConfig::*size;  ///< the member of ParallelismConfig that holds its size
+  /// Written in layout_text only when its size is above 1 (a dimension most layouts do not use: "TP 8 x PP 8
+  /// x DP 16" reads as before context parallelism existed).
+  bool shown_when_one = true;
 };
 
 /// Every dimension in rank order (fastest first).
 std::span<const LayoutDimension> layout_dimensions();
-/// Every dimension in the order layouts are written and reported: tensor, pipeline, data.
+/// Every dimension in the order layouts are written and reported: tensor, context, pipeline, data.
 std::vector<const LayoutDimension*> layout_dimensions_as_written();
 /// The entry of `dim`.
 const LayoutDimension& layout_dimension(LayoutDim dim);
@@ -55,6 +59,17 @@ int64_t layout_rank(const ParallelismConfig& p, std::span<const int64_t> coords)
 /// in `dim`'s coordinate (ascending). Groups are ordered by the other coordinates, the slowest dimension
 /// outermost. Tensor: the t consecutive ranks of each (data, stage); data: d ranks strided by t.
 CommPattern layout_groups(const ParallelismConfig& p, LayoutDim dim);
+
+/// Every group over the dimensions `dims` together: for each setting of the other coordinates, the ranks that
+/// differ only in the coordinates of `dims`, ascending. layout_groups(p, {context, data}) is Megatron-Core's
+/// data-parallel group with context parallelism (the ranks that hold the same parameters); with one dimension
+/// it equals layout_groups(p, dim).
+CommPattern layout_groups(const ParallelismConfig& p, std::span<const LayoutDim> dims);
+
+/// Every send of one step around the rings along `dim`: {rank at coordinate c, the same GPU's rank at c + 1
+/// modulo size_of(dim)} for every c (two sends between the two ranks of a ring of 2), ordered by c outermost.
+/// Empty when size_of(dim) == 1. Context parallelism's ring attention moves K/V blocks this way.
+CommPattern layout_ring(const ParallelismConfig& p, LayoutDim dim);
 
 /// Every pair of neighbours along `dim`: {rank at coordinate c, the same GPU's rank at c + 1} for c <
 /// size_of(dim) - 1, ordered by c outermost, then the other coordinates slowest first. Pipeline: every send of
@@ -73,7 +88,10 @@ struct LayoutProblem {
 /// The first layout rule `p` breaks for `model`, nullopt when none: tensor divides the attention heads and the
 /// query groups (Megatron splits heads, Shoeybi et al. 2019); an interleaved schedule (virtual_stages > 1) needs
 /// pipeline > 1; every model chunk needs a layer (num_layers >= pipeline x virtual_stages); sequence
-/// parallelism needs the sequence divisible by tensor (Korthikanti et al. 2022). The one statement of these
+/// parallelism needs the sequence divisible by tensor (Korthikanti et al. 2022); context parallelism needs it
+/// divisible by 2 x context (the causal load-balancing split into 2 c chunks, Megatron-Core
+/// get_batch_on_this_cp_rank) and, with sequence parallelism, each rank's shard divisible by tensor. The one
+/// statement of these
 /// rules: the scenario loader reports them at the key's location, the memory model throws on them.
 std::optional<LayoutProblem> layout_problem(const ParallelismConfig& p, const ModelConfig& model);
 
@@ -85,6 +103,7 @@ struct LayoutSearch {
   int64_t query_groups = 1;  ///< key/value heads
   int64_t layers = 1;        ///< decoder layers
   int64_t global_batch = 1;  ///< sequences per step
+  int64_t seq_length = 1;    ///< tokens per sequence (context parallelism is tried when sequences are long)
 };
 
 /// One candidate layout: the sizes of the dimensions, the micro batch and the virtual stages.
@@ -93,12 +112,21 @@ struct LayoutCandidate {
   int64_t micro_batch = 1;
 };
 
-/// Every layout the search considers, in order (tensor outermost, then pipeline, micro batch, virtual stages,
-/// each ascending): tensor a power of two up to gpus_per_vm x 8 dividing the heads, the query groups and the
-/// GPUs; pipeline dividing the layers and GPUs / tensor; data = GPUs / (t p) dividing the global batch; micro
+/// Every layout the search considers, in order (tensor outermost, then context, pipeline, micro batch, virtual
+/// stages, each ascending): tensor a power of two up to gpus_per_vm x 8 dividing the heads, the query groups and
+/// the GPUs; context a power of two with at least kMinContextShardTokens tokens per shard and the sequence
+/// divisible by 2 x context; pipeline dividing the layers and GPUs / (t c); data = GPUs / (t c p) dividing the
+/// global batch; micro
 /// batch 1-8 dividing global batch / data; virtual stages 1, 2, 4, above 1 only with pipeline > 1, layers
 /// divisible by p v and the microbatch count by p (Megatron's interleaving rule). The scenario loader still
 /// judges each (memory, sequence parallelism, framework rules).
 std::vector<LayoutCandidate> enumerate_layouts(const LayoutSearch& search);
+
+/// The shortest sequence shard the layout search gives a context-parallel rank: 4,096 tokens. Context
+/// parallelism pays off for long sequences only: NeMo's long-context recipes use it from 16K tokens and its
+/// guide recommends it when the activations of sequences of 8K or more no longer fit (NeMo Framework user
+/// guide, "Context Parallelism"); below a few thousand tokens per rank the attention steps are too short to
+/// hide the K/V exchange. Keeps the search of short-sequence models (GPT-3 at 2,048) what it was.
+inline constexpr int64_t kMinContextShardTokens = 4096;
 
 }  // namespace clustersim::models

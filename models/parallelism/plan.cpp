@@ -5,6 +5,14 @@
 
 namespace clustersim::models {
 
+std::string_view to_string(ContextComm c) { return c == ContextComm::p2p ? "p2p" : "all_gather"; }
+
+std::optional<ContextComm> parse_context_comm(std::string_view name) {
+  if (name == "p2p") return ContextComm::p2p;
+  if (name == "all_gather") return ContextComm::all_gather;
+  return std::nullopt;
+}
+
 std::vector<int64_t> layers_per_virtual_stage(int64_t num_layers, int64_t pipeline, int64_t virtual_stages) {
   if (pipeline < 1 || virtual_stages < 1 || num_layers < pipeline * virtual_stages) {
     throw std::invalid_argument("layers_per_virtual_stage: need num_layers (" + std::to_string(num_layers) +

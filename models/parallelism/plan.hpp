@@ -2,13 +2,28 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 namespace clustersim::models {
 
-/// Tensor x pipeline x data parallel layout (Megatron-LM PTD-P, Narayanan et al. SC'21).
-/// GPUs = tensor * pipeline * data. Rank order (Megatron): tensor fastest, then data, then pipeline, so a
-/// tensor-parallel group sits inside one node when tensor <= GPUs per node.
+/// How context-parallel ranks exchange keys and values (Megatron-Core --cp-comm-type; Transformer Engine
+/// DotProductAttention cp_comm_type):
+///   p2p:       ring attention (Liu et al. 2023): each rank's K/V block travels around the context-parallel
+///              ring, one hop per step, each hop under the attention of the block that arrived before it; the
+///              backward sends K/V again and the K/V gradients back (TE AttnFuncWithCPAndKVP2P);
+///   all_gather: the K/V blocks are all-gathered before attention, under the local block's attention only; the
+///              backward all-gathers them again and ring-shifts the K/V gradients (PyTorch context_parallel with
+///              torchtitan's default rotate method "allgather"; TE AttnFuncWithCPAndKVAllGather).
+enum class ContextComm { p2p, all_gather };
+
+/// Tensor x context x pipeline x data parallel layout (Megatron-LM PTD-P, Narayanan et al. SC'21; context
+/// parallelism, Megatron-Core). GPUs = tensor * context * pipeline * data. Rank order (Megatron-Core
+/// parallel_state): tensor fastest, then context, data, pipeline, so a tensor-parallel group sits inside one
+/// node when tensor <= GPUs per node. Context parallelism splits every sequence into `context` shards (2 x
+/// context chunks, rank r holding chunks r and 2 context - 1 - r, which balances causal attention); the
+/// gradients and ZeRO shards are reduced over data x context ranks, which hold the same parameters.
 struct ParallelismConfig {
   int64_t tensor = 1;          ///< t: tensor-parallel group size
   int64_t pipeline = 1;        ///< p: pipeline stages
@@ -31,9 +46,17 @@ struct ParallelismConfig {
   /// Tensor-parallel all-gathers and reduce-scatters (sequence parallelism) overlapped with the GEMMs that
   /// consume and produce them, chunk by chunk (Megatron --tp-comm-overlap, Transformer Engine userbuffers).
   bool tp_comm_overlap = false;
+  int64_t context = 1;                          ///< c: context-parallel group size (sequence shards)
+  ContextComm context_comm = ContextComm::p2p;  ///< how the context-parallel ranks exchange K/V
 
-  [[nodiscard]] int64_t gpus() const { return tensor * pipeline * data; }
+  [[nodiscard]] int64_t gpus() const { return tensor * context * pipeline * data; }
+  /// Ranks holding the same parameters, over which gradients are reduced and ZeRO shards: data x context.
+  [[nodiscard]] int64_t replicas() const { return data * context; }
 };
+
+std::string_view to_string(ContextComm c);
+/// Parses "p2p" | "all_gather"; std::nullopt otherwise.
+std::optional<ContextComm> parse_context_comm(std::string_view name);
 
 /// Decoder layers of each virtual stage (model chunk) vs = chunk * pipeline + rank, for `num_layers` over
 /// `pipeline` x `virtual_stages` chunks: as even as possible. When they do not divide evenly, the remainder goes

@@ -113,10 +113,46 @@ units::Seconds overlapped_tp(const std::vector<Op>& ops, bool backward, const St
   return exposed;
 }
 
+/// Kernel time of the attention core of `ops` (the fused attention kernel, or the unfused scores and context
+/// GEMMs).
+units::Seconds attention_core_time(const std::vector<Op>& ops, const ComputeModel& compute, Precision p) {
+  units::Seconds t(0.0);
+  for (const Op& op : ops) {
+    const bool core = op.op_class == OpClass::fused_attention ||
+                      (op.op_class == OpClass::gemm && op.role == GemmRole::attention_core);
+    if (core) t += op_time(op, compute, p);
+  }
+  return t;
+}
+
+/// The exposed context-parallel exchange of a pass of `work` (context_exchange_time), with the recomputed
+/// forward's when the recompute reruns the attention.
+units::Seconds context_comm(const LayerWork& work, PassKind kind, bool recompute, const StepSetup& setup,
+                            const ComputeModel& compute, const CommunicationModel& network,
+                            const CommPattern& ring, const CommPattern& groups) {
+  const ParallelismConfig& par = setup.parallelism;
+  if (par.context == 1 || work.context_kv_block.value() <= 0.0) return units::Seconds(0.0);
+  const Precision p = setup.training.precision;
+  const units::Seconds hop = network.collective_time(CollectiveOp::send_recv, ring, work.context_kv_block).time;
+  units::Seconds gather(0.0);
+  if (par.context_comm == ContextComm::all_gather) {
+    gather = network.collective_time(CollectiveOp::all_gather, groups, work.context_kv_block * d(par.context)).time;
+  }
+  auto exchange = [&](const std::vector<Op>& ops, bool backward) {
+    return context_exchange_time(par.context_comm, par.context, backward, attention_core_time(ops, compute, p), hop,
+                                 gather, kOverlapComputeSlowdown);
+  };
+  if (kind == PassKind::forward) return exchange(work.forward, false);
+  units::Seconds t = exchange(work.backward, true);
+  if (recompute && attention_core_time(work.recompute, compute, p).value() > 0.0) t += exchange(work.recompute, false);
+  return t;
+}
+
 /// Cost of `work` on one GPU, forward or backward (backward = recompute + backward; `recompute` false: the
 /// backward of a layer that keeps its activations).
-PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup, const ComputeModel& compute,
-                   const CommunicationModel& network, const CommPattern& tp_group, bool recompute = true) {
+PassCost pass_cost_without_context(const LayerWork& work, PassKind kind, const StepSetup& setup,
+                                    const ComputeModel& compute, const CommunicationModel& network,
+                                    const CommPattern& tp_group, bool recompute) {
   const Precision p = setup.training.precision;
   const ParallelismConfig& par = setup.parallelism;
   const bool overlap = par.tp_comm_overlap && par.sequence_parallel && par.tensor > 1 && work.tp_forward.count == 2;
@@ -175,12 +211,21 @@ PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup,
   return c;
 }
 
+/// Cost of `work` on one GPU (pass_cost_without_context) with its context-parallel exchange.
+PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup, const ComputeModel& compute,
+                   const CommunicationModel& network, const MegatronPatterns& patterns, bool recompute = true) {
+  PassCost c = pass_cost_without_context(work, kind, setup, compute, network, patterns.tensor, recompute);
+  c.cp_comm = context_comm(work, kind, recompute, setup, compute, network, patterns.context, patterns.context_groups);
+  return c;
+}
+
 PassCost scaled(PassCost c, double k) {
   c.compute *= k;
   c.attention *= k;
   c.memory_bound *= k;
   c.tp_comm *= k;
   c.dp_comm *= k;
+  c.cp_comm *= k;
   c.flops *= k;
   return c;
 }
@@ -191,6 +236,7 @@ PassCost operator+(PassCost a, const PassCost& b) {
   a.memory_bound += b.memory_bound;
   a.tp_comm += b.tp_comm;
   a.dp_comm += b.dp_comm;
+  a.cp_comm += b.cp_comm;
   a.flops += b.flops;
   return a;
 }
@@ -226,19 +272,55 @@ int64_t megatron_rank(const ParallelismConfig& p, int64_t tensor_rank, int64_t d
 
 CommPattern tensor_parallel_pattern(const ParallelismConfig& p) { return layout_groups(p, LayoutDim::tensor); }
 
-CommPattern data_parallel_pattern(const ParallelismConfig& p) { return layout_groups(p, LayoutDim::data); }
+CommPattern data_parallel_pattern(const ParallelismConfig& p) {
+  constexpr LayoutDim kReplicas[]{LayoutDim::context, LayoutDim::data};
+  return layout_groups(p, kReplicas);
+}
+
+CommPattern context_parallel_ring(const ParallelismConfig& p) { return layout_ring(p, LayoutDim::context); }
+
+units::Seconds context_exchange_time(ContextComm comm, int64_t context, bool backward, units::Seconds attention,
+                                     units::Seconds hop, units::Seconds gather, double slowdown) {
+  if (context <= 1) return units::Seconds(0.0);
+  const double c = d(context);
+  const units::Seconds step = attention / c;
+  units::Seconds exposed(0.0), hidden(0.0);
+  // `times` transfers of `each`, each under one attention step.
+  auto under_steps = [&](double times, units::Seconds each) {
+    if (times <= 0.0) return;
+    exposed += (each > step ? each - step : units::Seconds(0.0)) * times;
+    hidden += std::min(each, step) * times;
+  };
+  if (comm == ContextComm::p2p) {
+    if (!backward) {
+      under_steps(c - 1.0, hop);
+    } else {
+      under_steps(2.0, hop);            // step 0: the next K/V in; step c - 1: the previous gradient out
+      under_steps(c - 2.0, hop * 2.0);  // steps 1 .. c - 2: K/V in and a K/V gradient out
+      exposed += hop;                   // the last gradient home
+    }
+  } else {
+    under_steps(1.0, gather);
+    if (backward) {
+      under_steps(c - 2.0, hop);
+      exposed += hop;
+    }
+  }
+  return exposed + hidden * slowdown;
+}
 
 CommPattern pipeline_pattern(const ParallelismConfig& p) { return layout_neighbours(p, LayoutDim::pipeline); }
 
 MegatronPatterns megatron_patterns(const ParallelismConfig& p) {
-  return MegatronPatterns{tensor_parallel_pattern(p), data_parallel_pattern(p), pipeline_pattern(p)};
+  return MegatronPatterns{tensor_parallel_pattern(p), data_parallel_pattern(p), pipeline_pattern(p),
+                          context_parallel_ring(p), layout_groups(p, LayoutDim::context)};
 }
 
 StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compute,
                                const CommunicationModel& network, const MegatronPatterns* patterns) {
   const ParallelismConfig& par = setup.parallelism;
   const ModelConfig& model = setup.model;
-  require(par.tensor >= 1 && par.pipeline >= 1 && par.data >= 1 && par.virtual_stages >= 1,
+  require(par.tensor >= 1 && par.context >= 1 && par.pipeline >= 1 && par.data >= 1 && par.virtual_stages >= 1,
           "parallel sizes must be >= 1");
   require(par.zero_stage >= 0 && par.zero_stage <= 3, "zero_stage must be 0-3");
   require(setup.gpus_per_node >= 1, "gpus_per_node must be >= 1");
@@ -252,6 +334,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   LayerOptions options;
   options.tensor = par.tensor;
   options.sequence_parallel = par.sequence_parallel;
+  options.context = par.context;
   const LayerWork layer = transformer_layer(model, setup.training, options);
   const LayerWork head = lm_head(model, setup.training, options);
   const LayerWork embed = embedding(model, setup.training, options);
@@ -260,10 +343,10 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   if (patterns == nullptr) patterns = &built.emplace(megatron_patterns(par));
   const CommPattern& tp = patterns->tensor;
   const CommPattern& dp = patterns->data;
-  PassCost layer_fwd = pass_cost(layer, PassKind::forward, setup, compute, network, tp);
-  PassCost layer_bwd = pass_cost(layer, PassKind::backward, setup, compute, network, tp);
+  PassCost layer_fwd = pass_cost(layer, PassKind::forward, setup, compute, network, *patterns);
+  PassCost layer_bwd = pass_cost(layer, PassKind::backward, setup, compute, network, *patterns);
   // A layer that keeps its activations (full recompute of only recompute_num_layers of a chunk).
-  PassCost layer_bwd_stored = pass_cost(layer, PassKind::backward, setup, compute, network, tp, false);
+  PassCost layer_bwd_stored = pass_cost(layer, PassKind::backward, setup, compute, network, *patterns, false);
 
   // Parameters on one GPU of each model chunk (before ZeRO sharding).
   const std::vector<double> params_of_chunk = chunk_parameters(model, par.tensor, par.pipeline, v);
@@ -288,7 +371,10 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   // reduces once, so its traffic is the ZeRO-2 tail's: a reduce-scatter after the last backward and a
   // parameter all-gather before the next step.
   const FrameworkBehaviour framework = behaviour_of(setup.training.framework);
-  const bool sharded_passes = par.data > 1 && par.pipeline == 1 &&
+  // Parameters are replicated over data x context ranks (ParallelismConfig::replicas): those reduce gradients
+  // and hold ZeRO shards.
+  const int64_t replicas = par.replicas();
+  const bool sharded_passes = replicas > 1 && par.pipeline == 1 &&
                               (par.zero_stage == 3 || (par.zero_stage == 2 && framework.per_unit_stage2));
 
   program.stages.resize(static_cast<size_t>(par.pipeline));
@@ -307,12 +393,12 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
       const double chunk_parameters = params_of_chunk[static_cast<size_t>(virtual_stage)];
       PassCost embed_fwd, embed_bwd, head_fwd, head_bwd;
       if (virtual_stage == 0) {
-        embed_fwd = pass_cost(embed, PassKind::forward, setup, compute, network, tp);
-        embed_bwd = pass_cost(embed, PassKind::backward, setup, compute, network, tp);
+        embed_fwd = pass_cost(embed, PassKind::forward, setup, compute, network, *patterns);
+        embed_bwd = pass_cost(embed, PassKind::backward, setup, compute, network, *patterns);
       }
       if (virtual_stage == last_virtual) {
-        head_fwd = pass_cost(head, PassKind::forward, setup, compute, network, tp);
-        head_bwd = pass_cost(head, PassKind::backward, setup, compute, network, tp);
+        head_fwd = pass_cost(head, PassKind::forward, setup, compute, network, *patterns);
+        head_bwd = pass_cost(head, PassKind::backward, setup, compute, network, *patterns);
       }
       fwd = fwd + embed_fwd + head_fwd;
       bwd = bwd + embed_bwd + head_bwd;
@@ -386,14 +472,14 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
         bwd.compute += backward_memory;
         bwd.memory_bound += backward_memory;
       }
-      if (par.zero_stage == 2 && framework.zero2_reduces_every_microbatch && par.data > 1 && !sharded_passes) {
+      if (par.zero_stage == 2 && framework.zero2_reduces_every_microbatch && replicas > 1 && !sharded_passes) {
         // DeepSpeed ZeRO-2 all-reduces the chunk's gradient buckets in every microbatch's backward, on the compute
         // stream (overlap_comm off for stages 1-2).
         bwd.dp_comm += network.collective_time(CollectiveOp::all_reduce, dp,
                                                units::Bytes(chunk_parameters * grad_bytes)).time;
       }
       const bool accumulates_unsharded = framework.unsharded_under_pipelining && par.pipeline > 1 &&
-                                         par.zero_stage >= 2 && par.data > 1 && m > 1;
+                                         par.zero_stage >= 2 && replicas > 1 && m > 1;
       if (!setup.training.gradient_accumulation_fusion || accumulates_unsharded) {
         // Unfused gradient accumulation (Megatron-LM 2021, DDP "local"; FSDP's unsharded accumulation under
         // pipelining): after each microbatch's backward, a kernel reads the 16-bit weight gradient the wgrad
@@ -410,7 +496,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
       stage.parameters += chunk_parameters;
     }
 
-    const double shard = par.zero_stage >= 1 ? 1.0 / d(par.data) : 1.0;
+    const double shard = par.zero_stage >= 1 ? 1.0 / d(replicas) : 1.0;
     stage.grad_buckets =
         std::max<int64_t>(1, static_cast<int64_t>(std::ceil(stage.parameters / kGradientBucketParameters)));
     stage.overlap_grad_sync = par.overlap_grad_reduce;
@@ -422,7 +508,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
                                                                                       : CollectiveOp::reduce_scatter;
       const CollectiveTiming sync = network.collective_time(reduce, dp, units::Bytes(stage.parameters * grad_bytes));
       stage.grad_sync = sync.time;
-      if (par.overlap_grad_reduce && par.data > 1) {
+      if (par.overlap_grad_reduce && replicas > 1) {
         // Overlapped with backward: chunk by chunk (each chunk's buckets once its last backward has begun).
         stage.grad_sync = units::Seconds(0.0);
         for (const double params : chunk_params) {
@@ -458,7 +544,8 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
 
   if (par.pipeline > 1) {
     const double e = activation_bytes_per_element(setup.training.precision);
-    const units::Bytes activation(d(setup.training.micro_batch_size) * d(model.seq_length) *
+    // One context shard's activation with context parallelism (each context rank sends its own).
+    const units::Bytes activation(d(setup.training.micro_batch_size) * d(model.seq_length / par.context) *
                                   d(model.hidden_size) * e);
     // Scatter/gather (SC'21 Sec. 4.1): each tensor rank sends 1/t of the activation to its peer of the next
     // stage, which all-gathers it over NVLink (with sequence parallelism it is split by t already, so no

@@ -73,8 +73,11 @@ struct PassCost {
   units::Seconds memory_bound;  ///< of compute: memory-bound kernels (the rest of compute is GEMMs)
   units::Seconds tp_comm;  ///< tensor-parallel collectives, serialised with the compute (not overlapped)
   units::Seconds dp_comm;  ///< ZeRO-3 parameter all-gathers / gradient reduce-scatters not hidden by prefetch
+  /// Context-parallel K/V exchange not hidden under the attention kernels, plus the slowdown of the attention
+  /// it hides under (context_exchange_time).
+  units::Seconds cp_comm;
   units::Flops flops;      ///< math executed (counts recomputation)
-  [[nodiscard]] units::Seconds total() const { return compute + tp_comm + dp_comm; }
+  [[nodiscard]] units::Seconds total() const { return compute + tp_comm + dp_comm + cp_comm; }
 };
 
 struct StageProgram {
@@ -128,8 +131,26 @@ struct MegatronPatterns {
   CommPattern tensor;    ///< tensor_parallel_pattern
   CommPattern data;      ///< data_parallel_pattern
   CommPattern pipeline;  ///< pipeline_pattern
+  CommPattern context;   ///< context_parallel_ring (empty without context parallelism)
+  CommPattern context_groups;  ///< every context-parallel group (layout_groups along context), for all-gathers
 };
-/// The three patterns of `p`.
+
+/// Exposed time of the context-parallel K/V exchange of one layer pass (PassCost::cp_comm), Megatron-Core /
+/// Transformer Engine and PyTorch ring attention with c = context ranks, each step's attention kernel taking
+/// 1/c of the pass's attention time `attention` (the causal work is balanced over the steps):
+///   p2p forward:  c - 1 hops of the K/V block (`hop`: one send of `kv_block` on the ring, every rank at once),
+///                 each under one step's attention: (c - 1) max(0, hop - a) exposed, a = attention / c;
+///   p2p backward: step 0 receives the next K/V, steps 1 .. c-2 also send the previous step's K/V gradient,
+///                 step c - 1 only the gradient, and the last gradient goes home after the loop
+///                 (AttnFuncWithCPAndKVP2P.backward): 2 max(0, hop - a) + (c - 2) max(0, 2 hop - a) + hop;
+///   all_gather forward: the all-gather of every rank's block (`gather`) under the local block's attention
+///                 only: max(0, gather - a); backward: the same all-gather, then the K/V gradients ring-shifted
+///                 as in p2p: max(0, gather - a) + (c - 2) max(0, hop - a) + hop.
+/// The attention that hides an exchange runs slower by `slowdown` of the hidden time (the communication
+/// kernels' SMs and HBM traffic; kOverlapComputeSlowdown). Zero for c = 1.
+units::Seconds context_exchange_time(ContextComm comm, int64_t context, bool backward, units::Seconds attention,
+                                     units::Seconds hop, units::Seconds gather, double slowdown);
+/// The patterns of `p`.
 MegatronPatterns megatron_patterns(const ParallelismConfig& p);
 
 /// Builds the step IR. `patterns`, when given, must be megatron_patterns(setup.parallelism) (kept by the caller
@@ -143,7 +164,10 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
 int64_t megatron_rank(const ParallelismConfig& p, int64_t tensor_rank, int64_t data_rank, int64_t stage);
 /// Every tensor-parallel group of the cluster (t consecutive ranks each).
 CommPattern tensor_parallel_pattern(const ParallelismConfig& p);
-/// Every data-parallel group of the cluster (d ranks strided by t each), all stages at once.
+/// Every ring of context-parallel ranks, each rank sending to the next (layout_ring): one hop of ring attention.
+CommPattern context_parallel_ring(const ParallelismConfig& p);
+/// Every group of ranks that hold the same parameters (data x context ranks; d ranks strided by t without
+/// context parallelism), all stages at once: gradients are reduced and ZeRO shards over these.
 CommPattern data_parallel_pattern(const ParallelismConfig& p);
 /// Every pipeline send of one microbatch: {rank at stage s, same (tensor, data) rank at stage s+1}.
 CommPattern pipeline_pattern(const ParallelismConfig& p);

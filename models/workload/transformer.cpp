@@ -64,10 +64,10 @@ void append_backward(const Op& f, std::vector<Op>& out) {
   }
 }
 
-void check_divisible(int64_t value, int64_t by, const char* what) {
+void check_divisible(int64_t value, int64_t by, const char* what, const char* size = "tensor-parallel size") {
   if (by <= 0 || value % by != 0) {
     throw std::invalid_argument(std::string("transformer: ") + what + " (" + std::to_string(value) +
-                                ") is not divisible by tensor-parallel size " + std::to_string(by));
+                                ") is not divisible by " + size + " " + std::to_string(by));
   }
 }
 
@@ -95,13 +95,15 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
   check_divisible(m.num_attention_heads, t, "num_attention_heads");
   check_divisible(m.kv_heads(), t, "num_query_groups");
   check_divisible(m.ffn(), t, "ffn_hidden_size");
-  const int64_t b = tr.micro_batch_size, s = m.seq_length, h = m.hidden_size, hd = m.head_dim();
+  check_divisible(m.seq_length, o.context, "seq_length", "context-parallel size");
+  // s_q: the queries (and tokens) of this rank's context shard; s: the keys each attends over.
+  const int64_t b = tr.micro_batch_size, s = m.seq_length, s_q = s / o.context, h = m.hidden_size, hd = m.head_dim();
   const int64_t heads = m.num_attention_heads / t, kv = m.kv_heads() / t, f = m.ffn() / t;
   const double e = activation_bytes_per_element(tr.precision);
   const bool fp8 = tr.precision == Precision::fp8;
   const KernelFusion fusion = tr.kernel_fusion;
   const bool separate_projections = fusion != KernelFusion::fused;  // the model's own nn.Linear modules
-  const double tokens = d(b) * d(s);
+  const double tokens = d(b) * d(s_q);
   const double q_width = d(heads) * d(hd), kv_width = d(kv) * d(hd);
   // Norm and dropout regions hold the full b*s*h tensor on every TP rank, or 1/t of it with sequence
   // parallelism.
@@ -111,7 +113,7 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
     if (fp8) ops.push_back(memory_op(name + "_fp8_cast_transpose", elements * (e + 2.0)));
   };
   auto linear = [&](std::vector<Op>& ops, const std::string& name, GemmRole role, int64_t n, int64_t k) {
-    Op op = gemm_op(name, role, b * s, n, k);
+    Op op = gemm_op(name, role, b * s_q, n, k);
     op.fp8 = fp8;
     ops.push_back(op);
   };
@@ -141,18 +143,20 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
     Op fa;
     fa.name = "flash_attention";
     fa.op_class = OpClass::fused_attention;
-    fa.flops = units::Flops(4.0 * d(b) * d(heads) * d(s) * d(s) * d(hd));
+    // With context parallelism the causal work of the whole sequence is split evenly: each rank runs one causal
+    // block of its own two chunks and c - 1 half blocks, (1 + 128/s)/2 of its s_q x s rectangle.
+    fa.flops = units::Flops(4.0 * d(b) * d(heads) * d(s_q) * d(s) * d(hd));
     fa.executed_fraction = causal_attention_fraction(s);
     fa.attention_kernel = tr.attention_kernel;
     fw.push_back(fa);
   } else {
     // Scores S = Q K^T per head; fused scale-mask-softmax reads S and writes P; dropout reads P and writes
     // P' and a 1-byte mask; context O = P' V.
-    const double scores = d(b) * d(heads) * d(s) * d(s);
-    fw.push_back(gemm_op("attention_scores", GemmRole::attention_core, s, s, hd, b * heads));
+    const double scores = d(b) * d(heads) * d(s_q) * d(s);
+    fw.push_back(gemm_op("attention_scores", GemmRole::attention_core, s_q, s, hd, b * heads));
     fw.push_back(memory_op("scale_mask_softmax", 2.0 * scores * e));
     if (m.dropout > 0.0) fw.push_back(memory_op("attention_dropout", scores * (2.0 * e + 1.0)));
-    fw.push_back(gemm_op("attention_context", GemmRole::attention_core, s, hd, s, b * heads));
+    fw.push_back(gemm_op("attention_context", GemmRole::attention_core, s_q, hd, s, b * heads));
   }
   const size_t attention_end = fw.size();
   if (fusion == KernelFusion::eager) fw.push_back(memory_op("attention_transpose", 2.0 * tokens * q_width * e));
@@ -210,6 +214,14 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
   }
   w.tp_forward = {tp_count, tp_bytes};
   w.tp_backward = {tp_count, tp_bytes};
+  if (o.context > 1) {
+    // The K/V the attention receives: the key/value heads with Transformer Engine (fused), or every query
+    // head's copy in PyTorch models, which repeat K and V to all heads before scaled_dot_product_attention
+    // (torchtitan models/llama/model.py Attention.forward: repeat_kv, then SDPA; context_parallel exchanges
+    // SDPA's inputs).
+    const double exchanged_width = fusion == KernelFusion::fused ? kv_width : q_width;
+    w.context_kv_block = units::Bytes(tokens * 2.0 * exchanged_width * e);
+  }
   switch (tr.activation_recompute) {
     case Recompute::none:
       break;
@@ -246,7 +258,8 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
 
 LayerWork lm_head(const ModelConfig& m, const TrainingConfig& tr, const LayerOptions& o) {
   check_divisible(m.vocab_size, o.tensor, "vocab_size");
-  const int64_t b = tr.micro_batch_size, s = m.seq_length, h = m.hidden_size, v = m.vocab_size / o.tensor;
+  check_divisible(m.seq_length, o.context, "seq_length", "context-parallel size");
+  const int64_t b = tr.micro_batch_size, s = m.seq_length / o.context, h = m.hidden_size, v = m.vocab_size / o.tensor;
   const double e = activation_bytes_per_element(tr.precision);
   const double tokens = d(b) * d(s);
   const double region = tokens * d(h) / (o.sequence_parallel ? d(o.tensor) : 1.0);
@@ -276,7 +289,8 @@ LayerWork lm_head(const ModelConfig& m, const TrainingConfig& tr, const LayerOpt
 
 LayerWork embedding(const ModelConfig& m, const TrainingConfig& tr, const LayerOptions& o) {
   const double e = activation_bytes_per_element(tr.precision);
-  const double tokens = d(tr.micro_batch_size) * d(m.seq_length);
+  check_divisible(m.seq_length, o.context, "seq_length", "context-parallel size");
+  const double tokens = d(tr.micro_batch_size) * d(m.seq_length / o.context);
   LayerWork w;
   // Lookup of the word embedding (read the row, write), plus the learned position's row and the add.
   w.forward.push_back(memory_op("embedding_lookup", (m.rope ? 2.0 : 3.0) * tokens * d(m.hidden_size) * e));

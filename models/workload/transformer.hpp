@@ -110,19 +110,28 @@ struct LayerWork {
   /// then MLP), the indices into `backward` of the weight-gradient GEMMs it can run under (Megatron's async
   /// tensor-parallel all-reduce).
   std::vector<std::vector<size_t>> tp_backward_hidden_by;
+  /// Context parallelism (c > 1): the keys and values of this rank's shard on this tensor rank, b (s/c) 2 (g/t)
+  /// d e bytes (b (s/c) 2 (a/t) d e for PyTorch models, whose K/V are repeated to every head before
+  /// attention), the block that ring attention passes on at each step; 0 without context parallelism.
+  units::Bytes context_kv_block;
 };
 
 /// Options of the layer that are not part of the model shape.
 struct LayerOptions {
   int64_t tensor = 1;               ///< t
   bool sequence_parallel = false;   ///< Megatron sequence parallelism
+  /// c: context-parallel size. Each rank holds s / c tokens of every sequence (T = b s / c), so every op but
+  /// attention does 1/c of the work; attention computes its s / c queries against all s keys: 1/c of the
+  /// full s x s work, the causal share of it balanced over the ranks (chunks r and 2c - 1 - r).
+  int64_t context = 1;
 };
 
 /// Share of the full s x s attention work a causal FlashAttention kernel executes with 128-row blocks:
 /// (n (n + 1) / 2) / n^2 blocks for n = s / 128, i.e. (1 + 128/s) / 2 (1 for s <= 128).
 double causal_attention_fraction(int64_t seq_length);
 
-/// Ops of one decoder layer. Throws std::invalid_argument if the shape is not divisible by `tensor`.
+/// Ops of one decoder layer. Throws std::invalid_argument if the shape is not divisible by `tensor` or the
+/// sequence by `context`.
 LayerWork transformer_layer(const ModelConfig& model, const TrainingConfig& training, const LayerOptions& options);
 
 /// The last pipeline stage's extra work: final norm, LM head GEMM (vocabulary split over t) and the

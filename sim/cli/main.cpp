@@ -99,10 +99,13 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
 
   if (vm.count("trace")) {
     const std::string path = vm["trace"].as<std::string>();
-    const sim::ChromeTraceInfo info{scenario.name, scenario.parallelism.tensor, scenario.parallelism.data,
+    const sim::ChromeTraceInfo info{scenario.name,
+                                    scenario.parallelism.tensor,
+                                    scenario.parallelism.data,
                                     report.microbatches,
                                     {{"software_version", sim::software_version()}, {"git_sha", sim::git_sha()},
-                                     {"command_line", command_line}}};
+                                     {"command_line", command_line}},
+                                    scenario.parallelism.context};
     try {
       sim::write_chrome_trace(path, report.pipeline, info);
     } catch (const std::runtime_error& e) {

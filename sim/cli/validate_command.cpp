@@ -69,7 +69,7 @@ int run_validate_command(const std::vector<std::string>& args) {
   if (vm.count("fit")) {
     std::set<std::string> groups;
     for (const ValidationRow& r : suite.rows()) {
-      if (r.modelled() && !r.calibration_group.empty()) groups.insert(r.calibration_group);
+      if (r.calibrates() && !r.calibration_group.empty()) groups.insert(r.calibration_group);
     }
     std::cout << "\nTraining fractions fitted on the whole suite (catalog: models/hardware/catalog/devices.toml):\n";
     for (const std::string& g : groups) {

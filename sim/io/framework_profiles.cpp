@@ -69,6 +69,8 @@ constexpr std::array kDefaults{
     FrameworkDefault{"fsdp2", "training.flash_attention", "true",
                      "scaled_dot_product_attention (FlashAttention-2 backend)"},
     FrameworkDefault{"fsdp2", "training.kernel_fusion", "\"eager\"", "torchtitan without --compile"},
+    FrameworkDefault{"fsdp2", "parallelism.cp_comm_type", "\"all_gather\"",
+                     "torchtitan context_parallel_rotate_method = \"allgather\" (its default)"},
     // DeepSpeed ZeRO on a Hugging Face / PyTorch model.
     FrameworkDefault{"deepspeed", "parallelism.zero_stage", "3", "the ZeRO-3 recipes for large models"},
     FrameworkDefault{"deepspeed", "training.flash_attention", "true", "scaled_dot_product_attention"},

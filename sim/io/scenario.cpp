@@ -389,6 +389,7 @@ class Loader {
     }
     models::ParallelismConfig layout;
     layout.tensor = get_int("parallelism.tensor");
+    layout.context = get_int("parallelism.context");
     layout.pipeline = get_int("parallelism.pipeline");
     layout.virtual_stages = v;
     layout.sequence_parallel = get_bool("parallelism.sequence_parallel");
@@ -435,26 +436,35 @@ class Loader {
     const int64_t gpus = checked_mul(nodes, per_vm, "cluster.nodes");
     const std::string cluster_text = std::to_string(gpus) + " GPUs (" + std::to_string(nodes) + " VMs × " +
                                      std::to_string(per_vm) + " per " + vm_name + ")";
+    // The sizes of the dimensions other than data, as written ("tensor × pipeline", "tensor × context ×
+    // pipeline" when context parallelism is on), and their product.
     const int64_t t = get_int("parallelism.tensor");
+    const int64_t c = get_int("parallelism.context");
     const int64_t p = get_int("parallelism.pipeline");
-    const int64_t tp = checked_mul(t, p, "parallelism.pipeline");
+    const int64_t tc = checked_mul(t, c, "parallelism.context");
+    const int64_t tp = checked_mul(tc, p, "parallelism.pipeline");
+    const std::string names = c > 1 ? "tensor × context × pipeline" : "tensor × pipeline";
+    const std::string sizes = std::to_string(t) + (c > 1 ? " × " + std::to_string(c) : "") + " × " + std::to_string(p);
     if (has("parallelism.data")) {
       const int64_t d = get_int("parallelism.data");
       const int64_t tpd = checked_mul(tp, d, "parallelism.data");
       if (tpd != gpus) {
-        fail_at("parallelism.data", "tensor × pipeline × data = " + std::to_string(t) + " × " + std::to_string(p) +
-                                        " × " + std::to_string(d) + " = " + std::to_string(tpd) +
-                                        ", but the cluster has " + cluster_text);
+        fail_at("parallelism.data", names + " × data = " + sizes + " × " + std::to_string(d) + " = " +
+                                        std::to_string(tpd) + ", but the cluster has " + cluster_text);
       }
     } else {
       if (gpus % t != 0) {
         fail_at("parallelism.tensor",
                 "tensor = " + std::to_string(t) + " does not divide the cluster's " + cluster_text);
       }
+      if (gpus % tc != 0) {
+        fail_at("parallelism.context", "tensor × context = " + std::to_string(t) + " × " + std::to_string(c) +
+                                           " = " + std::to_string(tc) + " does not divide the cluster's " +
+                                           cluster_text);
+      }
       if (gpus % tp != 0) {
-        fail_at("parallelism.pipeline", "tensor × pipeline = " + std::to_string(t) + " × " + std::to_string(p) +
-                                            " = " + std::to_string(tp) + " does not divide the cluster's " +
-                                            cluster_text);
+        fail_at("parallelism.pipeline", names + " = " + sizes + " = " + std::to_string(tp) +
+                                            " does not divide the cluster's " + cluster_text);
       }
       set("parallelism.data", gpus / tp);
     }
@@ -495,6 +505,8 @@ class Loader {
     s.training.grad_reduce = *models::parse_precision(get_string("training.grad_reduce_dtype"));
     if (has("training.recompute_num_layers")) s.training.recompute_num_layers = get_int("training.recompute_num_layers");
     s.parallelism.tensor = get_int("parallelism.tensor");
+    s.parallelism.context = get_int("parallelism.context");
+    s.parallelism.context_comm = *models::parse_context_comm(get_string("parallelism.cp_comm_type"));
     s.parallelism.pipeline = get_int("parallelism.pipeline");
     s.parallelism.data = get_int("parallelism.data");
     s.parallelism.virtual_stages = get_int("parallelism.virtual_stages");

@@ -30,6 +30,7 @@ constexpr std::array<std::string_view, 3> kFabrics{"single_switch", "fat_tree", 
 constexpr std::array<std::string_view, 5> kAllReduceAlgorithms{"auto", "ring", "tree", "hierarchical", "nvls"};
 constexpr std::array<std::string_view, 2> kMlps{"gelu", "swiglu"};
 constexpr std::array<std::string_view, 2> kSchedules{"1f1b", "gpipe"};
+constexpr std::array<std::string_view, 2> kContextComms{"p2p", "all_gather"};
 constexpr std::array<std::string_view, 2> kFidelities{"replica", "full"};
 constexpr std::array<std::string_view, 2> kStorages{"local_nvme", "parallel_fs"};
 
@@ -38,7 +39,8 @@ constexpr std::array kTables{
     TableSpec{"model", true, "Transformer decoder shape (GPT-style)."},
     TableSpec{"training", true, "Batch and numerics of the training run."},
     TableSpec{"parallelism", false,
-              "Megatron-LM PTD-P layout: GPUs = tensor × pipeline × data. Every key has a default."},
+              "Megatron-LM PTD-P layout with context parallelism: GPUs = tensor × context × pipeline × data. Every "
+              "key has a default."},
     TableSpec{"cluster", true, "The VMs the job runs on, their network fabric and their availability zones."},
     TableSpec{"network", false, "Collective algorithm choices (NCCL's, by default)."},
     TableSpec{"reference", false,
@@ -149,18 +151,29 @@ constexpr std::array kParams{
     // [parallelism]
     ParamSpec{.key = "parallelism.tensor", .type = integer, .unit = "GPUs", .need = Need::defaulted,
               .default_text = "1", .min_int = 1, .help = "Tensor-parallel group size, t."},
+    ParamSpec{.key = "parallelism.context", .type = integer, .unit = "GPUs", .need = Need::defaulted,
+              .default_text = "1", .min_int = 1,
+              .help = "Context-parallel size, c (Megatron-Core --context-parallel-size): each sequence is split "
+                      "into 2c chunks, rank r holding chunks r and 2c - 1 - r (causal load balancing), so "
+                      "model.seq_length must be divisible by 2c. Gradients and ZeRO shards span data × context."},
+    ParamSpec{.key = "parallelism.cp_comm_type", .type = string, .need = Need::defaulted,
+              .default_text = "\"p2p\"", .choices = kContextComms,
+              .help = "How context-parallel ranks exchange keys and values (Megatron-Core --cp-comm-type): p2p "
+                      "(ring attention, each hop under one step's attention) or all_gather (all-gathered under "
+                      "the local block's attention; PyTorch context_parallel's default)."},
     ParamSpec{.key = "parallelism.pipeline", .type = integer, .unit = "stages", .need = Need::defaulted,
               .default_text = "1", .min_int = 1, .help = "Pipeline stages, p."},
     ParamSpec{.key = "parallelism.data", .type = integer, .unit = "replicas", .need = Need::derived,
-              .default_text = "GPUs / (tensor × pipeline)", .min_int = 1,
-              .help = "Data-parallel replicas, d. When given, tensor × pipeline × data must equal the cluster's "
-                      "GPUs (nodes × GPUs per VM); when omitted, tensor × pipeline must divide them."},
+              .default_text = "GPUs / (tensor × context × pipeline)", .min_int = 1,
+              .help = "Data-parallel replicas, d. When given, tensor × context × pipeline × data must equal the "
+                      "cluster's GPUs (nodes × GPUs per VM); when omitted, tensor × context × pipeline must "
+                      "divide them."},
     ParamSpec{.key = "parallelism.virtual_stages", .type = integer, .unit = "chunks", .need = Need::defaulted,
               .default_text = "1", .min_int = 1,
               .help = "Model chunks per pipeline rank, v. Above 1 selects interleaved 1F1B and needs pipeline > 1."},
     ParamSpec{.key = "parallelism.sequence_parallel", .type = boolean, .need = Need::defaulted,
               .default_text = "false",
-              .help = "Megatron sequence parallelism. Needs model.seq_length divisible by tensor."},
+              .help = "Megatron sequence parallelism. Needs model.seq_length / context divisible by tensor."},
     ParamSpec{.key = "parallelism.schedule", .type = string, .need = Need::defaulted, .default_text = "\"1f1b\"",
               .choices = kSchedules,
               .help = "Pipeline schedule: 1f1b (PipeDream-Flush; interleaved when virtual_stages > 1) or gpipe "

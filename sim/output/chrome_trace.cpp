@@ -108,8 +108,8 @@ std::string fixed_decimal(int64_t ns, int64_t unit_ns) {
 // ---- events -----------------------------------------------------------------------------------------------
 
 /// The streams of one GPU, in track order (index + 1 is the stream number of the header).
-constexpr std::array<const char*, 5> kStreamNames = {"compute", "tp comm", "p2p", "dp sync", "optimizer"};
-enum Stream : std::size_t { kCompute = 0, kTpComm = 1, kP2p = 2, kDpSync = 3, kOptimizer = 4 };
+constexpr std::array<const char*, 6> kStreamNames = {"compute", "tp comm", "cp comm", "p2p", "dp sync", "optimizer"};
+enum Stream : std::size_t { kCompute = 0, kTpComm = 1, kCpComm = 2, kP2p = 3, kDpSync = 4, kOptimizer = 5 };
 
 /// One complete event before track lanes are assigned.
 struct Span {
@@ -145,6 +145,7 @@ void check_span(const TraceSpan& s, std::size_t stages) {
   if (s.start.value() < 0.0) fail("starts before the step");
   if (s.end < s.start) fail("ends before it starts");
   if (s.tp_comm.value() < 0.0) fail("negative tp_comm");
+  if (!std::isfinite(s.cp_comm.value()) || s.cp_comm.value() < 0.0) fail("negative or non-finite cp_comm");
 }
 
 std::vector<Span> spans_of(const PipelineResult& pipeline) {
@@ -188,6 +189,13 @@ std::vector<Span> spans_of(const PipelineResult& pipeline) {
         if (tp > 0) {
           out.push_back({s.stage, kTpComm, ts + dur - tp, tp, "tp comm " + e.name, "tp_comm", mb_args(s)});
         }
+        // The exposed K/V exchange, drawn just before the tensor-parallel communication at the pass's end.
+        const int64_t cp = std::min(dur - tp, to_ns(s.cp_comm));
+        if (cp > 0) {
+          e.args.pop_back();
+          e.args += ", \"cp_comm_us\": " + fixed_decimal(cp, 1000) + "}";
+          out.push_back({s.stage, kCpComm, ts + dur - tp - cp, cp, "cp comm " + e.name, "cp_comm", mb_args(s)});
+        }
         break;
       }
       case SpanKind::p2p: {
@@ -229,7 +237,8 @@ struct Track {
 };
 
 std::string gpu_range(int64_t stage, const ChromeTraceInfo& info) {
-  const int64_t per_stage = std::max<int64_t>(1, info.tensor_parallel) * std::max<int64_t>(1, info.data_parallel);
+  const int64_t per_stage = std::max<int64_t>(1, info.tensor_parallel) * std::max<int64_t>(1, info.context_parallel) *
+                            std::max<int64_t>(1, info.data_parallel);
   const int64_t first = stage * per_stage;
   const int64_t last = first + per_stage - 1;
   return first == last ? "GPU " + std::to_string(first)
@@ -241,7 +250,7 @@ std::string gpu_range(int64_t stage, const ChromeTraceInfo& info) {
 std::string chrome_trace_json(const PipelineResult& pipeline, const ChromeTraceInfo& info) {
   static const std::set<std::string> reserved = {"scenario",    "tensor_parallel", "pipeline_parallel",
                                                  "data_parallel", "microbatches",  "step_time_s",
-                                                 "critical_stage", "fidelity",     "time_unit"};
+                                                 "critical_stage", "fidelity",     "time_unit", "context_parallel"};
   std::set<std::string> keys;
   for (const auto& [key, value] : info.other_data) {
     if (reserved.count(key) != 0) throw std::invalid_argument("chrome trace: other_data key '" + key + "' is reserved");
@@ -280,6 +289,7 @@ std::string chrome_trace_json(const PipelineResult& pipeline, const ChromeTraceI
   out += ", \"tensor_parallel\": " + std::to_string(info.tensor_parallel);
   out += ", \"pipeline_parallel\": " + std::to_string(stages);
   out += ", \"data_parallel\": " + std::to_string(info.data_parallel);
+  if (info.context_parallel > 1) out += ", \"context_parallel\": " + std::to_string(info.context_parallel);
   out += ", \"microbatches\": " + std::to_string(info.microbatches);
   out += ", \"step_time_s\": " + fixed_decimal(std::max<int64_t>(0, to_ns(pipeline.step_time)), 1000000000);
   out += ", \"critical_stage\": " + std::to_string(pipeline.critical_stage);

@@ -42,10 +42,12 @@ struct ChromeTraceInfo {
   /// be one of the fixed keys: scenario, tensor_parallel, pipeline_parallel, data_parallel, microbatches,
   /// step_time_s, critical_stage, fidelity, time_unit).
   std::vector<std::pair<std::string, std::string>> other_data;
+  /// c: GPUs of a stage are t * c * d consecutive ranks; written to "otherData" when above 1.
+  int64_t context_parallel = 1;
 };
 
 /// The trace as JSON text (what write_chrome_trace writes). Throws std::logic_error if a span is
-/// inconsistent (stage outside [0, stages), end < start, a time not finite, negative tp_comm) and
+/// inconsistent (stage outside [0, stages), end < start, a time not finite, negative tp_comm or cp_comm) and
 /// std::invalid_argument on a duplicate or reserved other_data key. Invalid UTF-8 in strings becomes U+FFFD.
 std::string chrome_trace_json(const PipelineResult& pipeline, const ChromeTraceInfo& info);
 

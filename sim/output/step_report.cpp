@@ -87,6 +87,7 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
   if (r.critical.attention.value() > 0.0) line("  attention kernels", r.critical.attention);
   line("  memory-bound kernels", r.critical.memory_bound);
   line("tensor-parallel comm (exposed)", r.critical.tp_comm);
+  if (sc.parallelism.context > 1) line("context-parallel K/V exchange (exposed)", r.critical.cp_comm);
   line("pipeline comm (exposed)", r.critical.pp_exposed);
   line("pipeline bubble", r.critical.bubble);
   line("data-parallel grad sync (exposed)", r.critical.grad_sync);
@@ -159,6 +160,9 @@ std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepRe
                       r.critical.memory_bound.value()));
   cols.push_back(real("exposed_tp_comm_s", "s", "tensor-parallel communication not hidden by compute",
                       r.critical.tp_comm.value()));
+  cols.push_back(real("exposed_cp_comm_s", "s",
+                      "context-parallel K/V exchange not hidden by attention (and the attention's slowdown beside it)",
+                      r.critical.cp_comm.value()));
   cols.push_back(real("exposed_pp_comm_s", "s", "pipeline transfers the critical stage waited on",
                       r.critical.pp_exposed.value()));
   cols.push_back(real("exposed_dp_comm_s", "s", "data-parallel gradient sync not hidden by compute",
@@ -217,6 +221,8 @@ std::vector<SummaryColumn> stage_columns(const StepReport& r) {
                         [](const StageBreakdown& s) { return s.compute.value(); }));
   cols.push_back(column("exposed_tp_comm_s", "s", "tensor-parallel communication inside the passes",
                         [](const StageBreakdown& s) { return s.tp_comm.value(); }));
+  cols.push_back(column("exposed_cp_comm_s", "s", "context-parallel K/V exchange inside the passes, not hidden",
+                        [](const StageBreakdown& s) { return s.cp_comm.value(); }));
   cols.push_back(column("exposed_pp_comm_s", "s",
                         "what pipeline transfers cost the step, taken out of the stage's idle time",
                         [](const StageBreakdown& s) { return s.pp_exposed.value(); }));

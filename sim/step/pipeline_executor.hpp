@@ -23,13 +23,15 @@
 
 namespace clustersim::sim {
 
-/// Where one stage's step time went. compute + tp_comm + pp_exposed + bubble + grad_sync + optimizer equals
+/// Where one stage's step time went. compute + tp_comm + cp_comm + pp_exposed + bubble + grad_sync + optimizer
+/// equals
 /// the step time (up to the engine's 1 ns rounding per event).
 struct StageBreakdown {
   units::Seconds compute;     ///< kernels of all passes
   units::Seconds attention;     ///< of compute: fused attention kernels
   units::Seconds memory_bound;  ///< of compute: memory-bound kernels (the rest of compute is GEMMs)
   units::Seconds tp_comm;     ///< tensor-parallel collectives inside the passes
+  units::Seconds cp_comm;     ///< context-parallel K/V exchange inside the passes, not hidden by attention
   units::Seconds pp_exposed;  ///< waiting on pipeline transfers
   units::Seconds bubble;      ///< idle waiting on other stages' work (warm-up, drain, imbalance, tail)
   units::Seconds grad_sync;   ///< data-parallel communication not hidden: gradient reduction past the last
@@ -58,6 +60,7 @@ struct TraceSpan {
   units::Seconds start;
   units::Seconds end;
   units::Seconds tp_comm;  ///< for forward/backward: the tensor-parallel communication inside the span
+  units::Seconds cp_comm;  ///< for forward/backward: the exposed context-parallel exchange inside the span
 };
 
 struct PipelineResult {

@@ -402,14 +402,22 @@ std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::pa
   search.query_groups = s.model.num_query_groups;
   search.layers = s.model.num_layers;
   search.global_batch = s.training.global_batch_size;
+  search.seq_length = s.model.seq_length;
   std::vector<std::vector<SweptValue>> out;
-  for (const models::LayoutCandidate& c : models::enumerate_layouts(search)) {
-    // The layout as scenario values: each dimension's size under its key (as written: tensor, pipeline,
-    // data), then the micro batch and the virtual stages.
+  const std::vector<models::LayoutCandidate> candidates = models::enumerate_layouts(search);
+  // The dimensions the layouts set, as written; one that most layouts leave at 1 (context) only when a
+  // candidate uses it, so a search without it gives the points it gave before that dimension existed.
+  std::vector<const models::LayoutDimension*> dims;
+  for (const models::LayoutDimension* d : models::layout_dimensions_as_written()) {
+    const bool used = std::any_of(candidates.begin(), candidates.end(),
+                                  [&](const models::LayoutCandidate& c) { return c.parallelism.*d->size != 1; });
+    if (d->shown_when_one || used) dims.push_back(d);
+  }
+  for (const models::LayoutCandidate& c : candidates) {
+    // The layout as scenario values: each dimension's size under its key (as written: tensor, [context,]
+    // pipeline, data), then the micro batch and the virtual stages.
     std::vector<SweptValue> layout;
-    for (const models::LayoutDimension* d : models::layout_dimensions_as_written()) {
-      layout.push_back({std::string(d->key), c.parallelism.*d->size});
-    }
+    for (const models::LayoutDimension* d : dims) layout.push_back({std::string(d->key), c.parallelism.*d->size});
     layout.push_back({"training.micro_batch_size", c.micro_batch});
     layout.push_back({"parallelism.virtual_stages", c.parallelism.virtual_stages});
     std::vector<std::string> all = overrides;

@@ -256,7 +256,13 @@ std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<co
     return grid;
   };
   out << "layouts ranked by step time (fastest 10 of " << ranked.size() << " simulated):\n";
-  const auto dims = models::layout_dimensions_as_written();
+  // The dimensions as written; one that layouts may leave out (context) only when some point sets it.
+  std::vector<const models::LayoutDimension*> dims;
+  for (const models::LayoutDimension* d : models::layout_dimensions_as_written()) {
+    const bool set =
+        std::any_of(ranked.begin(), ranked.end(), [&](const auto& r) { return value(r.second, d->key) != "-"; });
+    if (d->shown_when_one || set) dims.push_back(d);
+  }
   out << "rank  run";
   for (const models::LayoutDimension* d : dims) out << printf_string(" %4s", std::string(d->abbreviation).c_str());
   out << "   mb   v   step time   status" << (sweep.spec.axes.empty() ? "\n" : "         grid point\n");

@@ -75,6 +75,7 @@ ValidationSuite ValidationSuite::load(const fs::path& directory, const models::C
       row.calibration_group = catalog.device(vm.device).calibration_group;
       row.framework = std::string(models::to_string(sc.training.framework));
       row.gpus = sc.parallelism.gpus();
+      if (sc.parallelism.context > 1) row.workload = "context-parallel";
       if (sc.reference) {
         row.dataset = sc.reference->dataset;
         row.source = sc.reference->source;
@@ -164,7 +165,7 @@ CalibrationFit ValidationSuite::fit(const models::Catalog& catalog, const std::s
   int count = 0;
   for (size_t i = 0; i < rows_.size(); ++i) {
     const ValidationRow& r = rows_[i];
-    if (r.calibration_group != group || !r.modelled() || !entries_[i].load_error.empty()) continue;
+    if (r.calibration_group != group || !r.calibrates() || !entries_[i].load_error.empty()) continue;
     if (use && !use(r)) continue;
     chosen[i] = true;
     ++count;
@@ -263,7 +264,7 @@ std::vector<HeldOutDataset> leave_one_dataset_out(const ValidationSuite& suite, 
     for (const std::string& group : groups) {
       std::map<std::string, int> other_rows;  // modelled rows outside the held-out dataset, per group
       for (const ValidationRow& r : suite.rows()) {
-        if (r.modelled() && r.dataset != dataset) ++other_rows[r.calibration_group];
+        if (r.calibrates() && r.dataset != dataset) ++other_rows[r.calibration_group];
       }
       std::string from = group;
       if (other_rows[group] == 0) {

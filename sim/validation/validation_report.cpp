@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <stdexcept>
 #include <utility>
 
@@ -71,13 +72,15 @@ std::string format_validation_rows(const std::vector<ValidationRow>& rows) {
 }
 
 std::string format_validation_by_group(const std::vector<ValidationRow>& rows) {
-  std::map<std::pair<std::string, std::string>, ErrorSummary> groups;
+  std::map<std::tuple<std::string, std::string, std::string>, ErrorSummary> groups;
   for (const ValidationRow& r : rows) {
-    if (r.modelled()) groups[{r.calibration_group, r.framework}].add(r);
+    if (r.modelled()) groups[{r.calibration_group, r.framework, r.workload}].add(r);
   }
-  std::string out = printf_string("  %-18s %-18s %s\n", "GPU group", "framework", "errors");
+  std::string out = printf_string("  %-18s %-18s %-18s %s\n", "GPU group", "framework", "workload", "errors");
   for (const auto& [key, summary] : groups) {
-    out += printf_string("  %-18s %-18s %s\n", key.first.c_str(), key.second.c_str(), summary.text().c_str());
+    const auto& [group, framework, workload] = key;
+    out += printf_string("  %-18s %-18s %-18s %s\n", group.c_str(), framework.c_str(), workload.c_str(),
+                         summary.text().c_str());
   }
   return out;
 }
@@ -111,7 +114,7 @@ std::string format_prediction_uncertainty(const std::vector<HeldOutDataset>& hel
   std::map<std::string, ErrorSummary> bands;
   for (const HeldOutDataset& h : held_out) {
     for (const ValidationRow& r : h.rows) {
-      if (!r.modelled()) continue;
+      if (!r.calibrates()) continue;  // the bands are the dense model's (ValidationRow::calibrates)
       const auto framework = models::parse_framework(r.framework);
       if (!framework) throw std::invalid_argument("prediction uncertainty: unknown framework '" + r.framework + "'");
       const std::string family = models::framework_family(*framework);

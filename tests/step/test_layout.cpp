@@ -2,6 +2,7 @@
 // table, written out by hand for TP 2 x PP 2 x DP 3 (12 GPUs).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <set>
 #include <string>
@@ -23,13 +24,18 @@ ParallelismConfig tp2_pp2_dp3() {
 
 using Groups = std::vector<std::vector<int64_t>>;
 
-TEST(Layout, RankOrderIsTensorThenDataThenPipeline) {
+TEST(Layout, RankOrderIsTensorThenContextThenDataThenPipeline) {
   const ParallelismConfig p = tp2_pp2_dp3();
-  // rank = stage x (t d) + data x t + tensor.
-  EXPECT_EQ(layout_rank(p, std::array<int64_t, 3>{1, 0, 0}), 1);
-  EXPECT_EQ(layout_rank(p, std::array<int64_t, 3>{0, 1, 0}), 2);
-  EXPECT_EQ(layout_rank(p, std::array<int64_t, 3>{0, 0, 1}), 6);
-  EXPECT_EQ(layout_rank(p, std::array<int64_t, 3>{1, 2, 1}), 11);
+  // rank = stage x (t d) + data x t + tensor (coordinates: tensor, context, data, pipeline).
+  EXPECT_EQ(layout_rank(p, std::array<int64_t, 4>{1, 0, 0, 0}), 1);
+  EXPECT_EQ(layout_rank(p, std::array<int64_t, 4>{0, 0, 1, 0}), 2);
+  EXPECT_EQ(layout_rank(p, std::array<int64_t, 4>{0, 0, 0, 1}), 6);
+  EXPECT_EQ(layout_rank(p, std::array<int64_t, 4>{1, 0, 2, 1}), 11);
+  ParallelismConfig cp = p;
+  cp.context = 2;  // rank = stage x (t c d) + data x (t c) + context x t + tensor
+  EXPECT_EQ(layout_rank(cp, std::array<int64_t, 4>{0, 1, 0, 0}), 2);
+  EXPECT_EQ(layout_rank(cp, std::array<int64_t, 4>{0, 0, 1, 0}), 4);
+  EXPECT_EQ(layout_rank(cp, std::array<int64_t, 4>{1, 1, 2, 1}), 12 + 8 + 2 + 1);
   std::set<int64_t> all;
   for (int64_t s = 0; s < 2; ++s) {
     for (int64_t d = 0; d < 3; ++d) {
@@ -54,6 +60,76 @@ TEST(Layout, GroupsAndNeighboursWrittenOutByHand) {
   ParallelismConfig four_stages = p;
   four_stages.pipeline = 4;
   EXPECT_EQ(layout_neighbours(four_stages, LayoutDim::pipeline).groups.size(), 3u * 6u);
+}
+
+TEST(Layout, ContextGroupsRingsAndReplicasWrittenOutByHand) {
+  // TP 2 x CP 2 x DP 2 (8 GPUs): rank = data x 4 + context x 2 + tensor.
+  ParallelismConfig p;
+  p.tensor = 2;
+  p.context = 2;
+  p.data = 2;
+  EXPECT_EQ(p.gpus(), 8);
+  EXPECT_EQ(p.replicas(), 4);
+  EXPECT_EQ(layout_groups(p, LayoutDim::context).groups, (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  EXPECT_EQ(layout_groups(p, LayoutDim::data).groups, (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  // Gradients and ZeRO shards: the ranks with the same parameters (same tensor rank and stage).
+  EXPECT_EQ(data_parallel_pattern(p).groups, (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}}));
+  // One ring-attention hop: every context rank sends to the next, the last to the first.
+  EXPECT_EQ(context_parallel_ring(p).groups,
+            (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}, {2, 0}, {3, 1}, {6, 4}, {7, 5}}));
+  ParallelismConfig four = p;
+  four.context = 4;
+  four.data = 1;
+  EXPECT_EQ(context_parallel_ring(four).groups,
+            (Groups{{0, 2}, {1, 3}, {2, 4}, {3, 5}, {4, 6}, {5, 7}, {6, 0}, {7, 1}}));
+  EXPECT_TRUE(layout_ring(tp2_pp2_dp3(), LayoutDim::context).groups.empty());
+  // Written only when used.
+  EXPECT_EQ(layout_text(p), "TP 2 x CP 2 x PP 1 x DP 2");
+}
+
+TEST(Layout, ContextParallelismSplitsTheSequenceIntoTwiceAsManyChunks) {
+  ModelConfig m;
+  m.num_layers = 4;
+  m.hidden_size = 1024;
+  m.num_attention_heads = 16;
+  m.seq_length = 8192;
+  ParallelismConfig p;
+  p.context = 4;
+  EXPECT_FALSE(layout_problem(p, m));  // 8 chunks of 1,024
+  m.seq_length = 8196;                 // 8196 / 8 is not whole
+  ASSERT_TRUE(layout_problem(p, m));
+  EXPECT_EQ(layout_problem(p, m)->key, "parallelism.context");
+  m.seq_length = 8192;
+  p.tensor = 8;
+  p.sequence_parallel = true;  // shards of 2,048 tokens, divisible by tensor 8
+  EXPECT_FALSE(layout_problem(p, m));
+  m.seq_length = 104;  // 8 chunks of 13, shards of 26 tokens: not divisible by tensor 8
+  ASSERT_TRUE(layout_problem(p, m));
+  EXPECT_EQ(layout_problem(p, m)->key, "parallelism.sequence_parallel");
+  EXPECT_EQ(layout_problem(p, m)->message, "needs each context shard (model.seq_length / context = 26) divisible "
+                                           "by tensor (8)");
+}
+
+TEST(Layout, EnumerationTriesContextParallelismForLongSequences) {
+  // 8 GPUs, 8 heads, 2 layers, 2 sequences of 16,384 tokens: context 1, 2 and 4 (8 would leave shards of
+  // 2,048 < kMinContextShardTokens). With context 4: t c p d = 8 and d dividing 2 sequences gives (t, p, d) =
+  // (1, 1, 2) with micro batch 1, (1, 2, 1) and (2, 1, 1) with micro batch 1 or 2: 5 candidates.
+  LayoutSearch q;
+  q.gpus = 8;
+  q.gpus_per_vm = 8;
+  q.heads = 8;
+  q.query_groups = 8;
+  q.layers = 2;
+  q.global_batch = 2;
+  q.seq_length = 16384;
+  int64_t max_context = 0, with_four = 0;
+  for (const LayoutCandidate& c : enumerate_layouts(q)) {
+    max_context = std::max(max_context, c.parallelism.context);
+    if (c.parallelism.context == 4) ++with_four;
+    EXPECT_EQ(c.parallelism.gpus(), 8);
+  }
+  EXPECT_EQ(max_context, 4);
+  EXPECT_EQ(with_four, 5);
 }
 
 TEST(Layout, TheTableDescribesEachDimensionOnce) {
@@ -103,6 +179,7 @@ TEST(Layout, EnumerationWrittenOutByHand) {
   q.query_groups = 2;
   q.layers = 2;
   q.global_batch = 4;
+  q.seq_length = 2048;  // too short for context parallelism (kMinContextShardTokens)
   std::vector<std::array<int64_t, 5>> got;  // t, p, d, b, v
   for (const LayoutCandidate& c : enumerate_layouts(q)) {
     got.push_back({c.parallelism.tensor, c.parallelism.pipeline, c.parallelism.data, c.micro_batch,
