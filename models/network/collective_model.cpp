@@ -178,7 +178,8 @@ CollectiveTiming CollectiveModel::time(CollectiveOp op, const CommPattern& patte
       case CollectiveOp::all_gather:
       case CollectiveOp::broadcast: candidates = {CollectiveAlgorithm::ring}; break;
       case CollectiveOp::all_to_all:
-      case CollectiveOp::send_recv: candidates = {CollectiveAlgorithm::direct}; break;
+      case CollectiveOp::send_recv:
+      case CollectiveOp::ring_shift: candidates = {CollectiveAlgorithm::direct}; break;
     }
   }
   const double t0 = constants_.base_latency.value();

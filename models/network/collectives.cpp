@@ -14,7 +14,8 @@ namespace clustersim::models {
 namespace {
 
 constexpr CollectiveOp kOps[] = {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter, CollectiveOp::all_gather,
-                                 CollectiveOp::all_to_all, CollectiveOp::broadcast,      CollectiveOp::send_recv};
+                                 CollectiveOp::all_to_all, CollectiveOp::broadcast,      CollectiveOp::send_recv,
+                                 CollectiveOp::ring_shift};
 constexpr CollectiveAlgorithm kAlgorithms[] = {CollectiveAlgorithm::ring, CollectiveAlgorithm::tree,
                                                CollectiveAlgorithm::hierarchical, CollectiveAlgorithm::nvls,
                                                CollectiveAlgorithm::direct};
@@ -60,6 +61,30 @@ class Builder {
 
   int64_t local_of(int64_t rank) const { return rank % gpn_; }
 
+  /// Whether the nodes' GPUs meet at an NVSwitch (looked up once).
+  bool has_nvswitch() {
+    if (!nvswitch_) nvswitch_ = switch_links(0).has_value();
+    return *nvswitch_;
+  }
+
+  /// A point-to-point transfer between members of one communicator (`members`: all-to-all, ring shift), as
+  /// NCCL sends it: across nodes of one zone with an NVSwitch, through the member of the sender's node on the
+  /// destination's rail when there is one (PXN; NCCL_P2P_PXN_LEVEL's default uses it for every peer whose NIC
+  /// is on another rail; the relay must be a rank of the communicator, whose proxy thread does the network
+  /// send), so that the transfer does not cross rails in the network; otherwise routed directly.
+  void add_p2p(Phase& phase, int64_t from, int64_t to, const std::vector<int64_t>& members, double bytes_per_byte,
+               uint64_t hash) {
+    int64_t proxy = from;
+    const int64_t from_node = node_of(from), to_node = node_of(to);
+    if (from_node != to_node && local_of(from) != local_of(to) &&
+        topology_.zone_of_node(from_node) == topology_.zone_of_node(to_node) && has_nvswitch()) {
+      for (int64_t m : members) {
+        if (node_of(m) == from_node && local_of(m) == local_of(to)) proxy = m;
+      }
+    }
+    add_via(phase, from, proxy, to, bytes_per_byte, hash);
+  }
+
   /// GPU -> NVSwitch and NVSwitch -> GPU links of `rank` (NVLS), or nullopt without an NVSwitch.
   std::optional<std::pair<LinkId, LinkId>> switch_links(int64_t rank) const {
     const auto gpu = static_cast<VertexId>(rank);
@@ -73,6 +98,7 @@ class Builder {
 
  private:
   const Topology& topology_;
+  std::optional<bool> nvswitch_;
   int64_t gpn_;
 };
 
@@ -143,6 +169,7 @@ std::string_view to_string(CollectiveOp op) {
     case CollectiveOp::all_to_all: return "all_to_all";
     case CollectiveOp::broadcast: return "broadcast";
     case CollectiveOp::send_recv: return "send_recv";
+    case CollectiveOp::ring_shift: return "ring_shift";
   }
   return "?";
 }
@@ -183,6 +210,7 @@ double bus_bandwidth_factor(CollectiveOp op, int64_t ranks) {
     case CollectiveOp::all_to_all: return (n - 1.0) / n;
     case CollectiveOp::broadcast:
     case CollectiveOp::send_recv: return 1.0;
+    case CollectiveOp::ring_shift: return 1.0;
   }
   return 1.0;
 }
@@ -271,7 +299,9 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
 
   switch (algorithm) {
     case CollectiveAlgorithm::ring: {
-      if (op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv) return std::nullopt;
+      if (op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv || op == CollectiveOp::ring_shift) {
+        return std::nullopt;
+      }
       Phase phase;
       const bool broadcast = op == CollectiveOp::broadcast;
       const int64_t steps = op == CollectiveOp::all_reduce ? 2 * (s.ranks - 1) : s.ranks - 1;
@@ -372,19 +402,32 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
       return finish(s);
     }
     case CollectiveAlgorithm::direct: {
-      if (op != CollectiveOp::all_to_all && op != CollectiveOp::send_recv) return std::nullopt;
+      if (op != CollectiveOp::all_to_all && op != CollectiveOp::send_recv && op != CollectiveOp::ring_shift) {
+        return std::nullopt;
+      }
       Phase phase;
       phase.pipelined = false;
       (one_node ? phase.intra_steps : phase.inter_steps) = 1;
       per_group([&](size_t gi, const std::vector<int64_t>& ranks, const std::vector<std::vector<int64_t>>&) {
         if (op == CollectiveOp::send_recv) {
-          b.add(phase, ranks[0], ranks[1], 1.0, flow_hash(gi, 0, static_cast<uint64_t>(ranks[0]), static_cast<uint64_t>(ranks[1])));
+          b.add(phase, ranks[0], ranks[1], 1.0,
+                flow_hash(gi, 0, static_cast<uint64_t>(ranks[0]), static_cast<uint64_t>(ranks[1])));
+          return;
+        }
+        if (op == CollectiveOp::ring_shift) {
+          const std::vector<int64_t>& order = pattern.groups[gi];  // the ring as given
+          for (size_t i = 0; i < order.size(); ++i) {
+            const int64_t from = order[i], to = order[(i + 1) % order.size()];
+            b.add_p2p(phase, from, to, order, 1.0,
+                      flow_hash(gi, 0, static_cast<uint64_t>(from), static_cast<uint64_t>(to)));
+          }
           return;
         }
         for (int64_t from : ranks) {
           for (int64_t to : ranks) {
             if (from != to) {
-              b.add(phase, from, to, 1.0 / nd, flow_hash(gi, 0, static_cast<uint64_t>(from), static_cast<uint64_t>(to)));
+              b.add_p2p(phase, from, to, ranks, 1.0 / nd,
+                        flow_hash(gi, 0, static_cast<uint64_t>(from), static_cast<uint64_t>(to)));
             }
           }
         }

@@ -51,7 +51,9 @@
 
 namespace clustersim::models {
 
-enum class CollectiveOp { all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send_recv };
+/// ring_shift: every member of a group sends its buffer (`bytes`) to the next member, the last to the first, all
+/// at once: one step of ring attention's K/V rotation (Liu et al. 2023; Megatron-Core context parallelism).
+enum class CollectiveOp { all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send_recv, ring_shift };
 enum class CollectiveAlgorithm { ring, tree, hierarchical, nvls, direct };
 enum class Protocol { ll, simple };
 
@@ -62,7 +64,7 @@ std::optional<CollectiveOp> parse_collective_op(std::string_view name);
 std::optional<CollectiveAlgorithm> parse_collective_algorithm(std::string_view name);
 
 /// nccl-tests' bus-bandwidth factor: busbw = algbw * factor (all-reduce 2(n-1)/n; reduce-scatter and
-/// all-gather (n-1)/n; all-to-all (n-1)/n; broadcast and send/recv 1).
+/// all-gather (n-1)/n; all-to-all (n-1)/n; broadcast, send/recv and ring shift 1).
 double bus_bandwidth_factor(CollectiveOp op, int64_t ranks);
 
 /// Concurrent groups of global GPU ranks (rank = node * GPUs per node + local index). All groups of one

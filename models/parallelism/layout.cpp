@@ -102,22 +102,6 @@ CommPattern layout_groups(const ParallelismConfig& p, std::span<const LayoutDim>
   return pattern;
 }
 
-CommPattern layout_ring(const ParallelismConfig& p, LayoutDim dim) {
-  CommPattern pattern;
-  const auto k = static_cast<size_t>(dim);
-  const int64_t n = size_of(p, dim);
-  if (n == 1) return pattern;
-  for (int64_t c = 0; c < n; ++c) {
-    for_each_other(p, dim, [&](std::vector<int64_t> coords) {
-      coords[k] = c;
-      const int64_t from = layout_rank(p, coords);
-      coords[k] = (c + 1) % n;
-      pattern.groups.push_back({from, layout_rank(p, coords)});
-    });
-  }
-  return pattern;
-}
-
 CommPattern layout_neighbours(const ParallelismConfig& p, LayoutDim dim) {
   CommPattern pattern;
   const auto k = static_cast<size_t>(dim);

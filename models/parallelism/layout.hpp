@@ -66,11 +66,6 @@ CommPattern layout_groups(const ParallelismConfig& p, LayoutDim dim);
 /// it equals layout_groups(p, dim).
 CommPattern layout_groups(const ParallelismConfig& p, std::span<const LayoutDim> dims);
 
-/// Every send of one step around the rings along `dim`: {rank at coordinate c, the same GPU's rank at c + 1
-/// modulo size_of(dim)} for every c (two sends between the two ranks of a ring of 2), ordered by c outermost.
-/// Empty when size_of(dim) == 1. Context parallelism's ring attention moves K/V blocks this way.
-CommPattern layout_ring(const ParallelismConfig& p, LayoutDim dim);
-
 /// Every pair of neighbours along `dim`: {rank at coordinate c, the same GPU's rank at c + 1} for c <
 /// size_of(dim) - 1, ordered by c outermost, then the other coordinates slowest first. Pipeline: every send of
 /// one microbatch from stage s to stage s + 1.

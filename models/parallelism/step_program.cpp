@@ -129,11 +129,11 @@ units::Seconds attention_core_time(const std::vector<Op>& ops, const ComputeMode
 /// forward's when the recompute reruns the attention.
 units::Seconds context_comm(const LayerWork& work, PassKind kind, bool recompute, const StepSetup& setup,
                             const ComputeModel& compute, const CommunicationModel& network,
-                            const CommPattern& ring, const CommPattern& groups) {
+                            const CommPattern& groups) {
   const ParallelismConfig& par = setup.parallelism;
   if (par.context == 1 || work.context_kv_block.value() <= 0.0) return units::Seconds(0.0);
   const Precision p = setup.training.precision;
-  const units::Seconds hop = network.collective_time(CollectiveOp::send_recv, ring, work.context_kv_block).time;
+  const units::Seconds hop = network.collective_time(CollectiveOp::ring_shift, groups, work.context_kv_block).time;
   units::Seconds gather(0.0);
   if (par.context_comm == ContextComm::all_gather) {
     gather = network.collective_time(CollectiveOp::all_gather, groups, work.context_kv_block * d(par.context)).time;
@@ -215,7 +215,7 @@ PassCost pass_cost_without_context(const LayerWork& work, PassKind kind, const S
 PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup, const ComputeModel& compute,
                    const CommunicationModel& network, const MegatronPatterns& patterns, bool recompute = true) {
   PassCost c = pass_cost_without_context(work, kind, setup, compute, network, patterns.tensor, recompute);
-  c.cp_comm = context_comm(work, kind, recompute, setup, compute, network, patterns.context, patterns.context_groups);
+  c.cp_comm = context_comm(work, kind, recompute, setup, compute, network, patterns.context);
   return c;
 }
 
@@ -277,7 +277,7 @@ CommPattern data_parallel_pattern(const ParallelismConfig& p) {
   return layout_groups(p, kReplicas);
 }
 
-CommPattern context_parallel_ring(const ParallelismConfig& p) { return layout_ring(p, LayoutDim::context); }
+CommPattern context_parallel_pattern(const ParallelismConfig& p) { return layout_groups(p, LayoutDim::context); }
 
 units::Seconds context_exchange_time(ContextComm comm, int64_t context, bool backward, units::Seconds attention,
                                      units::Seconds hop, units::Seconds gather, double slowdown) {
@@ -313,7 +313,7 @@ CommPattern pipeline_pattern(const ParallelismConfig& p) { return layout_neighbo
 
 MegatronPatterns megatron_patterns(const ParallelismConfig& p) {
   return MegatronPatterns{tensor_parallel_pattern(p), data_parallel_pattern(p), pipeline_pattern(p),
-                          context_parallel_ring(p), layout_groups(p, LayoutDim::context)};
+                          context_parallel_pattern(p)};
 }
 
 StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compute,

@@ -131,14 +131,13 @@ struct MegatronPatterns {
   CommPattern tensor;    ///< tensor_parallel_pattern
   CommPattern data;      ///< data_parallel_pattern
   CommPattern pipeline;  ///< pipeline_pattern
-  CommPattern context;   ///< context_parallel_ring (empty without context parallelism)
-  CommPattern context_groups;  ///< every context-parallel group (layout_groups along context), for all-gathers
+  CommPattern context;   ///< context_parallel_pattern
 };
 
 /// Exposed time of the context-parallel K/V exchange of one layer pass (PassCost::cp_comm), Megatron-Core /
 /// Transformer Engine and PyTorch ring attention with c = context ranks, each step's attention kernel taking
 /// 1/c of the pass's attention time `attention` (the causal work is balanced over the steps):
-///   p2p forward:  c - 1 hops of the K/V block (`hop`: one send of `kv_block` on the ring, every rank at once),
+///   p2p forward:  c - 1 hops of the K/V block (`hop`: a ring_shift of the block, every rank at once),
 ///                 each under one step's attention: (c - 1) max(0, hop - a) exposed, a = attention / c;
 ///   p2p backward: step 0 receives the next K/V, steps 1 .. c-2 also send the previous step's K/V gradient,
 ///                 step c - 1 only the gradient, and the last gradient goes home after the loop
@@ -164,8 +163,10 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
 int64_t megatron_rank(const ParallelismConfig& p, int64_t tensor_rank, int64_t data_rank, int64_t stage);
 /// Every tensor-parallel group of the cluster (t consecutive ranks each).
 CommPattern tensor_parallel_pattern(const ParallelismConfig& p);
-/// Every ring of context-parallel ranks, each rank sending to the next (layout_ring): one hop of ring attention.
-CommPattern context_parallel_ring(const ParallelismConfig& p);
+/// Every context-parallel group of the cluster (c ranks strided by t each, in ring order): the rings of ring
+/// attention (CollectiveOp::ring_shift: each rank sends its K/V block to the next) and the groups of the
+/// all_gather variant.
+CommPattern context_parallel_pattern(const ParallelismConfig& p);
 /// Every group of ranks that hold the same parameters (data x context ranks; d ranks strided by t without
 /// context parallelism), all stages at once: gradients are reduced and ZeRO shards over these.
 CommPattern data_parallel_pattern(const ParallelismConfig& p);

@@ -105,7 +105,7 @@ po::options_description options_description() {
       ("vm-size", po::value<std::string>(), "VM size (catalog key), e.g. Standard_ND96isr_H100_v5 (required)")
       ("nodes", po::value<int64_t>()->default_value(1), "VMs in the cluster")
       ("op", po::value<std::string>()->default_value("all_reduce"),
-       "collective: all_reduce, reduce_scatter, all_gather, all_to_all, broadcast or send_recv")
+       "collective: all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send_recv or ring_shift")
       ("algorithm", po::value<std::string>()->default_value("auto"),
        "auto (the fastest, as NCCL's tuner picks), ring, tree, hierarchical, nvls or direct")
       ("min-bytes", po::value<std::string>()->default_value("1K"),
@@ -144,7 +144,7 @@ Options parse_options(const po::variables_map& vm) {
   const auto parsed_op = models::parse_collective_op(op);
   if (!parsed_op) {
     throw UsageError("--op: unknown collective '" + op +
-                     "' (all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send_recv)");
+                     "' (all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send_recv, ring_shift)");
   }
   p.op = *parsed_op;
   const std::string algorithm = vm["algorithm"].as<std::string>();

@@ -318,6 +318,30 @@ TEST(Collectives, CrossRailSendRunsAtThePortRate) {
   expect_rel(c, spb(CollectiveOp::send_recv, CollectiveAlgorithm::direct, t, aligned, full_rate()));
 }
 
+// Ring attention's K/V rotation (ring_shift) of TP 4 x CP 4 on 2 H100 nodes, rail-optimized: context group t is
+// {t, 4+t, 8+t, 12+t}. The hops 4+t -> 8+t and 12+t -> t cross nodes and rails; NCCL relays each through the
+// member of the sender's node on the destination's rail (PXN: 4+t -> t over NVLink, then NIC t), so no transfer
+// climbs to a spine, and each node's NICs 0-3 carry one inter-node transfer each way:
+//   T = S / 50 GB/s.
+// Without the relay the 8 cross-rail flows shared the spines' up-links and a 128K-token Llama 2 7B row (TP 4 x
+// CP 4 on 128 GPUs) came out 32 % slow.
+TEST(Collectives, RingShiftRelaysCrossRailHopsThroughAGroupMember) {
+  const Topology t = build(kH100, config(2, FabricKind::rail_optimized));
+  CommPattern rings;
+  for (int64_t k = 0; k < 4; ++k) rings.groups.push_back({k, 4 + k, 8 + k, 12 + k});
+  const auto schedule = build_schedule(CollectiveOp::ring_shift, CollectiveAlgorithm::direct, t, rings, false);
+  ASSERT_TRUE(schedule.has_value());
+  ASSERT_EQ(schedule->phases[0].transfers.size(), 16u);
+  for (const auto& tr : schedule->phases[0].transfers) EXPECT_FALSE(crosses_a_spine(t, tr.path));
+  expect_rel(spb(CollectiveOp::ring_shift, CollectiveAlgorithm::direct, t, rings, full_rate()), 1.0 / kNdr);
+  // A ring of 2 sends both ways: the two members' blocks swap.
+  CommPattern pair;
+  pair.groups.push_back({0, 8});
+  const auto swap = build_schedule(CollectiveOp::ring_shift, CollectiveAlgorithm::direct, t, pair, false);
+  ASSERT_TRUE(swap.has_value());
+  EXPECT_EQ(swap->phases[0].transfers.size(), 2u);
+}
+
 // The same identity through CollectiveModel on the three fabrics, with the VM's constants: a ring all-reduce's
 // bandwidth time is exactly a reduce-scatter's plus an all-gather's (the ring all-reduce is those two phases),
 // so only the protocol's latency terms differ (one T0 and one pipeline fill fewer: within 5 % at 1 GiB). The

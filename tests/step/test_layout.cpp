@@ -74,15 +74,12 @@ TEST(Layout, ContextGroupsRingsAndReplicasWrittenOutByHand) {
   EXPECT_EQ(layout_groups(p, LayoutDim::data).groups, (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
   // Gradients and ZeRO shards: the ranks with the same parameters (same tensor rank and stage).
   EXPECT_EQ(data_parallel_pattern(p).groups, (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}}));
-  // One ring-attention hop: every context rank sends to the next, the last to the first.
-  EXPECT_EQ(context_parallel_ring(p).groups,
-            (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}, {2, 0}, {3, 1}, {6, 4}, {7, 5}}));
+  // The rings of ring attention: the context groups in coordinate order.
+  EXPECT_EQ(context_parallel_pattern(p).groups, layout_groups(p, LayoutDim::context).groups);
   ParallelismConfig four = p;
   four.context = 4;
   four.data = 1;
-  EXPECT_EQ(context_parallel_ring(four).groups,
-            (Groups{{0, 2}, {1, 3}, {2, 4}, {3, 5}, {4, 6}, {5, 7}, {6, 0}, {7, 1}}));
-  EXPECT_TRUE(layout_ring(tp2_pp2_dp3(), LayoutDim::context).groups.empty());
+  EXPECT_EQ(context_parallel_pattern(four).groups, (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}}));
   // Written only when used.
   EXPECT_EQ(layout_text(p), "TP 2 x CP 2 x PP 1 x DP 2");
 }
