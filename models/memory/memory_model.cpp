@@ -39,9 +39,10 @@ void check_setup(const StepSetup& setup) {
           "zero_stage must be 0, 1, 2 or 3 (got " + std::to_string(par.zero_stage) + ")");
   require(setup.training.micro_batch_size >= 1 && setup.training.global_batch_size >= 1,
           "global_batch_size and micro_batch_size must be >= 1");
-  require_divisible(m.hidden_size, m.num_attention_heads, "hidden_size", "num_attention_heads");
+  if (m.kv_channels == 0) require_divisible(m.hidden_size, m.num_attention_heads, "hidden_size", "num_attention_heads");
   require_divisible(m.num_attention_heads, m.kv_heads(), "num_attention_heads", "num_query_groups");
   if (const auto problem = layout_problem(par, m)) require(false, problem->key + ": " + problem->message);
+  if (const auto problem = expert_layout_problem(par, m)) require(false, problem->key + ": " + problem->message);
   require_divisible(m.ffn(), par.tensor, "ffn_hidden_size", "tensor");
   require_divisible(setup.training.global_batch_size, setup.training.micro_batch_size * par.data,
                     "global_batch_size", "micro_batch_size x data");
@@ -188,12 +189,39 @@ units::Bytes layer_activation_bytes(const ModelConfig& m, const TrainingConfig& 
   const double replicated = sbh * (4.0 * e + 2.0);
   const double split = sbh * e * (2.0 + 2.0 * kv / h + mlp);
   double bytes = replicated / sp_split + split / t;
+  // Q and the output projection's input are a d wide, h in the formula: the difference when they are not.
+  const double q_width = d(m.num_attention_heads) * d(m.head_dim());
+  if (q_width != h) bytes += 2.0 * sb * e * (q_width - h) / t;
   if (training.activation_recompute == Recompute::none) {
     const double a = d(m.num_attention_heads);
     const double scores = training.flash_attention ? 4.0 * a * sb : a * d(m.seq_length) * sb * (2.0 * e + 1.0);
     bytes += scores / t;
   }
   return units::Bytes(bytes);
+}
+
+units::Bytes moe_layer_activation_bytes(const ModelConfig& m, const TrainingConfig& training,
+                                        const ParallelismConfig& par) {
+  const double dense = layer_activation_bytes(m, training, par).value();
+  if (!m.moe() || training.activation_recompute == Recompute::full) return units::Bytes(dense);
+  const double e = activation_bytes_per_element(training.precision);
+  const double t = d(par.tensor), h = d(m.hidden_size);
+  const double sb = d(m.seq_length / par.context) * d(training.micro_batch_size);
+  const double gate = m.gated_mlp ? 2.0 : 1.0;
+  // The dense MLP's stored tensors (its activation's input and fc2's input) are not there.
+  const double dense_mlp = sb * e * (gate + 1.0) * d(m.ffn()) / t;
+  // The routed tokens of this rank and the busiest rank's received copies, as the step program has them.
+  const double routed = par.sequence_parallel ? sb / t : sb;
+  const int64_t local = m.num_experts / std::max<int64_t>(1, par.expert);
+  const double mean_received = d(par.expert_tensor) * routed * d(m.moe_router_topk);
+  const double received = mean_received * moe_rank_imbalance(training.moe_router_load_balancing, m.num_experts, local,
+                                                             par.expert, mean_received,
+                                                             training.moe_expert_capacity_factor);
+  const double fe = d(m.expert_ffn()) / d(par.expert_tensor);
+  const double experts = received * e * (h + (gate + 1.0) * fe) + routed * d(m.moe_router_topk) * h * e +
+                         routed * d(m.num_experts) * 4.0;
+  const double shared = sb * e * (gate + 1.0) * d(m.moe_shared_expert_intermediate_size) / t;
+  return units::Bytes(dense - dense_mlp + experts + shared);
 }
 
 MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
@@ -232,18 +260,35 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
   const double weight_shard = par.zero_stage >= 3 && !unsharded ? dp : 1.0;
   const double grad_shard = par.zero_stage >= 2 && !unsharded ? dp : 1.0;
   const double optimizer_shard = par.zero_stage >= 1 ? dp : 1.0;
+  // Routed experts shard over the expert-data ranks (ParallelismConfig::expert_replicas).
+  const double edp = d(par.expert_replicas());
+  const double expert_weight_shard = par.zero_stage >= 3 && !unsharded ? edp : 1.0;
+  const double expert_grad_shard = par.zero_stage >= 2 && !unsharded ? edp : 1.0;
+  const double expert_optimizer_shard = par.zero_stage >= 1 ? edp : 1.0;
+  const std::vector<double> expert_params_of_chunk = chunk_expert_parameters(m, par);
 
   const double layer_activation = layer_activation_bytes(m, setup.training, par).value();
   // With full recompute of only some layers of each chunk (recompute_num_layers), the others store everything.
   TrainingConfig keep_all = setup.training;
   keep_all.activation_recompute = Recompute::none;
   const double stored_layer_activation = layer_activation_bytes(m, keep_all, par).value();
+  const double moe_activation = moe_layer_activation_bytes(m, setup.training, par).value();
+  const double stored_moe_activation = moe_layer_activation_bytes(m, keep_all, par).value();
+  std::vector<int64_t> first_layer(chunk_layers.size(), 0);  // of each virtual stage, to find its MoE layers
+  for (size_t k = 1; k < chunk_layers.size(); ++k) first_layer[k] = first_layer[k - 1] + chunk_layers[k - 1];
   auto stage_layer_bytes = [&](int64_t stage) {
     double bytes = 0.0;
     for (int64_t c = 0; c < v; ++c) {
-      const int64_t layers = chunk_layers[static_cast<size_t>(c * p + stage)];
+      const auto vs = static_cast<size_t>(c * p + stage);
+      const int64_t layers = chunk_layers[vs];
       const int64_t recomputing = recomputed_layers(setup.training, layers);
-      bytes += d(recomputing) * layer_activation + d(layers - recomputing) * stored_layer_activation;
+      const int64_t moe = m.moe_layers_in(first_layer[vs], layers);
+      const int64_t moe_recomputing = m.moe_layers_in(first_layer[vs], recomputing);
+      bytes += d(recomputing - moe_recomputing) * layer_activation +
+               d(layers - recomputing - (moe - moe_recomputing)) * stored_layer_activation;
+      if (moe > 0) {
+        bytes += d(moe_recomputing) * moe_activation + d(moe - moe_recomputing) * stored_moe_activation;
+      }
     }
     return bytes;
   };
@@ -283,6 +328,14 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
     s.weights = units::Bytes(s.parameters * per_param.weights / weight_shard);
     s.gradients = units::Bytes(s.parameters * per_param.gradients / grad_shard);
     s.optimizer_states = units::Bytes(s.parameters * per_param.optimizer_states / optimizer_shard);
+    if (m.moe()) {
+      double experts = 0.0;
+      for (int64_t c = 0; c < v; ++c) experts += expert_params_of_chunk[static_cast<size_t>(c * p + i)];
+      s.weights += units::Bytes(experts * per_param.weights / expert_weight_shard);
+      s.gradients += units::Bytes(experts * per_param.gradients / expert_grad_shard);
+      s.optimizer_states += units::Bytes(experts * per_param.optimizer_states / expert_optimizer_shard);
+      s.parameters += experts;
+    }
     s.activation_per_microbatch = units::Bytes(per_microbatch);
     const InFlight peak = walk_order(setup, i, mb, chunk_layer_bytes, extras);
     s.activations = units::Bytes(peak.bytes);

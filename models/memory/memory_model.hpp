@@ -116,6 +116,16 @@ inline constexpr units::Bytes kFrameworkReserve = units::gib(2.0);
 units::Bytes layer_activation_bytes(const ModelConfig& model, const TrainingConfig& training,
                                     const ParallelismConfig& parallelism);
 
+/// Stored activations of one MoE layer for one microbatch on the busiest expert-parallel rank, bytes: the
+/// dense layer's (layer_activation_bytes) without its MLP's (activation input and fc2 input), plus the
+/// routed experts' inputs, activation inputs and fc2 inputs over the R received token copies (R as the step
+/// program has it: expert_tensor x routed tokens x top-k x moe_rank_imbalance; the expert MLP's widths split
+/// over expert_tensor), the combine's input (routed x k x h), the router's fp32 probabilities (routed x E x 4)
+/// and the shared expert's MLP tensors split over t. Full recompute keeps only the layer input, as a dense
+/// layer. Equal to layer_activation_bytes for a dense model.
+units::Bytes moe_layer_activation_bytes(const ModelConfig& model, const TrainingConfig& training,
+                                        const ParallelismConfig& parallelism);
+
 /// Memory of one GPU of one pipeline stage, bytes.
 struct StageMemory {
   units::Bytes weights;           ///< parameters x weight bytes (/ d with ZeRO-3)

@@ -19,8 +19,17 @@ constexpr LayoutDimension kDimensions[]{
      &ParallelismConfig::pipeline},
 };
 
-/// The order layouts are written in (Megatron's papers and logs: TP, CP, PP, DP).
-constexpr LayoutDim kAsWritten[]{LayoutDim::tensor, LayoutDim::context, LayoutDim::pipeline, LayoutDim::data};
+/// The folded dimensions of MoE layers (ParallelismConfig::expert), after the rank-order dimensions.
+constexpr LayoutDimension kFolded[]{
+    {LayoutDim::expert, "expert", "EP", "parallelism.expert", "expert_parallel",
+     "expert-parallel size (MoE layers)", &ParallelismConfig::expert, false},
+    {LayoutDim::expert_tensor, "expert_tensor", "ETP", "parallelism.expert_tensor", "expert_tensor_parallel",
+     "expert-tensor-parallel size (MoE layers)", &ParallelismConfig::expert_tensor, false},
+};
+
+/// The order layouts are written in (Megatron's papers and logs: TP, CP, PP, DP, then EP, ETP).
+constexpr LayoutDim kAsWritten[]{LayoutDim::tensor, LayoutDim::context, LayoutDim::pipeline,
+                                 LayoutDim::data,   LayoutDim::expert,  LayoutDim::expert_tensor};
 
 bool contains(std::span<const LayoutDim> dims, LayoutDim d) {
   return std::find(dims.begin(), dims.end(), d) != dims.end();
@@ -63,7 +72,10 @@ std::vector<const LayoutDimension*> layout_dimensions_as_written() {
   return out;
 }
 
-const LayoutDimension& layout_dimension(LayoutDim dim) { return kDimensions[static_cast<size_t>(dim)]; }
+const LayoutDimension& layout_dimension(LayoutDim dim) {
+  const auto k = static_cast<size_t>(dim);
+  return k < std::size(kDimensions) ? kDimensions[k] : kFolded[k - std::size(kDimensions)];
+}
 
 int64_t size_of(const ParallelismConfig& p, LayoutDim dim) { return p.*layout_dimension(dim).size; }
 
@@ -100,6 +112,82 @@ CommPattern layout_groups(const ParallelismConfig& p, std::span<const LayoutDim>
     pattern.groups.push_back(std::move(group));
   });
   return pattern;
+}
+
+namespace {
+
+/// The groups of a stage's folded ranks (expert_tensor fastest, then expert, then expert data) along the
+/// folded coordinate `which` (0: expert_tensor, 1: expert, 2: expert data), every stage.
+CommPattern folded_groups(const ParallelismConfig& p, int which) {
+  const int64_t per_stage = p.tensor * p.context * p.data;
+  const int64_t sizes[3] = {p.expert_tensor, p.expert, p.expert_replicas()};
+  const int64_t strides[3] = {1, p.expert_tensor, p.expert_tensor * p.expert};
+  CommPattern pattern;
+  for (int64_t stage = 0; stage < p.pipeline; ++stage) {
+    // Every setting of the two other coordinates, the slower one outermost.
+    const int a = which == 0 ? 1 : 0, b = which == 2 ? 1 : 2;
+    for (int64_t cb = 0; cb < sizes[b]; ++cb) {
+      for (int64_t ca = 0; ca < sizes[a]; ++ca) {
+        std::vector<int64_t> group;
+        for (int64_t c = 0; c < sizes[which]; ++c) {
+          group.push_back(stage * per_stage + ca * strides[a] + cb * strides[b] + c * strides[which]);
+        }
+        pattern.groups.push_back(std::move(group));
+      }
+    }
+  }
+  return pattern;
+}
+
+}  // namespace
+
+CommPattern expert_tensor_pattern(const ParallelismConfig& p) { return folded_groups(p, 0); }
+CommPattern expert_parallel_pattern(const ParallelismConfig& p) { return folded_groups(p, 1); }
+CommPattern expert_data_pattern(const ParallelismConfig& p) { return folded_groups(p, 2); }
+
+CommPattern expert_model_pattern(const ParallelismConfig& p) {
+  const int64_t per_stage = p.tensor * p.context * p.data, size = p.expert * p.expert_tensor;
+  CommPattern pattern;
+  for (int64_t stage = 0; stage < p.pipeline; ++stage) {
+    for (int64_t edp = 0; edp < p.expert_replicas(); ++edp) {
+      std::vector<int64_t> group;
+      for (int64_t r = 0; r < size; ++r) group.push_back(stage * per_stage + edp * size + r);
+      pattern.groups.push_back(std::move(group));
+    }
+  }
+  return pattern;
+}
+
+std::optional<LayoutProblem> expert_layout_problem(const ParallelismConfig& p, const ModelConfig& model) {
+  const auto text = [](int64_t v) { return std::to_string(v); };
+  if (!model.moe()) {
+    if (p.expert != 1) return LayoutProblem{"parallelism.expert", "needs model.num_experts > 0, got " + text(p.expert)};
+    if (p.expert_tensor != 1) {
+      return LayoutProblem{"parallelism.expert_tensor", "needs model.num_experts > 0, got " + text(p.expert_tensor)};
+    }
+    return std::nullopt;
+  }
+  if (p.expert < 1 || model.num_experts % p.expert != 0) {
+    return LayoutProblem{"parallelism.expert", "must divide model.num_experts (" + text(model.num_experts) +
+                                                   "), got " + text(p.expert)};
+  }
+  if (p.expert_tensor < 1 || model.expert_ffn() % p.expert_tensor != 0) {
+    return LayoutProblem{"parallelism.expert_tensor", "must divide the expert MLP width (" +
+                                                          text(model.expert_ffn()) + "), got " +
+                                                          text(p.expert_tensor)};
+  }
+  const int64_t ranks = p.tensor * p.context * p.data;
+  if (ranks % (p.expert * p.expert_tensor) != 0) {
+    return LayoutProblem{"parallelism.expert", "expert × expert_tensor = " + text(p.expert) + " × " +
+                                                   text(p.expert_tensor) + " must divide tensor × context × data = " +
+                                                   text(ranks) + " (the ranks of a pipeline stage, folded again "
+                                                   "for the MoE layers)"};
+  }
+  if (p.tensor > 1 && !p.sequence_parallel) {
+    return LayoutProblem{"parallelism.sequence_parallel", "must be true for an MoE model with tensor > 1 "
+                                                          "(Megatron-Core's token dispatchers need it)"};
+  }
+  return std::nullopt;
 }
 
 CommPattern layout_neighbours(const ParallelismConfig& p, LayoutDim dim) {
@@ -180,14 +268,19 @@ std::vector<LayoutCandidate> enumerate_layouts(const LayoutSearch& q) {
           const int64_t m = q.global_batch / (d * b);
           for (const int64_t v : {1, 2, 4}) {
             if (v > 1 && (p == 1 || q.layers % (p * v) != 0 || m % p != 0)) continue;
-            LayoutCandidate candidate;
-            candidate.parallelism.tensor = t;
-            candidate.parallelism.context = c;
-            candidate.parallelism.pipeline = p;
-            candidate.parallelism.data = d;
-            candidate.parallelism.virtual_stages = v;
-            candidate.micro_batch = b;
-            out.push_back(candidate);
+            // Expert parallelism folds over the stage's t c d ranks: every power of two dividing the experts.
+            for (int64_t e = 1; e <= std::max<int64_t>(1, q.experts); e *= 2) {
+              if (e > 1 && (q.experts % e != 0 || (t * c * d) % e != 0)) continue;
+              LayoutCandidate candidate;
+              candidate.parallelism.tensor = t;
+              candidate.parallelism.context = c;
+              candidate.parallelism.pipeline = p;
+              candidate.parallelism.data = d;
+              candidate.parallelism.virtual_stages = v;
+              candidate.parallelism.expert = e;
+              candidate.micro_batch = b;
+              out.push_back(candidate);
+            }
           }
         }
       }

@@ -25,7 +25,9 @@
 namespace clustersim::models {
 
 /// The dimensions, by their place in the rank order (fastest first).
-enum class LayoutDim { tensor = 0, context = 1, data = 2, pipeline = 3 };
+/// expert and expert_tensor are folded dimensions: they re-divide the tensor x context x data ranks of a stage
+/// for the MoE layers and do not multiply the GPU count (ParallelismConfig::expert).
+enum class LayoutDim { tensor = 0, context = 1, data = 2, pipeline = 3, expert = 4, expert_tensor = 5 };
 
 /// One parallelism dimension.
 struct LayoutDimension {
@@ -41,9 +43,11 @@ struct LayoutDimension {
   bool shown_when_one = true;
 };
 
-/// Every dimension in rank order (fastest first).
+/// Every dimension that multiplies the GPU count, in rank order (fastest first): tensor, context, data,
+/// pipeline.
 std::span<const LayoutDimension> layout_dimensions();
-/// Every dimension in the order layouts are written and reported: tensor, context, pipeline, data.
+/// Every dimension in the order layouts are written and reported: tensor, context, pipeline, data, then the
+/// folded expert and expert_tensor.
 std::vector<const LayoutDimension*> layout_dimensions_as_written();
 /// The entry of `dim`.
 const LayoutDimension& layout_dimension(LayoutDim dim);
@@ -90,6 +94,23 @@ struct LayoutProblem {
 /// rules: the scenario loader reports them at the key's location, the memory model throws on them.
 std::optional<LayoutProblem> layout_problem(const ParallelismConfig& p, const ModelConfig& model);
 
+/// The expert-parallel groups of the MoE layers: for each pipeline stage and each (expert_tensor, expert-data)
+/// coordinate of its folded ranks, the `expert` ranks that share the experts between them (the all-to-all's
+/// group). A stage's ranks in rank order are folded as expert_tensor fastest, then expert, then expert data.
+CommPattern expert_parallel_pattern(const ParallelismConfig& p);
+/// The expert-tensor-parallel groups (expert_tensor consecutive ranks).
+CommPattern expert_tensor_pattern(const ParallelismConfig& p);
+/// The expert x expert-tensor groups (expert x expert_tensor consecutive ranks): the allgather dispatcher's.
+CommPattern expert_model_pattern(const ParallelismConfig& p);
+/// The expert-data-parallel groups (ranks with the same experts: stride expert x expert_tensor): expert
+/// gradients are reduced over these.
+CommPattern expert_data_pattern(const ParallelismConfig& p);
+
+/// Why the expert layout cannot fold into `p`'s ranks, "" when it can: expert and expert_tensor >= 1, their
+/// product dividing tensor x context x data (Megatron-Core's folding), and 1 when the model has no experts;
+/// the experts divisible by expert; the expert MLP width by expert_tensor. With the key to blame.
+std::optional<LayoutProblem> expert_layout_problem(const ParallelismConfig& p, const ModelConfig& model);
+
 /// What a layout search needs to know of the model and the cluster.
 struct LayoutSearch {
   int64_t gpus = 1;          ///< GPUs of the cluster
@@ -99,6 +120,7 @@ struct LayoutSearch {
   int64_t layers = 1;        ///< decoder layers
   int64_t global_batch = 1;  ///< sequences per step
   int64_t seq_length = 1;    ///< tokens per sequence (context parallelism is tried when sequences are long)
+  int64_t experts = 0;       ///< routed experts (expert parallelism is tried for MoE models)
 };
 
 /// One candidate layout: the sizes of the dimensions, the micro batch and the virtual stages.
@@ -111,7 +133,7 @@ struct LayoutCandidate {
 /// stages, each ascending): tensor a power of two up to gpus_per_vm x 8 dividing the heads, the query groups and
 /// the GPUs; context a power of two with at least kMinContextShardTokens tokens per shard and the sequence
 /// divisible by 2 x context; pipeline dividing the layers and GPUs / (t c); data = GPUs / (t c p) dividing the
-/// global batch; micro
+/// global batch; expert (MoE models) a power of two dividing the experts and t c d (expert_tensor 1); micro
 /// batch 1-8 dividing global batch / data; virtual stages 1, 2, 4, above 1 only with pipeline > 1, layers
 /// divisible by p v and the microbatch count by p (Megatron's interleaving rule). The scenario loader still
 /// judges each (memory, sequence parallelism, framework rules).

@@ -48,10 +48,23 @@ struct ParallelismConfig {
   bool tp_comm_overlap = false;
   int64_t context = 1;                          ///< c: context-parallel group size (sequence shards)
   ContextComm context_comm = ContextComm::p2p;  ///< how the context-parallel ranks exchange K/V
+  /// MoE layers (Megatron-Core "MoE parallel folding", Liu et al. 2025, arXiv 2504.14960): the tensor x
+  /// context x data ranks of a pipeline stage are folded again as expert_tensor x expert x expert-data ranks,
+  /// expert_tensor fastest. The experts are split over `expert` ranks and each expert's MLP over
+  /// `expert_tensor`; expert gradients are reduced over the expert-data ranks, (t c d) / (expert x
+  /// expert_tensor).
+  int64_t expert = 1;         ///< EP: expert-parallel group size
+  int64_t expert_tensor = 1;  ///< ETP: expert-tensor-parallel group size
 
   [[nodiscard]] int64_t gpus() const { return tensor * context * pipeline * data; }
   /// Ranks holding the same parameters, over which gradients are reduced and ZeRO shards: data x context.
   [[nodiscard]] int64_t replicas() const { return data * context; }
+  /// Ranks holding the same experts, over which expert gradients are reduced and their ZeRO shards:
+  /// tensor x context x data / (expert x expert_tensor) (at least 1).
+  [[nodiscard]] int64_t expert_replicas() const {
+    const int64_t folded = expert * expert_tensor;
+    return folded > 0 && (tensor * context * data) % folded == 0 ? tensor * context * data / folded : 1;
+  }
 };
 
 std::string_view to_string(ContextComm c);

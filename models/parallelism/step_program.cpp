@@ -211,11 +211,34 @@ PassCost pass_cost_without_context(const LayerWork& work, PassKind kind, const S
   return c;
 }
 
-/// Cost of `work` on one GPU (pass_cost_without_context) with its context-parallel exchange.
+/// The exposed expert-parallel traffic of a pass of `work` (expert_comm_time), with the recomputed forward's
+/// when the recompute reruns the MoE layer. The shared expert hides it with moe_shared_expert_overlap: its
+/// forward GEMMs and activation, or in backward twice its forward GEMM time (dgrad and wgrad).
+units::Seconds expert_comm(const LayerWork& work, PassKind kind, bool recompute, const StepSetup& setup,
+                           const ComputeModel& compute, const CommunicationModel& network,
+                           const MegatronPatterns& patterns) {
+  const ExpertTraffic& traffic = work.expert_forward;
+  if (!traffic.any() && traffic.expert_tensor_bytes.value() <= 0.0) return units::Seconds(0.0);
+  const Precision p = setup.training.precision;
+  units::Seconds shared(0.0);
+  if (setup.training.moe_shared_expert_overlap) {
+    for (size_t i : traffic.shared_expert_ops) shared += op_time(work.forward[i], compute, p);
+  }
+  if (kind == PassKind::forward) return expert_comm_time(traffic, patterns, network, shared, kOverlapComputeSlowdown);
+  units::Seconds t = expert_comm_time(work.expert_backward, patterns, network, shared * 2.0, kOverlapComputeSlowdown);
+  bool reruns = false;
+  for (const Op& op : work.recompute) reruns = reruns || op.role == GemmRole::expert;
+  if (recompute && reruns) t += expert_comm_time(traffic, patterns, network, shared, kOverlapComputeSlowdown);
+  return t;
+}
+
+/// Cost of `work` on one GPU (pass_cost_without_context) with its context-parallel exchange and its MoE
+/// dispatch and combine.
 PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup, const ComputeModel& compute,
                    const CommunicationModel& network, const MegatronPatterns& patterns, bool recompute = true) {
   PassCost c = pass_cost_without_context(work, kind, setup, compute, network, patterns.tensor, recompute);
   c.cp_comm = context_comm(work, kind, recompute, setup, compute, network, patterns.context);
+  c.ep_comm = expert_comm(work, kind, recompute, setup, compute, network, patterns);
   return c;
 }
 
@@ -226,6 +249,7 @@ PassCost scaled(PassCost c, double k) {
   c.tp_comm *= k;
   c.dp_comm *= k;
   c.cp_comm *= k;
+  c.ep_comm *= k;
   c.flops *= k;
   return c;
 }
@@ -237,6 +261,7 @@ PassCost operator+(PassCost a, const PassCost& b) {
   a.tp_comm += b.tp_comm;
   a.dp_comm += b.dp_comm;
   a.cp_comm += b.cp_comm;
+  a.ep_comm += b.ep_comm;
   a.flops += b.flops;
   return a;
 }
@@ -313,7 +338,28 @@ CommPattern pipeline_pattern(const ParallelismConfig& p) { return layout_neighbo
 
 MegatronPatterns megatron_patterns(const ParallelismConfig& p) {
   return MegatronPatterns{tensor_parallel_pattern(p), data_parallel_pattern(p), pipeline_pattern(p),
-                          context_parallel_pattern(p)};
+                          context_parallel_pattern(p), expert_parallel_pattern(p), expert_tensor_pattern(p),
+                          expert_model_pattern(p), expert_data_pattern(p)};
+}
+
+units::Seconds expert_comm_time(const ExpertTraffic& traffic, const MegatronPatterns& patterns,
+                                const CommunicationModel& network, units::Seconds hidden_under, double slowdown) {
+  units::Seconds t(0.0);
+  if (traffic.dispatcher == MoeDispatcher::alltoall) {
+    if (traffic.all_to_all_bytes.value() > 0.0) {
+      t += network.collective_time(CollectiveOp::all_to_all, patterns.expert, traffic.all_to_all_bytes).time * 2.0;
+    }
+    if (traffic.expert_tensor_bytes.value() > 0.0) {
+      t += network.collective_time(CollectiveOp::all_gather, patterns.expert_tensor, traffic.expert_tensor_bytes).time;
+      t += network.collective_time(CollectiveOp::reduce_scatter, patterns.expert_tensor, traffic.expert_tensor_bytes)
+               .time;
+    }
+  } else if (traffic.all_gather_bytes.value() > 0.0) {
+    t += network.collective_time(CollectiveOp::all_gather, patterns.expert_model, traffic.all_gather_bytes).time;
+    t += network.collective_time(CollectiveOp::reduce_scatter, patterns.expert_model, traffic.all_gather_bytes).time;
+  }
+  const units::Seconds hidden = std::min(t, hidden_under);
+  return t - hidden + hidden * slowdown;
 }
 
 StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compute,
@@ -347,6 +393,24 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   PassCost layer_bwd = pass_cost(layer, PassKind::backward, setup, compute, network, *patterns);
   // A layer that keeps its activations (full recompute of only recompute_num_layers of a chunk).
   PassCost layer_bwd_stored = pass_cost(layer, PassKind::backward, setup, compute, network, *patterns, false);
+  // MoE layers (model.is_moe_layer): the MLP replaced by the router and the experts, over the folded layout.
+  PassCost moe_fwd, moe_bwd, moe_bwd_stored;
+  double expert_imbalance = 1.0;
+  if (model.moe()) {
+    LayerOptions moe_options = options;
+    moe_options.moe = true;
+    moe_options.expert = par.expert;
+    moe_options.expert_tensor = par.expert_tensor;
+    const LayerWork moe_layer = transformer_layer(model, setup.training, moe_options);
+    moe_fwd = pass_cost(moe_layer, PassKind::forward, setup, compute, network, *patterns);
+    moe_bwd = pass_cost(moe_layer, PassKind::backward, setup, compute, network, *patterns);
+    moe_bwd_stored = pass_cost(moe_layer, PassKind::backward, setup, compute, network, *patterns, false);
+    expert_imbalance = moe_layer.expert_forward.imbalance;
+  }
+  // The first layer of each virtual stage (layers run in virtual-stage order), to tell MoE layers apart.
+  std::vector<int64_t> first_layer(chunk_layers.size(), 0);
+  for (size_t k = 1; k < chunk_layers.size(); ++k) first_layer[k] = first_layer[k - 1] + chunk_layers[k - 1];
+  const std::vector<double> expert_params_of_chunk = chunk_expert_parameters(model, par);
 
   // Parameters on one GPU of each model chunk (before ZeRO sharding).
   const std::vector<double> params_of_chunk = chunk_parameters(model, par.tensor, par.pipeline, v);
@@ -356,6 +420,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   const double grad_bytes = grad_reduce_bytes_per_element(setup.training);
 
   StepProgram program;
+  program.expert_imbalance = expert_imbalance;
   program.microbatches = m;
   program.virtual_stages = v;
   program.overlap_compute_slowdown = kOverlapComputeSlowdown;
@@ -384,13 +449,21 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     stage.order = stage_order(setup.schedule, i, par.pipeline, m, v);
     stage.parameters = 0.0;
     std::vector<double> chunk_params;  // parameters of each model chunk on one GPU (before ZeRO sharding)
+    std::vector<double> chunk_expert_params;  // of which (MoE) routed experts
     for (int64_t c = 0; c < v; ++c) {
       const int64_t virtual_stage = c * par.pipeline + i;
       const int64_t layers = chunk_layers[static_cast<size_t>(virtual_stage)];
       const int64_t recomputing = recomputed_layers(setup.training, layers);
-      PassCost fwd = scaled(layer_fwd, d(layers));
-      PassCost bwd = scaled(layer_bwd, d(recomputing)) + scaled(layer_bwd_stored, d(layers - recomputing));
+      // MoE layers of the chunk, and of its first `recomputing` layers (Megatron's block method).
+      const int64_t first = first_layer[static_cast<size_t>(virtual_stage)];
+      const int64_t moe_layers = model.moe_layers_in(first, layers);
+      const int64_t moe_recomputing = model.moe_layers_in(first, recomputing);
+      PassCost fwd = scaled(layer_fwd, d(layers - moe_layers)) + scaled(moe_fwd, d(moe_layers));
+      PassCost bwd = scaled(layer_bwd, d(recomputing - moe_recomputing)) +
+                     scaled(layer_bwd_stored, d(layers - recomputing - (moe_layers - moe_recomputing))) +
+                     scaled(moe_bwd, d(moe_recomputing)) + scaled(moe_bwd_stored, d(moe_layers - moe_recomputing));
       const double chunk_parameters = params_of_chunk[static_cast<size_t>(virtual_stage)];
+      const double chunk_expert_parameters = expert_params_of_chunk[static_cast<size_t>(virtual_stage)];
       PassCost embed_fwd, embed_bwd, head_fwd, head_bwd;
       if (virtual_stage == 0) {
         embed_fwd = pass_cost(embed, PassKind::forward, setup, compute, network, *patterns);
@@ -493,10 +566,20 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
       stage.forward.push_back(fwd);
       stage.backward.push_back(bwd);
       chunk_params.push_back(chunk_parameters);
-      stage.parameters += chunk_parameters;
+      chunk_expert_params.push_back(chunk_expert_parameters);
+      stage.parameters += chunk_parameters + chunk_expert_parameters;
+      stage.expert_parameters += chunk_expert_parameters;
     }
 
+    // Dense parameters reduce and shard over data x context, routed experts over the expert-data ranks.
+    const double dense_parameters = stage.parameters - stage.expert_parameters;
     const double shard = par.zero_stage >= 1 ? 1.0 / d(replicas) : 1.0;
+    const double expert_shard = par.zero_stage >= 1 ? 1.0 / d(par.expert_replicas()) : 1.0;
+    // The expert gradients' share of a reduction (or of the parameter all-gather), over the expert-data groups.
+    auto expert_collective = [&](CollectiveOp op, double params, double bytes_each) {
+      if (params <= 0.0) return units::Seconds(0.0);
+      return network.collective_time(op, patterns->expert_data, units::Bytes(params * bytes_each)).time;
+    };
     stage.grad_buckets =
         std::max<int64_t>(1, static_cast<int64_t>(std::ceil(stage.parameters / kGradientBucketParameters)));
     stage.overlap_grad_sync = par.overlap_grad_reduce;
@@ -506,16 +589,19 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
       // pipelining), or DeepSpeed's all-reduce per bucket.
       const CollectiveOp reduce = par.zero_stage == 0 || framework.zero12_all_reduce ? CollectiveOp::all_reduce
                                                                                       : CollectiveOp::reduce_scatter;
-      const CollectiveTiming sync = network.collective_time(reduce, dp, units::Bytes(stage.parameters * grad_bytes));
-      stage.grad_sync = sync.time;
+      const CollectiveTiming sync = network.collective_time(reduce, dp, units::Bytes(dense_parameters * grad_bytes));
+      stage.grad_sync = sync.time + expert_collective(reduce, stage.expert_parameters, grad_bytes);
       if (par.overlap_grad_reduce && replicas > 1) {
         // Overlapped with backward: chunk by chunk (each chunk's buckets once its last backward has begun).
         stage.grad_sync = units::Seconds(0.0);
-        for (const double params : chunk_params) {
-          const units::Seconds t = network.collective_time(reduce, dp, units::Bytes(params * grad_bytes)).time;
+        for (size_t k = 0; k < chunk_params.size(); ++k) {
+          const double params = chunk_params[k];
+          const units::Seconds t = network.collective_time(reduce, dp, units::Bytes(params * grad_bytes)).time +
+                                   expert_collective(reduce, chunk_expert_params[k], grad_bytes);
           stage.chunk_grad_sync.push_back(t);
           stage.chunk_grad_buckets.push_back(
-              std::max<int64_t>(1, static_cast<int64_t>(std::ceil(params / kGradientBucketParameters))));
+              std::max<int64_t>(1, static_cast<int64_t>(std::ceil((params + chunk_expert_params[k]) /
+                                                                  kGradientBucketParameters))));
           stage.grad_sync += t;
         }
       }
@@ -523,7 +609,8 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     }
     if (par.zero_stage >= 1 && !sharded_passes) {
       stage.param_gather =
-          network.collective_time(CollectiveOp::all_gather, dp, units::Bytes(stage.parameters * weight_bytes)).time;
+          network.collective_time(CollectiveOp::all_gather, dp, units::Bytes(dense_parameters * weight_bytes)).time +
+          expert_collective(CollectiveOp::all_gather, stage.expert_parameters, weight_bytes);
       if (par.overlap_param_gather && framework.param_gather_can_overlap) {
         // Megatron --overlap-param-gather: the all-gather of the updated parameters runs bucket by bucket under
         // the next step's first forward pass of this stage; only the part longer than that pass is exposed.
@@ -533,8 +620,8 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
         stage.param_gather = stage.param_gather - hidden + hidden * kOverlapComputeSlowdown;
       }
     }
-    stage.optimizer =
-        compute.memory_time(units::Bytes(stage.parameters * shard * optimizer_bytes_per_parameter(precision)));
+    stage.optimizer = compute.memory_time(units::Bytes((dense_parameters * shard + stage.expert_parameters * expert_shard) *
+                                                       optimizer_bytes_per_parameter(precision)));
     if (precision == Precision::fp8) {
       // The bf16 weights are cast (and transposed) to FP8 once per step, on the first microbatch: Transformer
       // Engine caches the FP8 weights over the microbatches of a step. Read 2, write 1 + 1 bytes per weight.

@@ -38,6 +38,7 @@
 #include "models/parallelism/schedule.hpp"
 #include "models/units.hpp"
 #include "models/workload/model_config.hpp"
+#include "models/workload/transformer.hpp"
 
 namespace clustersim::models {
 
@@ -76,8 +77,11 @@ struct PassCost {
   /// Context-parallel K/V exchange not hidden under the attention kernels, plus the slowdown of the attention
   /// it hides under (context_exchange_time).
   units::Seconds cp_comm;
+  /// MoE layers' dispatch and combine (all-to-all, and the expert-tensor all-gather / reduce-scatter) not hidden
+  /// under the shared expert (expert_comm_time).
+  units::Seconds ep_comm;
   units::Flops flops;      ///< math executed (counts recomputation)
-  [[nodiscard]] units::Seconds total() const { return compute + tp_comm + dp_comm + cp_comm; }
+  [[nodiscard]] units::Seconds total() const { return compute + tp_comm + dp_comm + cp_comm + ep_comm; }
 };
 
 struct StageProgram {
@@ -100,6 +104,8 @@ struct StageProgram {
   units::Seconds optimizer;          ///< optimizer step over the local (ZeRO: sharded) parameters
   units::Seconds param_gather;       ///< ZeRO 1-2: all-gather of the updated parameters after the optimizer
   double parameters = 0.0;           ///< parameters held by one GPU of this stage (before ZeRO sharding)
+  /// Of which routed-expert parameters (MoE), reduced and ZeRO-sharded over the expert-data ranks.
+  double expert_parameters = 0.0;
 };
 
 /// Which kinds of communication cross an availability-zone boundary.
@@ -123,6 +129,8 @@ struct StepProgram {
   /// gradient synchronisation.
   double overlap_compute_slowdown = 0.0;
   ZoneCrossings crosses_zones;
+  /// The busiest expert-parallel rank's routed tokens over the mean (moe_rank_imbalance; 1 for dense models).
+  double expert_imbalance = 1.0;
 };
 
 /// The whole-cluster communication patterns of a Megatron layout (see the functions below). They depend on
@@ -132,7 +140,22 @@ struct MegatronPatterns {
   CommPattern data;      ///< data_parallel_pattern
   CommPattern pipeline;  ///< pipeline_pattern
   CommPattern context;   ///< context_parallel_pattern
+  CommPattern expert;         ///< expert_parallel_pattern (MoE all-to-all)
+  CommPattern expert_tensor;  ///< expert_tensor_pattern
+  CommPattern expert_model;   ///< expert_model_pattern (allgather dispatcher)
+  CommPattern expert_data;    ///< expert_data_pattern (expert gradients)
 };
+
+/// Time of an MoE layer pass's expert-parallel traffic (`traffic`, ExpertTraffic): the dispatch and the
+/// combine, each an all-to-all of traffic.all_to_all_bytes over the expert-parallel groups and, with
+/// expert_tensor > 1, an all-gather (after the dispatch) or a reduce-scatter (before the combine) of
+/// traffic.expert_tensor_bytes over the expert-tensor groups; with the allgather dispatcher an all-gather and
+/// a reduce-scatter of traffic.all_gather_bytes over the expert x expert-tensor groups. All of it is on the
+/// critical path (Megatron-Core runs the dispatcher on the compute stream) except the part that runs beside
+/// `hidden_under` (the shared expert with moe_shared_expert_overlap), which slows that compute by `slowdown`
+/// of the hidden time.
+units::Seconds expert_comm_time(const ExpertTraffic& traffic, const MegatronPatterns& patterns,
+                                const CommunicationModel& network, units::Seconds hidden_under, double slowdown);
 
 /// Exposed time of the context-parallel K/V exchange of one layer pass (PassCost::cp_comm), Megatron-Core /
 /// Transformer Engine and PyTorch ring attention with c = context ranks, each step's attention kernel taking

@@ -1,6 +1,7 @@
 // Shape of a decoder-only transformer and of its training run, as a scenario states them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,10 +30,39 @@ struct ModelConfig {
   /// The LM head reuses the word-embedding matrix (GPT, Megatron's default). false: a separate V x h output
   /// weight (Llama 3, Megatron --untie-embeddings-and-output-weights).
   bool tie_embeddings = true;
+  /// Width of one attention head, d (Megatron --kv-channels); 0 = h / a. Qwen3 uses 128 with h = 4096 and 64
+  /// heads, so its Q projection is h x 8192.
+  int64_t kv_channels = 0;
+
+  // Mixture of experts (Megatron-Core's names; Shazeer et al. 2017, Fedus et al. 2022 Switch, Jiang et al. 2024
+  // Mixtral, DeepSeek-AI 2024): an MoE layer replaces the MLP with a router over num_experts routed experts
+  // (each an MLP of width moe_ffn_hidden_size, gated like the dense MLP), of which moe_router_topk process each
+  // token, plus an optional shared expert every token passes through.
+  int64_t num_experts = 0;                          ///< E routed experts; 0 = a dense model
+  int64_t moe_router_topk = 2;                      ///< k experts per token
+  int64_t moe_ffn_hidden_size = 0;                  ///< f_e, one expert's MLP width; 0 = ffn()
+  int64_t moe_shared_expert_intermediate_size = 0;  ///< f_s, the shared expert's width; 0 = none
+  int64_t moe_layer_freq = 1;                       ///< every moe_layer_freq-th layer is an MoE layer
+  int64_t num_dense_layers_first = 0;               ///< the first layers are dense (DeepSeek's first_k_dense)
 
   [[nodiscard]] int64_t ffn() const { return ffn_hidden_size > 0 ? ffn_hidden_size : 4 * hidden_size; }
   [[nodiscard]] int64_t kv_heads() const { return num_query_groups > 0 ? num_query_groups : num_attention_heads; }
-  [[nodiscard]] int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  [[nodiscard]] int64_t head_dim() const {
+    return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads;
+  }
+  [[nodiscard]] bool moe() const { return num_experts > 0; }
+  [[nodiscard]] int64_t expert_ffn() const { return moe_ffn_hidden_size > 0 ? moe_ffn_hidden_size : ffn(); }
+  /// Whether decoder layer `layer` (0-based) is an MoE layer: layer >= num_dense_layers_first and layer %
+  /// moe_layer_freq == 0 (Megatron-Core's moe_layer_pattern for an integer --moe-layer-freq).
+  [[nodiscard]] bool is_moe_layer(int64_t layer) const {
+    return moe() && layer >= num_dense_layers_first && layer % std::max<int64_t>(1, moe_layer_freq) == 0;
+  }
+  /// MoE layers among layers [first, first + count).
+  [[nodiscard]] int64_t moe_layers_in(int64_t first, int64_t count) const {
+    int64_t n = 0;
+    for (int64_t l = first; l < first + count; ++l) n += is_moe_layer(l) ? 1 : 0;
+    return n;
+  }
 };
 
 /// Activation recomputation: none; selective (Korthikanti et al. 2022: the attention core only, the fused
@@ -86,6 +116,37 @@ enum class Framework { megatron_lm_2021, megatron_lm_2022, megatron_core, nemo, 
 std::string_view to_string(Framework f);
 std::optional<Framework> parse_framework(std::string_view name);
 
+/// How an MoE layer's tokens reach their experts (Megatron-Core --moe-token-dispatcher-type): alltoall (each
+/// rank sends each routed token copy to its expert's rank: an all-to-all over the expert-parallel group, then
+/// an all-gather over the expert-tensor-parallel group), allgather (every rank all-gathers all tokens of the
+/// expert-parallel x expert-tensor group and keeps those of its experts; a reduce-scatter combines).
+enum class MoeDispatcher { alltoall, allgather };
+std::string_view to_string(MoeDispatcher d);
+std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name);
+
+/// How the router's load is balanced, for the load-imbalance model (moe_rank_imbalance): forced (benchmarks
+/// that force an even split, Megatron --moe-router-force-load-balancing, NeMo's "force-balanced" tables),
+/// aux_loss (an auxiliary balance loss, Megatron's default aux_loss), aux_free (DeepSeek's bias-based
+/// auxiliary-loss-free balancing, Megatron --moe-router-enable-expert-bias).
+enum class MoeBalance { forced, aux_loss, aux_free };
+std::string_view to_string(MoeBalance b);
+std::optional<MoeBalance> parse_moe_balance(std::string_view name);
+
+/// The busiest expert-parallel rank's routed tokens over the mean (>= 1) in one micro-batch. A rank holds
+/// `local_experts` of the experts and receives on average `tokens_per_rank` token copies. Each expert's share
+/// deviates systematically from the mean with a coefficient of variation sigma_e that the balancing leaves:
+/// from the maximal violation MaxVio = max load / mean load - 1 over E experts measured by Wang et al. 2024
+/// ("Auxiliary-Loss-Free Load Balancing Strategy for Mixture-of-Experts", arXiv 2408.15664, Table 2: 64
+/// experts, top-6; aux loss 0.72 (1B) and 0.52 (3B), loss-free 0.04), read as the expected maximum of E normal
+/// loads, 1 + sigma_e sqrt(2 ln E); and a rank's load, the sum of its local experts' (placed without regard to
+/// load), has the sampling noise of a multinomial count on top: CV_rank^2 = sigma_e^2 / local_experts +
+/// 1 / tokens_per_rank. The busiest of `ranks` ranks: 1 + CV_rank sqrt(2 ln ranks). forced: 1. With a capacity
+/// factor (token dropping) no expert takes more than capacity_factor x its mean, so the result is at most
+/// capacity_factor (0: dropless). An estimate: published MoE benchmark rows are force-balanced; the model is
+/// checked only against Wang et al.'s numbers it is built from.
+double moe_rank_imbalance(MoeBalance balance, int64_t experts, int64_t local_experts, int64_t ranks,
+                          double tokens_per_rank, double capacity_factor);
+
 /// Batch and numerics of a training run.
 struct TrainingConfig {
   int64_t global_batch_size = 0;  ///< sequences per optimizer step, B
@@ -108,6 +169,16 @@ struct TrainingConfig {
   /// --recompute-num-layers N; torchtitan's every-k-th-layer checkpointing recomputes l/k); the others keep
   /// their activations. -1: every layer.
   int64_t recompute_num_layers = -1;
+  MoeDispatcher moe_token_dispatcher = MoeDispatcher::alltoall;  ///< MoE layers' token dispatcher
+  MoeBalance moe_router_load_balancing = MoeBalance::aux_loss;   ///< for moe_rank_imbalance
+  /// Tokens an expert may take, in units of its mean share (Megatron --moe-expert-capacity-factor; tokens
+  /// above it are dropped); 0: dropless.
+  double moe_expert_capacity_factor = 0.0;
+  /// An MoE layer's local experts run as one grouped GEMM (Megatron --moe-grouped-gemm, TE GroupedLinear);
+  /// false: one GEMM per local expert, one after another.
+  bool moe_grouped_gemm = true;
+  /// The shared expert runs beside the dispatch and combine all-to-alls (Megatron --moe-shared-expert-overlap).
+  bool moe_shared_expert_overlap = false;
 };
 
 /// Bytes per element of the data-parallel gradient reduction and of the main-gradient buffer: the width of

@@ -1,6 +1,7 @@
 #include "models/workload/transformer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -80,6 +81,95 @@ Op norm_op(std::string name, double elements, double e, KernelFusion fusion) {
 /// Residual add after a sublayer (with the sublayer's dropout and bias when the model has dropout).
 Op residual_op(std::string name, double elements, double e, const ModelConfig& m) {
   return memory_op(std::move(name), elements * (m.dropout > 0.0 ? 3.0 * e + 1.0 : 3.0 * e));
+}
+
+/// The MLP of an MoE layer on one rank (Megatron-Core MoELayer with the alltoall or allgather dispatcher and
+/// TEGroupedMLP), appended to w.forward; sets w.expert_forward / expert_backward. `routed` tokens enter the
+/// router on this rank (the sequence-parallel shard, b s / (c t)); `tokens` is the tensor-parallel group's
+/// b s / c (the shared expert's input after its all-gather). With E experts over `expert` ranks (E_l local),
+/// top-k routing and expert_tensor = etp, the busiest rank receives R = I x etp x routed x k token copies
+/// (I = moe_rank_imbalance) and runs its E_l experts on R / E_l rows each:
+///   router GEMM routed x E x h (16-bit; Megatron keeps the router out of FP8), softmax/top-k over the fp32
+///   logits (read e + write 4 + read 4 per logit); permute: read routed x h, write routed x k x h; fc1 (gated:
+///   2 f_e / etp columns) and fc2 as grouped GEMMs of E_l batches of R / E_l rows (one GEMM per expert without
+///   grouped GEMM); the activation over R x f_e / etp; unpermute: read routed x k x h (and the probabilities),
+///   write routed x h; the shared expert as a tensor-parallel MLP of width f_s on `tokens`.
+void moe_mlp(LayerWork& w, const ModelConfig& m, const TrainingConfig& tr, const LayerOptions& o, double routed,
+             double tokens, std::vector<size_t>& shared_ops) {
+  std::vector<Op>& fw = w.forward;
+  const double e = activation_bytes_per_element(tr.precision);
+  const bool fp8 = tr.precision == Precision::fp8;
+  const int64_t h = m.hidden_size, experts = m.num_experts, k = m.moe_router_topk;
+  check_divisible(experts, o.expert, "num_experts", "expert-parallel size");
+  check_divisible(m.expert_ffn(), o.expert_tensor, "moe_ffn_hidden_size", "expert-tensor-parallel size");
+  const int64_t local = experts / o.expert, fe = m.expert_ffn() / o.expert_tensor;
+  const double gate = m.gated_mlp ? 2.0 : 1.0;
+  const double mean_received = d(o.expert_tensor) * routed * d(k);
+  const double imbalance = moe_rank_imbalance(tr.moe_router_load_balancing, experts, local, o.expert,
+                                              mean_received, tr.moe_expert_capacity_factor);
+  const double received = imbalance * mean_received;
+  const auto rows = static_cast<int64_t>(std::ceil(received / d(local)));
+  auto cast_transpose = [&](const std::string& name, double elements) {
+    if (fp8) fw.push_back(memory_op(name + "_fp8_cast_transpose", elements * (e + 2.0)));
+  };
+
+  fw.push_back(gemm_op("router", GemmRole::router, static_cast<int64_t>(routed), experts, h));
+  fw.push_back(memory_op("router_topk", routed * d(experts) * (e + 8.0), 3));
+  fw.push_back(memory_op("moe_permute", routed * d(h) * e * (1.0 + d(k)), 2));
+  cast_transpose("expert_fc1_input", received * d(h));
+  auto expert_gemm = [&](const std::string& name, int64_t n, int64_t kk) {
+    if (tr.moe_grouped_gemm) {
+      Op op = gemm_op(name, GemmRole::expert, rows, n, kk, local);
+      op.fp8 = fp8;
+      fw.push_back(op);
+      return;
+    }
+    for (int64_t x = 0; x < local; ++x) {
+      Op op = gemm_op(name, GemmRole::expert, rows, n, kk);
+      op.fp8 = fp8;
+      fw.push_back(op);
+    }
+  };
+  expert_gemm("expert_fc1", static_cast<int64_t>(gate) * fe, h);
+  fw.push_back(memory_op(m.gated_mlp ? "expert_swiglu" : "expert_gelu", received * d(fe) * e * (gate + 1.0)));
+  cast_transpose("expert_fc2_input", received * d(fe));
+  expert_gemm("expert_fc2", h, fe);
+  fw.push_back(memory_op("moe_unpermute", routed * d(h) * e * (1.0 + d(k)) + routed * d(k) * 4.0, 2));
+
+  if (m.moe_shared_expert_intermediate_size > 0) {
+    check_divisible(m.moe_shared_expert_intermediate_size, o.tensor, "moe_shared_expert_intermediate_size");
+    const int64_t fs = m.moe_shared_expert_intermediate_size / o.tensor;
+    const auto tokens_i = static_cast<int64_t>(tokens);
+    Op fc1 = gemm_op("shared_fc1", GemmRole::mlp_in, tokens_i, static_cast<int64_t>(gate) * fs, h);
+    fc1.fp8 = fp8;
+    shared_ops.push_back(fw.size());
+    fw.push_back(fc1);
+    shared_ops.push_back(fw.size());
+    fw.push_back(memory_op("shared_swiglu", tokens * d(fs) * e * (gate + 1.0)));
+    if (fp8) {
+      shared_ops.push_back(fw.size());
+      cast_transpose("shared_fc2_input", tokens * d(fs));
+    }
+    Op fc2 = gemm_op("shared_fc2", GemmRole::mlp_out, tokens_i, h, fs);
+    fc2.fp8 = fp8;
+    shared_ops.push_back(fw.size());
+    fw.push_back(fc2);
+  }
+
+  // Traffic per pass: the busiest rank's copies, 16-bit (Megatron dispatches and combines in the activation
+  // dtype; DeepSeek's FP8 dispatch is not modelled).
+  ExpertTraffic traffic;
+  traffic.dispatcher = tr.moe_token_dispatcher;
+  traffic.imbalance = imbalance;
+  if (tr.moe_token_dispatcher == MoeDispatcher::alltoall) {
+    if (o.expert > 1) traffic.all_to_all_bytes = units::Bytes(imbalance * routed * d(k) * d(h) * e);
+    if (o.expert_tensor > 1) traffic.expert_tensor_bytes = units::Bytes(received * d(h) * e);
+  } else if (o.expert * o.expert_tensor > 1) {
+    // Every rank gathers every token of the expert x expert-tensor group and keeps its experts' copies.
+    traffic.all_gather_bytes = units::Bytes(d(o.expert * o.expert_tensor) * routed * d(h) * e);
+  }
+  w.expert_forward = traffic;
+  w.expert_backward = traffic;
 }
 
 }  // namespace
@@ -169,20 +259,25 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
     fw.push_back(residual_op("residual_1", region, e, m));
   }
   fw.push_back(norm_op("norm_2", region, e, fusion));
-  if (separate_projections && m.gated_mlp) {
-    linear(fw, "mlp_gate", GemmRole::mlp_in, f, h);
-    linear(fw, "mlp_up", GemmRole::mlp_in, f, h);
+  std::vector<size_t> shared_ops;
+  if (o.moe) {
+    moe_mlp(w, m, tr, o, region / d(h), tokens, shared_ops);
   } else {
-    linear(fw, "mlp_fc1", GemmRole::mlp_in, (m.gated_mlp ? 2 : 1) * f, h);
+    if (separate_projections && m.gated_mlp) {
+      linear(fw, "mlp_gate", GemmRole::mlp_in, f, h);
+      linear(fw, "mlp_up", GemmRole::mlp_in, f, h);
+    } else {
+      linear(fw, "mlp_fc1", GemmRole::mlp_in, (m.gated_mlp ? 2 : 1) * f, h);
+    }
+    if (m.gated_mlp && fusion == KernelFusion::eager) {
+      fw.push_back(memory_op("silu", 2.0 * tokens * d(f) * e));
+      fw.push_back(memory_op("gate_mul", 3.0 * tokens * d(f) * e));
+    } else {
+      fw.push_back(memory_op(m.gated_mlp ? "swiglu" : "bias_gelu", tokens * d(f) * e * (m.gated_mlp ? 3.0 : 2.0)));
+    }
+    cast_transpose(fw, "mlp_fc2_input", tokens * d(f));
+    linear(fw, "mlp_fc2", GemmRole::mlp_out, h, f);
   }
-  if (m.gated_mlp && fusion == KernelFusion::eager) {
-    fw.push_back(memory_op("silu", 2.0 * tokens * d(f) * e));
-    fw.push_back(memory_op("gate_mul", 3.0 * tokens * d(f) * e));
-  } else {
-    fw.push_back(memory_op(m.gated_mlp ? "swiglu" : "bias_gelu", tokens * d(f) * e * (m.gated_mlp ? 3.0 : 2.0)));
-  }
-  cast_transpose(fw, "mlp_fc2_input", tokens * d(f));
-  linear(fw, "mlp_fc2", GemmRole::mlp_out, h, f);
   if (fusion == KernelFusion::eager && m.dropout > 0.0) {
     fw.push_back(memory_op("dropout_2", region * (2.0 * e + 1.0)));
     fw.push_back(memory_op("residual_2", 3.0 * region * e));
@@ -194,16 +289,19 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
     const Op& op = fw[i];
     // FP8: the output gradient of each linear is cast and transposed before its dgrad and wgrad GEMMs.
     if (op.op_class == OpClass::gemm && op.fp8) {
-      cast_transpose(w.backward, op.name + "_grad", tokens * d(op.gemm.n));
+      cast_transpose(w.backward, op.name + "_grad", d(op.gemm.m) * d(op.gemm.batch) * d(op.gemm.n));
     }
     append_backward(op, w.backward);
   }
 
   const units::Bytes tp_bytes(tokens * d(h) * e);
-  const int tp_count = t > 1 ? 2 : 0;
+  // Two collectives per pass (attention, MLP); an MoE layer's MLP has none but its shared expert's.
+  const bool tp_mlp = !o.moe || m.moe_shared_expert_intermediate_size > 0;
+  const int tp_count = t > 1 ? (tp_mlp ? 2 : 1) : 0;
   if (t > 1) {
     // The input gradients of the column-parallel linears (attention in, MLP in) can hide under their wgrads.
     for (GemmRole role : {GemmRole::attention_in, GemmRole::mlp_in}) {
+      if (role == GemmRole::mlp_in && !tp_mlp) continue;
       std::vector<size_t> wgrads;
       for (size_t i = 0; i < w.backward.size(); ++i) {
         const Op& op = w.backward[i];
@@ -214,6 +312,7 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
   }
   w.tp_forward = {tp_count, tp_bytes};
   w.tp_backward = {tp_count, tp_bytes};
+  w.expert_forward.shared_expert_ops = shared_ops;
   if (o.context > 1) {
     // The K/V the attention receives: the key/value heads with Transformer Engine (fused), or every query
     // head's copy in PyTorch models, which repeat K and V to all heads before scaled_dot_product_attention
@@ -317,23 +416,54 @@ units::Flops total_flops(const std::vector<Op>& ops) {
 namespace {
 
 /// Weights of one layer's four GEMMs (QKV, output projection, fc1, fc2).
-double layer_gemm_weights(const ModelConfig& m) {
-  const double h = d(m.hidden_size), f = d(m.ffn());
+/// GEMM weights of the attention block: Q (h x a d), K and V (h x g d each), output (a d x h).
+double attention_gemm_weights(const ModelConfig& m) {
+  const double h = d(m.hidden_size), q_width = d(m.num_attention_heads) * d(m.head_dim());
   const double kv_width = 2.0 * d(m.kv_heads()) * d(m.head_dim());
-  return h * (h + kv_width) + h * h + (m.gated_mlp ? 2.0 : 1.0) * h * f + f * h;
+  return h * (q_width + kv_width) + q_width * h;
 }
 
-/// Forward FLOPs per token of one layer: 2 per weight plus attention 4 s h (QK^T and PV over s positions).
-double layer_forward_flops_per_token(const ModelConfig& m) {
-  return 2.0 * layer_gemm_weights(m) + 4.0 * d(m.seq_length) * d(m.hidden_size);
+/// GEMM weights of an MLP of width f (gate and up for a gated MLP, then down).
+double mlp_gemm_weights(const ModelConfig& m, double f) {
+  const double h = d(m.hidden_size);
+  return (m.gated_mlp ? 2.0 : 1.0) * h * f + f * h;
+}
+
+/// GEMM weights of a dense layer.
+double layer_gemm_weights(const ModelConfig& m) { return attention_gemm_weights(m) + mlp_gemm_weights(m, d(m.ffn())); }
+
+/// GEMM weights an MoE layer applies to each token: attention, the router (h x E), k routed experts and the
+/// shared expert (the "active" weights of the papers' FLOP counts).
+double moe_layer_active_weights(const ModelConfig& m) {
+  return attention_gemm_weights(m) + d(m.hidden_size) * d(m.num_experts) +
+         d(m.moe_router_topk) * mlp_gemm_weights(m, d(m.expert_ffn())) +
+         mlp_gemm_weights(m, d(m.moe_shared_expert_intermediate_size));
+}
+
+/// Forward FLOPs per token of layer `layer`: 2 per weight it applies to the token plus attention 4 s a d (QK^T
+/// and PV over s positions).
+double layer_forward_flops_per_token(const ModelConfig& m, int64_t layer) {
+  const double weights = m.is_moe_layer(layer) ? moe_layer_active_weights(m) : layer_gemm_weights(m);
+  return 2.0 * weights + 4.0 * d(m.seq_length) * d(m.num_attention_heads) * d(m.head_dim());
+}
+
+/// The first decoder layer of each virtual stage (layers are laid out in virtual-stage order).
+std::vector<int64_t> first_layers(const std::vector<int64_t>& layers) {
+  std::vector<int64_t> first;
+  int64_t next = 0;
+  for (int64_t n : layers) {
+    first.push_back(next);
+    next += n;
+  }
+  return first;
 }
 
 }  // namespace
 
 units::Flops model_flops_per_iteration(const ModelConfig& m, const TrainingConfig& tr) {
   const double tokens = d(tr.global_batch_size) * d(m.seq_length);
-  const double per_token =
-      d(m.num_layers) * layer_forward_flops_per_token(m) + 2.0 * d(m.hidden_size) * d(m.vocab_size);
+  double per_token = 2.0 * d(m.hidden_size) * d(m.vocab_size);
+  for (int64_t l = 0; l < m.num_layers; ++l) per_token += layer_forward_flops_per_token(m, l);
   return units::Flops(3.0 * tokens * per_token);
 }
 
@@ -343,12 +473,24 @@ units::Flops hardware_flops_per_iteration(const ModelConfig& m, const TrainingCo
   // scale linearly in the batch), times the layers that recompute.
   TrainingConfig whole = tr;
   whole.micro_batch_size = tr.global_batch_size;
+  // Balanced routing (one expert-parallel rank): the FLOPs the model asks for, not a busiest rank's.
+  whole.moe_router_load_balancing = MoeBalance::forced;
   const LayerWork layer = transformer_layer(m, whole, LayerOptions{});
-  double layers = 0.0;
-  for (int64_t n : layers_per_virtual_stage(m.num_layers, pipeline, virtual_stages)) {
-    layers += d(recomputed_layers(tr, n));
+  LayerOptions moe;
+  moe.moe = true;
+  const double moe_recompute = m.moe() ? total_flops(transformer_layer(m, whole, moe).recompute).value() : 0.0;
+  // Megatron's block method recomputes the first recompute_num_layers layers of each chunk.
+  const std::vector<int64_t> layers = layers_per_virtual_stage(m.num_layers, pipeline, virtual_stages);
+  const std::vector<int64_t> first = first_layers(layers);
+  double dense_layers = 0.0, moe_layers = 0.0;
+  for (size_t vs = 0; vs < layers.size(); ++vs) {
+    const int64_t recomputing = recomputed_layers(tr, layers[vs]);
+    const int64_t moe_count = m.moe_layers_in(first[vs], recomputing);
+    moe_layers += d(moe_count);
+    dense_layers += d(recomputing - moe_count);
   }
-  return model_flops_per_iteration(m, tr) + total_flops(layer.recompute) * layers;
+  return model_flops_per_iteration(m, tr) + units::Flops(total_flops(layer.recompute).value() * dense_layers +
+                                                         moe_recompute * moe_layers);
 }
 
 int64_t recomputed_layers(const TrainingConfig& tr, int64_t chunk_layers) {
@@ -363,22 +505,47 @@ double layer_parameter_count(const ModelConfig& m) {
   return layer_gemm_weights(m) + biases;
 }
 
+double moe_layer_expert_parameters(const ModelConfig& m) {
+  return m.moe() ? d(m.num_experts) * mlp_gemm_weights(m, d(m.expert_ffn())) : 0.0;
+}
+
+namespace {
+
+/// An MoE layer's parameters other than the routed experts' on one tensor rank: attention, norms and the
+/// shared expert split over t, the router (h x E) replicated on every rank (Megatron's TopKRouter).
+double moe_layer_dense_parameters(const ModelConfig& m, int64_t tensor) {
+  const double h = d(m.hidden_size);
+  const double attention_and_norms =
+      layer_parameter_count(m) - mlp_gemm_weights(m, d(m.ffn())) - d(m.ffn()) - h;  // less the MLP and its biases
+  return (attention_and_norms + mlp_gemm_weights(m, d(m.moe_shared_expert_intermediate_size))) / d(tensor) +
+         h * d(m.num_experts);
+}
+
+}  // namespace
+
 double parameter_count(const ModelConfig& m) {
   const double h = d(m.hidden_size);
   const double output = m.tie_embeddings ? 0.0 : d(m.vocab_size) * h;
-  return d(m.num_layers) * layer_parameter_count(m) + d(m.vocab_size) * h + (m.rope ? 0.0 : d(m.seq_length) * h) +
-         2.0 * h + output;
+  double layers = 0.0;
+  for (int64_t l = 0; l < m.num_layers; ++l) {
+    layers += m.is_moe_layer(l) ? moe_layer_dense_parameters(m, 1) + moe_layer_expert_parameters(m)
+                                : layer_parameter_count(m);
+  }
+  return layers + d(m.vocab_size) * h + (m.rope ? 0.0 : d(m.seq_length) * h) + 2.0 * h + output;
 }
 
 std::vector<double> chunk_parameters(const ModelConfig& m, int64_t tensor, int64_t pipeline, int64_t virtual_stages) {
   const std::vector<int64_t> layers = layers_per_virtual_stage(m.num_layers, pipeline, virtual_stages);
   const double t = d(tensor), h = d(m.hidden_size);
   const double per_layer = layer_parameter_count(m) / t;
+  const double per_moe_layer = m.moe() ? moe_layer_dense_parameters(m, tensor) : 0.0;
   const double vocabulary = d(m.vocab_size) * h / t;
+  const std::vector<int64_t> first = first_layers(layers);
   std::vector<double> params;
   params.reserve(layers.size());
   for (size_t vs = 0; vs < layers.size(); ++vs) {
-    double p = d(layers[vs]) * per_layer;
+    const int64_t moe_layers = m.moe_layers_in(first[vs], layers[vs]);
+    double p = d(layers[vs] - moe_layers) * per_layer + d(moe_layers) * per_moe_layer;
     if (vs == 0) p += vocabulary + (m.rope ? 0.0 : d(m.seq_length) * h);
     if (vs + 1 == layers.size()) {
       p += 2.0 * h;
@@ -386,6 +553,15 @@ std::vector<double> chunk_parameters(const ModelConfig& m, int64_t tensor, int64
     }
     params.push_back(p);
   }
+  return params;
+}
+
+std::vector<double> chunk_expert_parameters(const ModelConfig& m, const ParallelismConfig& par) {
+  const std::vector<int64_t> layers = layers_per_virtual_stage(m.num_layers, par.pipeline, par.virtual_stages);
+  const std::vector<int64_t> first = first_layers(layers);
+  const double per_layer = moe_layer_expert_parameters(m) / d(par.expert * par.expert_tensor);
+  std::vector<double> params;
+  for (size_t vs = 0; vs < layers.size(); ++vs) params.push_back(d(m.moe_layers_in(first[vs], layers[vs])) * per_layer);
   return params;
 }
 

@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "models/compute/compute_model.hpp"
+#include "models/parallelism/plan.hpp"
 #include "models/units.hpp"
 #include "models/workload/model_config.hpp"
 
@@ -68,6 +69,8 @@ enum class GemmRole {
   mlp_out,        ///< fc2 / down (row-parallel)
   attention_core, ///< scores and context batched GEMMs
   lm_head,        ///< output layer
+  router,         ///< an MoE layer's router (gate) GEMM
+  expert,         ///< the routed experts' GEMMs (grouped over the local experts)
 };
 
 /// One kernel (or a few kernels of one op) of one microbatch on one tensor-parallel rank.
@@ -96,6 +99,24 @@ struct TensorParallelTraffic {
   Sequence with_sequence_parallel = Sequence::pair;
 };
 
+/// An MoE layer's expert-parallel traffic per pass (forward, or backward: the same volumes in reverse): the
+/// dispatch and the combine, each an all-to-all of `all_to_all_bytes` sent per rank over the expert-parallel
+/// group (alltoall dispatcher) or an all-gather / reduce-scatter of `all_gather_bytes` over the expert x
+/// expert-tensor group (allgather dispatcher), plus, with expert_tensor > 1 and the alltoall dispatcher, an
+/// all-gather and a reduce-scatter of `expert_tensor_bytes` over the expert-tensor group. Sizes are the
+/// busiest rank's (the mean times moe_rank_imbalance).
+struct ExpertTraffic {
+  MoeDispatcher dispatcher = MoeDispatcher::alltoall;
+  units::Bytes all_to_all_bytes;
+  units::Bytes all_gather_bytes;
+  units::Bytes expert_tensor_bytes;
+  double imbalance = 1.0;  ///< the busiest rank's routed tokens over the mean
+  /// Kernel time the combine can hide under: the shared expert's GEMMs and activation (their op indices in
+  /// the pass's op list), with moe_shared_expert_overlap.
+  std::vector<size_t> shared_expert_ops;
+  [[nodiscard]] bool any() const { return all_to_all_bytes.value() > 0.0 || all_gather_bytes.value() > 0.0; }
+};
+
 /// The ops of one transformer layer for one microbatch on one TP rank.
 struct LayerWork {
   std::vector<Op> forward;
@@ -114,6 +135,8 @@ struct LayerWork {
   /// d e bytes (b (s/c) 2 (a/t) d e for PyTorch models, whose K/V are repeated to every head before
   /// attention), the block that ring attention passes on at each step; 0 without context parallelism.
   units::Bytes context_kv_block;
+  ExpertTraffic expert_forward;   ///< MoE layers: per forward pass (and per recompute, with full recompute)
+  ExpertTraffic expert_backward;  ///< MoE layers: per backward pass
 };
 
 /// Options of the layer that are not part of the model shape.
@@ -124,6 +147,11 @@ struct LayerOptions {
   /// attention does 1/c of the work; attention computes its s / c queries against all s keys: 1/c of the
   /// full s x s work, the causal share of it balanced over the ranks (chunks r and 2c - 1 - r).
   int64_t context = 1;
+  /// An MoE layer (the MLP replaced by the router, the routed experts and the shared expert), laid out over
+  /// `expert` x `expert_tensor` folded ranks (ParallelismConfig::expert).
+  bool moe = false;
+  int64_t expert = 1;
+  int64_t expert_tensor = 1;
 };
 
 /// Share of the full s x s attention work a causal FlashAttention kernel executes with 128-row blocks:
@@ -167,8 +195,12 @@ int64_t recomputed_layers(const TrainingConfig& training, int64_t chunk_layers);
 /// biases and two norms (gain + bias).
 double layer_parameter_count(const ModelConfig& model);
 
-/// Parameters of the whole model: l layer_parameter_count + V h (word embedding) + s h (learned positions,
-/// none with RoPE) + 2 h (final norm) + V h again when the output layer is not tied to the embedding.
+/// The routed experts' parameters of one MoE layer, E x the expert MLP's GEMM weights (0 for a dense model).
+double moe_layer_expert_parameters(const ModelConfig& model);
+
+/// Parameters of the whole model: layer_parameter_count of each dense layer, an MoE layer's attention, norms,
+/// router, shared expert and all its routed experts, + V h (word embedding) + s h (learned positions, none with
+/// RoPE) + 2 h (final norm) + V h again when the output layer is not tied to the embedding.
 double parameter_count(const ModelConfig& model);
 
 /// Parameters held by one GPU of each model chunk, before ZeRO sharding, virtual stage by virtual stage
@@ -177,7 +209,13 @@ double parameter_count(const ModelConfig& model);
 /// tied copy when p > 1, or the untied output weight) and the final norm (2 h) on the last virtual stage.
 /// Layers per chunk as layers_per_virtual_stage. Summed over all chunks and multiplied by t (layer and
 /// vocabulary parts) it gives parameter_count, plus the tied copy when p > 1.
+/// MoE layers count their attention, norms and shared expert over t and their router whole; their routed
+/// experts are not included (chunk_expert_parameters).
 std::vector<double> chunk_parameters(const ModelConfig& model, int64_t tensor, int64_t pipeline,
                                      int64_t virtual_stages);
+
+/// The routed experts' parameters held by one GPU of each model chunk (p x v entries, as chunk_parameters): the
+/// chunk's MoE layers x moe_layer_expert_parameters / (expert x expert_tensor). Zero for a dense model.
+std::vector<double> chunk_expert_parameters(const ModelConfig& model, const ParallelismConfig& parallelism);
 
 }  // namespace clustersim::models

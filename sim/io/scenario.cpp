@@ -316,7 +316,26 @@ class Loader {
     if (!has("model.ffn_hidden_size")) {
       set("model.ffn_hidden_size", checked_mul(4, hidden, "model.hidden_size"));
     }
-    if (hidden % heads != 0) {
+    if (!has("model.moe_ffn_hidden_size")) set("model.moe_ffn_hidden_size", get_int("model.ffn_hidden_size"));
+    const bool head_width_given = has("model.kv_channels");
+    if (!head_width_given && hidden % heads == 0) set("model.kv_channels", hidden / heads);
+    const int64_t experts = get_int("model.num_experts");
+    if (experts > 0) {
+      const std::string framework = get_string("training.framework");
+      if (framework != "megatron-core" && framework != "nemo") {
+        fail_at("model.num_experts", "MoE is modelled as Megatron-Core runs it: needs training.framework "
+                                     "megatron-core or nemo, got " + framework);
+      }
+      if (get_int("model.moe_router_topk") > experts) {
+        fail_at("model.moe_router_topk", "must not exceed model.num_experts (" + std::to_string(experts) + "), got " +
+                                             std::to_string(get_int("model.moe_router_topk")));
+      }
+      if (get_int("model.num_dense_layers_first") >= get_int("model.num_layers")) {
+        fail_at("model.num_dense_layers_first", "must leave an MoE layer: fewer than model.num_layers (" +
+                                                    std::to_string(get_int("model.num_layers")) + ")");
+      }
+    }
+    if (!head_width_given && hidden % heads != 0) {
       fail_at("model.hidden_size", "must be divisible by model.num_attention_heads (" + std::to_string(heads) +
                                        "), got " + std::to_string(hidden));
     }
@@ -469,6 +488,23 @@ class Loader {
       set("parallelism.data", gpus / tp);
     }
     const int64_t d = get_int("parallelism.data");
+    {
+      // The MoE layers' folded layout (models::expert_layout_problem), now that data is known.
+      models::ParallelismConfig layout;
+      layout.tensor = t;
+      layout.context = c;
+      layout.pipeline = p;
+      layout.data = d;
+      layout.sequence_parallel = get_bool("parallelism.sequence_parallel");
+      layout.expert = get_int("parallelism.expert");
+      layout.expert_tensor = get_int("parallelism.expert_tensor");
+      models::ModelConfig model;
+      model.num_experts = get_int("model.num_experts");
+      model.ffn_hidden_size = get_int("model.ffn_hidden_size");
+      model.moe_ffn_hidden_size = get_int("model.moe_ffn_hidden_size");
+      model.hidden_size = get_int("model.hidden_size");
+      if (const auto problem = models::expert_layout_problem(layout, model)) fail_at(problem->key, problem->message);
+    }
     const int64_t b = get_int("training.global_batch_size");
     const int64_t mb = get_int("training.micro_batch_size");
     checked_mul(mb, d, "training.micro_batch_size");
@@ -493,6 +529,21 @@ class Loader {
     s.model.rope = get_string("model.position_embedding") == "rope";
     s.model.dropout = get_double("model.dropout");
     s.model.tie_embeddings = get_bool("model.tie_embeddings");
+    s.model.kv_channels = get_int("model.kv_channels");
+    s.model.num_experts = get_int("model.num_experts");
+    s.model.moe_router_topk = get_int("model.moe_router_topk");
+    s.model.moe_ffn_hidden_size = get_int("model.moe_ffn_hidden_size");
+    s.model.moe_shared_expert_intermediate_size = get_int("model.moe_shared_expert_intermediate_size");
+    s.model.moe_layer_freq = get_int("model.moe_layer_freq");
+    s.model.num_dense_layers_first = get_int("model.num_dense_layers_first");
+    s.training.moe_token_dispatcher = *models::parse_moe_dispatcher(get_string("training.moe_token_dispatcher"));
+    s.training.moe_router_load_balancing =
+        *models::parse_moe_balance(get_string("training.moe_router_load_balancing"));
+    s.training.moe_expert_capacity_factor = get_double("training.moe_expert_capacity_factor");
+    s.training.moe_grouped_gemm = get_bool("training.moe_grouped_gemm");
+    s.training.moe_shared_expert_overlap = get_bool("training.moe_shared_expert_overlap");
+    s.parallelism.expert = get_int("parallelism.expert");
+    s.parallelism.expert_tensor = get_int("parallelism.expert_tensor");
     s.training.global_batch_size = get_int("training.global_batch_size");
     s.training.micro_batch_size = get_int("training.micro_batch_size");
     s.training.precision = *models::parse_precision(get_string("training.precision"));

@@ -31,6 +31,8 @@ constexpr std::array<std::string_view, 5> kAllReduceAlgorithms{"auto", "ring", "
 constexpr std::array<std::string_view, 2> kMlps{"gelu", "swiglu"};
 constexpr std::array<std::string_view, 2> kSchedules{"1f1b", "gpipe"};
 constexpr std::array<std::string_view, 2> kContextComms{"p2p", "all_gather"};
+constexpr std::array<std::string_view, 2> kDispatchers{"alltoall", "allgather"};
+constexpr std::array<std::string_view, 3> kBalancing{"forced", "aux_loss", "aux_free"};
 constexpr std::array<std::string_view, 2> kFidelities{"replica", "full"};
 constexpr std::array<std::string_view, 2> kStorages{"local_nvme", "parallel_fs"};
 
@@ -99,6 +101,30 @@ constexpr std::array kParams{
     ParamSpec{.key = "model.tie_embeddings", .type = boolean, .need = Need::defaulted, .default_text = "true",
               .help = "The LM head reuses the word embedding (GPT). false: a separate vocab_size × hidden_size "
                       "output weight (Llama 3; Megatron --untie-embeddings-and-output-weights)."},
+    ParamSpec{.key = "model.kv_channels", .type = integer, .unit = "elements", .need = Need::derived,
+              .default_text = "hidden_size / num_attention_heads", .min_int = 1,
+              .help = "Width of one attention head, d (Megatron --kv-channels). Given, hidden_size need not be "
+                      "divisible by the heads (Qwen3: 64 heads of 128 with hidden_size 4096)."},
+    ParamSpec{.key = "model.num_experts", .type = integer, .unit = "experts", .need = Need::defaulted,
+              .default_text = "0", .min_int = 0,
+              .help = "Routed experts of each MoE layer (Megatron --num-experts); 0: a dense model. MoE is "
+                      "modelled as Megatron-Core runs it (training.framework megatron-core or nemo)."},
+    ParamSpec{.key = "model.moe_router_topk", .type = integer, .unit = "experts", .need = Need::defaulted,
+              .default_text = "2", .min_int = 1,
+              .help = "Experts each token is routed to, k (Megatron --moe-router-topk); at most num_experts."},
+    ParamSpec{.key = "model.moe_ffn_hidden_size", .type = integer, .unit = "elements", .need = Need::derived,
+              .default_text = "ffn_hidden_size", .min_int = 1,
+              .help = "MLP width of one routed expert (Megatron --moe-ffn-hidden-size), gated like the dense MLP."},
+    ParamSpec{.key = "model.moe_shared_expert_intermediate_size", .type = integer, .unit = "elements",
+              .need = Need::defaulted, .default_text = "0", .min_int = 0,
+              .help = "MLP width of the shared expert every token passes through (DeepSeek, Qwen-MoE); 0: none."},
+    ParamSpec{.key = "model.moe_layer_freq", .type = integer, .unit = "layers", .need = Need::defaulted,
+              .default_text = "1", .min_int = 1,
+              .help = "Every moe_layer_freq-th layer is an MoE layer (layer i when i % freq == 0; Megatron "
+                      "--moe-layer-freq as an integer)."},
+    ParamSpec{.key = "model.num_dense_layers_first", .type = integer, .unit = "layers", .need = Need::defaulted,
+              .default_text = "0", .min_int = 0,
+              .help = "The first layers are dense (DeepSeek-V3: 3; Megatron --moe-layer-freq \"[0]*3+[1]*58\")."},
     // [training]
     ParamSpec{.key = "training.framework", .type = string, .need = Need::defaulted,
               .default_text = "\"megatron-core\"", .choices = kFrameworkChoices,
@@ -124,6 +150,26 @@ constexpr std::array kParams{
               .help = "With activation_recompute = \"full\": layers of each pipeline model chunk that recompute "
                       "(Megatron --recompute-method block --recompute-num-layers); the others keep their "
                       "activations. torchtitan's every-k-th-layer checkpointing is num_layers / k."},
+    ParamSpec{.key = "training.moe_token_dispatcher", .type = string, .need = Need::defaulted,
+              .default_text = "\"alltoall\"", .choices = kDispatchers,
+              .help = "MoE token dispatcher (Megatron --moe-token-dispatcher-type): alltoall (an all-to-all over "
+                      "the expert-parallel group, then an all-gather over expert_tensor) or allgather (all tokens of "
+                      "the expert x expert_tensor group gathered on every rank)."},
+    ParamSpec{.key = "training.moe_router_load_balancing", .type = string, .need = Need::defaulted,
+              .default_text = "\"aux_loss\"", .choices = kBalancing,
+              .help = "Router load balancing, for the busiest expert rank's load: forced (an even split, as "
+                      "benchmark tables force it), aux_loss (an auxiliary loss, Megatron's default) or aux_free "
+                      "(DeepSeek's expert bias). Imbalance from Wang et al. 2024's measured maximal violations."},
+    ParamSpec{.key = "training.moe_expert_capacity_factor", .type = number, .unit = "x mean", .need = Need::defaulted,
+              .default_text = "0.0", .lo = 0.0,
+              .help = "Tokens an expert may take in units of its mean share; more are dropped (Megatron "
+                      "--moe-expert-capacity-factor). 0: dropless."},
+    ParamSpec{.key = "training.moe_grouped_gemm", .type = boolean, .need = Need::defaulted, .default_text = "true",
+              .help = "Run a rank's local experts as one grouped GEMM (Megatron --moe-grouped-gemm); false: one "
+                      "GEMM per expert, one after another."},
+    ParamSpec{.key = "training.moe_shared_expert_overlap", .type = boolean, .need = Need::defaulted,
+              .default_text = "false",
+              .help = "Run the shared expert beside the dispatch and combine (Megatron --moe-shared-expert-overlap)."},
     ParamSpec{.key = "training.grad_reduce_dtype", .type = string, .need = Need::derived,
               .default_text = "fp16 when precision is fp16; bf16 with deepspeed; else fp32 (or the framework profile's)",
               .choices = kReduceDtypes,
@@ -161,6 +207,16 @@ constexpr std::array kParams{
               .help = "How context-parallel ranks exchange keys and values (Megatron-Core --cp-comm-type): p2p "
                       "(ring attention, each hop under one step's attention) or all_gather (all-gathered under "
                       "the local block's attention; PyTorch context_parallel's default)."},
+    ParamSpec{.key = "parallelism.expert", .type = integer, .unit = "GPUs", .need = Need::defaulted,
+              .default_text = "1", .min_int = 1,
+              .help = "Expert-parallel size, EP (Megatron --expert-model-parallel-size): the MoE layers' experts "
+                      "split over EP ranks folded over tensor × context × data (Megatron-Core MoE parallel "
+                      "folding). Must divide model.num_experts; expert × expert_tensor must divide tensor × "
+                      "context × data."},
+    ParamSpec{.key = "parallelism.expert_tensor", .type = integer, .unit = "GPUs", .need = Need::defaulted,
+              .default_text = "1", .min_int = 1,
+              .help = "Expert-tensor-parallel size, ETP (Megatron --expert-tensor-parallel-size): each expert's MLP "
+                      "split over ETP ranks. Must divide model.moe_ffn_hidden_size."},
     ParamSpec{.key = "parallelism.pipeline", .type = integer, .unit = "stages", .need = Need::defaulted,
               .default_text = "1", .min_int = 1, .help = "Pipeline stages, p."},
     ParamSpec{.key = "parallelism.data", .type = integer, .unit = "replicas", .need = Need::derived,

@@ -108,8 +108,9 @@ std::string fixed_decimal(int64_t ns, int64_t unit_ns) {
 // ---- events -----------------------------------------------------------------------------------------------
 
 /// The streams of one GPU, in track order (index + 1 is the stream number of the header).
-constexpr std::array<const char*, 6> kStreamNames = {"compute", "tp comm", "cp comm", "p2p", "dp sync", "optimizer"};
-enum Stream : std::size_t { kCompute = 0, kTpComm = 1, kCpComm = 2, kP2p = 3, kDpSync = 4, kOptimizer = 5 };
+constexpr std::array<const char*, 7> kStreamNames = {"compute", "tp comm", "cp comm", "ep comm",
+                                                     "p2p",     "dp sync", "optimizer"};
+enum Stream : std::size_t { kCompute = 0, kTpComm = 1, kCpComm = 2, kEpComm = 3, kP2p = 4, kDpSync = 5, kOptimizer = 6 };
 
 /// One complete event before track lanes are assigned.
 struct Span {
@@ -146,6 +147,7 @@ void check_span(const TraceSpan& s, std::size_t stages) {
   if (s.end < s.start) fail("ends before it starts");
   if (s.tp_comm.value() < 0.0) fail("negative tp_comm");
   if (!std::isfinite(s.cp_comm.value()) || s.cp_comm.value() < 0.0) fail("negative or non-finite cp_comm");
+  if (!std::isfinite(s.ep_comm.value()) || s.ep_comm.value() < 0.0) fail("negative or non-finite ep_comm");
 }
 
 std::vector<Span> spans_of(const PipelineResult& pipeline) {
@@ -195,6 +197,14 @@ std::vector<Span> spans_of(const PipelineResult& pipeline) {
           e.args.pop_back();
           e.args += ", \"cp_comm_us\": " + fixed_decimal(cp, 1000) + "}";
           out.push_back({s.stage, kCpComm, ts + dur - tp - cp, cp, "cp comm " + e.name, "cp_comm", mb_args(s)});
+        }
+        // The exposed MoE dispatch and combine, drawn before those.
+        const int64_t ep = std::min(dur - tp - std::max<int64_t>(cp, 0), to_ns(s.ep_comm));
+        if (ep > 0) {
+          e.args.pop_back();
+          e.args += ", \"ep_comm_us\": " + fixed_decimal(ep, 1000) + "}";
+          out.push_back({s.stage, kEpComm, ts + dur - tp - std::max<int64_t>(cp, 0) - ep, ep, "ep comm " + e.name,
+                         "ep_comm", mb_args(s)});
         }
         break;
       }

@@ -88,6 +88,7 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
   line("  memory-bound kernels", r.critical.memory_bound);
   line("tensor-parallel comm (exposed)", r.critical.tp_comm);
   if (sc.parallelism.context > 1) line("context-parallel K/V exchange (exposed)", r.critical.cp_comm);
+  if (sc.model.moe()) line("expert-parallel dispatch/combine (exposed)", r.critical.ep_comm);
   line("pipeline comm (exposed)", r.critical.pp_exposed);
   line("pipeline bubble", r.critical.bubble);
   line("data-parallel grad sync (exposed)", r.critical.grad_sync);
@@ -163,6 +164,11 @@ std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepRe
   cols.push_back(real("exposed_cp_comm_s", "s",
                       "context-parallel K/V exchange not hidden by attention (and the attention's slowdown beside it)",
                       r.critical.cp_comm.value()));
+  cols.push_back(real("exposed_ep_comm_s", "s", "MoE dispatch and combine (all-to-all) not hidden by compute",
+                      r.critical.ep_comm.value()));
+  cols.push_back(real("expert_imbalance", "1",
+                      "the busiest expert-parallel rank's routed tokens over the mean (1 for dense models)",
+                      r.expert_imbalance));
   cols.push_back(real("exposed_pp_comm_s", "s", "pipeline transfers the critical stage waited on",
                       r.critical.pp_exposed.value()));
   cols.push_back(real("exposed_dp_comm_s", "s", "data-parallel gradient sync not hidden by compute",
@@ -223,6 +229,8 @@ std::vector<SummaryColumn> stage_columns(const StepReport& r) {
                         [](const StageBreakdown& s) { return s.tp_comm.value(); }));
   cols.push_back(column("exposed_cp_comm_s", "s", "context-parallel K/V exchange inside the passes, not hidden",
                         [](const StageBreakdown& s) { return s.cp_comm.value(); }));
+  cols.push_back(column("exposed_ep_comm_s", "s", "MoE dispatch and combine inside the passes, not hidden",
+                        [](const StageBreakdown& s) { return s.ep_comm.value(); }));
   cols.push_back(column("exposed_pp_comm_s", "s",
                         "what pipeline transfers cost the step, taken out of the stage's idle time",
                         [](const StageBreakdown& s) { return s.pp_exposed.value(); }));

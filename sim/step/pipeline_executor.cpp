@@ -102,7 +102,7 @@ class Executor {
       StageBreakdown b = st.breakdown;
       b.finish = st.finish.to_seconds();
       // Everything that is not work is idle: split by execute_pipeline's attribution.
-      b.bubble = result.step_time - (b.compute + b.tp_comm + b.cp_comm + b.grad_sync + b.optimizer);
+      b.bubble = result.step_time - (b.compute + b.tp_comm + b.cp_comm + b.ep_comm + b.grad_sync + b.optimizer);
       result.stages.push_back(b);
     }
     for (size_t k = 0; k < ranks_; ++k) {
@@ -199,7 +199,7 @@ class Executor {
       dp_stream_free_[k] = finish;
       if (record_) {
         spans_.push_back({static_cast<int64_t>(k), 0, -1, SpanKind::grad_sync, begin.to_seconds(),
-                          finish.to_seconds(), {}, {}});
+                          finish.to_seconds(), {}, {}, {}});
       }
     }
   }
@@ -229,6 +229,7 @@ class Executor {
     s.breakdown.memory_bound += cost.memory_bound * slow;
     s.breakdown.tp_comm += cost.tp_comm * slow;
     s.breakdown.cp_comm += cost.cp_comm * slow;
+    s.breakdown.ep_comm += cost.ep_comm * slow;
     s.breakdown.grad_sync += cost.dp_comm * slow;
     s.breakdown.flops += cost.flops;
     s.busy = true;
@@ -239,7 +240,7 @@ class Executor {
     if (record_ && replica == 0) {
       spans_.push_back({static_cast<int64_t>(k), pass.chunk, pass.microbatch,
                         forward ? SpanKind::forward : SpanKind::backward, start.to_seconds(), end.to_seconds(),
-                        cost.tp_comm * slow, cost.cp_comm * slow});
+                        cost.tp_comm * slow, cost.cp_comm * slow, cost.ep_comm * slow});
     }
     // Captures fit std::function's small buffer (16 bytes): no allocation per event.
     const uint64_t packed = static_cast<uint64_t>(u) << 32 | static_cast<uint64_t>(s.next - 1);
@@ -292,7 +293,7 @@ class Executor {
     if (record_ && replica == 0 && arrival > sent) {
       spans_.push_back({static_cast<int64_t>(rank), static_cast<int64_t>(to_vs / ranks_),
                         static_cast<int64_t>(microbatch), SpanKind::p2p, sent.to_seconds(), arrival.to_seconds(),
-                        units::Seconds(0.0), units::Seconds(0.0)});
+                        units::Seconds(0.0), units::Seconds(0.0), units::Seconds(0.0)});
     }
     const size_t target = slot(to_vs, replica);
     if (arrival == sim_.now()) {
@@ -355,11 +356,11 @@ class Executor {
     if (record_ && u % replicas_ == 0) {
       const auto rank = static_cast<int64_t>(k);
       if (sync > Time::zero() && !stage.overlap_grad_sync) {
-        spans_.push_back({rank, 0, -1, SpanKind::grad_sync, sync_start.to_seconds(), sync_end.to_seconds(), {}, {}});
+        spans_.push_back({rank, 0, -1, SpanKind::grad_sync, sync_start.to_seconds(), sync_end.to_seconds(), {}, {}, {}});
       }
-      spans_.push_back({rank, 0, -1, SpanKind::optimizer, sync_end.to_seconds(), optimizer_end.to_seconds(), {}, {}});
+      spans_.push_back({rank, 0, -1, SpanKind::optimizer, sync_end.to_seconds(), optimizer_end.to_seconds(), {}, {}, {}});
       if (end > optimizer_end) {
-        spans_.push_back({rank, 0, -1, SpanKind::grad_sync, optimizer_end.to_seconds(), end.to_seconds(), {}, {}});
+        spans_.push_back({rank, 0, -1, SpanKind::grad_sync, optimizer_end.to_seconds(), end.to_seconds(), {}, {}, {}});
       }
     }
     sim_.schedule(end, [this, u] {

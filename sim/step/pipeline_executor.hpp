@@ -23,8 +23,8 @@
 
 namespace clustersim::sim {
 
-/// Where one stage's step time went. compute + tp_comm + cp_comm + pp_exposed + bubble + grad_sync + optimizer
-/// equals
+/// Where one stage's step time went. compute + tp_comm + cp_comm + ep_comm + pp_exposed + bubble + grad_sync +
+/// optimizer equals
 /// the step time (up to the engine's 1 ns rounding per event).
 struct StageBreakdown {
   units::Seconds compute;     ///< kernels of all passes
@@ -32,6 +32,7 @@ struct StageBreakdown {
   units::Seconds memory_bound;  ///< of compute: memory-bound kernels (the rest of compute is GEMMs)
   units::Seconds tp_comm;     ///< tensor-parallel collectives inside the passes
   units::Seconds cp_comm;     ///< context-parallel K/V exchange inside the passes, not hidden by attention
+  units::Seconds ep_comm;     ///< MoE dispatch and combine inside the passes, not hidden
   units::Seconds pp_exposed;  ///< waiting on pipeline transfers
   units::Seconds bubble;      ///< idle waiting on other stages' work (warm-up, drain, imbalance, tail)
   units::Seconds grad_sync;   ///< data-parallel communication not hidden: gradient reduction past the last
@@ -61,6 +62,7 @@ struct TraceSpan {
   units::Seconds end;
   units::Seconds tp_comm;  ///< for forward/backward: the tensor-parallel communication inside the span
   units::Seconds cp_comm;  ///< for forward/backward: the exposed context-parallel exchange inside the span
+  units::Seconds ep_comm;  ///< for forward/backward: the exposed MoE dispatch and combine inside the span
 };
 
 struct PipelineResult {

@@ -97,6 +97,7 @@ StepReport StepSimulator::simulate(const models::StepSetup& setup, const models:
   r.step_time = r.pipeline.step_time;
   r.gpus = setup.parallelism.gpus();
   r.microbatches = program.microbatches;
+  r.expert_imbalance = program.expert_imbalance;
   r.model_flops = models::model_flops_per_iteration(setup.model, setup.training);
   r.hardware_flops = models::hardware_flops_per_iteration(setup.model, setup.training, setup.parallelism.pipeline,
                                                           setup.parallelism.virtual_stages);

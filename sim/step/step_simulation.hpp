@@ -34,6 +34,7 @@ struct StepReport {
   units::Seconds step_time;
   int64_t gpus = 0;
   int64_t microbatches = 0;
+  double expert_imbalance = 1.0;  ///< MoE: the busiest expert-parallel rank's routed tokens over the mean
   units::Flops model_flops;       ///< per iteration, no recomputation (MFU numerator)
   units::Flops hardware_flops;    ///< per iteration, with recomputation (Megatron's TFLOP/s convention)
   double tflops_per_gpu = 0.0;    ///< hardware_flops / (step_time * gpus), TFLOP/s
