@@ -58,6 +58,15 @@ MODELS = {
                       "Nemotron-4 340B (NVIDIA 2024 report: 96 layers, 18432, 96 heads, 8 KV groups, ffn 73728)"),
 }
 
+# Mixture-of-experts models: (layers, hidden, heads, kv groups, kv_channels, experts, top-k, expert ffn, vocab,
+# source). SwiGLU experts, RoPE, no dropout, untied embeddings, no shared expert, every layer MoE.
+MOE_MODELS = {
+    "qwen3-30b-a3b": (48, 2048, 32, 4, 128, 128, 8, 768, 151936,
+                      "Qwen3-30B-A3B (Megatron-MoE-ModelZoo model_configs/benchmarking/Qwen3-30B-A3B.yaml)"),
+    "qwen3-235b-a22b": (94, 4096, 64, 4, 128, 128, 8, 1536, 151936,
+                        "Qwen3-235B-A22B (Megatron-MoE-ModelZoo model_configs/benchmarking/Qwen3-235B-A22B.yaml)"),
+}
+
 
 def read_csv(name):
     """The rows of a published CSV (its '#' header lines skipped)."""
@@ -269,7 +278,67 @@ def nemo(rows_out):
         rows_out[name] = render(header, tables)
 
 
-DATASETS = [torchtitan, nemo]
+def moe_model_table(model, seq):
+    layers, hidden, heads, kv, channels, experts, topk, expert_ffn, vocab, _ = MOE_MODELS[model]
+    return {
+        "num_layers": layers, "hidden_size": hidden, "num_attention_heads": heads, "num_query_groups": kv,
+        "kv_channels": channels, "vocab_size": vocab, "seq_length": seq, "mlp": "swiglu",
+        "position_embedding": "rope", "dropout": 0.0, "tie_embeddings": False, "num_experts": experts,
+        "moe_router_topk": topk, "moe_ffn_hidden_size": expert_ffn,
+    }
+
+
+def megatron_bridge_moe(rows_out):
+    """Megatron-Bridge performance summaries: MoE pre-training on DGX-H100, force-balanced and dropless."""
+    for r in read_csv("megatron_bridge_moe.csv"):
+        gpus, tp, pp, cp, vp, ep, etp = (int(r[k]) for k in ("gpus", "tp", "pp", "cp", "vp", "ep", "etp"))
+        model, seq = r["model"], int(r["seq"])
+        gbs, mbs = int(r["gbs"]), int(r["mbs"])
+        data = gpus // (tp * cp * pp)
+        release = r["release"]
+        dataset = "nemo-2-h100"  # Megatron-Bridge, as the dense rows of these summaries
+        name = f"{dataset}-{r['id']}"
+        header = [
+            f"Validation, Megatron-Bridge performance summary {release}, row {r['id']}: {model} (mixture of "
+            f"experts) on {gpus} H100 (DGX-H100), FP8.",
+            "Source: NVIDIA-NeMo/Megatron-Bridge docs/performance-summary"
+            + ("-archive.md" if release >= "26" else ".md") + "; scenarios/validation/published/megatron_bridge_moe.csv.",
+            f"Model: {MOE_MODELS[model][-1]}; every layer MoE, no shared expert; qk-layernorm not modelled.",
+            f"Layout: TP {tp} x PP {pp} x DP {data}, {vp} virtual stages, EP {ep} x ETP {etp} folded over TP x DP; "
+            f"global batch {gbs}, micro batch {mbs}, sequence {seq}.",
+            "Hardware: DGX-H100 (8 x H100 SXM5 80 GB, NVSwitch, 8 x 400 Gb/s NDR InfiniBand): the node design of "
+            "Standard_ND96isr_H100_v5 (rail-optimized fabric).",
+            "Assumption: the summaries' force-balanced routing (moe_router_load_balancing = \"forced\"), "
+            + (f"token dropping at capacity factor {r['capacity_factor']}" if r["capacity_factor"] else "dropless"),
+            "Assumption: the nemo framework profile's settings; the alltoall token dispatcher with grouped GEMM, no "
+            "shared-expert overlap and no recompute (the recipes' flags are not printed in the summary)",
+            "Assumption: gradient reduction in bf16, as in NeMo's performance recipes",
+            "Compared metric: tokens_per_s_per_gpu (the table's Tokens / sec / GPU).",
+        ]
+        tables = [
+            ("", {"schema_version": 1, "name": "validation-" + name,
+                  "description": f"{model}, Megatron-Bridge {release} DGX-H100 row {r['id']} ({gpus} GPUs)"}),
+            ("model", moe_model_table(model, seq)),
+            ("training", {
+                "framework": "nemo", "global_batch_size": gbs, "micro_batch_size": mbs, "precision": "fp8",
+                "activation_recompute": "none", "grad_reduce_dtype": "bf16", "moe_router_load_balancing": "forced",
+                "moe_expert_capacity_factor": float(r["capacity_factor"]) if r["capacity_factor"] else None,
+            }),
+            ("parallelism", {
+                "tensor": tp, "context": cp if cp > 1 else None, "pipeline": pp, "data": data,
+                "virtual_stages": vp if vp > 1 else None, "sequence_parallel": True if tp > 1 else None,
+                "expert": ep, "expert_tensor": etp if etp > 1 else None,
+            }),
+            ("cluster", {"vm_size": "Standard_ND96isr_H100_v5", "nodes": gpus // 8, "fabric": "rail_optimized"}),
+            ("reference", {
+                "tokens_per_s_per_gpu": float(r["tokens_per_s_per_gpu"]), "dataset": dataset,
+                "source": f"Megatron-Bridge performance summary {release}, DGX-H100, row {r['id']}",
+            }),
+        ]
+        rows_out[name] = render(header, tables)
+
+
+DATASETS = [torchtitan, nemo, megatron_bridge_moe]
 
 
 def main():

@@ -76,6 +76,7 @@ ValidationSuite ValidationSuite::load(const fs::path& directory, const models::C
       row.framework = std::string(models::to_string(sc.training.framework));
       row.gpus = sc.parallelism.gpus();
       if (sc.parallelism.context > 1) row.workload = "context-parallel";
+      if (sc.model.moe()) row.workload = "moe";
       if (sc.reference) {
         row.dataset = sc.reference->dataset;
         row.source = sc.reference->source;

@@ -40,7 +40,8 @@ struct ValidationRow {
   std::string device;             ///< the VM's device (catalog name)
   std::string calibration_group;  ///< the device's calibration group
   std::string framework;          ///< training.framework
-  /// What kind of run, for the report's groups: "dense", or "context-parallel" (parallelism.context > 1).
+  /// What kind of run, for the report's groups: "dense", "context-parallel" (parallelism.context > 1) or "moe"
+  /// (model.num_experts > 0).
   std::string workload = "dense";
   int64_t gpus = 0;
   std::string exclude_reason;     ///< non-empty: reported, left out of bounds and fits
@@ -48,7 +49,8 @@ struct ValidationRow {
   std::string error;              ///< why there is no comparison (load or simulation failure)
   [[nodiscard]] bool modelled() const { return exclude_reason.empty(); }
   /// Whether the row calibrates the model (fits and prediction bands): modelled dense rows. Context-parallel
-  /// rows add no fitted parameter; they check the model's prediction with the calibration of the dense rows.
+  /// and MoE rows add no fitted parameter; they check the model's prediction with the calibration of the dense
+  /// rows.
   [[nodiscard]] bool calibrates() const { return modelled() && workload == "dense"; }
 };
 

@@ -3,7 +3,7 @@
 // its measurement. The table is printed grouped by published dataset, then by GPU group and framework, then the
 // leave-one-source-out table. Rows with reference.exclude_reason are printed and left out of the bounds.
 //
-// Bounds (issue 11): over the modelled rows, mean |error| <= 4 % and every row <= 10 %, over at least 60 rows
+// Bounds (issue 11): over the modelled dense rows, mean |error| <= 4 % and every row <= 10 %, over at least 60 rows
 // spanning A100 and H100, Megatron and FSDP; leave-one-source-out mean <= 8 %. Two rows are still above 10 %
 // (docs/validation.md "Where the model is weak"): they are held to 12 % by name, so that they cannot drift
 // further and no other row may join them. Context-parallel rows (issue 13) are held to that issue's 15 %, and
@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <string>
 
@@ -50,7 +51,26 @@ const std::set<std::string> kContextParallelOutliers = {
     "torchtitan-h100-t6-4d-cp8",
 };
 
+/// MoE rows: issue 13's bound, and the rows known to miss it.
+constexpr double kMaxMoeRowError = 0.15;
+const std::map<std::string, double> kMoeOutliers = {
+    // Qwen3-30B-A3B dropless on 16 H100: +114 % and +117 %, while the same layout with token dropping (25.09)
+    // is +8 %. Dropless dispatch needs the per-expert token counts on the host before the all-to-all and the
+    // grouped GEMM (a device-to-host synchronisation per MoE layer: NVIDIA/Megatron-LM PR #2368, "MoE ECHO");
+    // with small experts (768 wide) the host's launches then serialise with the GPU's work. Host time is not
+    // modelled.
+    {"nemo-2-h100-r2511-qwen3-30b-a3b-16", 1.2},
+    {"nemo-2-h100-r2602-qwen3-30b-a3b-16", 1.2},
+    // Qwen3-235B-A22B 26.02: -17 % (pessimistic; 25.11's row is -15 %): the recipes' all-to-all overlap
+    // settings are not printed; the model puts the dispatch and combine on the critical path.
+    {"nemo-2-h100-r2602-qwen3-235b-a22b-256", 0.2},
+};
+
 double row_bound(const sim::ValidationRow& r) {
+  if (r.workload == "moe") {
+    const auto known = kMoeOutliers.find(r.name);
+    return known != kMoeOutliers.end() ? known->second : kMaxMoeRowError;
+  }
   if (r.workload == "context-parallel") {
     return kContextParallelOutliers.count(r.name) ? kContextParallelOutlierMaxError : kMaxContextParallelRowError;
   }
@@ -73,7 +93,9 @@ TEST(ValidationSuite, PublishedRunsWithinBounds) {
   std::printf("\nValidation suite (bounds: every modelled row <= %.0f %%, mean <= %.0f %%)\n%s\n%s",
               100.0 * kMaxRowError, 100.0 * kMaxMeanError, sim::format_validation_rows(rows).c_str(),
               sim::format_validation_by_group(rows).c_str());
-  const sim::ErrorSummary all = sim::summarize(rows);
+  // The mean bound and the row count are the calibrated (dense) model's; context-parallel and MoE rows are held
+  // to their own row bounds (row_bound).
+  const sim::ErrorSummary all = sim::summarize(rows, [](const sim::ValidationRow& r) { return r.calibrates(); });
   std::set<std::string> groups, frameworks;
   for (const sim::ValidationRow& r : rows) {
     if (!r.comparison) {
@@ -99,14 +121,16 @@ TEST(ValidationSuite, LeaveOneSourceOutWithinBounds) {
   std::printf("\nLeave one source out (bound: mean <= %.0f %%)\n%s", 100.0 * kMaxLeaveOneOutMean,
               sim::format_leave_one_out(held_out).c_str());
   // The bound is the calibrated (dense) model's; context-parallel rows are printed with the rest.
-  sim::ErrorSummary all, context;
+  sim::ErrorSummary all, context, moe;
   for (const sim::HeldOutDataset& h : held_out) {
     for (const sim::ValidationRow& r : h.rows) {
       if (r.calibrates()) all.add(r);
       if (r.modelled() && r.workload == "context-parallel") context.add(r);
+      if (r.modelled() && r.workload == "moe") moe.add(r);
     }
   }
-  std::printf("  dense rows: %s\n  context-parallel rows: %s\n", all.text().c_str(), context.text().c_str());
+  std::printf("  dense rows: %s\n  context-parallel rows: %s\n  moe rows: %s\n", all.text().c_str(),
+              context.text().c_str(), moe.text().c_str());
   EXPECT_GT(all.rows, 0);
   EXPECT_LE(all.mean_abs, kMaxLeaveOneOutMean) << all.text();
   // The shipped prediction bands are these held-out errors (regenerate: clustersim validate --leave-one-out

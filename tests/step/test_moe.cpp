@@ -1,0 +1,240 @@
+// Mixture of experts (issue 13) against hand computations: the folded expert layout, the load-imbalance model,
+// the dispatch and combine bytes per rank, parameters and FLOPs, and the memory per GPU of an EP x ETP x PP x
+// DP layout.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "models/compute/compute_model.hpp"
+#include "models/hardware/catalog.hpp"
+#include "models/memory/memory_model.hpp"
+#include "models/network/collective_model.hpp"
+#include "models/parallelism/layout.hpp"
+#include "models/parallelism/step_program.hpp"
+#include "models/workload/transformer.hpp"
+
+namespace clustersim::models {
+namespace {
+
+const Catalog& catalog() {
+  static const Catalog c = Catalog::load(Catalog::default_directory());
+  return c;
+}
+
+/// Mixtral 8x7B (Jiang et al. 2024; Megatron-LM moe README): 32 layers, h 4096, 32 heads, 8 groups, 8 experts
+/// of SwiGLU 14336, top-2, vocabulary 32000.
+ModelConfig mixtral() {
+  ModelConfig m;
+  m.num_layers = 32;
+  m.hidden_size = 4096;
+  m.num_attention_heads = 32;
+  m.num_query_groups = 8;
+  m.ffn_hidden_size = 14336;
+  m.vocab_size = 32000;
+  m.seq_length = 4096;
+  m.gated_mlp = true;
+  m.rope = true;
+  m.dropout = 0.0;
+  m.tie_embeddings = false;
+  m.num_experts = 8;
+  m.moe_router_topk = 2;
+  return m;
+}
+
+using Groups = std::vector<std::vector<int64_t>>;
+
+TEST(MoeLayout, FoldedGroupsWrittenOutByHand) {
+  // TP 2 x DP 4 (8 ranks a stage), PP 2, folded as ETP 2 x EP 2 x expert-data 2: rank = stage x 8 + local,
+  // local = edp x 4 + ep x 2 + etp.
+  ParallelismConfig p;
+  p.tensor = 2;
+  p.data = 4;
+  p.pipeline = 2;
+  p.sequence_parallel = true;
+  p.expert = 2;
+  p.expert_tensor = 2;
+  EXPECT_EQ(p.expert_replicas(), 2);
+  EXPECT_EQ(expert_tensor_pattern(p).groups,
+            (Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}}));
+  EXPECT_EQ(expert_parallel_pattern(p).groups,
+            (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}}));
+  EXPECT_EQ(expert_data_pattern(p).groups,
+            (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15}}));
+  EXPECT_EQ(expert_model_pattern(p).groups, (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}}));
+  EXPECT_EQ(layout_text(p), "TP 2 x PP 2 x DP 4 x EP 2 x ETP 2");
+  // The rules, each at its key.
+  const ModelConfig m = mixtral();
+  EXPECT_FALSE(expert_layout_problem(p, m));
+  p.expert = 16;  // does not divide 8 experts
+  EXPECT_EQ(expert_layout_problem(p, m)->key, "parallelism.expert");
+  p.expert = 8;  // 8 x 2 does not divide the 8 ranks of a stage
+  EXPECT_EQ(expert_layout_problem(p, m)->message,
+            "expert × expert_tensor = 8 × 2 must divide tensor × context × data = 8 (the ranks of a pipeline stage, "
+            "folded again for the MoE layers)");
+  p.expert = 2;
+  p.sequence_parallel = false;
+  EXPECT_EQ(expert_layout_problem(p, m)->key, "parallelism.sequence_parallel");
+  ModelConfig dense = m;
+  dense.num_experts = 0;
+  p.sequence_parallel = true;
+  EXPECT_EQ(expert_layout_problem(p, dense)->key, "parallelism.expert");
+}
+
+TEST(MoeImbalance, FromTheMeasuredMaximalViolation) {
+  // Forced balance, or one rank: 1.
+  EXPECT_EQ(moe_rank_imbalance(MoeBalance::forced, 64, 8, 8, 1e4, 0.0), 1.0);
+  EXPECT_EQ(moe_rank_imbalance(MoeBalance::aux_loss, 64, 64, 1, 1e4, 0.0), 1.0);
+  // Aux loss, 64 experts on 64 ranks, no sampling noise: the measured MaxVio (0.62) back.
+  EXPECT_NEAR(moe_rank_imbalance(MoeBalance::aux_loss, 64, 1, 64, 0.0, 0.0), 1.62, 1e-12);
+  EXPECT_NEAR(moe_rank_imbalance(MoeBalance::aux_free, 64, 1, 64, 0.0, 0.0), 1.04, 1e-12);
+  // 8 local experts average 8 experts' deviations: CV / sqrt(8); over 8 ranks, sqrt(2 ln 8).
+  const double sigma = 0.62 / std::sqrt(2.0 * std::log(64.0));
+  EXPECT_NEAR(moe_rank_imbalance(MoeBalance::aux_loss, 64, 8, 8, 0.0, 0.0),
+              1.0 + sigma / std::sqrt(8.0) * std::sqrt(2.0 * std::log(8.0)), 1e-12);
+  // Sampling noise of 400 token copies per rank: CV^2 += 1/400.
+  EXPECT_NEAR(moe_rank_imbalance(MoeBalance::aux_free, 64, 64, 2, 400.0, 0.0),
+              1.0 + std::sqrt(std::pow(0.04 / std::sqrt(2.0 * std::log(64.0)), 2) / 64.0 + 1.0 / 400.0) *
+                        std::sqrt(2.0 * std::log(2.0)),
+              1e-12);
+  // A capacity factor caps it.
+  EXPECT_EQ(moe_rank_imbalance(MoeBalance::aux_loss, 64, 1, 64, 0.0, 1.25), 1.25);
+}
+
+TEST(MoeWork, DispatchAndCombineBytesPerRank) {
+  TrainingConfig tr;
+  tr.micro_batch_size = 1;
+  tr.precision = Precision::bf16;
+  tr.flash_attention = true;
+  tr.moe_router_load_balancing = MoeBalance::forced;
+  LayerOptions o;
+  o.tensor = 2;
+  o.sequence_parallel = true;
+  o.moe = true;
+  o.expert = 4;
+  const LayerWork w = transformer_layer(mixtral(), tr, o);
+  // Routed tokens per rank: the sequence-parallel shard, 4096 / 2 = 2048; top-2 copies of h = 4096 bf16 each:
+  // 2048 x 2 x 4096 x 2 B = 32 MiB sent per all-to-all (dispatch, and the same back in the combine).
+  EXPECT_DOUBLE_EQ(w.expert_forward.all_to_all_bytes.value(), 2048.0 * 2.0 * 4096.0 * 2.0);
+  EXPECT_DOUBLE_EQ(w.expert_backward.all_to_all_bytes.value(), w.expert_forward.all_to_all_bytes.value());
+  EXPECT_DOUBLE_EQ(w.expert_forward.expert_tensor_bytes.value(), 0.0);
+  // The expert GEMMs: 2 local experts (8 / 4), each on 2048 x 2 / 2 = 2048 rows (balanced), fc1 2 x 14336 wide.
+  bool fc1 = false;
+  for (const Op& op : w.forward) {
+    if (op.name != "expert_fc1") continue;
+    fc1 = true;
+    EXPECT_EQ(op.gemm.m, 2048);
+    EXPECT_EQ(op.gemm.n, 2 * 14336);
+    EXPECT_EQ(op.gemm.k, 4096);
+    EXPECT_EQ(op.gemm.batch, 2);
+  }
+  EXPECT_TRUE(fc1);
+  // The MLP has no tensor-parallel collective left: only the attention's pair.
+  EXPECT_EQ(w.tp_forward.count, 1);
+  EXPECT_EQ(w.tp_backward_hidden_by.size(), 1u);
+  // With expert_tensor 2 the received copies are all-gathered over the pair: 2 x 2048 x 2 x 4096 x 2 B.
+  o.expert_tensor = 2;
+  const LayerWork etp = transformer_layer(mixtral(), tr, o);
+  EXPECT_DOUBLE_EQ(etp.expert_forward.expert_tensor_bytes.value(), 2.0 * 2048.0 * 2.0 * 4096.0 * 2.0);
+  // With imbalance the busiest rank's bytes grow by its factor.
+  tr.moe_router_load_balancing = MoeBalance::aux_loss;
+  o.expert_tensor = 1;
+  const LayerWork skewed = transformer_layer(mixtral(), tr, o);
+  EXPECT_GT(skewed.expert_forward.imbalance, 1.0);
+  EXPECT_DOUBLE_EQ(skewed.expert_forward.all_to_all_bytes.value(),
+                   skewed.expert_forward.imbalance * 2048.0 * 2.0 * 4096.0 * 2.0);
+}
+
+/// Every collective takes `seconds_per_byte` x bytes.
+class LinearNetwork final : public CommunicationModel {
+ public:
+  explicit LinearNetwork(double seconds_per_byte) : k_(seconds_per_byte) {}
+  CollectiveTiming collective_time(CollectiveOp, const CommPattern&, units::Bytes bytes) const override {
+    CollectiveTiming t;
+    t.time = units::Seconds(k_ * bytes.value());
+    t.bandwidth_time = t.time;
+    return t;
+  }
+
+ private:
+  double k_;
+};
+
+TEST(MoeWork, DispatchAndCombineTimeAndTheSharedExpertOverlap) {
+  const LinearNetwork network(1e-9);  // 1 ns per byte
+  MegatronPatterns patterns;
+  ExpertTraffic traffic;
+  traffic.all_to_all_bytes = units::Bytes(1e6);     // 1 ms each way
+  traffic.expert_tensor_bytes = units::Bytes(2e6);  // 2 ms all-gather, 2 ms reduce-scatter
+  // Dispatch + combine + the expert-tensor pair: 2 + 4 = 6 ms on the critical path.
+  EXPECT_NEAR(expert_comm_time(traffic, patterns, network, units::Seconds(0.0), 0.2).value(), 6e-3, 1e-15);
+  // 2.5 ms of shared expert beside it: 3.5 ms exposed, the shared expert 0.2 x 2.5 ms slower.
+  EXPECT_NEAR(expert_comm_time(traffic, patterns, network, units::Seconds(2.5e-3), 0.2).value(), 3.5e-3 + 0.5e-3,
+              1e-15);
+  // The allgather dispatcher: an all-gather and a reduce-scatter of all_gather_bytes.
+  ExpertTraffic gather;
+  gather.dispatcher = MoeDispatcher::allgather;
+  gather.all_gather_bytes = units::Bytes(4e6);
+  EXPECT_NEAR(expert_comm_time(gather, patterns, network, units::Seconds(0.0), 0.2).value(), 8e-3, 1e-15);
+}
+
+TEST(MoeWork, ParametersAndFlopsCountTheActiveExperts) {
+  const ModelConfig m = mixtral();
+  // Mixtral 8x7B: 46.7 B parameters, 12.9 B active (Jiang et al. 2024).
+  EXPECT_NEAR(parameter_count(m) / 46.7e9, 1.0, 0.01);
+  ModelConfig active = m;  // the dense model of one expert's width applies 2 of them
+  active.num_experts = 0;
+  TrainingConfig tr;
+  tr.global_batch_size = 1;
+  const double dense = model_flops_per_iteration(active, tr).value();
+  const double moe = model_flops_per_iteration(m, tr).value();
+  // One more expert MLP (3 x 4096 x 14336 weights) and the 4096 x 8 router per token and layer, x 6 FLOPs.
+  const double extra = 6.0 * 4096.0 * 32.0 * (3.0 * 4096.0 * 14336.0 + 4096.0 * 8.0);
+  EXPECT_NEAR(moe - dense, extra, 1e-6 * extra);
+  // Every other layer MoE (moe_layer_freq 2) after 2 dense layers: layers 2, 4, ..., 30.
+  ModelConfig sparse = m;
+  sparse.moe_layer_freq = 2;
+  sparse.num_dense_layers_first = 2;
+  EXPECT_FALSE(sparse.is_moe_layer(0));
+  EXPECT_FALSE(sparse.is_moe_layer(1));
+  EXPECT_TRUE(sparse.is_moe_layer(2));
+  EXPECT_FALSE(sparse.is_moe_layer(3));
+  EXPECT_EQ(sparse.moe_layers_in(0, 32), 15);
+}
+
+TEST(MoeMemory, ExpertStatesShardOverEpTimesEtpAndTheExpertDataRanks) {
+  // Mixtral on TP 2 x PP 2 x DP 4 (16 GPUs) with EP 2 x ETP 2: expert-data 2. Distributed optimizer (ZeRO-1).
+  StepSetup s;
+  s.model = mixtral();
+  s.training.global_batch_size = 32;
+  s.training.micro_batch_size = 1;
+  s.training.precision = Precision::bf16;
+  s.training.flash_attention = true;
+  s.training.moe_router_load_balancing = MoeBalance::forced;
+  s.parallelism.tensor = 2;
+  s.parallelism.pipeline = 2;
+  s.parallelism.data = 4;
+  s.parallelism.sequence_parallel = true;
+  s.parallelism.expert = 2;
+  s.parallelism.expert_tensor = 2;
+  s.parallelism.zero_stage = 1;
+  const MemoryReport r = estimate_memory(s, catalog().device("H100-SXM5-80GB"));
+  // By hand, stage 0 (16 layers, the embedding): experts 16 x 8 x 3 x 4096 x 14336 / (EP 2 x ETP 2) =
+  // 5.637e9 parameters; the rest: 16 x (attention 4096 x (4096 + 2 x 1024) + 4096 x 4096, its biases and norms
+  // as layer_parameter_count counts them, 2 x 4096 + 2 x 1024 + 4096 + 4 x 4096) / t 2 + 16 routers 4096 x 8 +
+  // the embedding 32000 x 4096 / 2.
+  const double experts = 16.0 * 8.0 * 3.0 * 4096.0 * 14336.0 / 4.0;
+  const double attention =
+      4096.0 * (4096.0 + 2048.0) + 4096.0 * 4096.0 + 2.0 * 4096.0 + 2048.0 + 4096.0 + 4.0 * 4096.0;
+  const double rest = 16.0 * attention / 2.0 + 16.0 * 4096.0 * 8.0 + 32000.0 * 4096.0 / 2.0;
+  const StageMemory& first = r.stages[0];
+  EXPECT_NEAR(first.parameters, experts + rest, 1.0);
+  // bf16 weights and fp32 main gradients on every rank; fp32 master + Adam (12 B) sharded: the dense part over
+  // data 4, the experts over expert-data 2.
+  EXPECT_NEAR(first.weights.value(), 2.0 * (experts + rest), 1.0);
+  EXPECT_NEAR(first.gradients.value(), 4.0 * (experts + rest), 1.0);
+  EXPECT_NEAR(first.optimizer_states.value(), 12.0 * rest / 4.0 + 12.0 * experts / 2.0, 1.0);
+}
+
+}  // namespace
+}  // namespace clustersim::models
