@@ -260,7 +260,9 @@ std::vector<LayoutCandidate> enumerate_layouts(const LayoutSearch& q) {
       if (c > 1 && (q.seq_length / c < kMinContextShardTokens || q.seq_length % (2 * c) != 0)) break;
       if (q.gpus % (t * c) != 0) continue;
       for (int64_t p = 1; p <= q.layers && t * c * p <= q.gpus; ++p) {
-        if (q.layers % p != 0 || q.gpus % (t * c * p) != 0) continue;
+        // Layers split evenly, or unevenly with at least 2 a stage (Megatron-Core's first/last-stage layer
+        // counts; DeepSeek-V3's 61 layers on 16 stages).
+        if ((q.layers % p != 0 && q.layers < 2 * p) || q.gpus % (t * c * p) != 0) continue;
         const int64_t d = q.gpus / (t * c * p);
         if (q.global_batch % d != 0) continue;
         for (int64_t b = 1; b <= 8; ++b) {

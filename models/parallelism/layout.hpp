@@ -132,7 +132,8 @@ struct LayoutCandidate {
 /// Every layout the search considers, in order (tensor outermost, then context, pipeline, micro batch, virtual
 /// stages, each ascending): tensor a power of two up to gpus_per_vm x 8 dividing the heads, the query groups and
 /// the GPUs; context a power of two with at least kMinContextShardTokens tokens per shard and the sequence
-/// divisible by 2 x context; pipeline dividing the layers and GPUs / (t c); data = GPUs / (t c p) dividing the
+/// divisible by 2 x context; pipeline dividing GPUs / (t c) and the layers, or leaving at least 2 layers a
+/// stage (uneven splits, layers_per_virtual_stage); data = GPUs / (t c p) dividing the
 /// global batch; expert (MoE models) a power of two dividing the experts and t c d (expert_tensor 1); micro
 /// batch 1-8 dividing global batch / data; virtual stages 1, 2, 4, above 1 only with pipeline > 1, layers
 /// divisible by p v and the microbatch count by p (Megatron's interleaving rule). The scenario loader still

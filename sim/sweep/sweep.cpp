@@ -403,6 +403,7 @@ std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::pa
   search.layers = s.model.num_layers;
   search.global_batch = s.training.global_batch_size;
   search.seq_length = s.model.seq_length;
+  search.experts = s.model.num_experts;
   std::vector<std::vector<SweptValue>> out;
   const std::vector<models::LayoutCandidate> candidates = models::enumerate_layouts(search);
   // The dimensions the layouts set, as written; one that most layouts leave at 1 (context) only when a

@@ -50,8 +50,8 @@ std::vector<std::string> swept_keys(const std::vector<SweepPoint>& points) {
 /// virtual stages.
 bool is_layout_key(std::string_view key) {
   if (key == "training.micro_batch_size" || key == "parallelism.virtual_stages") return true;
-  for (const models::LayoutDimension& d : models::layout_dimensions()) {
-    if (d.key == key) return true;
+  for (const models::LayoutDimension* d : models::layout_dimensions_as_written()) {
+    if (d->key == key) return true;
   }
   return false;
 }
