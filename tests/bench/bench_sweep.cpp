@@ -6,6 +6,9 @@
 // iteration runs all its points with run_sweep (what `clustersim sweep` runs, without the sidecar and the
 // results file) on 1 or 2 threads, each thread with a fresh StepSimulator as in the command. Loading and
 // expanding the sweep (enumerate_layouts) is measured separately (BM_LoadLayoutSearch).
+// BM_MoeLayoutSearch: issue 13's target, scenarios/sweeps/deepseek-v3-like-2048-h100-32k-layouts.toml (a
+// DeepSeek-V3-like MoE at 32K on 2,048 H100, tensor/context/pipeline/data/expert/micro-batch layouts): load,
+// expand and simulate every point with -j 2, the whole `clustersim sweep` but the file; target < 5 s.
 // Counter: points/s (points simulated per wall-clock second).
 #include <benchmark/benchmark.h>
 
@@ -20,6 +23,8 @@ namespace {
 using namespace clustersim;
 
 const std::string kScenario = std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/sweeps/gpt3-175b-1024-a100-layouts.toml";
+const std::string kMoeScenario =
+    std::string(CLUSTERSIM_SOURCE_DIR) + "/scenarios/sweeps/deepseek-v3-like-2048-h100-32k-layouts.toml";
 
 const models::Catalog& catalog() {
   static const models::Catalog c = models::Catalog::load(models::Catalog::default_directory());
@@ -57,6 +62,25 @@ void BM_LoadLayoutSearch(benchmark::State& state) {
   state.counters["points"] = static_cast<double>(n);
 }
 BENCHMARK(BM_LoadLayoutSearch)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_MoeLayoutSearch(benchmark::State& state) {
+  size_t n = 0, ok = 0;
+  for (auto _ : state) {
+    const sim::LoadedSweep sweep = sim::load_sweep(kMoeScenario, {}, catalog());
+    std::vector<const sim::SweepPoint*> points;
+    for (const sim::SweepPoint& p : sweep.points) points.push_back(&p);
+    sim::SweepRunOptions options;
+    options.jobs = 2;
+    const auto rows = sim::run_sweep(sweep, catalog(), points, options);
+    n = points.size();
+    ok = 0;
+    for (const auto& r : rows) ok += r.status == "ok" ? 1 : 0;
+    benchmark::DoNotOptimize(rows.data());
+  }
+  state.counters["points"] = static_cast<double>(n);
+  state.counters["ok_points"] = static_cast<double>(ok);
+}
+BENCHMARK(BM_MoeLayoutSearch)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
 }  // namespace
 

@@ -258,6 +258,33 @@ TEST(ScenarioOverrides, BadValuePointsAtTheValue) {
                "expected an integer, got string");
 }
 
+TEST(ScenarioOverrides, ContextAndExpertLayoutErrorsAreLocated) {
+  // Context parallelism: 2 x context chunks of the 2,048-token sequence, and tensor x context dividing the GPUs.
+  expect_error("valid_minimal.toml", {"parallelism.context=3"}, "--set", 1, 21, "parallelism.context",
+               "must split model.seq_length (2048) into 2 × context chunks");
+  expect_error("valid_minimal.toml", {"parallelism.context=64"}, "--set", 1, 21, "parallelism.context",
+               "tensor × context = 1 × 64 = 64 does not divide the cluster's 32 GPUs");
+  // Mixture of experts: Megatron-Core's frameworks only; expert divides the experts and folds into the ranks.
+  expect_error("valid_minimal.toml", {"model.num_experts=8", "training.framework=\"fsdp2\""}, "--set", 1, 19,
+               "model.num_experts", "MoE is modelled as Megatron-Core runs it");
+  expect_error("valid_minimal.toml", {"model.num_experts=8", "parallelism.expert=3"}, "--set", 2, 20,
+               "parallelism.expert", "must divide model.num_experts (8), got 3");
+  expect_error("valid_minimal.toml", {"model.num_experts=64", "parallelism.expert=64"}, "--set", 2, 20,
+               "parallelism.expert", "must divide tensor × context × data = 32");
+  // A key left at its default is blamed where the overrides end.
+  expect_error("valid_minimal.toml", {"model.num_experts=8", "parallelism.tensor=2"}, "--set", 2, 1,
+               "parallelism.sequence_parallel", "must be true for an MoE model with tensor > 1");
+  expect_error("valid_minimal.toml", {"parallelism.expert=2"}, "--set", 1, 20, "parallelism.expert",
+               "needs model.num_experts > 0");
+  // A valid MoE layout loads, and its folded sizes are read.
+  const Scenario moe = load("valid_minimal.toml", {"model.num_experts=8", "parallelism.expert=8",
+                                                   "parallelism.context=2", "model.moe_router_topk=2"});
+  EXPECT_EQ(moe.parallelism.expert, 8);
+  EXPECT_EQ(moe.parallelism.context, 2);
+  EXPECT_EQ(moe.parallelism.data, 16);
+  EXPECT_EQ(moe.model.num_experts, 8);
+}
+
 TEST(ScenarioOverrides, MissingEqualsSign) {
   expect_error("valid_minimal.toml", {"parallelism.tensor"}, "--set", 1, 1, "parallelism.tensor",
                "expected KEY=VALUE");

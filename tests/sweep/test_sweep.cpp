@@ -243,6 +243,23 @@ TEST(SweepLayouts, Gpt3On1024A100) {
   for (size_t i = 0; i < points.size(); ++i) EXPECT_EQ(points[i].overrides(), layouts[i]);
 }
 
+TEST(SweepLayouts, DeepSeekV3LikeSearchesExpertAndContextParallelism) {
+  // The MoE search (issue 13): every layout loads; expert parallelism from 2 to 256 and context parallelism
+  // (32K tokens: shards of 16K, 8K and 4K) both appear, each as its own key; well over 100 layouts.
+  const fs::path path = kSourceDir / "scenarios" / "sweeps" / "deepseek-v3-like-2048-h100-32k-layouts.toml";
+  int64_t max_expert = 1, max_context = 1, count = 0;
+  for (const auto& typed : enumerate_layouts(path, {}, catalog())) {
+    ++count;
+    for (const SweptValue& v : typed) {
+      if (v.key == "parallelism.expert") max_expert = std::max(max_expert, std::get<int64_t>(v.value));
+      if (v.key == "parallelism.context") max_context = std::max(max_context, std::get<int64_t>(v.value));
+    }
+  }
+  EXPECT_GE(count, 100);
+  EXPECT_EQ(max_expert, 256);
+  EXPECT_EQ(max_context, 8);
+}
+
 TEST(SweepLayouts, RunIgnoresTheSweepTable) {
   const fs::path path = kSourceDir / "scenarios" / "sweeps" / "gpt3-175b-1024-a100-layouts.toml";
   const Scenario s = load_scenario(path, {}, catalog());
