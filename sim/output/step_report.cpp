@@ -87,8 +87,8 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
   if (r.critical.attention.value() > 0.0) line("  attention kernels", r.critical.attention);
   line("  memory-bound kernels", r.critical.memory_bound);
   line("tensor-parallel comm (exposed)", r.critical.tp_comm);
-  if (sc.parallelism.context > 1) line("context-parallel K/V exchange (exposed)", r.critical.cp_comm);
-  if (sc.model.moe()) line("expert-parallel dispatch/combine (exposed)", r.critical.ep_comm);
+  if (sc.parallelism.context > 1) line("context-parallel K/V (exposed)", r.critical.cp_comm);
+  if (sc.model.moe()) line("expert dispatch/combine (exposed)", r.critical.ep_comm);
   line("pipeline comm (exposed)", r.critical.pp_exposed);
   line("pipeline bubble", r.critical.bubble);
   line("data-parallel grad sync (exposed)", r.critical.grad_sync);

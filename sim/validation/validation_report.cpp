@@ -68,6 +68,11 @@ std::string format_validation_rows(const std::vector<ValidationRow>& rows) {
     out += "  " + summarize(rows, [&](const ValidationRow& r) { return r.dataset == dataset; }).text() + "\n";
   }
   out += "\nOverall (modelled rows): " + summarize(rows).text() + "\n";
+  // Per workload: the dense rows calibrate the model; the others check it (ValidationRow::calibrates).
+  for (const char* workload : {"dense", "context-parallel", "moe"}) {
+    const ErrorSummary w = summarize(rows, [&](const ValidationRow& r) { return r.workload == workload; });
+    if (w.rows > 0) out += printf_string("  %-17s %s\n", (std::string(workload) + ":").c_str(), w.text().c_str());
+  }
   return out;
 }
 
