@@ -406,18 +406,37 @@ class Loader {
       fail_at("parallelism.schedule", "gpipe has no interleaved form: virtual_stages must be 1, got " +
                                           std::to_string(v));
     }
+    if (const auto problem = models::layout_problem(layout_keys(), model_keys())) {
+      fail_at(problem->key, problem->message);
+    }
+  }
+
+  /// The layout as its keys give it so far (data 1 until it is derived), for the models' layout rules.
+  [[nodiscard]] models::ParallelismConfig layout_keys() const {
     models::ParallelismConfig layout;
     layout.tensor = get_int("parallelism.tensor");
     layout.context = get_int("parallelism.context");
     layout.pipeline = get_int("parallelism.pipeline");
-    layout.virtual_stages = v;
+    if (has("parallelism.data")) layout.data = get_int("parallelism.data");
+    layout.virtual_stages = get_int("parallelism.virtual_stages");
     layout.sequence_parallel = get_bool("parallelism.sequence_parallel");
+    layout.expert = get_int("parallelism.expert");
+    layout.expert_tensor = get_int("parallelism.expert_tensor");
+    return layout;
+  }
+
+  /// The model's shape as far as the layout rules need it (derived widths once check_model has set them).
+  [[nodiscard]] models::ModelConfig model_keys() const {
     models::ModelConfig model;
     model.num_attention_heads = get_int("model.num_attention_heads");
     model.num_query_groups = get_int("model.num_query_groups");
     model.num_layers = get_int("model.num_layers");
     model.seq_length = get_int("model.seq_length");
-    if (const auto problem = models::layout_problem(layout, model)) fail_at(problem->key, problem->message);
+    model.hidden_size = get_int("model.hidden_size");
+    model.num_experts = get_int("model.num_experts");
+    if (has("model.ffn_hidden_size")) model.ffn_hidden_size = get_int("model.ffn_hidden_size");
+    if (has("model.moe_ffn_hidden_size")) model.moe_ffn_hidden_size = get_int("model.moe_ffn_hidden_size");
+    return model;
   }
 
   /// The VM size, the GPU count and the data-parallel degree (derived when omitted).
@@ -488,22 +507,9 @@ class Loader {
       set("parallelism.data", gpus / tp);
     }
     const int64_t d = get_int("parallelism.data");
-    {
-      // The MoE layers' folded layout (models::expert_layout_problem), now that data is known.
-      models::ParallelismConfig layout;
-      layout.tensor = t;
-      layout.context = c;
-      layout.pipeline = p;
-      layout.data = d;
-      layout.sequence_parallel = get_bool("parallelism.sequence_parallel");
-      layout.expert = get_int("parallelism.expert");
-      layout.expert_tensor = get_int("parallelism.expert_tensor");
-      models::ModelConfig model;
-      model.num_experts = get_int("model.num_experts");
-      model.ffn_hidden_size = get_int("model.ffn_hidden_size");
-      model.moe_ffn_hidden_size = get_int("model.moe_ffn_hidden_size");
-      model.hidden_size = get_int("model.hidden_size");
-      if (const auto problem = models::expert_layout_problem(layout, model)) fail_at(problem->key, problem->message);
+    // The MoE layers' folded layout, now that data is known.
+    if (const auto problem = models::expert_layout_problem(layout_keys(), model_keys())) {
+      fail_at(problem->key, problem->message);
     }
     const int64_t b = get_int("training.global_batch_size");
     const int64_t mb = get_int("training.micro_batch_size");

@@ -11,14 +11,13 @@
 #include "models/network/collective_model.hpp"
 #include "models/parallelism/step_program.hpp"
 #include "models/workload/transformer.hpp"
+#include "tests/step/step_support.hpp"
 
 namespace clustersim::models {
 namespace {
 
-const Catalog& catalog() {
-  static const Catalog c = Catalog::load(Catalog::default_directory());
-  return c;
-}
+using test::catalog;
+using test::LinearNetwork;
 
 /// Llama 3 8B at 64K tokens (Dubey et al. 2024, Table 3).
 ModelConfig llama3_8b_64k() {
@@ -50,21 +49,6 @@ StepSetup setup(int64_t context) {
   s.parallelism.zero_stage = 1;
   return s;
 }
-
-/// Every collective takes `seconds_per_byte` x bytes.
-class LinearNetwork final : public CommunicationModel {
- public:
-  explicit LinearNetwork(double seconds_per_byte) : k_(seconds_per_byte) {}
-  CollectiveTiming collective_time(CollectiveOp, const CommPattern&, units::Bytes bytes) const override {
-    CollectiveTiming t;
-    t.time = units::Seconds(k_ * bytes.value());
-    t.bandwidth_time = t.time;
-    return t;
-  }
-
- private:
-  double k_;
-};
 
 TEST(ContextExchange, RingAttentionClosedForm) {
   const units::Seconds attention(8.0), hop(1.5), none(0.0);

@@ -12,14 +12,13 @@
 #include "models/network/collective_model.hpp"
 #include "models/parallelism/step_program.hpp"
 #include "models/workload/transformer.hpp"
+#include "tests/step/step_support.hpp"
 
 namespace clustersim::models {
 namespace {
 
-const Catalog& catalog() {
-  static const Catalog c = Catalog::load(Catalog::default_directory());
-  return c;
-}
+using test::catalog;
+using test::LinearNetwork;
 
 ModelConfig gpt3_175b() {
   ModelConfig m;
@@ -260,21 +259,6 @@ TEST(StepProgram, MegatronRankOrderPatterns) {
   EXPECT_EQ(pp.groups.size(), 7u * 192u);
   EXPECT_EQ(pp.groups[0], (std::vector<int64_t>{0, 192}));
 }
-
-/// Every collective takes `seconds_per_byte` x bytes, so the step program's arithmetic can be checked by hand.
-class LinearNetwork final : public CommunicationModel {
- public:
-  explicit LinearNetwork(double seconds_per_byte) : k_(seconds_per_byte) {}
-  CollectiveTiming collective_time(CollectiveOp, const CommPattern&, units::Bytes bytes) const override {
-    CollectiveTiming t;
-    t.time = units::Seconds(k_ * bytes.value());
-    t.bandwidth_time = t.time;
-    return t;
-  }
-
- private:
-  double k_;
-};
 
 StepSetup setup_22b(bool fusion, bool async_tp) {
   StepSetup s;

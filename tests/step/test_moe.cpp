@@ -13,14 +13,13 @@
 #include "models/parallelism/layout.hpp"
 #include "models/parallelism/step_program.hpp"
 #include "models/workload/transformer.hpp"
+#include "tests/step/step_support.hpp"
 
 namespace clustersim::models {
 namespace {
 
-const Catalog& catalog() {
-  static const Catalog c = Catalog::load(Catalog::default_directory());
-  return c;
-}
+using test::catalog;
+using test::LinearNetwork;
 
 /// Mixtral 8x7B (Jiang et al. 2024; Megatron-LM moe README): 32 layers, h 4096, 32 heads, 8 groups, 8 experts
 /// of SwiGLU 14336, top-2, vocabulary 32000.
@@ -144,21 +143,6 @@ TEST(MoeWork, DispatchAndCombineBytesPerRank) {
   EXPECT_DOUBLE_EQ(skewed.expert_forward.all_to_all_bytes.value(),
                    skewed.expert_forward.imbalance * 2048.0 * 2.0 * 4096.0 * 2.0);
 }
-
-/// Every collective takes `seconds_per_byte` x bytes.
-class LinearNetwork final : public CommunicationModel {
- public:
-  explicit LinearNetwork(double seconds_per_byte) : k_(seconds_per_byte) {}
-  CollectiveTiming collective_time(CollectiveOp, const CommPattern&, units::Bytes bytes) const override {
-    CollectiveTiming t;
-    t.time = units::Seconds(k_ * bytes.value());
-    t.bandwidth_time = t.time;
-    return t;
-  }
-
- private:
-  double k_;
-};
 
 TEST(MoeWork, DispatchAndCombineTimeAndTheSharedExpertOverlap) {
   const LinearNetwork network(1e-9);  // 1 ns per byte
