@@ -191,7 +191,16 @@ units::Bytes layer_activation_bytes(const ModelConfig& m, const TrainingConfig& 
   double bytes = replicated / sp_split + split / t;
   // Q and the output projection's input are a d wide, h in the formula: the difference when they are not.
   const double q_width = d(m.num_attention_heads) * d(m.head_dim());
-  if (q_width != h) bytes += 2.0 * sb * e * (q_width - h) / t;
+  if (q_width != h && !m.multi_latent_attention) bytes += 2.0 * sb * e * (q_width - h) / t;
+  if (m.multi_latent_attention) {
+    // MLA: the queries and keys a d_qk wide, the values and the output projection's input a d_v (split over t)
+    // in place of the formula's 2 h + 2 g d, plus the latents (r_q, r_kv + d_r: the down-projections'
+    // outputs, replicated over t).
+    const double a = d(m.num_attention_heads);
+    const double mla = 2.0 * a * d(m.query_key_dim()) + 2.0 * a * d(m.value_dim());
+    bytes += sb * e * (mla - 2.0 * h - 2.0 * kv) / t +
+             sb * e * d(m.q_lora_rank + m.kv_lora_rank + m.qk_pos_emb_head_dim);
+  }
   if (training.activation_recompute == Recompute::none) {
     const double a = d(m.num_attention_heads);
     const double scores = training.flash_attention ? 4.0 * a * sb : a * d(m.seq_length) * sb * (2.0 * e + 1.0);

@@ -53,6 +53,8 @@
 //                  4 a s b / t, and the block's input e s b h / (t if sequence-parallel else 1)
 //    For e = 2, f = 4h, kv = h (GPT) this is exactly the paper's s b h (10 + 24/t + 5 a s/(h t)) without and
 //    s b h (34/t + 5 a s/(h t)) with sequence parallelism; selective + sequence parallelism s b h 34/t.
+//    Multi-head latent attention: Q and K a d_qk wide, V and the output projection's input a d_v (over t)
+//    in place of 2 h + 2 kv, plus the latents r_q + r_kv + d_r per token (replicated over t).
 //    Context parallelism c: every s above is the rank's shard s/c, except the keys of A (a (s/c) s b: the
 //    shard's queries against all keys). Extras (item 4) are per shard too.
 //

@@ -33,6 +33,16 @@ struct ModelConfig {
   /// Width of one attention head, d (Megatron --kv-channels); 0 = h / a. Qwen3 uses 128 with h = 4096 and 64
   /// heads, so its Q projection is h x 8192.
   int64_t kv_channels = 0;
+  /// Multi-head latent attention (DeepSeek-AI 2024, DeepSeek-V2 Sec. 2.1; Megatron --multi-latent-attention):
+  /// Q from a q_lora_rank-wide latent (0: straight from h), K and V from one kv_lora_rank-wide latent, each
+  /// head's query and key qk_head_dim wide plus a shared qk_pos_emb_head_dim-wide rotary part, values v_head_dim
+  /// wide. DeepSeek-V3: 1536, 512, 128, 64, 128. num_query_groups and kv_channels do not apply.
+  bool multi_latent_attention = false;
+  int64_t q_lora_rank = 0;
+  int64_t kv_lora_rank = 512;
+  int64_t qk_head_dim = 128;
+  int64_t qk_pos_emb_head_dim = 64;
+  int64_t v_head_dim = 128;
 
   // Mixture of experts (Megatron-Core's names; Shazeer et al. 2017, Fedus et al. 2022 Switch, Jiang et al. 2024
   // Mixtral, DeepSeek-AI 2024): an MoE layer replaces the MLP with a router over num_experts routed experts
@@ -51,6 +61,12 @@ struct ModelConfig {
     return kv_channels > 0 ? kv_channels : hidden_size / num_attention_heads;
   }
   [[nodiscard]] bool moe() const { return num_experts > 0; }
+  /// Width of one head's query and key (MLA: qk_head_dim + qk_pos_emb_head_dim; else head_dim()).
+  [[nodiscard]] int64_t query_key_dim() const {
+    return multi_latent_attention ? qk_head_dim + qk_pos_emb_head_dim : head_dim();
+  }
+  /// Width of one head's value (MLA: v_head_dim; else head_dim()).
+  [[nodiscard]] int64_t value_dim() const { return multi_latent_attention ? v_head_dim : head_dim(); }
   [[nodiscard]] int64_t expert_ffn() const { return moe_ffn_hidden_size > 0 ? moe_ffn_hidden_size : ffn(); }
   /// Whether decoder layer `layer` (0-based) is an MoE layer: layer >= num_dense_layers_first and layer %
   /// moe_layer_freq == 0 (Megatron-Core's moe_layer_pattern for an integer --moe-layer-freq).

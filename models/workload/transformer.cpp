@@ -211,21 +211,40 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
   LayerWork w;
   std::vector<Op>& fw = w.forward;
   fw.push_back(norm_op("norm_1", region, e, fusion));  // with FP8, TE's LayerNormLinear emits FP8 itself
-  if (separate_projections) {
+  // Per-rank widths of a head's query/key and value (equal to hd without MLA).
+  const int64_t dqk = m.query_key_dim(), dv = m.value_dim();
+  const double v_width = d(heads) * d(dv);
+  if (m.multi_latent_attention) {
+    // MLA (DeepSeek-V2 Sec. 2.1; Megatron-Core MLASelfAttention): the down-projections to the latents are
+    // replicated over the tensor-parallel ranks, the up-projections split by heads; RMSNorm on each latent; RoPE
+    // on the queries' and the shared key's rotary parts.
+    const int64_t rope_dim = m.qk_pos_emb_head_dim;
+    if (m.q_lora_rank > 0) {
+      linear(fw, "q_down_proj", GemmRole::attention_in, m.q_lora_rank, h);
+      fw.push_back(norm_op("q_latent_norm", tokens * d(m.q_lora_rank), e, fusion));
+      linear(fw, "q_up_proj", GemmRole::attention_in, heads * dqk, m.q_lora_rank);
+    } else {
+      linear(fw, "q_proj", GemmRole::attention_in, heads * dqk, h);
+    }
+    linear(fw, "kv_down_proj", GemmRole::attention_in, m.kv_lora_rank + rope_dim, h);
+    fw.push_back(norm_op("kv_latent_norm", tokens * d(m.kv_lora_rank), e, fusion));
+    linear(fw, "kv_up_proj", GemmRole::attention_in, heads * (m.qk_head_dim + dv), m.kv_lora_rank);
+    fw.push_back(memory_op("rope", 2.0 * tokens * d(heads + 1) * d(rope_dim) * e));
+  } else if (separate_projections) {
     linear(fw, "q_proj", GemmRole::attention_in, heads * hd, h);
     linear(fw, "k_proj", GemmRole::attention_in, kv * hd, h);
     linear(fw, "v_proj", GemmRole::attention_in, kv * hd, h);
   } else {
     linear(fw, "qkv_proj", GemmRole::attention_in, (heads + 2 * kv) * hd, h);
   }
-  if (m.rope) {
+  if (m.rope && !m.multi_latent_attention) {
     if (fusion == KernelFusion::eager) {
       fw.push_back(memory_op("rope", 20.0 * tokens * (q_width + kv_width), 6));
     } else {
       fw.push_back(memory_op("rope", 2.0 * tokens * (q_width + kv_width) * e));
     }
   }
-  if (fusion == KernelFusion::eager && kv < heads) {
+  if (fusion == KernelFusion::eager && kv < heads && !m.multi_latent_attention) {
     fw.push_back(memory_op("repeat_kv", 2.0 * tokens * (kv_width + q_width) * e, 2));
   }
   const size_t attention_begin = fw.size();
@@ -235,7 +254,8 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
     fa.op_class = OpClass::fused_attention;
     // With context parallelism the causal work of the whole sequence is split evenly: each rank runs one causal
     // block of its own two chunks and c - 1 half blocks, (1 + 128/s)/2 of its s_q x s rectangle.
-    fa.flops = units::Flops(4.0 * d(b) * d(heads) * d(s_q) * d(s) * d(hd));
+    fa.flops = m.multi_latent_attention ? units::Flops(2.0 * d(b) * d(heads) * d(s_q) * d(s) * d(dqk + dv))
+                                        : units::Flops(4.0 * d(b) * d(heads) * d(s_q) * d(s) * d(hd));
     fa.executed_fraction = causal_attention_fraction(s);
     fa.attention_kernel = tr.attention_kernel;
     fw.push_back(fa);
@@ -243,15 +263,15 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
     // Scores S = Q K^T per head; fused scale-mask-softmax reads S and writes P; dropout reads P and writes
     // P' and a 1-byte mask; context O = P' V.
     const double scores = d(b) * d(heads) * d(s_q) * d(s);
-    fw.push_back(gemm_op("attention_scores", GemmRole::attention_core, s_q, s, hd, b * heads));
+    fw.push_back(gemm_op("attention_scores", GemmRole::attention_core, s_q, s, dqk, b * heads));
     fw.push_back(memory_op("scale_mask_softmax", 2.0 * scores * e));
     if (m.dropout > 0.0) fw.push_back(memory_op("attention_dropout", scores * (2.0 * e + 1.0)));
-    fw.push_back(gemm_op("attention_context", GemmRole::attention_core, s_q, hd, s, b * heads));
+    fw.push_back(gemm_op("attention_context", GemmRole::attention_core, s_q, dv, s, b * heads));
   }
   const size_t attention_end = fw.size();
-  if (fusion == KernelFusion::eager) fw.push_back(memory_op("attention_transpose", 2.0 * tokens * q_width * e));
-  cast_transpose(fw, "out_proj_input", tokens * q_width);
-  linear(fw, "out_proj", GemmRole::attention_out, h, heads * hd);
+  if (fusion == KernelFusion::eager) fw.push_back(memory_op("attention_transpose", 2.0 * tokens * v_width * e));
+  cast_transpose(fw, "out_proj_input", tokens * v_width);
+  linear(fw, "out_proj", GemmRole::attention_out, h, heads * dv);
   if (fusion == KernelFusion::eager && m.dropout > 0.0) {
     fw.push_back(memory_op("dropout_1", region * (2.0 * e + 1.0)));
     fw.push_back(memory_op("residual_1", 3.0 * region * e));
@@ -319,7 +339,9 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
     // (torchtitan models/llama/model.py Attention.forward: repeat_kv, then SDPA; context_parallel exchanges
     // SDPA's inputs).
     const double exchanged_width = fusion == KernelFusion::fused ? kv_width : q_width;
-    w.context_kv_block = units::Bytes(tokens * 2.0 * exchanged_width * e);
+    w.context_kv_block = m.multi_latent_attention  // every head's key and value after the up-projection
+                             ? units::Bytes(tokens * d(heads) * d(dqk + dv) * e)
+                             : units::Bytes(tokens * 2.0 * exchanged_width * e);
   }
   switch (tr.activation_recompute) {
     case Recompute::none:
@@ -416,8 +438,17 @@ units::Flops total_flops(const std::vector<Op>& ops) {
 namespace {
 
 /// Weights of one layer's four GEMMs (QKV, output projection, fc1, fc2).
-/// GEMM weights of the attention block: Q (h x a d), K and V (h x g d each), output (a d x h).
+/// GEMM weights of the attention block: Q (h x a d), K and V (h x g d each), output (a d x h); with MLA the
+/// latent down- and up-projections (q: h x r_q + r_q x a d_qk, or h x a d_qk; kv: h x (r_kv + d_r) + r_kv x a
+/// (d_nope + d_v)) and the output (a d_v x h).
 double attention_gemm_weights(const ModelConfig& m) {
+  if (m.multi_latent_attention) {
+    const double h = d(m.hidden_size), a = d(m.num_attention_heads), rq = d(m.q_lora_rank);
+    const double q = m.q_lora_rank > 0 ? h * rq + rq * a * d(m.query_key_dim()) : h * a * d(m.query_key_dim());
+    const double kv = h * d(m.kv_lora_rank + m.qk_pos_emb_head_dim) +
+                      d(m.kv_lora_rank) * a * d(m.qk_head_dim + m.v_head_dim);
+    return q + kv + a * d(m.v_head_dim) * h;
+  }
   const double h = d(m.hidden_size), q_width = d(m.num_attention_heads) * d(m.head_dim());
   const double kv_width = 2.0 * d(m.kv_heads()) * d(m.head_dim());
   return h * (q_width + kv_width) + q_width * h;
@@ -444,6 +475,10 @@ double moe_layer_active_weights(const ModelConfig& m) {
 /// and PV over s positions).
 double layer_forward_flops_per_token(const ModelConfig& m, int64_t layer) {
   const double weights = m.is_moe_layer(layer) ? moe_layer_active_weights(m) : layer_gemm_weights(m);
+  if (m.multi_latent_attention) {  // QK^T over d_qk and PV over d_v
+    return 2.0 * weights +
+           2.0 * d(m.seq_length) * d(m.num_attention_heads) * d(m.query_key_dim() + m.value_dim());
+  }
   return 2.0 * weights + 4.0 * d(m.seq_length) * d(m.num_attention_heads) * d(m.head_dim());
 }
 

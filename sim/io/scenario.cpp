@@ -536,6 +536,12 @@ class Loader {
     s.model.dropout = get_double("model.dropout");
     s.model.tie_embeddings = get_bool("model.tie_embeddings");
     s.model.kv_channels = get_int("model.kv_channels");
+    s.model.multi_latent_attention = get_bool("model.multi_latent_attention");
+    s.model.q_lora_rank = get_int("model.q_lora_rank");
+    s.model.kv_lora_rank = get_int("model.kv_lora_rank");
+    s.model.qk_head_dim = get_int("model.qk_head_dim");
+    s.model.qk_pos_emb_head_dim = get_int("model.qk_pos_emb_head_dim");
+    s.model.v_head_dim = get_int("model.v_head_dim");
     s.model.num_experts = get_int("model.num_experts");
     s.model.moe_router_topk = get_int("model.moe_router_topk");
     s.model.moe_ffn_hidden_size = get_int("model.moe_ffn_hidden_size");

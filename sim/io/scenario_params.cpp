@@ -105,6 +105,24 @@ constexpr std::array kParams{
               .default_text = "hidden_size / num_attention_heads", .min_int = 1,
               .help = "Width of one attention head, d (Megatron --kv-channels). Given, hidden_size need not be "
                       "divisible by the heads (Qwen3: 64 heads of 128 with hidden_size 4096)."},
+    ParamSpec{.key = "model.multi_latent_attention", .type = boolean, .need = Need::defaulted,
+              .default_text = "false",
+              .help = "Multi-head latent attention (DeepSeek-V2/V3; Megatron --multi-latent-attention): queries and "
+                      "keys/values from low-rank latents. Uses q_lora_rank, kv_lora_rank, qk_head_dim, "
+                      "qk_pos_emb_head_dim, v_head_dim; num_query_groups and kv_channels do not apply."},
+    ParamSpec{.key = "model.q_lora_rank", .type = integer, .unit = "elements", .need = Need::defaulted,
+              .default_text = "0", .min_int = 0,
+              .help = "MLA: width of the query latent (DeepSeek-V3 1536); 0: queries straight from the hidden state."},
+    ParamSpec{.key = "model.kv_lora_rank", .type = integer, .unit = "elements", .need = Need::defaulted,
+              .default_text = "512", .min_int = 1, .help = "MLA: width of the key/value latent (DeepSeek-V3 512)."},
+    ParamSpec{.key = "model.qk_head_dim", .type = integer, .unit = "elements", .need = Need::defaulted,
+              .default_text = "128", .min_int = 1,
+              .help = "MLA: a head's query/key width without the rotary part (DeepSeek-V3 128)."},
+    ParamSpec{.key = "model.qk_pos_emb_head_dim", .type = integer, .unit = "elements", .need = Need::defaulted,
+              .default_text = "64", .min_int = 0,
+              .help = "MLA: the rotary part of a head's query and of the shared key (DeepSeek-V3 64)."},
+    ParamSpec{.key = "model.v_head_dim", .type = integer, .unit = "elements", .need = Need::defaulted,
+              .default_text = "128", .min_int = 1, .help = "MLA: a head's value width (DeepSeek-V3 128)."},
     ParamSpec{.key = "model.num_experts", .type = integer, .unit = "experts", .need = Need::defaulted,
               .default_text = "0", .min_int = 0,
               .help = "Routed experts of each MoE layer (Megatron --num-experts); 0: a dense model. MoE is "
