@@ -5,6 +5,7 @@
 #include "models/hardware/catalog.hpp"
 #include "models/network/collective_model.hpp"
 #include "models/network/communication_model.hpp"
+#include "models/workload/model_config.hpp"
 
 namespace clustersim::models::test {
 
@@ -12,6 +13,24 @@ namespace clustersim::models::test {
 inline const Catalog& catalog() {
   static const Catalog c = Catalog::load(Catalog::default_directory());
   return c;
+}
+
+/// Llama 3 8B (Dubey et al. 2024, Table 3; torchtitan's llama3 "8B" args): 32 layers, h 4096, 32 heads, 8
+/// key/value groups, SwiGLU 14336, vocabulary 128256, RoPE, no dropout, untied output layer; 8K tokens.
+inline ModelConfig llama3_8b() {
+  ModelConfig m;
+  m.num_layers = 32;
+  m.hidden_size = 4096;
+  m.num_attention_heads = 32;
+  m.num_query_groups = 8;
+  m.ffn_hidden_size = 14336;
+  m.vocab_size = 128256;
+  m.seq_length = 8192;
+  m.gated_mlp = true;
+  m.rope = true;
+  m.dropout = 0.0;
+  m.tie_embeddings = false;
+  return m;
 }
 
 /// Every collective takes `seconds_per_byte` x bytes, whatever its pattern and algorithm.

@@ -19,20 +19,10 @@ namespace {
 using test::catalog;
 using test::LinearNetwork;
 
-/// Llama 3 8B at 64K tokens (Dubey et al. 2024, Table 3).
+/// Llama 3 8B at 64K tokens.
 ModelConfig llama3_8b_64k() {
-  ModelConfig m;
-  m.num_layers = 32;
-  m.hidden_size = 4096;
-  m.num_attention_heads = 32;
-  m.num_query_groups = 8;
-  m.ffn_hidden_size = 14336;
-  m.vocab_size = 128256;
+  ModelConfig m = test::llama3_8b();
   m.seq_length = 65536;
-  m.gated_mlp = true;
-  m.rope = true;
-  m.dropout = 0.0;
-  m.tie_embeddings = false;
   return m;
 }
 

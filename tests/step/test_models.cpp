@@ -19,6 +19,7 @@ namespace {
 
 using test::catalog;
 using test::LinearNetwork;
+using test::llama3_8b;
 
 ModelConfig gpt3_175b() {
   ModelConfig m;
@@ -110,24 +111,6 @@ TEST(Workload, IterationFlopsAreMegatronsFormulas) {
   EXPECT_NEAR(model_flops_per_iteration(m, tr).value() / model, 1.0, 1e-12);
   // 175B parameters: 12 l h^2 + V h within 1 %.
   EXPECT_NEAR(parameter_count(m) / 174.6e9, 1.0, 0.01);
-}
-
-/// Llama 3.1 8B (Dubey et al. 2024, Table 3; torchtitan's llama3 "8B" args): 32 layers, h 4096, 32 heads, 8
-/// key/value groups, SwiGLU 14336, vocabulary 128256, RoPE, no dropout, untied output layer.
-ModelConfig llama3_8b() {
-  ModelConfig m;
-  m.num_layers = 32;
-  m.hidden_size = 4096;
-  m.num_attention_heads = 32;
-  m.num_query_groups = 8;
-  m.ffn_hidden_size = 14336;
-  m.vocab_size = 128256;
-  m.seq_length = 8192;
-  m.gated_mlp = true;
-  m.rope = true;
-  m.dropout = 0.0;
-  m.tie_embeddings = false;
-  return m;
 }
 
 double bytes_of(const std::vector<Op>& ops) {

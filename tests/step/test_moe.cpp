@@ -23,19 +23,11 @@ using test::LinearNetwork;
 
 /// Mixtral 8x7B (Jiang et al. 2024; Megatron-LM moe README): 32 layers, h 4096, 32 heads, 8 groups, 8 experts
 /// of SwiGLU 14336, top-2, vocabulary 32000.
+/// Llama 3 8B's shape but for the vocabulary, the sequence and the experts.
 ModelConfig mixtral() {
-  ModelConfig m;
-  m.num_layers = 32;
-  m.hidden_size = 4096;
-  m.num_attention_heads = 32;
-  m.num_query_groups = 8;
-  m.ffn_hidden_size = 14336;
+  ModelConfig m = test::llama3_8b();
   m.vocab_size = 32000;
   m.seq_length = 4096;
-  m.gated_mlp = true;
-  m.rope = true;
-  m.dropout = 0.0;
-  m.tie_embeddings = false;
   m.num_experts = 8;
   m.moe_router_topk = 2;
   return m;
