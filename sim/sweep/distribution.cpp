@@ -71,6 +71,26 @@ struct Failure {
   }
 };
 
+/// Takes every message waiting on `ranks`, each through `handle(source, bytes)` after checking that it carries
+/// `tag` and comes from a rank `expected(source)` accepts (std::runtime_error naming the tag and the rank
+/// otherwise). Returns whether there was any: the caller sleeps a millisecond when there was none.
+template <typename Expected, typename Handle>
+bool drain_messages(RankChannel& ranks, int tag, Expected&& expected, Handle&& handle) {
+  int source = 0;
+  int got = 0;
+  std::string bytes;
+  bool any = false;
+  while (ranks.poll(source, got, bytes)) {
+    any = true;
+    if (got != tag || !expected(source)) {
+      throw std::runtime_error("unexpected message (tag " + std::to_string(got) + ") from rank " +
+                               std::to_string(source));
+    }
+    handle(source, bytes);
+  }
+  return any;
+}
+
 }  // namespace
 
 std::vector<SweepRow> serve_points(RankChannel& ranks, const LoadedSweep& sweep, const models::Catalog& catalog,
@@ -114,17 +134,9 @@ std::vector<SweepRow> serve_points(RankChannel& ranks, const LoadedSweep& sweep,
   int finals = 0;
   std::string message;
   const int code = attempt(message, [&] {
-    int source = 0;
-    int tag = 0;
-    std::string bytes;
+    const auto worker_rank = [&](int source) { return source > 0 && source < ranks.size(); };
     while (!failure.failed) {
-      bool busy = false;
-      while (ranks.poll(source, tag, bytes)) {
-        busy = true;
-        if (tag != kTagRows || source <= 0 || source >= ranks.size()) {
-          throw std::runtime_error("unexpected message (tag " + std::to_string(tag) + ") from rank " +
-                                   std::to_string(source));
-        }
+      const bool busy = drain_messages(ranks, kTagRows, worker_rank, [&](int source, const std::string& bytes) {
         std::string_view text = bytes;
         size_t want = 0;
         bool final_message = false;
@@ -165,7 +177,7 @@ std::vector<SweepRow> serve_points(RankChannel& ranks, const LoadedSweep& sweep,
           ranks.send(source, kTagPoints, points);
         }
         if (final_message) ++finals;
-      }
+      });
       progress(finished.load());
       if (finals == ranks.size() - 1 && finished.load() == target) break;
       if (!busy) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -218,17 +230,9 @@ void work_on_points(RankChannel& ranks, const LoadedSweep& sweep, const models::
   bool asked = false;
   std::string message;
   const int code = attempt(message, [&] {
-    int source = 0;
-    int tag = 0;
-    std::string bytes;
+    const auto rank_zero = [](int source) { return source == 0; };
     while (!failure.failed) {
-      bool busy = false;
-      while (ranks.poll(source, tag, bytes)) {
-        busy = true;
-        if (tag != kTagPoints || source != 0) {
-          throw std::runtime_error("unexpected message (tag " + std::to_string(tag) + ") from rank " +
-                                   std::to_string(source));
-        }
+      bool busy = drain_messages(ranks, kTagPoints, rank_zero, [&](int, const std::string& bytes) {
         std::vector<const SweepPoint*> points;
         if (!bytes.empty()) {
           for (const std::string& field : split_tabs(bytes)) {
@@ -246,7 +250,7 @@ void work_on_points(RankChannel& ranks, const LoadedSweep& sweep, const models::
         }
         wake.notify_all();
         asked = false;
-      }
+      });
       std::vector<SweepRow> rows;
       size_t pending = 0;
       {
