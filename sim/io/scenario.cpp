@@ -411,32 +411,57 @@ class Loader {
     }
   }
 
-  /// The layout as its keys give it so far (data 1 until it is derived), for the models' layout rules.
+  /// [parallelism] as its keys give it so far (data 1 until check_cluster derives it): the layout rules' input
+  /// and, complete, the scenario's.
   [[nodiscard]] models::ParallelismConfig layout_keys() const {
-    models::ParallelismConfig layout;
-    layout.tensor = get_int("parallelism.tensor");
-    layout.context = get_int("parallelism.context");
-    layout.pipeline = get_int("parallelism.pipeline");
-    if (has("parallelism.data")) layout.data = get_int("parallelism.data");
-    layout.virtual_stages = get_int("parallelism.virtual_stages");
-    layout.sequence_parallel = get_bool("parallelism.sequence_parallel");
-    layout.expert = get_int("parallelism.expert");
-    layout.expert_tensor = get_int("parallelism.expert_tensor");
-    return layout;
+    models::ParallelismConfig p;
+    p.tensor = get_int("parallelism.tensor");
+    p.context = get_int("parallelism.context");
+    p.context_comm = *models::parse_context_comm(get_string("parallelism.cp_comm_type"));
+    p.pipeline = get_int("parallelism.pipeline");
+    if (has("parallelism.data")) p.data = get_int("parallelism.data");
+    p.virtual_stages = get_int("parallelism.virtual_stages");
+    p.sequence_parallel = get_bool("parallelism.sequence_parallel");
+    p.zero_stage = get_int("parallelism.zero_stage");
+    p.overlap_grad_reduce = get_bool("parallelism.overlap_grad_reduce");
+    p.overlap_param_gather = get_bool("parallelism.overlap_param_gather");
+    p.overlap_p2p_comm = get_bool("parallelism.overlap_p2p_comm");
+    p.async_tensor_parallel_allreduce = get_bool("parallelism.async_tensor_parallel_allreduce");
+    p.tp_comm_overlap = get_bool("parallelism.tp_comm_overlap");
+    p.expert = get_int("parallelism.expert");
+    p.expert_tensor = get_int("parallelism.expert_tensor");
+    return p;
   }
 
-  /// The model's shape as far as the layout rules need it (derived widths once check_model has set them).
+  /// [model] as its keys give it (the derived widths once check_model has set them): the layout rules' input
+  /// and, complete, the scenario's.
   [[nodiscard]] models::ModelConfig model_keys() const {
-    models::ModelConfig model;
-    model.num_attention_heads = get_int("model.num_attention_heads");
-    model.num_query_groups = get_int("model.num_query_groups");
-    model.num_layers = get_int("model.num_layers");
-    model.seq_length = get_int("model.seq_length");
-    model.hidden_size = get_int("model.hidden_size");
-    model.num_experts = get_int("model.num_experts");
-    if (has("model.ffn_hidden_size")) model.ffn_hidden_size = get_int("model.ffn_hidden_size");
-    if (has("model.moe_ffn_hidden_size")) model.moe_ffn_hidden_size = get_int("model.moe_ffn_hidden_size");
-    return model;
+    models::ModelConfig m;
+    m.num_layers = get_int("model.num_layers");
+    m.hidden_size = get_int("model.hidden_size");
+    m.num_attention_heads = get_int("model.num_attention_heads");
+    if (has("model.num_query_groups")) m.num_query_groups = get_int("model.num_query_groups");
+    if (has("model.ffn_hidden_size")) m.ffn_hidden_size = get_int("model.ffn_hidden_size");
+    m.vocab_size = get_int("model.vocab_size");
+    m.seq_length = get_int("model.seq_length");
+    m.gated_mlp = get_string("model.mlp") == "swiglu";
+    m.rope = get_string("model.position_embedding") == "rope";
+    m.dropout = get_double("model.dropout");
+    m.tie_embeddings = get_bool("model.tie_embeddings");
+    if (has("model.kv_channels")) m.kv_channels = get_int("model.kv_channels");
+    m.multi_latent_attention = get_bool("model.multi_latent_attention");
+    m.q_lora_rank = get_int("model.q_lora_rank");
+    m.kv_lora_rank = get_int("model.kv_lora_rank");
+    m.qk_head_dim = get_int("model.qk_head_dim");
+    m.qk_pos_emb_head_dim = get_int("model.qk_pos_emb_head_dim");
+    m.v_head_dim = get_int("model.v_head_dim");
+    m.num_experts = get_int("model.num_experts");
+    m.moe_router_topk = get_int("model.moe_router_topk");
+    if (has("model.moe_ffn_hidden_size")) m.moe_ffn_hidden_size = get_int("model.moe_ffn_hidden_size");
+    m.moe_shared_expert_intermediate_size = get_int("model.moe_shared_expert_intermediate_size");
+    m.moe_layer_freq = get_int("model.moe_layer_freq");
+    m.num_dense_layers_first = get_int("model.num_dense_layers_first");
+    return m;
   }
 
   /// The VM size, the GPU count and the data-parallel degree (derived when omitted).
@@ -524,38 +549,13 @@ class Loader {
     s.schema_version = get_int("schema_version");
     s.name = get_string("name");
     s.description = get_string("description");
-    s.model.num_layers = get_int("model.num_layers");
-    s.model.hidden_size = get_int("model.hidden_size");
-    s.model.num_attention_heads = get_int("model.num_attention_heads");
-    s.model.num_query_groups = get_int("model.num_query_groups");
-    s.model.ffn_hidden_size = get_int("model.ffn_hidden_size");
-    s.model.vocab_size = get_int("model.vocab_size");
-    s.model.seq_length = get_int("model.seq_length");
-    s.model.gated_mlp = get_string("model.mlp") == "swiglu";
-    s.model.rope = get_string("model.position_embedding") == "rope";
-    s.model.dropout = get_double("model.dropout");
-    s.model.tie_embeddings = get_bool("model.tie_embeddings");
-    s.model.kv_channels = get_int("model.kv_channels");
-    s.model.multi_latent_attention = get_bool("model.multi_latent_attention");
-    s.model.q_lora_rank = get_int("model.q_lora_rank");
-    s.model.kv_lora_rank = get_int("model.kv_lora_rank");
-    s.model.qk_head_dim = get_int("model.qk_head_dim");
-    s.model.qk_pos_emb_head_dim = get_int("model.qk_pos_emb_head_dim");
-    s.model.v_head_dim = get_int("model.v_head_dim");
-    s.model.num_experts = get_int("model.num_experts");
-    s.model.moe_router_topk = get_int("model.moe_router_topk");
-    s.model.moe_ffn_hidden_size = get_int("model.moe_ffn_hidden_size");
-    s.model.moe_shared_expert_intermediate_size = get_int("model.moe_shared_expert_intermediate_size");
-    s.model.moe_layer_freq = get_int("model.moe_layer_freq");
-    s.model.num_dense_layers_first = get_int("model.num_dense_layers_first");
+    s.model = model_keys();
     s.training.moe_token_dispatcher = *models::parse_moe_dispatcher(get_string("training.moe_token_dispatcher"));
     s.training.moe_router_load_balancing =
         *models::parse_moe_balance(get_string("training.moe_router_load_balancing"));
     s.training.moe_expert_capacity_factor = get_double("training.moe_expert_capacity_factor");
     s.training.moe_grouped_gemm = get_bool("training.moe_grouped_gemm");
     s.training.moe_shared_expert_overlap = get_bool("training.moe_shared_expert_overlap");
-    s.parallelism.expert = get_int("parallelism.expert");
-    s.parallelism.expert_tensor = get_int("parallelism.expert_tensor");
     s.training.global_batch_size = get_int("training.global_batch_size");
     s.training.micro_batch_size = get_int("training.micro_batch_size");
     s.training.precision = *models::parse_precision(get_string("training.precision"));
@@ -567,19 +567,7 @@ class Loader {
     s.training.framework = *models::parse_framework(get_string("training.framework"));
     s.training.grad_reduce = *models::parse_precision(get_string("training.grad_reduce_dtype"));
     if (has("training.recompute_num_layers")) s.training.recompute_num_layers = get_int("training.recompute_num_layers");
-    s.parallelism.tensor = get_int("parallelism.tensor");
-    s.parallelism.context = get_int("parallelism.context");
-    s.parallelism.context_comm = *models::parse_context_comm(get_string("parallelism.cp_comm_type"));
-    s.parallelism.pipeline = get_int("parallelism.pipeline");
-    s.parallelism.data = get_int("parallelism.data");
-    s.parallelism.virtual_stages = get_int("parallelism.virtual_stages");
-    s.parallelism.sequence_parallel = get_bool("parallelism.sequence_parallel");
-    s.parallelism.zero_stage = get_int("parallelism.zero_stage");
-    s.parallelism.overlap_grad_reduce = get_bool("parallelism.overlap_grad_reduce");
-    s.parallelism.overlap_param_gather = get_bool("parallelism.overlap_param_gather");
-    s.parallelism.overlap_p2p_comm = get_bool("parallelism.overlap_p2p_comm");
-    s.parallelism.async_tensor_parallel_allreduce = get_bool("parallelism.async_tensor_parallel_allreduce");
-    s.parallelism.tp_comm_overlap = get_bool("parallelism.tp_comm_overlap");
+    s.parallelism = layout_keys();
     s.schedule = *models::parse_pipeline_schedule(get_string("parallelism.schedule"));
     s.cluster.vm_size = get_string("cluster.vm_size");
     s.cluster.nodes = get_int("cluster.nodes");
