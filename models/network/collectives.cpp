@@ -72,15 +72,16 @@ class Builder {
   /// destination's rail when there is one (PXN; NCCL_P2P_PXN_LEVEL's default uses it for every peer whose NIC
   /// is on another rail; the relay must be a rank of the communicator, whose proxy thread does the network
   /// send), so that the transfer does not cross rails in the network; otherwise routed directly.
-  void add_p2p(Phase& phase, int64_t from, int64_t to, const std::vector<int64_t>& members, double bytes_per_byte,
-               uint64_t hash) {
+  /// `sorted_members`: the communicator's ranks in ascending order (the relay, the GPU of the sender's node
+  /// with the destination's local index, is looked up among them by binary search).
+  void add_p2p(Phase& phase, int64_t from, int64_t to, const std::vector<int64_t>& sorted_members,
+               double bytes_per_byte, uint64_t hash) {
     int64_t proxy = from;
     const int64_t from_node = node_of(from), to_node = node_of(to);
     if (from_node != to_node && local_of(from) != local_of(to) &&
         topology_.zone_of_node(from_node) == topology_.zone_of_node(to_node) && has_nvswitch()) {
-      for (int64_t m : members) {
-        if (node_of(m) == from_node && local_of(m) == local_of(to)) proxy = m;
-      }
+      const int64_t relay = from_node * gpn_ + local_of(to);
+      if (std::binary_search(sorted_members.begin(), sorted_members.end(), relay)) proxy = relay;
     }
     add_via(phase, from, proxy, to, bytes_per_byte, hash);
   }
@@ -418,7 +419,7 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
           const std::vector<int64_t>& order = pattern.groups[gi];  // the ring as given
           for (size_t i = 0; i < order.size(); ++i) {
             const int64_t from = order[i], to = order[(i + 1) % order.size()];
-            b.add_p2p(phase, from, to, order, 1.0,
+            b.add_p2p(phase, from, to, ranks, 1.0,
                       flow_hash(gi, 0, static_cast<uint64_t>(from), static_cast<uint64_t>(to)));
           }
           return;

@@ -2,13 +2,14 @@
 
 #include <map>
 #include <sstream>
-#include <tuple>
+#include <vector>
 #include <stdexcept>
 #include <string>
 
 #include "models/compute/compute_model.hpp"
 #include "models/network/collective_model.hpp"
 #include "models/parallelism/framework_behaviour.hpp"
+#include "models/parallelism/layout.hpp"
 #include "models/workload/transformer.hpp"
 #include "sim/io/scenario.hpp"
 
@@ -20,13 +21,16 @@ struct ClusterCache::Cluster {
   Cluster(models::Topology t, const models::VmSize& vm, std::optional<models::CollectiveAlgorithm> algorithm)
       : topology(std::move(t)), network(topology, models::CollectiveConstants::for_vm(vm), algorithm) {}
 
-  /// Patterns per (tensor, pipeline, data) layout simulated on this cluster; cleared past kPatternLayouts so a
-  /// long layout search on a large cluster keeps bounded memory (callers hold their own reference).
+  /// Patterns per layout simulated on this cluster, keyed by the size of every layout dimension (the folded
+  /// expert ones included: two layouts with the same tensor, pipeline and data sizes but another expert size
+  /// have other expert groups); cleared past kPatternLayouts so a long layout search on a large cluster keeps
+  /// bounded memory (callers hold their own reference).
   static constexpr size_t kPatternLayouts = 64;
   std::mutex patterns_mutex;
-  std::map<std::tuple<int64_t, int64_t, int64_t>, std::shared_ptr<const models::MegatronPatterns>> patterns;
+  std::map<std::vector<int64_t>, std::shared_ptr<const models::MegatronPatterns>> patterns;
   std::shared_ptr<const models::MegatronPatterns> patterns_of(const models::ParallelismConfig& p) {
-    const auto key = std::tuple{p.tensor, p.pipeline, p.data};
+    std::vector<int64_t> key;
+    for (const models::LayoutDimension* d : models::layout_dimensions_as_written()) key.push_back(p.*d->size);
     {
       std::lock_guard lock(patterns_mutex);
       if (auto it = patterns.find(key); it != patterns.end()) return it->second;

@@ -108,6 +108,22 @@ TEST(RunScenario, SharedSimulatorGivesTheSameResultAsAPrivateOne) {
   EXPECT_EQ(first.one_zone->step_time, fresh.one_zone->step_time);
 }
 
+TEST(RunScenario, SharedSimulatorKeepsLayoutsThatDifferOnlyInExpertParallelismApart) {
+  // The cache of communication groups is per layout: EP 8 and EP 64 with the same tensor, pipeline and data
+  // sizes have other expert groups (a sweep once reused EP 64's for EP 8: 52.6 s instead of 79.1 s).
+  const fs::path mixtral = kScenarios / "mixtral-8x7b-64-h100-ep8.toml";
+  StepSimulator simulator;
+  const Scenario ep8 = load_scenario(mixtral, {}, catalog());
+  const Scenario ep2 = load_scenario(mixtral, {"parallelism.expert=2"}, catalog());
+  ASSERT_EQ(ep8.parallelism.tensor, ep2.parallelism.tensor);
+  ASSERT_EQ(ep8.parallelism.data, ep2.parallelism.data);
+  const RunResult shared8 = run_scenario(ep8, catalog(), simulator);
+  const RunResult shared2 = run_scenario(ep2, catalog(), simulator);
+  EXPECT_EQ(shared2.step.step_time, run_scenario(ep2, catalog()).step.step_time);
+  EXPECT_EQ(shared8.step.step_time, run_scenario(ep8, catalog()).step.step_time);
+  EXPECT_NE(shared8.step.step_time, shared2.step.step_time);
+}
+
 TEST(CollectiveBenchmark, SizesDoubleAndBusBandwidthFollowsNcclTests) {
   CollectiveBenchmark b;
   b.vm_size = "Standard_ND96isr_H100_v5";
