@@ -483,12 +483,19 @@ Topology build_topology(const VmSize& vm, const DeviceSpec& device, const Topolo
 // -------------------------------------------------------------------------------------------------- routing
 
 std::vector<LinkId> Topology::route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const {
+  std::vector<LinkId> path;
+  append_route(src_gpu, dst_gpu, flow_hash, path);
+  return path;
+}
+
+void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash,
+                            std::vector<LinkId>& out) const {
   const Impl& t = *impl_;
   if (src_gpu >= t.gpus || dst_gpu >= t.gpus) {
     throw std::invalid_argument("Topology::route: vertex " + std::to_string(std::max(src_gpu, dst_gpu)) +
                                 " is not a GPU (GPUs are 0.." + std::to_string(t.gpus - 1) + ")");
   }
-  if (src_gpu == dst_gpu) return {};
+  if (src_gpu == dst_gpu) return;
   // Routes are a pure function of (topology, src, dst, flow_hash), and collective schedules ask for the same
   // pairs again and again (ring, tree and hierarchical schedules of every layout share their neighbour pairs;
   // a 1,024-GPU layout search asks 440 K routes over 32 K distinct pairs). Each thread keeps its own cache of
@@ -536,15 +543,16 @@ std::vector<LinkId> Topology::route(VertexId src_gpu, VertexId dst_gpu, std::uin
   for (; cache.slots[i].src != kNoVertex; i = (i + 1) & (cache.slots.size() - 1)) {
     const Slot& e = cache.slots[i];
     if (e.src == src_gpu && e.dst == dst_gpu && e.hash == flow_hash) {
-      return {cache.links.begin() + e.offset, cache.links.begin() + e.offset + e.length};
+      out.insert(out.end(), cache.links.begin() + e.offset, cache.links.begin() + e.offset + e.length);
+      return;
     }
   }
-  std::vector<LinkId> path = t.compute_route(src_gpu, dst_gpu, flow_hash);
+  const std::vector<LinkId> path = t.compute_route(src_gpu, dst_gpu, flow_hash);
   cache.slots[i] = Slot{src_gpu, dst_gpu, flow_hash, static_cast<std::uint32_t>(cache.links.size()),
                         static_cast<std::uint32_t>(path.size())};
   cache.links.insert(cache.links.end(), path.begin(), path.end());
   if (2 * ++cache.size > cache.slots.size()) cache.grow();
-  return path;
+  out.insert(out.end(), path.begin(), path.end());
 }
 
 std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const {

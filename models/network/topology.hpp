@@ -182,6 +182,9 @@ class Topology {
   /// thread caches the paths it computed on the topology it used last (up to 2^20 paths, then starts over),
   /// since collective schedules ask for the same pairs again and again.
   [[nodiscard]] std::vector<LinkId> route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const;
+  /// route() appended to `path` (no allocation when `path` has room: collective schedules build one path per
+  /// transfer, half a million for a 256-GPU all-to-all on every node of a 2,048-GPU cluster).
+  void append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash, std::vector<LinkId>& path) const;
 
   struct Impl;
 

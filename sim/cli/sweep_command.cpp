@@ -217,7 +217,7 @@ void set_up_sweep(const std::vector<std::string>& args, const SweepRanks& ranks,
   s.sidecar_path = s.output.string() + ".partial";
 
   s.catalog.emplace(load_catalog(vm));
-  s.sweep.emplace(load_sweep(vm["scenario"].as<std::string>(), set_overrides(vm), *s.catalog));
+  s.sweep.emplace(load_sweep(vm["scenario"].as<std::string>(), set_overrides(vm), *s.catalog, s.jobs));
   for (const SweepPoint& p : s.sweep->points) {
     if (p.index % s.shard.count == s.shard.index) s.mine.push_back(&p);
   }

@@ -2,6 +2,8 @@
 #include "sim/sweep/sweep.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -9,8 +11,10 @@
 #include <optional>
 #include <tuple>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <toml++/toml.h>
 
 #include "models/hardware/catalog.hpp"
@@ -375,7 +379,7 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec, const std::filesyste
 
 std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::path& scenario,
                                                         const std::vector<std::string>& overrides,
-                                                        const models::Catalog& catalog) {
+                                                        const models::Catalog& catalog, int jobs) {
   // The model and the cluster: the scenario with the grid point's overrides, its own layout; when that
   // layout does not fit the point (other nodes, batch), with the simplest layout instead.
   const ScenarioDocument document = ScenarioDocument::read(scenario);  // parsed once for every candidate
@@ -414,21 +418,43 @@ std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::pa
                                   [&](const models::LayoutCandidate& c) { return c.parallelism.*d->size != 1; });
     if (d->shown_when_one || used) dims.push_back(d);
   }
-  for (const models::LayoutCandidate& c : candidates) {
-    // The layout as scenario values: each dimension's size under its key (as written: tensor, [context,]
-    // pipeline, data), then the micro batch and the virtual stages.
-    std::vector<SweptValue> layout;
-    for (const models::LayoutDimension* d : dims) layout.push_back({std::string(d->key), c.parallelism.*d->size});
-    layout.push_back({"training.micro_batch_size", c.micro_batch});
-    layout.push_back({"parallelism.virtual_stages", c.parallelism.virtual_stages});
-    std::vector<std::string> all = overrides;
-    for (const SweptValue& l : layout) all.push_back(l.override_text());
+  // The layout of each candidate as scenario values: each dimension's size under its key (as written: tensor,
+  // [context,] pipeline, data), then the micro batch and the virtual stages; kept when it loads. The loads
+  // (most of the enumeration's time) run on `jobs` threads, each candidate's verdict in its own slot.
+  std::vector<std::vector<SweptValue>> layouts(candidates.size());
+  std::vector<char> loads(candidates.size(), 0);
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  const auto check = [&] {
     try {
-      (void)load_scenario(document, all, catalog);
-    } catch (const ScenarioError&) {
-      continue;
+      for (size_t k = next++; k < candidates.size(); k = next++) {
+        const models::LayoutCandidate& c = candidates[k];
+        std::vector<SweptValue>& layout = layouts[k];
+        for (const models::LayoutDimension* d : dims) layout.push_back({std::string(d->key), c.parallelism.*d->size});
+        layout.push_back({"training.micro_batch_size", c.micro_batch});
+        layout.push_back({"parallelism.virtual_stages", c.parallelism.virtual_stages});
+        std::vector<std::string> all = overrides;
+        for (const SweptValue& l : layout) all.push_back(l.override_text());
+        try {
+          (void)load_scenario(document, all, catalog);
+          loads[k] = 1;
+        } catch (const ScenarioError&) {
+        }
+      }
+    } catch (...) {
+      const std::lock_guard lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+      next = candidates.size();
     }
-    out.push_back(std::move(layout));
+  };
+  std::vector<std::thread> threads;
+  for (int j = 1; j < std::min<int64_t>(jobs, static_cast<int64_t>(candidates.size())); ++j) threads.emplace_back(check);
+  check();
+  for (std::thread& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    if (loads[k]) out.push_back(std::move(layouts[k]));
   }
   return out;
 }

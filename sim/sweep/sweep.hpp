@@ -94,8 +94,9 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec, const std::filesyste
 /// tensor = pipeline = virtual_stages = micro batch = 1 when its own layout does not fit them); a scenario
 /// that still does not load throws its ScenarioError. Each layout is the 5 values parallelism.tensor = T,
 /// parallelism.pipeline = P, parallelism.data = D, training.micro_batch_size = B, parallelism.virtual_stages = V.
+/// `jobs` threads load the candidates (the result does not depend on it).
 std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::path& scenario,
                                                         const std::vector<std::string>& overrides,
-                                                        const models::Catalog& catalog);
+                                                        const models::Catalog& catalog, int jobs = 1);
 
 }  // namespace clustersim::sim

@@ -29,7 +29,7 @@ void invalid(SweepRow& row, const std::string& why) {
 }  // namespace
 
 LoadedSweep load_sweep(const std::filesystem::path& scenario, const std::vector<std::string>& overrides,
-                       const models::Catalog& catalog) {
+                       const models::Catalog& catalog, int jobs) {
   LoadedSweep s;
   s.scenario = scenario;
   s.overrides = overrides;
@@ -45,7 +45,7 @@ LoadedSweep load_sweep(const std::filesystem::path& scenario, const std::vector<
   for (const SweepPoint& g : expand_sweep(grid, scenario, 0, catalog)) {
     std::vector<std::string> with_set = overrides;
     for (const std::string& o : g.overrides()) with_set.push_back(o);
-    for (auto& layout : enumerate_layouts(scenario, with_set, catalog)) {
+    for (auto& layout : enumerate_layouts(scenario, with_set, catalog, jobs)) {
       std::vector<SweptValue> o = g.values;
       o.insert(o.end(), layout.begin(), layout.end());
       const auto index = static_cast<int64_t>(s.points.size());

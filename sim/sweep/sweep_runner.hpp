@@ -34,9 +34,9 @@ struct LoadedSweep {
 
 /// Loads `scenario` with `overrides` (--set) and expands its [sweep] into points; for parallelism = "auto",
 /// the layouts of each grid point (enumerate_layouts, with the overrides in force) numbered in order.
-/// Throws ScenarioError / CatalogError like load_scenario.
+/// Throws ScenarioError / CatalogError like load_scenario. `jobs` threads check the layouts.
 LoadedSweep load_sweep(const std::filesystem::path& scenario, const std::vector<std::string>& overrides,
-                       const models::Catalog& catalog);
+                       const models::Catalog& catalog, int jobs = 1);
 
 using SweepValue = std::variant<double, std::string>;
 

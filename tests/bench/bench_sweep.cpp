@@ -66,7 +66,7 @@ BENCHMARK(BM_LoadLayoutSearch)->Unit(benchmark::kMillisecond)->UseRealTime();
 void BM_MoeLayoutSearch(benchmark::State& state) {
   size_t n = 0, ok = 0;
   for (auto _ : state) {
-    const sim::LoadedSweep sweep = sim::load_sweep(kMoeScenario, {}, catalog());
+    const sim::LoadedSweep sweep = sim::load_sweep(kMoeScenario, {}, catalog(), 2);
     std::vector<const sim::SweepPoint*> points;
     for (const sim::SweepPoint& p : sweep.points) points.push_back(&p);
     sim::SweepRunOptions options;
