@@ -1,6 +1,7 @@
 #include "models/parallelism/step_program.hpp"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
@@ -336,16 +337,69 @@ units::Seconds context_exchange_time(ContextComm comm, int64_t context, bool bac
 
 CommPattern pipeline_pattern(const ParallelismConfig& p) { return layout_neighbours(p, LayoutDim::pipeline); }
 
-MegatronPatterns megatron_patterns(const ParallelismConfig& p) {
-  return MegatronPatterns{tensor_parallel_pattern(p), data_parallel_pattern(p), pipeline_pattern(p),
-                          context_parallel_pattern(p), expert_parallel_pattern(p), expert_tensor_pattern(p),
-                          expert_model_pattern(p), expert_data_pattern(p)};
+NodeSplit split_by_node(const CommPattern& pattern, int64_t gpus_per_node) {
+  if (gpus_per_node < 1) throw std::invalid_argument("split_by_node: gpus_per_node must be >= 1");
+  NodeSplit split;
+  for (const auto& group : pattern.groups) {
+    std::vector<std::vector<int64_t>> nodes;  // members per node, nodes in order of first member
+    std::map<int64_t, size_t> index;
+    for (int64_t r : group) {
+      const auto [it, added] = index.emplace(r / gpus_per_node, nodes.size());
+      if (added) nodes.emplace_back();
+      nodes[it->second].push_back(r);
+    }
+    for (const auto& n : nodes) {
+      if (n.size() != nodes.front().size()) return {};
+    }
+    for (const auto& n : nodes) split.intra.groups.push_back(n);
+    for (size_t i = 0; i < nodes.front().size(); ++i) {
+      std::vector<int64_t> rail;
+      for (const auto& n : nodes) rail.push_back(n[i]);
+      split.inter.groups.push_back(std::move(rail));
+    }
+  }
+  return split;
+}
+
+MegatronPatterns megatron_patterns(const ParallelismConfig& p, int64_t gpus_per_node) {
+  MegatronPatterns m{tensor_parallel_pattern(p), data_parallel_pattern(p), pipeline_pattern(p),
+                     context_parallel_pattern(p), expert_parallel_pattern(p), expert_tensor_pattern(p),
+                     expert_model_pattern(p), expert_data_pattern(p), {}, {}};
+  if (p.expert > 1) {
+    NodeSplit split = split_by_node(m.expert, gpus_per_node);
+    m.expert_intra_node = std::move(split.intra);
+    m.expert_inter_node = std::move(split.inter);
+  }
+  return m;
 }
 
 units::Seconds expert_comm_time(const ExpertTraffic& traffic, const MegatronPatterns& patterns,
                                 const CommunicationModel& network, units::Seconds hidden_under, double slowdown) {
   units::Seconds t(0.0);
-  if (traffic.dispatcher == MoeDispatcher::alltoall) {
+  if (traffic.dispatcher == MoeDispatcher::flex) {
+    if (traffic.token_bytes.value() > 0.0) {
+      if (patterns.expert_intra_node.groups.empty()) {
+        throw std::invalid_argument("the flex (DeepEP) dispatcher needs every expert-parallel group to have the "
+                                    "same number of ranks on each of its nodes");
+      }
+      const auto ranks = static_cast<int64_t>(patterns.expert.groups.front().size());
+      const auto per_node = static_cast<int64_t>(patterns.expert_intra_node.groups.front().size());
+      const int64_t nodes = ranks / per_node;
+      const FlexDispatchCopies copies = flex_dispatch_copies(traffic.experts, traffic.topk, ranks, per_node);
+      units::Seconds rdma(0.0), nvlink(0.0);
+      if (nodes > 1 && copies.network > 0.0) {
+        const double share = static_cast<double>(nodes) / static_cast<double>(nodes - 1);
+        rdma = network.collective_time(CollectiveOp::all_to_all, patterns.expert_inter_node,
+                                       traffic.token_bytes * (copies.network * share)).time;
+      }
+      if (per_node > 1 && copies.nvlink > 0.0) {
+        const double share = static_cast<double>(per_node) / static_cast<double>(per_node - 1);
+        nvlink = network.collective_time(CollectiveOp::all_to_all, patterns.expert_intra_node,
+                                         traffic.token_bytes * (copies.nvlink * share)).time;
+      }
+      t += std::max(rdma, nvlink) * 2.0;
+    }
+  } else if (traffic.dispatcher == MoeDispatcher::alltoall) {
     if (traffic.all_to_all_bytes.value() > 0.0) {
       t += network.collective_time(CollectiveOp::all_to_all, patterns.expert, traffic.all_to_all_bytes).time * 2.0;
     }
@@ -386,7 +440,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   const LayerWork embed = embedding(model, setup.training, options);
 
   std::optional<MegatronPatterns> built;
-  if (patterns == nullptr) patterns = &built.emplace(megatron_patterns(par));
+  if (patterns == nullptr) patterns = &built.emplace(megatron_patterns(par, setup.gpus_per_node));
   const CommPattern& tp = patterns->tensor;
   const CommPattern& dp = patterns->data;
   PassCost layer_fwd = pass_cost(layer, PassKind::forward, setup, compute, network, *patterns);

@@ -134,7 +134,8 @@ struct StepProgram {
 };
 
 /// The whole-cluster communication patterns of a Megatron layout (see the functions below). They depend on
-/// (tensor, pipeline, data) only, so callers that simulate many configurations of one layout keep them.
+/// the layout's dimensions and the GPUs per node only, so callers that simulate many configurations of one
+/// layout keep them.
 struct MegatronPatterns {
   CommPattern tensor;    ///< tensor_parallel_pattern
   CommPattern data;      ///< data_parallel_pattern
@@ -144,13 +145,31 @@ struct MegatronPatterns {
   CommPattern expert_tensor;  ///< expert_tensor_pattern
   CommPattern expert_model;   ///< expert_model_pattern (allgather dispatcher)
   CommPattern expert_data;    ///< expert_data_pattern (expert gradients)
+  /// The expert-parallel groups split by node (split_by_node): the members on one node (flex dispatcher's
+  /// NVLink forwarding) and the members at one position on every node (its RDMA sends, rail to rail); empty
+  /// when a group has unequal numbers of members on its nodes.
+  CommPattern expert_intra_node;
+  CommPattern expert_inter_node;
 };
+
+/// `pattern`'s groups split by node of `gpus_per_node` GPUs: `intra`, for each group and node, the members on
+/// that node (in group order); `inter`, for each group and position i, the i-th member on each of its nodes.
+/// Both empty unless every node of every group holds the same number of its members.
+struct NodeSplit {
+  CommPattern intra;
+  CommPattern inter;
+};
+NodeSplit split_by_node(const CommPattern& pattern, int64_t gpus_per_node);
 
 /// Time of an MoE layer pass's expert-parallel traffic (`traffic`, ExpertTraffic): the dispatch and the
 /// combine, each an all-to-all of traffic.all_to_all_bytes over the expert-parallel groups and, with
 /// expert_tensor > 1, an all-gather (after the dispatch) or a reduce-scatter (before the combine) of
 /// traffic.expert_tensor_bytes over the expert-tensor groups; with the allgather dispatcher an all-gather and
-/// a reduce-scatter of traffic.all_gather_bytes over the expert x expert-tensor groups. All of it is on the
+/// a reduce-scatter of traffic.all_gather_bytes over the expert x expert-tensor groups; with the flex dispatcher
+/// (DeepEP) the dispatch and the combine each take max(network, NVLink): an all-to-all over
+/// patterns.expert_inter_node of token_bytes x flex_dispatch_copies().network x n / (n - 1) per rank (n nodes
+/// per group: that much leaves each rank), and one over patterns.expert_intra_node of token_bytes x nvlink x
+/// r / (r - 1) (r members per node), the two running pipelined in one kernel. All of it is on the
 /// critical path (Megatron-Core runs the dispatcher on the compute stream) except the part that runs beside
 /// `hidden_under` (the shared expert with moe_shared_expert_overlap), which slows that compute by `slowdown`
 /// of the hidden time.
@@ -172,8 +191,8 @@ units::Seconds expert_comm_time(const ExpertTraffic& traffic, const MegatronPatt
 /// kernels' SMs and HBM traffic; kOverlapComputeSlowdown). Zero for c = 1.
 units::Seconds context_exchange_time(ContextComm comm, int64_t context, bool backward, units::Seconds attention,
                                      units::Seconds hop, units::Seconds gather, double slowdown);
-/// The patterns of `p`.
-MegatronPatterns megatron_patterns(const ParallelismConfig& p);
+/// The patterns of `p` on nodes of `gpus_per_node` GPUs.
+MegatronPatterns megatron_patterns(const ParallelismConfig& p, int64_t gpus_per_node);
 
 /// Builds the step IR. `patterns`, when given, must be megatron_patterns(setup.parallelism) (kept by the caller
 /// to skip rebuilding them); otherwise they are built. Throws std::invalid_argument on an inconsistent setup

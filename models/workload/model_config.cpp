@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace clustersim::models {
 
@@ -22,11 +24,19 @@ std::optional<Recompute> parse_recompute(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view to_string(MoeDispatcher d) { return d == MoeDispatcher::alltoall ? "alltoall" : "allgather"; }
+std::string_view to_string(MoeDispatcher d) {
+  switch (d) {
+    case MoeDispatcher::alltoall: return "alltoall";
+    case MoeDispatcher::allgather: return "allgather";
+    case MoeDispatcher::flex: return "flex";
+  }
+  return "?";
+}
 
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name) {
-  if (name == "alltoall") return MoeDispatcher::alltoall;
-  if (name == "allgather") return MoeDispatcher::allgather;
+  for (MoeDispatcher d : {MoeDispatcher::alltoall, MoeDispatcher::allgather, MoeDispatcher::flex}) {
+    if (to_string(d) == name) return d;
+  }
   return std::nullopt;
 }
 
@@ -59,6 +69,27 @@ double moe_rank_imbalance(MoeBalance balance, int64_t experts, int64_t local_exp
   if (tokens_per_rank > 0.0) cv2 += 1.0 / tokens_per_rank;
   const double busiest = 1.0 + std::sqrt(cv2) * std::sqrt(2.0 * std::log(static_cast<double>(ranks)));
   return capacity_factor > 0.0 ? std::min(busiest, std::max(1.0, capacity_factor)) : busiest;
+}
+
+FlexDispatchCopies flex_dispatch_copies(int64_t experts, int64_t topk, int64_t ranks, int64_t ranks_per_node) {
+  if (topk < 1 || topk > experts || ranks < 1 || experts % ranks != 0 || ranks_per_node < 1 ||
+      ranks % ranks_per_node != 0) {
+    throw std::invalid_argument("flex_dispatch_copies: needs 1 <= topk <= experts, ranks dividing experts and "
+                                "ranks_per_node dividing ranks; got experts " + std::to_string(experts) +
+                                ", topk " + std::to_string(topk) + ", ranks " + std::to_string(ranks) +
+                                ", ranks_per_node " + std::to_string(ranks_per_node));
+  }
+  // P(c) = C(E - c, k) / C(E, k) = prod_{i < k} (E - c - i) / (E - i).
+  const auto missed = [&](int64_t c) {
+    double p = 1.0;
+    for (int64_t i = 0; i < topk; ++i) p *= std::max(0.0, static_cast<double>(experts - c - i)) / static_cast<double>(experts - i);
+    return p;
+  };
+  const int64_t nodes = ranks / ranks_per_node;
+  FlexDispatchCopies c;
+  c.network = static_cast<double>(nodes - 1) * (1.0 - missed(experts / nodes));
+  c.nvlink = static_cast<double>(nodes * (ranks_per_node - 1)) * (1.0 - missed(experts / ranks));
+  return c;
 }
 
 std::string_view to_string(KernelFusion f) {

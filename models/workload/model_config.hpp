@@ -135,8 +135,12 @@ std::optional<Framework> parse_framework(std::string_view name);
 /// How an MoE layer's tokens reach their experts (Megatron-Core --moe-token-dispatcher-type): alltoall (each
 /// rank sends each routed token copy to its expert's rank: an all-to-all over the expert-parallel group, then
 /// an all-gather over the expert-tensor-parallel group), allgather (every rank all-gathers all tokens of the
-/// expert-parallel x expert-tensor group and keeps those of its experts; a reduce-scatter combines).
-enum class MoeDispatcher { alltoall, allgather };
+/// expert-parallel x expert-tensor group and keeps those of its experts; a reduce-scatter combines), flex
+/// (Megatron-Core's flex dispatcher with DeepEP's normal kernels, DeepSeek-AI 2025, github.com/deepseek-ai/DeepEP:
+/// each token crosses the network once per distinct destination node, to the GPU with the sender's local index,
+/// which forwards it over NVLink once per distinct destination GPU of that node; the RDMA and NVLink parts run
+/// pipelined in one kernel).
+enum class MoeDispatcher { alltoall, allgather, flex };
 std::string_view to_string(MoeDispatcher d);
 std::optional<MoeDispatcher> parse_moe_dispatcher(std::string_view name);
 
@@ -162,6 +166,23 @@ std::optional<MoeBalance> parse_moe_balance(std::string_view name);
 /// checked only against Wang et al.'s numbers it is built from.
 double moe_rank_imbalance(MoeBalance balance, int64_t experts, int64_t local_experts, int64_t ranks,
                           double tokens_per_rank, double capacity_factor);
+
+/// Expected copies of one token that DeepEP's normal dispatch sends (MoeDispatcher::flex), for top-`topk`
+/// routing over `experts` experts placed in order on `ranks` expert-parallel ranks, `ranks_per_node` of them on
+/// each node of the group (n = ranks / ranks_per_node nodes), every choice of topk distinct experts equally
+/// likely (a balanced router): a set of c experts is missed with probability P(c) = C(E - c, k) / C(E, k)
+/// (hypergeometric), so
+///   network: (n - 1) (1 - P(E / n)) copies, one per distinct destination node other than the sender's;
+///   NVLink: n (r - 1) (1 - P(E / ranks)) copies, r = ranks_per_node: in each node, one per destination GPU
+///           other than the one the token enters through (the sender itself, or the RDMA receiver).
+/// The alltoall dispatcher sends topk (ranks - 1) / ranks copies instead, one per (token, expert) pair.
+/// Throws std::invalid_argument unless 1 <= topk <= experts, ranks divides experts and ranks_per_node divides
+/// ranks.
+struct FlexDispatchCopies {
+  double network = 0.0;
+  double nvlink = 0.0;
+};
+FlexDispatchCopies flex_dispatch_copies(int64_t experts, int64_t topk, int64_t ranks, int64_t ranks_per_node);
 
 /// Batch and numerics of a training run.
 struct TrainingConfig {

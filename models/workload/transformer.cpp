@@ -164,6 +164,14 @@ void moe_mlp(LayerWork& w, const ModelConfig& m, const TrainingConfig& tr, const
   if (tr.moe_token_dispatcher == MoeDispatcher::alltoall) {
     if (o.expert > 1) traffic.all_to_all_bytes = units::Bytes(imbalance * routed * d(k) * d(h) * e);
     if (o.expert_tensor > 1) traffic.expert_tensor_bytes = units::Bytes(received * d(h) * e);
+  } else if (tr.moe_token_dispatcher == MoeDispatcher::flex) {
+    if (o.expert_tensor != 1) {
+      throw std::invalid_argument("the flex (DeepEP) dispatcher needs expert_tensor = 1, got " +
+                                  std::to_string(o.expert_tensor));
+    }
+    if (o.expert > 1) traffic.token_bytes = units::Bytes(imbalance * routed * d(h) * e);
+    traffic.experts = experts;
+    traffic.topk = k;
   } else if (o.expert * o.expert_tensor > 1) {
     // Every rank gathers every token of the expert x expert-tensor group and keeps its experts' copies.
     traffic.all_gather_bytes = units::Bytes(d(o.expert * o.expert_tensor) * routed * d(h) * e);

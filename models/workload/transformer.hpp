@@ -103,18 +103,25 @@ struct TensorParallelTraffic {
 /// dispatch and the combine, each an all-to-all of `all_to_all_bytes` sent per rank over the expert-parallel
 /// group (alltoall dispatcher) or an all-gather / reduce-scatter of `all_gather_bytes` over the expert x
 /// expert-tensor group (allgather dispatcher), plus, with expert_tensor > 1 and the alltoall dispatcher, an
-/// all-gather and a reduce-scatter of `expert_tensor_bytes` over the expert-tensor group. Sizes are the
-/// busiest rank's (the mean times moe_rank_imbalance).
+/// all-gather and a reduce-scatter of `expert_tensor_bytes` over the expert-tensor group; with the flex
+/// dispatcher, `token_bytes` (one copy of the rank's routed tokens), sent flex_dispatch_copies times over the
+/// network and NVLink (expert_comm_time places them on the groups' nodes). Sizes are the busiest rank's (the
+/// mean times moe_rank_imbalance).
 struct ExpertTraffic {
   MoeDispatcher dispatcher = MoeDispatcher::alltoall;
   units::Bytes all_to_all_bytes;
   units::Bytes all_gather_bytes;
   units::Bytes expert_tensor_bytes;
+  units::Bytes token_bytes;  ///< flex: imbalance x routed tokens x h x e
+  int64_t experts = 0;       ///< flex: E
+  int64_t topk = 0;          ///< flex: k
   double imbalance = 1.0;  ///< the busiest rank's routed tokens over the mean
   /// Kernel time the combine can hide under: the shared expert's GEMMs and activation (their op indices in
   /// the pass's op list), with moe_shared_expert_overlap.
   std::vector<size_t> shared_expert_ops;
-  [[nodiscard]] bool any() const { return all_to_all_bytes.value() > 0.0 || all_gather_bytes.value() > 0.0; }
+  [[nodiscard]] bool any() const {
+    return all_to_all_bytes.value() > 0.0 || all_gather_bytes.value() > 0.0 || token_bytes.value() > 0.0;
+  }
 };
 
 /// The ops of one transformer layer for one microbatch on one TP rank.

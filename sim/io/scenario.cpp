@@ -536,6 +536,11 @@ class Loader {
     if (const auto problem = models::expert_layout_problem(layout_keys(), model_keys())) {
       fail_at(problem->key, problem->message);
     }
+    if (get_string("training.moe_token_dispatcher") == "flex" && get_int("parallelism.expert_tensor") != 1) {
+      fail_at("training.moe_token_dispatcher", "flex (DeepEP) dispatches over the expert-parallel group only: it "
+                                               "needs parallelism.expert_tensor = 1, got " +
+                                                   std::to_string(get_int("parallelism.expert_tensor")));
+    }
     const int64_t b = get_int("training.global_batch_size");
     const int64_t mb = get_int("training.micro_batch_size");
     checked_mul(mb, d, "training.micro_batch_size");

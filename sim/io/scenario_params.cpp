@@ -31,7 +31,7 @@ constexpr std::array<std::string_view, 5> kAllReduceAlgorithms{"auto", "ring", "
 constexpr std::array<std::string_view, 2> kMlps{"gelu", "swiglu"};
 constexpr std::array<std::string_view, 2> kSchedules{"1f1b", "gpipe"};
 constexpr std::array<std::string_view, 2> kContextComms{"p2p", "all_gather"};
-constexpr std::array<std::string_view, 2> kDispatchers{"alltoall", "allgather"};
+constexpr std::array<std::string_view, 3> kDispatchers{"alltoall", "allgather", "flex"};
 constexpr std::array<std::string_view, 3> kBalancing{"forced", "aux_loss", "aux_free"};
 constexpr std::array<std::string_view, 2> kFidelities{"replica", "full"};
 constexpr std::array<std::string_view, 2> kStorages{"local_nvme", "parallel_fs"};
@@ -171,8 +171,10 @@ constexpr std::array kParams{
     ParamSpec{.key = "training.moe_token_dispatcher", .type = string, .need = Need::defaulted,
               .default_text = "\"alltoall\"", .choices = kDispatchers,
               .help = "MoE token dispatcher (Megatron --moe-token-dispatcher-type): alltoall (an all-to-all over "
-                      "the expert-parallel group, then an all-gather over expert_tensor) or allgather (all tokens of "
-                      "the expert x expert_tensor group gathered on every rank)."},
+                      "the expert-parallel group, then an all-gather over expert_tensor), allgather (all tokens of "
+                      "the expert x expert_tensor group gathered on every rank) or flex (DeepEP: each token crosses "
+                      "the network once per destination node and NVLink once per destination GPU; needs "
+                      "expert_tensor = 1)."},
     ParamSpec{.key = "training.moe_router_load_balancing", .type = string, .need = Need::defaulted,
               .default_text = "\"aux_loss\"", .choices = kBalancing,
               .help = "Router load balancing, for the busiest expert rank's load: forced (an even split, as "

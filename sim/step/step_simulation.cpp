@@ -28,14 +28,15 @@ struct ClusterCache::Cluster {
   static constexpr size_t kPatternLayouts = 64;
   std::mutex patterns_mutex;
   std::map<std::vector<int64_t>, std::shared_ptr<const models::MegatronPatterns>> patterns;
-  std::shared_ptr<const models::MegatronPatterns> patterns_of(const models::ParallelismConfig& p) {
+  std::shared_ptr<const models::MegatronPatterns> patterns_of(const models::ParallelismConfig& p,
+                                                                int64_t gpus_per_node) {
     std::vector<int64_t> key;
     for (const models::LayoutDimension* d : models::layout_dimensions_as_written()) key.push_back(p.*d->size);
     {
       std::lock_guard lock(patterns_mutex);
       if (auto it = patterns.find(key); it != patterns.end()) return it->second;
     }
-    auto built = std::make_shared<const models::MegatronPatterns>(models::megatron_patterns(p));
+    auto built = std::make_shared<const models::MegatronPatterns>(models::megatron_patterns(p, gpus_per_node));
     std::lock_guard lock(patterns_mutex);
     if (patterns.size() >= kPatternLayouts) patterns.clear();
     return patterns.emplace(key, std::move(built)).first->second;
@@ -89,7 +90,7 @@ StepReport StepSimulator::simulate(const models::StepSetup& setup, const models:
     throw std::invalid_argument("simulate_step: the cluster has " + std::to_string(cluster->topology.gpu_count()) +
                                 " GPUs, the layout needs " + std::to_string(setup.parallelism.gpus()));
   }
-  const std::shared_ptr<const models::MegatronPatterns> patterns = cluster->patterns_of(setup.parallelism);
+  const std::shared_ptr<const models::MegatronPatterns> patterns = cluster->patterns_of(setup.parallelism, setup.gpus_per_node);
   const models::StepProgram program = models::build_step_program(setup, compute, cluster->network, patterns.get());
 
   StepReport r;

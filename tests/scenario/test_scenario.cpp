@@ -276,6 +276,11 @@ TEST(ScenarioOverrides, ContextAndExpertLayoutErrorsAreLocated) {
                "parallelism.sequence_parallel", "must be true for an MoE model with tensor > 1");
   expect_error("valid_minimal.toml", {"parallelism.expert=2"}, "--set", 1, 20, "parallelism.expert",
                "needs model.num_experts > 0");
+  // DeepEP (flex) dispatches over the expert-parallel group only.
+  expect_error("valid_minimal.toml",
+               {"model.num_experts=8", "parallelism.expert=4", "parallelism.expert_tensor=2",
+                "training.moe_token_dispatcher=\"flex\""},
+               "--set", 4, 31, "training.moe_token_dispatcher", "needs parallelism.expert_tensor = 1, got 2");
   // A valid MoE layout loads, and its folded sizes are read.
   const Scenario moe = load("valid_minimal.toml", {"model.num_experts=8", "parallelism.expert=8",
                                                    "parallelism.context=2", "model.moe_router_topk=2"});
