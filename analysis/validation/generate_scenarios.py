@@ -338,7 +338,69 @@ def megatron_bridge_moe(rows_out):
         rows_out[name] = render(header, tables)
 
 
-DATASETS = [torchtitan, nemo, megatron_bridge_moe]
+def deepseek_v3_model_table(seq):
+    """DeepSeek-V3's shapes (arXiv 2412.19437 Sec. 4.2; inference/configs/config_671B.json): 61 layers, the
+    first 3 dense, h 7168, 128 MLA heads, 256 routed experts of 2048 and one shared, top-8."""
+    return {
+        "num_layers": 61, "hidden_size": 7168, "num_attention_heads": 128, "multi_latent_attention": True,
+        "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_head_dim": 128, "qk_pos_emb_head_dim": 64,
+        "v_head_dim": 128, "ffn_hidden_size": 18432, "vocab_size": 129280, "seq_length": seq, "mlp": "swiglu",
+        "position_embedding": "rope", "dropout": 0.0, "tie_embeddings": False, "num_experts": 256,
+        "moe_router_topk": 8, "moe_ffn_hidden_size": 2048, "moe_shared_expert_intermediate_size": 2048,
+        "num_dense_layers_first": 3,
+    }
+
+
+def dgxc_deepseek_v3(rows_out):
+    """DGX Cloud benchmarking recipes: DeepSeek-V3 671B BF16 pre-training on DGX-H100 (NeMo 2, 25.04)."""
+    for r in read_csv("dgxc_deepseek_v3.csv"):
+        gpus, tp, pp, ep = (int(r[k]) for k in ("gpus", "tp", "pp", "ep"))
+        seq, gbs, mbs = int(r["seq"]), int(r["gbs"]), int(r["mbs"])
+        data = gpus // (tp * pp)
+        dataset = "dgxc-h100"
+        name = f"{dataset}-deepseek-v3-{r['id']}"
+        header = [
+            f"Validation, NVIDIA DGX Cloud benchmarking recipe (dgxc-benchmarking, NeMo 25.04.01), row {r['id']}: "
+            f"DeepSeek-V3 671B on {gpus} H100 (DGX-H100), BF16.",
+            "Source: NVIDIA/dgxc-benchmarking deepseek_v3/pretraining/README.md and launch.sh; "
+            "scenarios/validation/published/dgxc_deepseek_v3.csv.",
+            "Model: DeepSeek-V3 (MLA, 256 routed experts + 1 shared, top-8, first 3 layers dense); its "
+            "multi-token-prediction layer is not modelled (about 1/61 of the layers' work, on the last stage).",
+            f"Layout: TP {tp} x PP {pp} x DP {data} with sequence parallelism, EP {ep} folded over TP x DP; global "
+            f"batch {gbs}, micro batch {mbs}, sequence {seq}. The recipe's uneven split (first stage one layer "
+            "short, last two) is approximated by clustersim's (middle stages one layer more).",
+            "Hardware: DGX-H100 (8 x H100 SXM5 80 GB, NVSwitch, 8 x 400 Gb/s NDR InfiniBand): the node design of "
+            "Standard_ND96isr_H100_v5 (rail-optimized fabric).",
+            "Assumption: the release's token-drop callback: alltoall dispatcher, capacity factor 1.0 padded to "
+            "capacity (every expert runs its mean share), aux-loss balancing",
+            "Assumption: selective recompute of the MLA up-projections only, read as 'selective' (the attention "
+            "core, nothing with fused attention); gradient reduction in bf16",
+            "Compared metric: tokens_per_s_per_gpu (total tokens/s over the GPUs).",
+        ]
+        tables = [
+            ("", {"schema_version": 1, "name": "validation-" + name,
+                  "description": f"DeepSeek-V3 671B BF16, DGX Cloud recipe row {r['id']} ({gpus} H100)"}),
+            ("model", deepseek_v3_model_table(seq)),
+            ("training", {
+                "framework": "nemo", "global_batch_size": gbs, "micro_batch_size": mbs, "precision": "bf16",
+                "activation_recompute": "selective", "grad_reduce_dtype": "bf16",
+                "moe_router_load_balancing": "aux_loss", "moe_expert_capacity_factor": 1.0,
+            }),
+            ("parallelism", {
+                "tensor": tp, "pipeline": pp, "data": data, "sequence_parallel": True if tp > 1 else None,
+                "expert": ep,
+            }),
+            ("cluster", {"vm_size": "Standard_ND96isr_H100_v5", "nodes": gpus // 8, "fabric": "rail_optimized"}),
+            ("reference", {
+                "tokens_per_s_per_gpu": float(r["tokens_per_s_per_gpu"]), "dataset": dataset,
+                "source": f"NVIDIA dgxc-benchmarking DeepSeek-V3 pre-training README, BF16 {gpus} GPUs "
+                          f"({r['step_time_s']} s per step)",
+            }),
+        ]
+        rows_out[name] = render(header, tables)
+
+
+DATASETS = [torchtitan, nemo, megatron_bridge_moe, dgxc_deepseek_v3]
 
 
 def main():
