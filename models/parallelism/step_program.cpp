@@ -340,13 +340,21 @@ CommPattern pipeline_pattern(const ParallelismConfig& p) { return layout_neighbo
 NodeSplit split_by_node(const CommPattern& pattern, int64_t gpus_per_node) {
   if (gpus_per_node < 1) throw std::invalid_argument("split_by_node: gpus_per_node must be >= 1");
   NodeSplit split;
+  std::vector<std::vector<int64_t>> nodes;  // members per node, nodes in order of first member
+  std::vector<int64_t> node_ids;
   for (const auto& group : pattern.groups) {
-    std::vector<std::vector<int64_t>> nodes;  // members per node, nodes in order of first member
-    std::map<int64_t, size_t> index;
+    nodes.clear();
+    node_ids.clear();
     for (int64_t r : group) {
-      const auto [it, added] = index.emplace(r / gpus_per_node, nodes.size());
-      if (added) nodes.emplace_back();
-      nodes[it->second].push_back(r);
+      const int64_t node = r / gpus_per_node;
+      // A group spans few nodes (at most its size / 1): a linear search beats a map.
+      size_t k = 0;
+      while (k < node_ids.size() && node_ids[k] != node) ++k;
+      if (k == node_ids.size()) {
+        node_ids.push_back(node);
+        nodes.emplace_back();
+      }
+      nodes[k].push_back(r);
     }
     for (const auto& n : nodes) {
       if (n.size() != nodes.front().size()) return {};
