@@ -1,7 +1,6 @@
 #include "models/parallelism/step_program.hpp"
 
 #include <algorithm>
-#include <map>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
