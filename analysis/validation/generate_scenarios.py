@@ -364,11 +364,11 @@ def dgxc_deepseek_v3(rows_out):
             f"DeepSeek-V3 671B on {gpus} H100 (DGX-H100), BF16.",
             "Source: NVIDIA/dgxc-benchmarking deepseek_v3/pretraining/README.md and launch.sh; "
             "scenarios/validation/published/dgxc_deepseek_v3.csv.",
-            "Model: DeepSeek-V3 (MLA, 256 routed experts + 1 shared, top-8, first 3 layers dense); its "
-            "multi-token-prediction layer is not modelled (about 1/61 of the layers' work, on the last stage).",
+            "Model: DeepSeek-V3 (MLA, 256 routed experts + 1 shared, top-8, first 3 layers dense) with the "
+            "recipe's one multi-token-prediction module (mtp_num_layers=1) on the last stage.",
             f"Layout: TP {tp} x PP {pp} x DP {data} with sequence parallelism, EP {ep} folded over TP x DP; global "
-            f"batch {gbs}, micro batch {mbs}, sequence {seq}. The recipe's uneven split (first stage one layer "
-            "short, last two) is approximated by clustersim's (middle stages one layer more).",
+            f"batch {gbs}, micro batch {mbs}, sequence {seq}; the perf script's stages: 64 // pp - 1 layers on "
+            "the first, 64 // pp - 2 on the last, 64 // pp on the others.",
             "Hardware: DGX-H100 (8 x H100 SXM5 80 GB, NVSwitch, 8 x 400 Gb/s NDR InfiniBand): the node design of "
             "Standard_ND96isr_H100_v5 (rail-optimized fabric).",
             "Assumption: the release's token-drop callback: alltoall dispatcher, capacity factor 1.0 padded to "
@@ -380,7 +380,7 @@ def dgxc_deepseek_v3(rows_out):
         tables = [
             ("", {"schema_version": 1, "name": "validation-" + name,
                   "description": f"DeepSeek-V3 671B BF16, DGX Cloud recipe row {r['id']} ({gpus} H100)"}),
-            ("model", deepseek_v3_model_table(seq)),
+            ("model", dict(deepseek_v3_model_table(seq), mtp_num_layers=1)),
             ("training", {
                 "framework": "nemo", "global_batch_size": gbs, "micro_batch_size": mbs, "precision": "bf16",
                 "activation_recompute": "selective", "grad_reduce_dtype": "bf16",
@@ -388,7 +388,7 @@ def dgxc_deepseek_v3(rows_out):
             }),
             ("parallelism", {
                 "tensor": tp, "pipeline": pp, "data": data, "sequence_parallel": True if tp > 1 else None,
-                "expert": ep,
+                "expert": ep, "first_stage_layers": 64 // pp - 1, "last_stage_layers": 64 // pp - 2,
             }),
             ("cluster", {"vm_size": "Standard_ND96isr_H100_v5", "nodes": gpus // 8, "fabric": "rail_optimized"}),
             ("reference", {

@@ -249,9 +249,9 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
   const double t = d(par.tensor);
   const double dp = d(par.replicas());  // ZeRO shards over the ranks that hold the same parameters
   const double layer_params = layer_parameter_count(m);
-  const std::vector<double> params_of_chunk = chunk_parameters(m, par.tensor, p, v);
+  const std::vector<double> params_of_chunk = chunk_parameters(m, par);
   // Layers per stage: the sum over its chunks (uneven splits as the step program, layers_per_virtual_stage).
-  const std::vector<int64_t> chunk_layers = layers_per_virtual_stage(m.num_layers, p, v);
+  const std::vector<int64_t> chunk_layers = layers_per_virtual_stage(m.num_layers, par);
   auto stage_layers_of = [&](int64_t stage) {
     int64_t n = 0;
     for (int64_t c = 0; c < v; ++c) n += chunk_layers[static_cast<size_t>(c * p + stage)];
@@ -333,7 +333,15 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
     for (int64_t c = 0; c < v; ++c) s.parameters += params_of_chunk[static_cast<size_t>(c * p + i)];
     double per_microbatch = stage_layer_bytes(i);
     if (i == 0) per_microbatch += extras.embedding;
-    if (i == p - 1) per_microbatch += extras.output;
+    if (i == p - 1) {
+      per_microbatch += extras.output;
+      // Multi-token prediction on the last stage: per module a block of the last layer's kind and the output
+      // head's logits again (the projection's input is one h-wide activation more, counted in the block's).
+      if (m.mtp_num_layers > 0) {
+        const double block = m.mtp_is_moe() ? moe_activation : layer_activation;
+        per_microbatch += d(m.mtp_num_layers) * (block + extras.output);
+      }
+    }
     s.weights = units::Bytes(s.parameters * per_param.weights / weight_shard);
     s.gradients = units::Bytes(s.parameters * per_param.gradients / grad_shard);
     s.optimizer_states = units::Bytes(s.parameters * per_param.optimizer_states / optimizer_shard);

@@ -236,6 +236,7 @@ std::optional<LayoutProblem> layout_problem(const ParallelismConfig& p, const Mo
                                                      text(model.num_layers) + "): every model chunk needs a layer, " +
                                                      got};
   }
+  if (auto split = pipeline_split_problem(model.num_layers, p)) return split;
   if (p.context < 1 || (p.context > 1 && model.seq_length % (2 * p.context) != 0)) {
     return LayoutProblem{"parallelism.context", "must split model.seq_length (" + text(model.seq_length) +
                                                     ") into 2 × context chunks of equal length (causal load "

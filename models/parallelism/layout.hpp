@@ -79,10 +79,6 @@ CommPattern layout_neighbours(const ParallelismConfig& p, LayoutDim dim);
 std::string layout_text(const ParallelismConfig& p);
 
 /// A rule of the layout that a model breaks: the scenario key to blame and why.
-struct LayoutProblem {
-  std::string key;      ///< "parallelism.tensor"
-  std::string message;  ///< "must divide model.num_attention_heads (16), got 32"
-};
 
 /// The first layout rule `p` breaks for `model`, nullopt when none: tensor divides the attention heads and the
 /// query groups (Megatron splits heads, Shoeybi et al. 2019); an interleaved schedule (virtual_stages > 1) needs

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -55,6 +56,12 @@ struct ParallelismConfig {
   /// expert_tensor).
   int64_t expert = 1;         ///< EP: expert-parallel group size
   int64_t expert_tensor = 1;  ///< ETP: expert-tensor-parallel group size
+  /// Decoder layers of the first and of the last pipeline stage when set (Megatron-Core
+  /// --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers; 0: the automatic split of
+  /// layers_per_virtual_stage). The other stages share the rest evenly. Recipes shorten the stages that also
+  /// hold the embedding, the LM head or multi-token prediction.
+  int64_t first_stage_layers = 0;
+  int64_t last_stage_layers = 0;
 
   [[nodiscard]] int64_t gpus() const { return tensor * context * pipeline * data; }
   /// Ranks holding the same parameters, over which gradients are reduced and ZeRO shards: data x context.
@@ -79,5 +86,21 @@ std::optional<ContextComm> parse_context_comm(std::string_view name);
 /// --decoder-first/last-pipeline-num-layers would. Requires num_layers >= pipeline x virtual_stages >= 1;
 /// throws std::invalid_argument otherwise.
 std::vector<int64_t> layers_per_virtual_stage(int64_t num_layers, int64_t pipeline, int64_t virtual_stages);
+
+/// Decoder layers of each virtual stage of layout `p`: layers_per_virtual_stage, unless p sets
+/// first_stage_layers or last_stage_layers (then virtual_stages must be 1): the set stages hold those layers and
+/// the others num_layers minus them, split evenly. Throws std::invalid_argument when the rest does not split
+/// evenly over at least one other stage (pipeline_split_problem says why, for the loader).
+std::vector<int64_t> layers_per_virtual_stage(int64_t num_layers, const ParallelismConfig& p);
+
+/// A layout rule a configuration breaks: the scenario key to blame and what is wrong.
+struct LayoutProblem {
+  std::string key;      ///< "parallelism.tensor"
+  std::string message;  ///< "must divide model.num_attention_heads (16), got 32"
+};
+
+/// Why layout `p` cannot place `num_layers` layers with its set first / last stage sizes, or nullopt when it
+/// can (or sets none).
+std::optional<LayoutProblem> pipeline_split_problem(int64_t num_layers, const ParallelismConfig& p);
 
 }  // namespace clustersim::models

@@ -436,7 +436,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
           "num_layers " + std::to_string(model.num_layers) + " is fewer than pipeline x virtual_stages = " +
               std::to_string(par.pipeline * v));
   const int64_t m = setup.microbatches();
-  const std::vector<int64_t> chunk_layers = layers_per_virtual_stage(model.num_layers, par.pipeline, v);
+  const std::vector<int64_t> chunk_layers = layers_per_virtual_stage(model.num_layers, par);
 
   LayerOptions options;
   options.tensor = par.tensor;
@@ -474,7 +474,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   const std::vector<double> expert_params_of_chunk = chunk_expert_parameters(model, par);
 
   // Parameters on one GPU of each model chunk (before ZeRO sharding).
-  const std::vector<double> params_of_chunk = chunk_parameters(model, par.tensor, par.pipeline, v);
+  const std::vector<double> params_of_chunk = chunk_parameters(model, par);
   const double layer_params_per_gpu = layer_parameter_count(model) / d(par.tensor);
   const Precision precision = setup.training.precision;
   const double weight_bytes = activation_bytes_per_element(precision);  // 16-bit weights (fp32 for fp32/tf32)
@@ -533,6 +533,22 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
       if (virtual_stage == last_virtual) {
         head_fwd = pass_cost(head, PassKind::forward, setup, compute, network, *patterns);
         head_bwd = pass_cost(head, PassKind::backward, setup, compute, network, *patterns);
+        if (model.mtp_num_layers > 0) {
+          // Multi-token prediction on the last stage (Megatron-Core): per module the next tokens' embedding
+          // lookup, the norms and projection, a block of the last layer's kind, and the output head again.
+          const LayerWork projection = mtp_projection(model, setup.training, options);
+          const bool moe_block = model.mtp_is_moe();
+          const PassCost module_fwd =
+              pass_cost(embed, PassKind::forward, setup, compute, network, *patterns) +
+              pass_cost(projection, PassKind::forward, setup, compute, network, *patterns) +
+              (moe_block ? moe_fwd : layer_fwd) + head_fwd;
+          const PassCost module_bwd =
+              pass_cost(embed, PassKind::backward, setup, compute, network, *patterns) +
+              pass_cost(projection, PassKind::backward, setup, compute, network, *patterns) +
+              (moe_block ? moe_bwd : layer_bwd) + head_bwd;
+          head_fwd = head_fwd + scaled(module_fwd, d(model.mtp_num_layers));
+          head_bwd = head_bwd + scaled(module_bwd, d(model.mtp_num_layers));
+        }
       }
       fwd = fwd + embed_fwd + head_fwd;
       bwd = bwd + embed_bwd + head_bwd;

@@ -54,6 +54,11 @@ struct ModelConfig {
   int64_t moe_shared_expert_intermediate_size = 0;  ///< f_s, the shared expert's width; 0 = none
   int64_t moe_layer_freq = 1;                       ///< every moe_layer_freq-th layer is an MoE layer
   int64_t num_dense_layers_first = 0;               ///< the first layers are dense (DeepSeek's first_k_dense)
+  /// Multi-token prediction modules (DeepSeek-V3 report Sec. 2.2, arXiv 2412.19437; Megatron-Core
+  /// --mtp-num-layers): each predicts one more future token from the previous depth's hidden state and the
+  /// next token's embedding: two RMSNorms, a 2h -> h projection, one transformer block of the decoder's last
+  /// layer kind, and the shared output head and its loss. Megatron-Core runs them on the last pipeline stage.
+  int64_t mtp_num_layers = 0;
 
   [[nodiscard]] int64_t ffn() const { return ffn_hidden_size > 0 ? ffn_hidden_size : 4 * hidden_size; }
   [[nodiscard]] int64_t kv_heads() const { return num_query_groups > 0 ? num_query_groups : num_attention_heads; }
@@ -73,6 +78,8 @@ struct ModelConfig {
   [[nodiscard]] bool is_moe_layer(int64_t layer) const {
     return moe() && layer >= num_dense_layers_first && layer % std::max<int64_t>(1, moe_layer_freq) == 0;
   }
+  /// Whether the multi-token-prediction blocks are MoE layers (they take the decoder's last layer kind).
+  [[nodiscard]] bool mtp_is_moe() const { return is_moe_layer(num_layers - 1); }
   /// MoE layers among layers [first, first + count).
   [[nodiscard]] int64_t moe_layers_in(int64_t first, int64_t count) const {
     int64_t n = 0;

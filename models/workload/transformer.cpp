@@ -437,6 +437,21 @@ LayerWork embedding(const ModelConfig& m, const TrainingConfig& tr, const LayerO
   return w;
 }
 
+LayerWork mtp_projection(const ModelConfig& m, const TrainingConfig& tr, const LayerOptions& o) {
+  check_divisible(m.hidden_size, o.tensor, "hidden_size");
+  check_divisible(m.seq_length, o.context, "seq_length", "context-parallel size");
+  const double e = activation_bytes_per_element(tr.precision);
+  const int64_t tokens = tr.micro_batch_size * (m.seq_length / o.context), h = m.hidden_size;
+  const double region = d(tokens) * d(h) / (o.sequence_parallel ? d(o.tensor) : 1.0);
+  LayerWork w;
+  w.forward.push_back(norm_op("mtp_hidden_norm", region, e, tr.kernel_fusion));
+  w.forward.push_back(norm_op("mtp_embedding_norm", region, e, tr.kernel_fusion));
+  w.forward.push_back(memory_op("mtp_concat", 2.0 * region * 2.0 * e));
+  w.forward.push_back(gemm_op("mtp_eh_proj", GemmRole::mlp_in, tokens, h / o.tensor, 2 * h));
+  for (size_t i = w.forward.size(); i-- > 0;) append_backward(w.forward[i], w.backward);
+  return w;
+}
+
 units::Flops total_flops(const std::vector<Op>& ops) {
   units::Flops sum;
   for (const Op& op : ops) sum += op.flops;
@@ -505,13 +520,17 @@ std::vector<int64_t> first_layers(const std::vector<int64_t>& layers) {
 
 units::Flops model_flops_per_iteration(const ModelConfig& m, const TrainingConfig& tr) {
   const double tokens = d(tr.global_batch_size) * d(m.seq_length);
-  double per_token = 2.0 * d(m.hidden_size) * d(m.vocab_size);
+  const double h = d(m.hidden_size);
+  double per_token = 2.0 * h * d(m.vocab_size);
   for (int64_t l = 0; l < m.num_layers; ++l) per_token += layer_forward_flops_per_token(m, l);
+  // Each multi-token-prediction module: its block (the last layer's kind), the 2h -> h projection and the
+  // output head again (Megatron-Core counts them in num_floating_point_operations).
+  per_token += d(m.mtp_num_layers) *
+               (layer_forward_flops_per_token(m, m.num_layers - 1) + 2.0 * 2.0 * h * h + 2.0 * h * d(m.vocab_size));
   return units::Flops(3.0 * tokens * per_token);
 }
 
-units::Flops hardware_flops_per_iteration(const ModelConfig& m, const TrainingConfig& tr, int64_t pipeline,
-                                          int64_t virtual_stages) {
+units::Flops hardware_flops_per_iteration(const ModelConfig& m, const TrainingConfig& tr, const ParallelismConfig& par) {
   // The recompute ops of one layer for the whole global batch (one microbatch of B sequences at t = 1: FLOPs
   // scale linearly in the batch), times the layers that recompute.
   TrainingConfig whole = tr;
@@ -523,7 +542,7 @@ units::Flops hardware_flops_per_iteration(const ModelConfig& m, const TrainingCo
   moe.moe = true;
   const double moe_recompute = m.moe() ? total_flops(transformer_layer(m, whole, moe).recompute).value() : 0.0;
   // Megatron's block method recomputes the first recompute_num_layers layers of each chunk.
-  const std::vector<int64_t> layers = layers_per_virtual_stage(m.num_layers, pipeline, virtual_stages);
+  const std::vector<int64_t> layers = layers_per_virtual_stage(m.num_layers, par);
   const std::vector<int64_t> first = first_layers(layers);
   double dense_layers = 0.0, moe_layers = 0.0;
   for (size_t vs = 0; vs < layers.size(); ++vs) {
@@ -577,11 +596,11 @@ double parameter_count(const ModelConfig& m) {
   return layers + d(m.vocab_size) * h + (m.rope ? 0.0 : d(m.seq_length) * h) + 2.0 * h + output;
 }
 
-std::vector<double> chunk_parameters(const ModelConfig& m, int64_t tensor, int64_t pipeline, int64_t virtual_stages) {
-  const std::vector<int64_t> layers = layers_per_virtual_stage(m.num_layers, pipeline, virtual_stages);
-  const double t = d(tensor), h = d(m.hidden_size);
+std::vector<double> chunk_parameters(const ModelConfig& m, const ParallelismConfig& par) {
+  const std::vector<int64_t> layers = layers_per_virtual_stage(m.num_layers, par);
+  const double t = d(par.tensor), h = d(m.hidden_size);
   const double per_layer = layer_parameter_count(m) / t;
-  const double per_moe_layer = m.moe() ? moe_layer_dense_parameters(m, tensor) : 0.0;
+  const double per_moe_layer = m.moe() ? moe_layer_dense_parameters(m, par.tensor) : 0.0;
   const double vocabulary = d(m.vocab_size) * h / t;
   const std::vector<int64_t> first = first_layers(layers);
   std::vector<double> params;
@@ -593,6 +612,14 @@ std::vector<double> chunk_parameters(const ModelConfig& m, int64_t tensor, int64
     if (vs + 1 == layers.size()) {
       p += 2.0 * h;
       if (!m.tie_embeddings || layers.size() > 1) p += vocabulary;
+      // Multi-token prediction: per module its block, the projection (2h x h over t) and three norms; the
+      // word embedding it looks the next tokens up in is held here too unless it already is (one stage, or
+      // the tied copy of a pipelined model).
+      if (m.mtp_num_layers > 0) {
+        const double block = m.mtp_is_moe() ? per_moe_layer : per_layer;
+        p += d(m.mtp_num_layers) * (block + 2.0 * h * h / t + 3.0 * h);
+        if (!m.tie_embeddings && layers.size() > 1) p += vocabulary;
+      }
     }
     params.push_back(p);
   }
@@ -600,11 +627,12 @@ std::vector<double> chunk_parameters(const ModelConfig& m, int64_t tensor, int64
 }
 
 std::vector<double> chunk_expert_parameters(const ModelConfig& m, const ParallelismConfig& par) {
-  const std::vector<int64_t> layers = layers_per_virtual_stage(m.num_layers, par.pipeline, par.virtual_stages);
+  const std::vector<int64_t> layers = layers_per_virtual_stage(m.num_layers, par);
   const std::vector<int64_t> first = first_layers(layers);
   const double per_layer = moe_layer_expert_parameters(m) / d(par.expert * par.expert_tensor);
   std::vector<double> params;
   for (size_t vs = 0; vs < layers.size(); ++vs) params.push_back(d(m.moe_layers_in(first[vs], layers[vs])) * per_layer);
+  if (m.mtp_is_moe()) params.back() += d(m.mtp_num_layers) * per_layer;  // the MTP blocks' experts
   return params;
 }
 

@@ -176,6 +176,12 @@ LayerWork lm_head(const ModelConfig& model, const TrainingConfig& training, cons
 /// The first stage's extra work: vocab-parallel embedding lookup (one all-reduce of b*s*h when t > 1).
 LayerWork embedding(const ModelConfig& model, const TrainingConfig& training, const LayerOptions& options);
 
+/// A multi-token-prediction module's own work besides its transformer block, embedding lookup and output head
+/// (ModelConfig::mtp_num_layers; Megatron-Core MultiTokenPredictionLayer): the RMSNorms of the previous
+/// depth's hidden state and of the next token's embedding, their concatenation, and the 2h -> h projection
+/// (eh_proj, column-parallel over t). FLOPs 2 T (2h)(h/t) forward for T tokens of the microbatch.
+LayerWork mtp_projection(const ModelConfig& model, const TrainingConfig& training, const LayerOptions& options);
+
 /// Sum of op FLOPs (as counted).
 units::Flops total_flops(const std::vector<Op>& ops);
 
@@ -192,7 +198,7 @@ units::Flops model_flops_per_iteration(const ModelConfig& model, const TrainingC
 /// 96 B s l h^2 (1 + s/(6h) + V/(16 l h)), the convention of its "TFLOP/s per GPU"
 /// (shared/validation/README.md).
 units::Flops hardware_flops_per_iteration(const ModelConfig& model, const TrainingConfig& training,
-                                          int64_t pipeline = 1, int64_t virtual_stages = 1);
+                                          const ParallelismConfig& parallelism = {});
 
 /// Layers of a model chunk of `chunk_layers` layers that recompute their forward: all of them, or with full
 /// recompute at most training.recompute_num_layers (Megatron's block method counts per chunk).
@@ -207,22 +213,26 @@ double moe_layer_expert_parameters(const ModelConfig& model);
 
 /// Parameters of the whole model: layer_parameter_count of each dense layer, an MoE layer's attention, norms,
 /// router, shared expert and all its routed experts, + V h (word embedding) + s h (learned positions, none with
-/// RoPE) + 2 h (final norm) + V h again when the output layer is not tied to the embedding.
+/// RoPE) + 2 h (final norm) + V h again when the output layer is not tied to the embedding. The
+/// multi-token-prediction modules are not counted (DeepSeek-V3's 671 B leaves out its 14 B MTP module; they are
+/// in chunk_parameters, which memory and the optimizer use).
 double parameter_count(const ModelConfig& model);
 
 /// Parameters held by one GPU of each model chunk, before ZeRO sharding, virtual stage by virtual stage
 /// (p x v entries, virtual stage c p + r is chunk c of rank r): the chunk's layers split over t, the word
 /// embedding (V h / t) and learned positions (s h) on virtual stage 0, the output layer (V h / t: Megatron's
 /// tied copy when p > 1, or the untied output weight) and the final norm (2 h) on the last virtual stage.
-/// Layers per chunk as layers_per_virtual_stage. Summed over all chunks and multiplied by t (layer and
-/// vocabulary parts) it gives parameter_count, plus the tied copy when p > 1.
+/// Layers per chunk as layers_per_virtual_stage(num_layers, parallelism). Summed over all chunks and multiplied
+/// by t (layer and vocabulary parts) it gives parameter_count, plus the tied copy when p > 1; the last virtual
+/// stage adds the multi-token-prediction modules (block, 2h x h / t projection, 3 h of norms each, and the word
+/// embedding V h / t when untied and p > 1).
 /// MoE layers count their attention, norms and shared expert over t and their router whole; their routed
 /// experts are not included (chunk_expert_parameters).
-std::vector<double> chunk_parameters(const ModelConfig& model, int64_t tensor, int64_t pipeline,
-                                     int64_t virtual_stages);
+std::vector<double> chunk_parameters(const ModelConfig& model, const ParallelismConfig& parallelism);
 
 /// The routed experts' parameters held by one GPU of each model chunk (p x v entries, as chunk_parameters): the
-/// chunk's MoE layers x moe_layer_expert_parameters / (expert x expert_tensor). Zero for a dense model.
+/// chunk's MoE layers (the last also its MoE multi-token-prediction blocks) x moe_layer_expert_parameters /
+/// (expert x expert_tensor). Zero for a dense model.
 std::vector<double> chunk_expert_parameters(const ModelConfig& model, const ParallelismConfig& parallelism);
 
 }  // namespace clustersim::models

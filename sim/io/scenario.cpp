@@ -335,6 +335,13 @@ class Loader {
                                                     std::to_string(get_int("model.num_layers")) + ")");
       }
     }
+    if (get_int("model.mtp_num_layers") > 0) {
+      const std::string framework = get_string("training.framework");
+      if (framework != "megatron-core" && framework != "nemo") {
+        fail_at("model.mtp_num_layers", "multi-token prediction is modelled as Megatron-Core runs it: needs "
+                                        "training.framework megatron-core or nemo, got " + framework);
+      }
+    }
     if (!head_width_given && hidden % heads != 0) {
       fail_at("model.hidden_size", "must be divisible by model.num_attention_heads (" + std::to_string(heads) +
                                        "), got " + std::to_string(hidden));
@@ -430,6 +437,8 @@ class Loader {
     p.tp_comm_overlap = get_bool("parallelism.tp_comm_overlap");
     p.expert = get_int("parallelism.expert");
     p.expert_tensor = get_int("parallelism.expert_tensor");
+    p.first_stage_layers = get_int("parallelism.first_stage_layers");
+    p.last_stage_layers = get_int("parallelism.last_stage_layers");
     return p;
   }
 
@@ -461,6 +470,7 @@ class Loader {
     m.moe_shared_expert_intermediate_size = get_int("model.moe_shared_expert_intermediate_size");
     m.moe_layer_freq = get_int("model.moe_layer_freq");
     m.num_dense_layers_first = get_int("model.num_dense_layers_first");
+    m.mtp_num_layers = get_int("model.mtp_num_layers");
     return m;
   }
 

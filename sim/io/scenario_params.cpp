@@ -143,6 +143,12 @@ constexpr std::array kParams{
     ParamSpec{.key = "model.num_dense_layers_first", .type = integer, .unit = "layers", .need = Need::defaulted,
               .default_text = "0", .min_int = 0,
               .help = "The first layers are dense (DeepSeek-V3: 3; Megatron --moe-layer-freq \"[0]*3+[1]*58\")."},
+    ParamSpec{.key = "model.mtp_num_layers", .type = integer, .unit = "modules", .need = Need::defaulted,
+              .default_text = "0", .min_int = 0,
+              .help = "Multi-token prediction modules (DeepSeek-V3 Sec. 2.2; Megatron --mtp-num-layers), on the "
+                      "last pipeline stage: each two norms, a 2h -> h projection, a block of the last layer's "
+                      "kind and the output head and loss again. Counted in model FLOPs and memory, not in the "
+                      "parameter count. Megatron-Core and NeMo only."},
     // [training]
     ParamSpec{.key = "training.framework", .type = string, .need = Need::defaulted,
               .default_text = "\"megatron-core\"", .choices = kFrameworkChoices,
@@ -247,6 +253,15 @@ constexpr std::array kParams{
     ParamSpec{.key = "parallelism.virtual_stages", .type = integer, .unit = "chunks", .need = Need::defaulted,
               .default_text = "1", .min_int = 1,
               .help = "Model chunks per pipeline rank, v. Above 1 selects interleaved 1F1B and needs pipeline > 1."},
+    ParamSpec{.key = "parallelism.first_stage_layers", .type = integer, .unit = "layers", .need = Need::defaulted,
+              .default_text = "0", .min_int = 0,
+              .help = "Decoder layers of the first pipeline stage (Megatron --decoder-first-pipeline-num-layers); "
+                      "0: the automatic split. Set, the stages not set share the other layers evenly; needs "
+                      "pipeline > 1 and virtual_stages = 1."},
+    ParamSpec{.key = "parallelism.last_stage_layers", .type = integer, .unit = "layers", .need = Need::defaulted,
+              .default_text = "0", .min_int = 0,
+              .help = "Decoder layers of the last pipeline stage (Megatron --decoder-last-pipeline-num-layers), "
+                      "which also holds the LM head and multi-token prediction; 0: the automatic split."},
     ParamSpec{.key = "parallelism.sequence_parallel", .type = boolean, .need = Need::defaulted,
               .default_text = "false",
               .help = "Megatron sequence parallelism. Needs model.seq_length / context divisible by tensor."},

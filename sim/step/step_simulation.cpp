@@ -104,8 +104,7 @@ StepReport StepSimulator::simulate(const models::StepSetup& setup, const models:
   r.microbatches = program.microbatches;
   r.expert_imbalance = program.expert_imbalance;
   r.model_flops = models::model_flops_per_iteration(setup.model, setup.training);
-  r.hardware_flops = models::hardware_flops_per_iteration(setup.model, setup.training, setup.parallelism.pipeline,
-                                                          setup.parallelism.virtual_stages);
+  r.hardware_flops = models::hardware_flops_per_iteration(setup.model, setup.training, setup.parallelism);
   const double gpu_seconds = r.step_time.value() * static_cast<double>(r.gpus);
   r.tflops_per_gpu = r.hardware_flops.value() / gpu_seconds * 1e-12;
   r.model_tflops_per_gpu = r.model_flops.value() / gpu_seconds * 1e-12;

@@ -276,6 +276,16 @@ TEST(ScenarioOverrides, ContextAndExpertLayoutErrorsAreLocated) {
                "parallelism.sequence_parallel", "must be true for an MoE model with tensor > 1");
   expect_error("valid_minimal.toml", {"parallelism.expert=2"}, "--set", 1, 20, "parallelism.expert",
                "needs model.num_experts > 0");
+  // Multi-token prediction is Megatron-Core's; set first / last stage sizes must leave an even split.
+  expect_error("valid_minimal.toml", {"model.mtp_num_layers=1", "training.framework=\"fsdp2\""}, "--set", 1, 22,
+               "model.mtp_num_layers", "needs training.framework megatron-core or nemo, got fsdp2");
+  expect_error("valid_minimal.toml", {"parallelism.first_stage_layers=3"}, "--set", 1, 32,
+               "parallelism.first_stage_layers", "needs parallelism.pipeline > 1");
+  expect_error("valid_minimal.toml", {"parallelism.pipeline=4", "parallelism.last_stage_layers=5"}, "--set", 2, 31,
+               "parallelism.last_stage_layers", "leaves 19 of model.num_layers (24) for the other 3 stages");
+  const Scenario split = load("valid_minimal.toml", {"parallelism.pipeline=4", "parallelism.first_stage_layers=3",
+                                                     "parallelism.last_stage_layers=5"});
+  EXPECT_EQ(models::layers_per_virtual_stage(24, split.parallelism), (std::vector<int64_t>{3, 8, 8, 5}));
   // DeepEP (flex) dispatches over the expert-parallel group only.
   expect_error("valid_minimal.toml",
                {"model.num_experts=8", "parallelism.expert=4", "parallelism.expert_tensor=2",

@@ -133,7 +133,7 @@ TEST(Workload, Llama3ParametersAreEightBillion) {
   tied.tie_embeddings = true;
   EXPECT_NEAR(parameter_count(llama3_8b()) - parameter_count(tied), 128256.0 * 4096.0, 1.0);
   // chunk_parameters sums to the total (p = 1: embedding and output layer on the one chunk).
-  const auto chunks = chunk_parameters(llama3_8b(), 1, 1, 1);
+  const auto chunks = chunk_parameters(llama3_8b(), ParallelismConfig{});
   ASSERT_EQ(chunks.size(), 1u);
   EXPECT_NEAR(chunks[0], parameter_count(llama3_8b()), 1.0);
 }
@@ -464,6 +464,28 @@ TEST(StepProgram, UnevenLayersGoToTheMiddleChunksFirst) {
   EXPECT_EQ(layers_per_virtual_stage(96, 8, 3), std::vector<int64_t>(24, 4));
   EXPECT_EQ(layers_per_virtual_stage(2, 2, 1), (std::vector<int64_t>{1, 1}));
   EXPECT_THROW((void)layers_per_virtual_stage(3, 2, 2), std::invalid_argument);
+  // Set first / last stages (Megatron --decoder-first/last-pipeline-num-layers): NeMo's DeepSeek-V3 recipe on
+  // 8 stages, 64 // 8 - 1 = 7 first, 64 // 8 - 2 = 6 last, 8 each between; on 16 stages 3, 4 x 14, 2.
+  ParallelismConfig p;
+  p.pipeline = 8;
+  p.first_stage_layers = 7;
+  p.last_stage_layers = 6;
+  EXPECT_EQ(layers_per_virtual_stage(61, p), (std::vector<int64_t>{7, 8, 8, 8, 8, 8, 8, 6}));
+  p.pipeline = 16;
+  p.first_stage_layers = 3;
+  p.last_stage_layers = 2;
+  std::vector<int64_t> sixteen(16, 4);
+  sixteen.front() = 3;
+  sixteen.back() = 2;
+  EXPECT_EQ(layers_per_virtual_stage(61, p), sixteen);
+  p.last_stage_layers = 0;  // only the first set: 58 over 15 does not split
+  ASSERT_TRUE(pipeline_split_problem(61, p).has_value());
+  EXPECT_EQ(pipeline_split_problem(61, p)->key, "parallelism.first_stage_layers");
+  EXPECT_THROW((void)layers_per_virtual_stage(61, p), std::invalid_argument);
+  p.virtual_stages = 2;
+  p.first_stage_layers = 1;
+  EXPECT_NE(pipeline_split_problem(61, p)->message.find("virtual_stages = 1"), std::string::npos);
+  EXPECT_FALSE(pipeline_split_problem(61, ParallelismConfig{}).has_value());
 
   // The step program costs each chunk for its own layers: 30 layers on 4 stages = 7, 8, 8, 7.
   const ComputeModel compute(catalog().device("A100-SXM4-80GB"));

@@ -269,6 +269,56 @@ TEST(MoeWork, DeepSeekV3ShapesGiveItsParameterCounts) {
   short_seq.seq_length = 1;
   const double active = model_flops_per_iteration(short_seq, tr).value() / 6.0;
   EXPECT_NEAR(active / 37e9, 1.0, 0.03);
+
+  // Its multi-token-prediction module (mtp_num_layers = 1) on the last of 8 stages: DeepSeek publishes 14 B
+  // for it, storing the embedding and the output head it shares with the main model (0.93 B each) as its
+  // own. The last stage holds the MTP block (an MoE layer), the 2h x h projection, its norms and a copy of the
+  // word embedding (the head is the stage's own): 14 B less one 0.93 B head.
+  ModelConfig mtp = m;
+  mtp.mtp_num_layers = 1;
+  ParallelismConfig eight;
+  eight.pipeline = 8;
+  const double added = chunk_parameters(mtp, eight).back() - chunk_parameters(m, eight).back() +
+                       chunk_expert_parameters(mtp, eight).back() - chunk_expert_parameters(m, eight).back();
+  const double head = 129280.0 * 7168.0;
+  EXPECT_NEAR((added + head) / 14e9, 1.0, 0.05);
+  EXPECT_EQ(parameter_count(mtp), parameter_count(m));  // the 671 B leaves the module out
+  // Model FLOPs add, per token and module, the block's forward, the projection (2 x 2h x h) and the head
+  // (2 h V), three times (forward and backward).
+  const double extra = model_flops_per_iteration(mtp, tr).value() - model_flops_per_iteration(m, tr).value();
+  ModelConfig one_moe_layer = m;  // 4 layers: 3 dense, 1 MoE; minus 3 layers: the MoE layer's forward
+  one_moe_layer.num_layers = 4;
+  ModelConfig three_dense = m;
+  three_dense.num_layers = 3;
+  const double moe_layer_flops = (model_flops_per_iteration(one_moe_layer, tr) -
+                                  model_flops_per_iteration(three_dense, tr)).value() / (3.0 * 4096.0);
+  EXPECT_NEAR(extra / (3.0 * 4096.0), moe_layer_flops + 4.0 * 7168.0 * 7168.0 + 2.0 * 7168.0 * 129280.0,
+              1e-6 * extra);
+}
+
+TEST(MoeStep, MultiTokenPredictionWeighsOnTheLastStageOnly) {
+  // Mixtral on PP 2 x DP 4 with EP 4, 16 layers a stage; one MTP module on the last stage adds an MoE layer's
+  // forward, the projection, the embedding lookup and the head again: more than one layer's forward compute,
+  // less than two plus the head; the first stage does not change.
+  const ComputeModel compute(catalog().device("H100-SXM5-80GB"));
+  const LinearNetwork network(1e-11);
+  StepSetup s;
+  s.model = mixtral();
+  s.training.global_batch_size = 16;
+  s.training.flash_attention = true;
+  s.parallelism.pipeline = 2;
+  s.parallelism.data = 4;
+  s.parallelism.expert = 4;
+  s.parallelism.zero_stage = 1;
+  const StepProgram plain = build_step_program(s, compute, network);
+  s.model.mtp_num_layers = 1;
+  const StepProgram mtp = build_step_program(s, compute, network);
+  const auto forward = [](const StepProgram& p, size_t stage) { return p.stages[stage].forward[0].compute.value(); };
+  EXPECT_EQ(forward(mtp, 0), forward(plain, 0));
+  const double layer = forward(plain, 0) / 16.0;  // about one layer's (stage 0 also embeds: slightly over)
+  const double added = forward(mtp, 1) - forward(plain, 1);
+  EXPECT_GT(added, 0.9 * layer);
+  EXPECT_LT(added, 2.0 * layer + (forward(plain, 1) - forward(plain, 0)));
 }
 
 TEST(MoeMemory, ExpertStatesShardOverEpTimesEtpAndTheExpertDataRanks) {

@@ -64,13 +64,12 @@ const std::map<std::string, double> kMoeOutliers = {
     // Qwen3-235B-A22B 26.02: -17 % (pessimistic; 25.11's row is -15 %): the recipes' all-to-all overlap
     // settings are not printed; the model puts the dispatch and combine on the critical path.
     {"nemo-2-h100-r2602-qwen3-235b-a22b-256", 0.2},
-    // DeepSeek-V3 671B BF16 on 512 / 1,024 H100 (DGX Cloud recipe, NeMo 25.04): +27 % and +34 % (too fast). The
-    // recipe's multi-token-prediction layer (one more MoE layer, a 2h x h projection and a second LM head and loss)
-    // runs on the last pipeline stage, which the recipe gives 2 layers fewer; neither the MTP module nor a set
-    // first / last stage size is modelled yet, so the predicted stages are balanced where the run's last stage
-    // is about a quarter heavier than the rest (docs/validation.md).
-    {"dgxc-h100-deepseek-v3-bf16-512", 0.4},
-    {"dgxc-h100-deepseek-v3-bf16-1024", 0.4},
+    // DeepSeek-V3 671B BF16 on 512 / 1,024 H100 (DGX Cloud recipe, NeMo 25.04): +21 % and +23 % (too fast) with
+    // the recipe's MTP module and stage sizes modelled (+27 % / +34 % without). Half the predicted step is the
+    // alltoall dispatch and combine across 8 nodes at the NICs' line rate; what the run loses beyond that is
+    // not identified (docs/validation.md item 0).
+    {"dgxc-h100-deepseek-v3-bf16-512", 0.3},
+    {"dgxc-h100-deepseek-v3-bf16-1024", 0.3},
 };
 
 double row_bound(const sim::ValidationRow& r) {
