@@ -400,7 +400,58 @@ def dgxc_deepseek_v3(rows_out):
         rows_out[name] = render(header, tables)
 
 
-DATASETS = [torchtitan, nemo, megatron_bridge_moe, dgxc_deepseek_v3]
+def megatron_moe_modelzoo(rows_out):
+    """Megatron-MoE-ModelZoo best practices: Qwen3-235B-A22B on 256 H100 with DeepEP, with and without the
+    1F1B all-to-all overlap."""
+    for r in read_csv("megatron_moe_modelzoo.csv"):
+        tp, pp, vp, ep = (int(r[k]) for k in ("tp", "pp", "vp", "ep"))
+        gpus, seq, gbs = 256, 4096, 2048
+        data = gpus // (tp * pp)
+        overlap = r["a2a_overlap"] == "true"
+        dataset = "modelzoo-h100"
+        name = f"{dataset}-qwen3-235b-{r['id']}"
+        header = [
+            f"Validation, Megatron-MoE-ModelZoo best practice, Qwen3-235B-A22B row {r['id']}: 256 H100, BF16.",
+            "Source: yanring/Megatron-MoE-ModelZoo best_practice/Qwen3/readme.md; "
+            "scenarios/validation/published/megatron_moe_modelzoo.csv.",
+            f"Model: {MOE_MODELS['qwen3-235b-a22b'][-1]}; every layer MoE, no shared expert; qk-layernorm not "
+            "modelled.",
+            f"Layout: TP {tp} x PP {pp} x DP {data}, {vp} virtual stages, EP {ep} folded over TP x DP; global batch "
+            f"{gbs}, micro batch 1, sequence {seq}.",
+            "Hardware: H100 SXM nodes with NVLink 4 and 8 x 50 GB/s InfiniBand: the node design of "
+            "Standard_ND96isr_H100_v5 (rail-optimized fabric).",
+            "Settings: the flex dispatcher (DeepEP), real routing with aux-loss balancing, "
+            + ("the 1F1B all-to-all overlap, " if overlap else "")
+            + ("selective recompute of norms and activation (read as 'selective')" if r["recompute"] == "selective"
+               else "no recompute"),
+            "Assumption: the megatron-core framework profile (distributed optimizer, overlapped gradient reduction "
+            "and parameter gather); gradient reduction in fp32",
+            "Compared metric: step_time_s.",
+        ]
+        tables = [
+            ("", {"schema_version": 1, "name": "validation-" + name,
+                  "description": f"Qwen3-235B-A22B, Megatron-MoE-ModelZoo row {r['id']} (256 H100)"}),
+            ("model", moe_model_table("qwen3-235b-a22b", seq)),
+            ("training", {
+                "framework": "megatron-core", "global_batch_size": gbs, "micro_batch_size": 1,
+                "precision": "bf16", "activation_recompute": r["recompute"], "moe_token_dispatcher": "flex",
+                "moe_router_load_balancing": "aux_loss", "moe_a2a_overlap": True if overlap else None,
+            }),
+            ("parallelism", {
+                "tensor": tp, "pipeline": pp, "data": data, "virtual_stages": vp,
+                "sequence_parallel": True if tp > 1 else None, "expert": ep,
+            }),
+            ("cluster", {"vm_size": "Standard_ND96isr_H100_v5", "nodes": gpus // 8, "fabric": "rail_optimized"}),
+            ("reference", {
+                "step_time_s": float(r["step_time_s"]), "dataset": dataset,
+                "source": f"Megatron-MoE-ModelZoo Qwen3 best practice, H100 row {r['id']} "
+                          f"({r['model_tflops_per_gpu']} TFLOP/s per GPU)",
+            }),
+        ]
+        rows_out[name] = render(header, tables)
+
+
+DATASETS = [torchtitan, nemo, megatron_bridge_moe, dgxc_deepseek_v3, megatron_moe_modelzoo]
 
 
 def main():

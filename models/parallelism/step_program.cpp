@@ -456,6 +456,8 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   PassCost layer_bwd_stored = pass_cost(layer, PassKind::backward, setup, compute, network, *patterns, false);
   // MoE layers (model.is_moe_layer): the MLP replaced by the router and the experts, over the folded layout.
   PassCost moe_fwd, moe_bwd, moe_bwd_stored;
+  // An MoE layer's attention-block and MLP-block kernel time per pass (for moe_a2a_overlap).
+  units::Seconds moe_attention_fwd, moe_mlp_fwd, moe_attention_bwd, moe_mlp_bwd;
   double expert_imbalance = 1.0;
   if (model.moe()) {
     LayerOptions moe_options = options;
@@ -467,6 +469,13 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     moe_bwd = pass_cost(moe_layer, PassKind::backward, setup, compute, network, *patterns);
     moe_bwd_stored = pass_cost(moe_layer, PassKind::backward, setup, compute, network, *patterns, false);
     expert_imbalance = moe_layer.expert_forward.imbalance;
+    const Precision p = setup.training.precision;
+    for (size_t i = 0; i < moe_layer.forward.size(); ++i) {
+      (i < moe_layer.mlp_forward_begin ? moe_attention_fwd : moe_mlp_fwd) += op_time(moe_layer.forward[i], compute, p);
+    }
+    for (size_t i = 0; i < moe_layer.backward.size(); ++i) {
+      (i < moe_layer.mlp_backward_end ? moe_mlp_bwd : moe_attention_bwd) += op_time(moe_layer.backward[i], compute, p);
+    }
   }
   // The first layer of each virtual stage (layers run in virtual-stage order), to tell MoE layers apart.
   std::vector<int64_t> first_layer(chunk_layers.size(), 0);
@@ -642,6 +651,30 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
       }
       stage.forward.push_back(fwd);
       stage.backward.push_back(bwd);
+      if (setup.training.moe_a2a_overlap) {
+        // Merged passes (Megatron-Core combined 1F1B, after DeepSeek-V3's Sec. 3.2.1 Figure 4): layer by layer,
+        // the backward's combine gradient runs beside the forward's attention block, the forward's dispatch
+        // beside the backward's MLP block, the backward's dispatch gradient beside the forward's MLP block and
+        // the forward's combine beside the backward's attention block; each all-to-all (half a pass's dispatch
+        // and combine) shows what its partner block does not cover, and slows that block by
+        // kOverlapComputeSlowdown of what it covers. Without full recompute the backward reruns no expert:
+        // every MoE layer's backward costs moe_bwd_stored's.
+        const auto beside = [](units::Seconds a2a, units::Seconds partner) {
+          const units::Seconds hidden = std::min(a2a, partner);
+          return a2a - hidden + hidden * kOverlapComputeSlowdown;
+        };
+        const units::Seconds f_half = moe_fwd.ep_comm * 0.5, b_half = moe_bwd_stored.ep_comm * 0.5;
+        const units::Seconds f_merged = beside(f_half, moe_mlp_bwd) + beside(f_half, moe_attention_bwd);
+        const units::Seconds b_merged = beside(b_half, moe_attention_fwd) + beside(b_half, moe_mlp_fwd);
+        PassCost fwd_paired = fwd, bwd_paired = bwd;
+        // The chunk's MoE layers, with the multi-token-prediction blocks on the last one.
+        const int64_t mtp_blocks = virtual_stage == last_virtual && model.mtp_is_moe() ? model.mtp_num_layers : 0;
+        const double moe = d(moe_layers + mtp_blocks);
+        fwd_paired.ep_comm -= (moe_fwd.ep_comm - f_merged) * moe;
+        bwd_paired.ep_comm -= (moe_bwd_stored.ep_comm - b_merged) * moe;
+        stage.forward_paired.push_back(fwd_paired);
+        stage.backward_paired.push_back(bwd_paired);
+      }
       chunk_params.push_back(chunk_parameters);
       chunk_expert_params.push_back(chunk_expert_parameters);
       stage.parameters += chunk_parameters + chunk_expert_parameters;

@@ -88,6 +88,13 @@ struct StageProgram {
   std::vector<ScheduledPass> order;  ///< the schedule's pass order on this stage
   std::vector<PassCost> forward;     ///< per model chunk (v entries)
   std::vector<PassCost> backward;    ///< per model chunk, includes recomputation
+  /// With moe_a2a_overlap (per model chunk; empty without): the costs of a forward that runs merged with the
+  /// backward after it in `order`, and of a backward merged with the forward before it (the steady state of
+  /// 1F1B); passes without such a neighbour (warm-up forwards, cool-down backwards) cost `forward` / `backward`.
+  /// Each MoE layer's dispatch and combine hide under the partner's compute of one MoE layer:
+  /// max(0, a - c) exposed, plus kOverlapComputeSlowdown x min(a, c) for the compute they share SMs with.
+  std::vector<PassCost> forward_paired;
+  std::vector<PassCost> backward_paired;
   /// Data-parallel gradient reduction after the last backward: all-reduce (ZeRO 0), reduce-scatter (ZeRO 1-2),
   /// none (ZeRO 3 reduces per layer inside the passes).
   units::Seconds grad_sync;

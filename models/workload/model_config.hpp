@@ -223,6 +223,11 @@ struct TrainingConfig {
   bool moe_grouped_gemm = true;
   /// The shared expert runs beside the dispatch and combine all-to-alls (Megatron --moe-shared-expert-overlap).
   bool moe_shared_expert_overlap = false;
+  /// MoE layers' dispatch and combine of one microbatch hidden under the compute of another (Megatron-Core
+  /// --overlap-moe-expert-parallel-comm, v0.14: in the steady state of 1F1B a forward and a backward pass run
+  /// merged, layer by layer, each one's all-to-all beside the other's compute; DeepSeek's DualPipe does the
+  /// same within its bidirectional schedule).
+  bool moe_a2a_overlap = false;
 };
 
 /// Bytes per element of the data-parallel gradient reduction and of the main-gradient buffer: the width of

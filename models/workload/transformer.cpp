@@ -286,6 +286,7 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
   } else {
     fw.push_back(residual_op("residual_1", region, e, m));
   }
+  w.mlp_forward_begin = fw.size();
   fw.push_back(norm_op("norm_2", region, e, fusion));
   std::vector<size_t> shared_ops;
   if (o.moe) {
@@ -320,6 +321,7 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
       cast_transpose(w.backward, op.name + "_grad", d(op.gemm.m) * d(op.gemm.batch) * d(op.gemm.n));
     }
     append_backward(op, w.backward);
+    if (i == w.mlp_forward_begin) w.mlp_backward_end = w.backward.size();
   }
 
   const units::Bytes tp_bytes(tokens * d(h) * e);

@@ -144,6 +144,11 @@ struct LayerWork {
   units::Bytes context_kv_block;
   ExpertTraffic expert_forward;   ///< MoE layers: per forward pass (and per recompute, with full recompute)
   ExpertTraffic expert_backward;  ///< MoE layers: per backward pass
+  /// Where the MLP (or MoE) block starts in `forward` (its pre-norm), and how many of `backward`'s ops are the
+  /// MLP block's (the backward runs the blocks in reverse, so they come first): the split a merged forward /
+  /// backward schedule overlaps communication with (moe_a2a_overlap).
+  size_t mlp_forward_begin = 0;
+  size_t mlp_backward_end = 0;
 };
 
 /// Options of the layer that are not part of the model shape.

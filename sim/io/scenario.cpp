@@ -546,6 +546,18 @@ class Loader {
     if (const auto problem = models::expert_layout_problem(layout_keys(), model_keys())) {
       fail_at(problem->key, problem->message);
     }
+    if (get_bool("training.moe_a2a_overlap")) {
+      // Megatron-Core's checks for --overlap-moe-expert-parallel-comm (TransformerConfig).
+      const auto refuse = [&](const std::string& why) { fail_at("training.moe_a2a_overlap", why); };
+      if (get_int("parallelism.expert") < 2) refuse("needs parallelism.expert > 1");
+      if (get_string("training.moe_token_dispatcher") == "allgather") refuse("needs the alltoall or flex dispatcher");
+      if (get_int("parallelism.pipeline") > 1 && get_int("parallelism.virtual_stages") < 2) {
+        refuse("needs parallelism.virtual_stages > 1 with pipeline parallelism (Megatron-Core merges the passes "
+               "of the interleaved schedule)");
+      }
+      if (get_string("training.activation_recompute") == "full") refuse("does not run with full recompute");
+      if (get_bool("training.moe_shared_expert_overlap")) refuse("replaces training.moe_shared_expert_overlap");
+    }
     if (get_string("training.moe_token_dispatcher") == "flex" && get_int("parallelism.expert_tensor") != 1) {
       fail_at("training.moe_token_dispatcher", "flex (DeepEP) dispatches over the expert-parallel group only: it "
                                                "needs parallelism.expert_tensor = 1, got " +
@@ -571,6 +583,7 @@ class Loader {
     s.training.moe_expert_capacity_factor = get_double("training.moe_expert_capacity_factor");
     s.training.moe_grouped_gemm = get_bool("training.moe_grouped_gemm");
     s.training.moe_shared_expert_overlap = get_bool("training.moe_shared_expert_overlap");
+    s.training.moe_a2a_overlap = get_bool("training.moe_a2a_overlap");
     s.training.global_batch_size = get_int("training.global_batch_size");
     s.training.micro_batch_size = get_int("training.micro_batch_size");
     s.training.precision = *models::parse_precision(get_string("training.precision"));

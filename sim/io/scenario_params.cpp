@@ -196,6 +196,11 @@ constexpr std::array kParams{
     ParamSpec{.key = "training.moe_shared_expert_overlap", .type = boolean, .need = Need::defaulted,
               .default_text = "false",
               .help = "Run the shared expert beside the dispatch and combine (Megatron --moe-shared-expert-overlap)."},
+    ParamSpec{.key = "training.moe_a2a_overlap", .type = boolean, .need = Need::defaulted, .default_text = "false",
+              .help = "Hide each MoE layer's dispatch and combine under another microbatch's compute: in the "
+                      "steady state of 1F1B a forward and a backward run merged (Megatron-Core "
+                      "--overlap-moe-expert-parallel-comm). Needs expert > 1, the alltoall or flex dispatcher, "
+                      "virtual_stages > 1 with pipeline > 1, no full recompute and no shared-expert overlap."},
     ParamSpec{.key = "training.grad_reduce_dtype", .type = string, .need = Need::derived,
               .default_text = "fp16 when precision is fp16; bf16 with deepspeed; else fp32 (or the framework profile's)",
               .choices = kReduceDtypes,

@@ -60,13 +60,18 @@ class Executor {
       }
       if (!free_transfers) validate(stage.order, k);  // the reference run re-runs a program validated already
     }
-    // Pass durations in engine time, converted once: [(unit * chunks + chunk) * 2 + (forward ? 0 : 1)].
-    pass_time_.resize(states_.size() * chunks_ * 2);
+    // Pass durations in engine time, converted once: [((unit * chunks + chunk) * 2 + (forward ? 0 : 1)) * 2 +
+    // (merged ? 1 : 0)], merged: the pass runs merged with its 1F1B neighbour (StageProgram::forward_paired).
+    pass_time_.resize(states_.size() * chunks_ * 4);
     for (size_t u = 0; u < states_.size(); ++u) {
       const auto& stage = program.stages[u / replicas_];
       for (size_t c = 0; c < chunks_; ++c) {
-        pass_time_[(u * chunks_ + c) * 2] = Time::from_seconds(stage.forward[c].total() * slowdown_[u]);
-        pass_time_[(u * chunks_ + c) * 2 + 1] = Time::from_seconds(stage.backward[c].total() * slowdown_[u]);
+        for (int merged = 0; merged < 2; ++merged) {
+          pass_time_[((u * chunks_ + c) * 2) * 2 + merged] =
+              Time::from_seconds(cost_of(stage, c, true, merged != 0).total() * slowdown_[u]);
+          pass_time_[((u * chunks_ + c) * 2 + 1) * 2 + merged] =
+              Time::from_seconds(cost_of(stage, c, false, merged != 0).total() * slowdown_[u]);
+        }
       }
     }
     if (!free_transfers) {
@@ -204,6 +209,13 @@ class Executor {
     }
   }
 
+  /// The cost of chunk `c`'s pass in this direction, merged with its 1F1B neighbour or not (the merged costs
+  /// exist only with moe_a2a_overlap).
+  static const models::PassCost& cost_of(const models::StageProgram& stage, size_t c, bool forward, bool merged) {
+    if (merged && !stage.forward_paired.empty()) return forward ? stage.forward_paired[c] : stage.backward_paired[c];
+    return forward ? stage.forward[c] : stage.backward[c];
+  }
+
   size_t virtual_stage(size_t rank, int64_t chunk) const { return static_cast<size_t>(chunk) * ranks_ + rank; }
   /// Arrival slot of (virtual stage, replica).
   size_t slot(size_t vs, size_t replica) const { return vs * replicas_ + replica; }
@@ -223,7 +235,11 @@ class Executor {
 
     const auto chunk = static_cast<size_t>(pass.chunk);
     const double slow = slowdown_[u];
-    const models::PassCost& cost = forward ? stage.forward[chunk] : stage.backward[chunk];
+    // In the steady state of 1F1B a forward followed by a backward (and that backward) run merged when the
+    // program has merged costs (moe_a2a_overlap).
+    const bool merged = forward ? s.next + 1 < stage.order.size() && stage.order[s.next + 1].kind == PassKind::backward
+                                : s.next > 0 && stage.order[s.next - 1].kind == PassKind::forward;
+    const models::PassCost& cost = cost_of(stage, chunk, forward, merged);
     s.breakdown.compute += cost.compute * slow;
     s.breakdown.attention += cost.attention * slow;
     s.breakdown.memory_bound += cost.memory_bound * slow;
@@ -235,7 +251,7 @@ class Executor {
     s.busy = true;
     ++s.next;
     const Time start = sim_.now();
-    const Time end = start + pass_time_[(u * chunks_ + chunk) * 2 + (forward ? 0 : 1)];
+    const Time end = start + pass_time_[((u * chunks_ + chunk) * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)];
     if (!forward) note_reduction_trigger(k, s.next - 1, start, end);
     if (record_ && replica == 0) {
       spans_.push_back({static_cast<int64_t>(k), pass.chunk, pass.microbatch,

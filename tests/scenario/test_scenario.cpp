@@ -286,6 +286,13 @@ TEST(ScenarioOverrides, ContextAndExpertLayoutErrorsAreLocated) {
   const Scenario split = load("valid_minimal.toml", {"parallelism.pipeline=4", "parallelism.first_stage_layers=3",
                                                      "parallelism.last_stage_layers=5"});
   EXPECT_EQ(models::layers_per_virtual_stage(24, split.parallelism), (std::vector<int64_t>{3, 8, 8, 5}));
+  // Megatron-Core's conditions for the 1F1B all-to-all overlap.
+  expect_error("valid_minimal.toml", {"model.num_experts=8", "training.moe_a2a_overlap=true"}, "--set", 2, 26,
+               "training.moe_a2a_overlap", "needs parallelism.expert > 1");
+  expect_error("valid_minimal.toml",
+               {"model.num_experts=8", "parallelism.expert=8", "parallelism.pipeline=2",
+                "training.moe_a2a_overlap=true"},
+               "--set", 4, 26, "training.moe_a2a_overlap", "needs parallelism.virtual_stages > 1");
   // DeepEP (flex) dispatches over the expert-parallel group only.
   expect_error("valid_minimal.toml",
                {"model.num_experts=8", "parallelism.expert=4", "parallelism.expert_tensor=2",

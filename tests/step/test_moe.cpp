@@ -321,6 +321,43 @@ TEST(MoeStep, MultiTokenPredictionWeighsOnTheLastStageOnly) {
   EXPECT_LT(added, 2.0 * layer + (forward(plain, 1) - forward(plain, 0)));
 }
 
+TEST(MoeStep, AllToAllOverlapHidesUnderThePartnerPass) {
+  // Mixtral on PP 2 x 2 virtual stages x DP 4, EP 4, with moe_a2a_overlap. Merged passes hide each half of a
+  // pass's dispatch and combine beside one block of the partner pass. With a network far faster than the
+  // blocks everything hides: the merged all-to-all costs only the slowdown of what it shares SMs with,
+  // kOverlapComputeSlowdown x the unmerged one. With a slow network the blocks cover part of it.
+  const ComputeModel compute(catalog().device("H100-SXM5-80GB"));
+  StepSetup s;
+  s.model = mixtral();
+  s.training.global_batch_size = 16;
+  s.training.flash_attention = true;
+  s.training.moe_a2a_overlap = true;
+  s.parallelism.pipeline = 2;
+  s.parallelism.virtual_stages = 2;
+  s.parallelism.data = 4;
+  s.parallelism.expert = 4;
+  s.parallelism.zero_stage = 1;
+  const StepProgram fast = build_step_program(s, compute, LinearNetwork(1e-15));
+  for (const StageProgram& stage : fast.stages) {
+    ASSERT_EQ(stage.forward_paired.size(), 2u);
+    for (size_t c = 0; c < 2; ++c) {
+      EXPECT_GT(stage.forward[c].ep_comm.value(), 0.0);
+      EXPECT_NEAR(stage.forward_paired[c].ep_comm.value(), kOverlapComputeSlowdown * stage.forward[c].ep_comm.value(),
+                  1e-9 * stage.forward[c].ep_comm.value());
+      EXPECT_NEAR(stage.backward_paired[c].ep_comm.value(),
+                  kOverlapComputeSlowdown * stage.backward[c].ep_comm.value(), 1e-9 * stage.backward[c].ep_comm.value());
+      EXPECT_EQ(stage.forward_paired[c].compute, stage.forward[c].compute);
+    }
+  }
+  const StepProgram slow = build_step_program(s, compute, LinearNetwork(1e-8));
+  const StageProgram& stage = slow.stages[0];
+  EXPECT_LT(stage.forward_paired[0].ep_comm, stage.forward[0].ep_comm);
+  EXPECT_GT(stage.forward_paired[0].ep_comm.value(), kOverlapComputeSlowdown * stage.forward[0].ep_comm.value());
+  // Without the overlap there are no merged costs.
+  s.training.moe_a2a_overlap = false;
+  EXPECT_TRUE(build_step_program(s, compute, LinearNetwork(1e-8)).stages[0].forward_paired.empty());
+}
+
 TEST(MoeMemory, ExpertStatesShardOverEpTimesEtpAndTheExpertDataRanks) {
   // Mixtral on TP 2 x PP 2 x DP 4 (16 GPUs) with EP 2 x ETP 2: expert-data 2. Distributed optimizer (ZeRO-1).
   StepSetup s;

@@ -203,6 +203,28 @@ TEST(PipelineExecutor, AStragglerDelaysEveryReplicaThroughTheGradientBarrier) {
   EXPECT_THROW(sim::execute_pipeline(program, sim::ExecutionFidelity{3, {1.0}}), std::invalid_argument);
 }
 
+TEST(PipelineExecutor, MergedCostsApplyToTheSteadyStateOnly) {
+  // moe_a2a_overlap: a forward followed by a backward in a stage's order, and that backward, take the merged
+  // costs (here half the compute); warm-up forwards and cool-down backwards keep theirs.
+  const double tf = 1e-3, tb = 2e-3;
+  const auto merged = [&](models::StepProgram program) {
+    for (models::StageProgram& s : program.stages) {
+      s.forward_paired = s.forward;
+      s.backward_paired = s.backward;
+      for (models::PassCost& c : s.forward_paired) c.compute = c.compute * 0.5;
+      for (models::PassCost& c : s.backward_paired) c.compute = c.compute * 0.5;
+    }
+    return program;
+  };
+  // One stage alternates F B F B F B: every pass is merged.
+  const sim::PipelineResult one = sim::execute_pipeline(merged(uniform_program(PipelineSchedule::one_f_one_b, 1, 3, tf, tb)));
+  EXPECT_NEAR(one.step_time.value(), 3.0 * (tf + tb) / 2.0, 1e-8);
+  // Stage 0 of 2 runs F0 F1 B0 F2 B1 B2: F0 (warm-up) and B2 (cool-down) are not merged; stage 1 alternates.
+  const sim::PipelineResult two = sim::execute_pipeline(merged(uniform_program(PipelineSchedule::one_f_one_b, 2, 3, tf, tb)));
+  EXPECT_NEAR(two.stages[0].compute.value(), tf + tb + 2.0 * (tf + tb) / 2.0, 1e-8);
+  EXPECT_NEAR(two.stages[1].compute.value(), 3.0 * (tf + tb) / 2.0, 1e-8);
+}
+
 TEST(PipelineExecutor, SingleMicrobatchPaysEveryTransferTwice) {
   // One microbatch walks down p stages and back: p (tf + tb) of work plus 2 (p - 1) transfers of c, all of which
   // stage 0 waits on (its only pass after the forward is the backward, which waits for the whole round trip).
