@@ -76,6 +76,8 @@ def read_csv(name):
 
 
 def toml_value(v):
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -373,8 +375,8 @@ def dgxc_deepseek_v3(rows_out):
             "Standard_ND96isr_H100_v5 (rail-optimized fabric).",
             "Assumption: the release's token-drop callback: alltoall dispatcher, capacity factor 1.0 padded to "
             "capacity (every expert runs its mean share), aux-loss balancing",
-            "Assumption: selective recompute of the MLA up-projections only, read as 'selective' (the attention "
-            "core, nothing with fused attention); gradient reduction in bf16",
+            "Settings: selective recompute of the MLA up-projections only (recompute_modules mla_up_proj); "
+            "gradient reduction in bf16",
             "Compared metric: tokens_per_s_per_gpu (total tokens/s over the GPUs).",
         ]
         tables = [
@@ -383,8 +385,9 @@ def dgxc_deepseek_v3(rows_out):
             ("model", dict(deepseek_v3_model_table(seq), mtp_num_layers=1)),
             ("training", {
                 "framework": "nemo", "global_batch_size": gbs, "micro_batch_size": mbs, "precision": "bf16",
-                "activation_recompute": "selective", "grad_reduce_dtype": "bf16",
-                "moe_router_load_balancing": "aux_loss", "moe_expert_capacity_factor": 1.0,
+                "activation_recompute": "selective", "recompute_modules": ["mla_up_proj"],
+                "grad_reduce_dtype": "bf16", "moe_router_load_balancing": "aux_loss",
+                "moe_expert_capacity_factor": 1.0,
             }),
             ("parallelism", {
                 "tensor": tp, "pipeline": pp, "data": data, "sequence_parallel": True if tp > 1 else None,
@@ -422,8 +425,8 @@ def megatron_moe_modelzoo(rows_out):
             "Standard_ND96isr_H100_v5 (rail-optimized fabric).",
             "Settings: the flex dispatcher (DeepEP), real routing with aux-loss balancing, "
             + ("the 1F1B all-to-all overlap, " if overlap else "")
-            + ("selective recompute of norms and activation (read as 'selective')" if r["recompute"] == "selective"
-               else "no recompute"),
+            + ("selective recompute of the pre-norms and the experts' activation (recompute_modules layernorm, "
+               "moe_act)" if r["recompute"] == "selective" else "no recompute"),
             "Assumption: the megatron-core framework profile (distributed optimizer, overlapped gradient reduction "
             "and parameter gather); gradient reduction in fp32",
             "Compared metric: step_time_s.",
@@ -434,7 +437,9 @@ def megatron_moe_modelzoo(rows_out):
             ("model", moe_model_table("qwen3-235b-a22b", seq)),
             ("training", {
                 "framework": "megatron-core", "global_batch_size": gbs, "micro_batch_size": 1,
-                "precision": "bf16", "activation_recompute": r["recompute"], "moe_token_dispatcher": "flex",
+                "precision": "bf16", "activation_recompute": r["recompute"],
+                "recompute_modules": ["layernorm", "moe_act"] if r["recompute"] == "selective" else None,
+                "moe_token_dispatcher": "flex",
                 "moe_router_load_balancing": "aux_loss", "moe_a2a_overlap": True if overlap else None,
             }),
             ("parallelism", {

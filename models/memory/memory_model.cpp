@@ -185,8 +185,10 @@ units::Bytes layer_activation_bytes(const ModelConfig& m, const TrainingConfig& 
                          sbh * e / sp_split;
     return units::Bytes(saved);
   }
-  const double mlp = (m.gated_mlp ? 3.0 : 2.0) * d(m.ffn()) / h;
-  const double replicated = sbh * (4.0 * e + 2.0);
+  // Selective recompute of a dense MLP (module mlp) stores only its input (the pre-norm's output, in
+  // `replicated`); of the pre-norms (layernorm) only their inputs, not their outputs (2 e sbh of the 4 e).
+  const double mlp = training.recomputes(RecomputeModule::mlp) ? 0.0 : (m.gated_mlp ? 3.0 : 2.0) * d(m.ffn()) / h;
+  const double replicated = sbh * ((training.recomputes(RecomputeModule::layernorm) ? 2.0 : 4.0) * e + 2.0);
   const double split = sbh * e * (2.0 + 2.0 * kv / h + mlp);
   double bytes = replicated / sp_split + split / t;
   // Q and the output projection's input are a d wide, h in the formula: the difference when they are not.
@@ -200,8 +202,12 @@ units::Bytes layer_activation_bytes(const ModelConfig& m, const TrainingConfig& 
     const double mla = 2.0 * a * d(m.query_key_dim()) + 2.0 * a * d(m.value_dim());
     bytes += sb * e * (mla - 2.0 * h - 2.0 * kv) / t +
              sb * e * d(m.q_lora_rank + m.kv_lora_rank + m.qk_pos_emb_head_dim);
+    // Recomputed up-projections (module mla_up_proj): the attention's Q, K and V are not stored.
+    if (training.recomputes(RecomputeModule::mla_up_proj)) {
+      bytes -= sb * e * a * d(2 * m.query_key_dim() + m.value_dim()) / t;
+    }
   }
-  if (training.activation_recompute == Recompute::none) {
+  if (!training.recomputes(RecomputeModule::core_attn)) {  // none, or selective without core_attn
     const double a = d(m.num_attention_heads);
     const double scores = training.flash_attention ? 4.0 * a * sb : a * d(m.seq_length) * sb * (2.0 * e + 1.0);
     bytes += scores / t;
@@ -211,7 +217,11 @@ units::Bytes layer_activation_bytes(const ModelConfig& m, const TrainingConfig& 
 
 units::Bytes moe_layer_activation_bytes(const ModelConfig& m, const TrainingConfig& training,
                                         const ParallelismConfig& par) {
-  const double dense = layer_activation_bytes(m, training, par).value();
+  // The dense layer's tensors with its own MLP stored (module mlp re-runs dense MLPs only; the MoE block
+  // replaces that MLP below).
+  TrainingConfig attention_part = training;
+  attention_part.recompute_modules &= ~static_cast<uint32_t>(RecomputeModule::mlp);
+  const double dense = layer_activation_bytes(m, attention_part, par).value();
   if (!m.moe() || training.activation_recompute == Recompute::full) return units::Bytes(dense);
   const double e = activation_bytes_per_element(training.precision);
   const double t = d(par.tensor), h = d(m.hidden_size);
@@ -227,7 +237,10 @@ units::Bytes moe_layer_activation_bytes(const ModelConfig& m, const TrainingConf
                                                              par.expert, mean_received,
                                                              training.moe_expert_capacity_factor);
   const double fe = d(m.expert_ffn()) / d(par.expert_tensor);
-  const double experts = received * e * (h + (gate + 1.0) * fe) + routed * d(m.moe_router_topk) * h * e +
+  // Stored per received copy: fc1's input, the activation's input (gate x fe) and, unless the activation is
+  // recomputed (module moe_act), its output (fc2's input).
+  const double act_out = training.recomputes(RecomputeModule::moe_act) ? 0.0 : 1.0;
+  const double experts = received * e * (h + (gate + act_out) * fe) + routed * d(m.moe_router_topk) * h * e +
                          routed * d(m.num_experts) * 4.0;
   const double shared = sb * e * (gate + 1.0) * d(m.moe_shared_expert_intermediate_size) / t;
   return units::Bytes(dense - dense_mlp + experts + shared);

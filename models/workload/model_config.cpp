@@ -92,6 +92,25 @@ FlexDispatchCopies flex_dispatch_copies(int64_t experts, int64_t topk, int64_t r
   return c;
 }
 
+std::string_view to_string(RecomputeModule m) {
+  switch (m) {
+    case RecomputeModule::core_attn: return "core_attn";
+    case RecomputeModule::mla_up_proj: return "mla_up_proj";
+    case RecomputeModule::layernorm: return "layernorm";
+    case RecomputeModule::moe_act: return "moe_act";
+    case RecomputeModule::mlp: return "mlp";
+  }
+  return "?";
+}
+
+std::optional<RecomputeModule> parse_recompute_module(std::string_view name) {
+  for (RecomputeModule m : {RecomputeModule::core_attn, RecomputeModule::mla_up_proj, RecomputeModule::layernorm,
+                            RecomputeModule::moe_act, RecomputeModule::mlp}) {
+    if (to_string(m) == name) return m;
+  }
+  return std::nullopt;
+}
+
 std::string_view to_string(KernelFusion f) {
   switch (f) {
     case KernelFusion::fused: return "fused";

@@ -96,6 +96,17 @@ struct ModelConfig {
 /// of the attention kernel are saved, except every second matmul; everything else is recomputed).
 enum class Recompute { none, selective, full, selective_op };
 
+/// What Megatron-Core's selective recompute re-runs (--recompute-modules, TransformerConfig.recompute_modules),
+/// as bits of TrainingConfig::recompute_modules: core_attn (the attention core, Korthikanti et al. 2022's
+/// selective recompute, the default), mla_up_proj (MLA's query and key/value up-projections and RoPE: their
+/// outputs, the attention's Q, K, V, are not stored), layernorm (the two pre-norms: their outputs are not
+/// stored), moe_act (the routed experts' activation function: its output, fc2's input, is not stored), mlp (a
+/// dense layer's MLP: only its input is stored). Megatron's moe and shared_experts modules are not modelled.
+enum class RecomputeModule : uint32_t { core_attn = 1, mla_up_proj = 2, layernorm = 4, moe_act = 8, mlp = 16 };
+std::string_view to_string(RecomputeModule m);
+/// Parses Megatron's name of a module ("core_attn", "mla_up_proj", "layernorm", "moe_act", "mlp").
+std::optional<RecomputeModule> parse_recompute_module(std::string_view name);
+
 /// How the memory-bound (element-wise, normalisation) work of a layer is implemented, which sets its kernels
 /// and HBM traffic (transformer.hpp lists them op by op):
 ///   fused:    Megatron / Transformer Engine fused kernels (fused LayerNorm/RMSNorm, bias-GeLU or SwiGLU,
@@ -213,6 +224,12 @@ struct TrainingConfig {
   /// --recompute-num-layers N; torchtitan's every-k-th-layer checkpointing recomputes l/k); the others keep
   /// their activations. -1: every layer.
   int64_t recompute_num_layers = -1;
+  /// With activation_recompute = selective: the RecomputeModule bits re-run (Megatron's default core_attn).
+  uint32_t recompute_modules = static_cast<uint32_t>(RecomputeModule::core_attn);
+  /// Whether selective recompute re-runs module `m`.
+  [[nodiscard]] bool recomputes(RecomputeModule m) const {
+    return activation_recompute == Recompute::selective && (recompute_modules & static_cast<uint32_t>(m)) != 0;
+  }
   MoeDispatcher moe_token_dispatcher = MoeDispatcher::alltoall;  ///< MoE layers' token dispatcher
   MoeBalance moe_router_load_balancing = MoeBalance::aux_loss;   ///< for moe_rank_imbalance
   /// Tokens an expert may take, in units of its mean share (Megatron --moe-expert-capacity-factor; tokens

@@ -357,12 +357,23 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
     case Recompute::none:
       break;
     case Recompute::selective:
-      // Korthikanti et al. 2022 Sec. 5: only the attention core (scores, softmax, dropout, context) is
-      // recomputed. Megatron-Core checkpoints the core-attention module itself (TransformerLayer's
-      // _checkpointed_attention_forward), so with a fused attention kernel its forward runs again before its
-      // backward.
-      w.recompute.assign(fw.begin() + static_cast<std::ptrdiff_t>(attention_begin),
-                         fw.begin() + static_cast<std::ptrdiff_t>(attention_end));
+      // Megatron-Core's recompute modules, in forward order. core_attn: Korthikanti et al. 2022 Sec. 5, the
+      // attention core (scores, softmax, dropout, context); Megatron-Core checkpoints the core-attention module
+      // itself (TransformerLayer's _checkpointed_attention_forward), so with a fused attention kernel its forward
+      // runs again before its backward. mla_up_proj: the up-projections and RoPE; layernorm: the two pre-norms;
+      // moe_act: the routed experts' activation; mlp: a dense layer's whole MLP.
+      for (size_t i = 0; i < fw.size(); ++i) {
+        const std::string& name = fw[i].name;
+        const bool rerun =
+            (tr.recomputes(RecomputeModule::core_attn) && i >= attention_begin && i < attention_end) ||
+            (tr.recomputes(RecomputeModule::mla_up_proj) && m.multi_latent_attention &&
+             (name.rfind("q_up_proj", 0) == 0 || name.rfind("kv_up_proj", 0) == 0 || name == "rope")) ||
+            (tr.recomputes(RecomputeModule::layernorm) && (name == "norm_1" || name == "norm_2")) ||
+            (tr.recomputes(RecomputeModule::moe_act) && o.moe && (name == "expert_swiglu" || name == "expert_gelu")) ||
+            (tr.recomputes(RecomputeModule::mlp) && !o.moe && i > w.mlp_forward_begin &&
+             name.rfind("residual", 0) != 0 && name.rfind("dropout", 0) != 0);
+        if (rerun) w.recompute.push_back(fw[i]);
+      }
       break;
     case Recompute::selective_op: {
       // torchtitan's op-level policy: matmul and attention outputs are saved except every second matmul (in

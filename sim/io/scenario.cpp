@@ -76,6 +76,7 @@ std::string_view expected_name(ParamType t) {
     case ParamType::string: return "a string";
     case ParamType::boolean: return "a boolean";
     case ParamType::zone_list: return "an array of tables";
+    case ParamType::string_list: return "an array of strings";
   }
   return "?";
 }
@@ -546,6 +547,14 @@ class Loader {
     if (const auto problem = models::expert_layout_problem(layout_keys(), model_keys())) {
       fail_at(problem->key, problem->message);
     }
+    // A list other than the default only means something with selective recompute (the resolved file, which
+    // writes the default, reloads).
+    const toml::array& modules = *resolved_node("training.recompute_modules")->as_array();
+    const bool default_modules = modules.size() == 1 && modules[0].as_string()->get() == "core_attn";
+    if (!default_modules && get_string("training.activation_recompute") != "selective") {
+      fail_at("training.recompute_modules", "applies to training.activation_recompute = \"selective\", got \"" +
+                                                get_string("training.activation_recompute") + "\"");
+    }
     if (get_bool("training.moe_a2a_overlap")) {
       // Megatron-Core's checks for --overlap-moe-expert-parallel-comm (TransformerConfig).
       const auto refuse = [&](const std::string& why) { fail_at("training.moe_a2a_overlap", why); };
@@ -595,6 +604,11 @@ class Loader {
     s.training.framework = *models::parse_framework(get_string("training.framework"));
     s.training.grad_reduce = *models::parse_precision(get_string("training.grad_reduce_dtype"));
     if (has("training.recompute_num_layers")) s.training.recompute_num_layers = get_int("training.recompute_num_layers");
+    s.training.recompute_modules = 0;
+    for (const toml::node& module : *resolved_node("training.recompute_modules")->as_array()) {
+      s.training.recompute_modules |=
+          static_cast<uint32_t>(*models::parse_recompute_module(module.as_string()->get()));
+    }
     s.parallelism = layout_keys();
     s.schedule = *models::parse_pipeline_schedule(get_string("parallelism.schedule"));
     s.cluster.vm_size = get_string("cluster.vm_size");
@@ -797,6 +811,25 @@ class Loader {
       case ParamType::boolean: {
         if (!node->is_boolean()) wrong_type();
         set(key, node->as_boolean()->get());
+        break;
+      }
+      case ParamType::string_list: {
+        const toml::array* items = node->as_array();
+        if (items == nullptr) wrong_type();
+        toml::array canonical;
+        std::set<std::string> seen;
+        for (const toml::node& item : *items) {
+          if (!item.is_string()) {
+            fail(key, loc, "expected strings, got " + std::string(node_type_name(item.type())));
+          }
+          const std::string v = item.as_string()->get();
+          if (std::find(p.choices.begin(), p.choices.end(), v) == p.choices.end()) {
+            fail(key, loc, "must be " + detail::allowed_text(p) + ", got '" + v + "'");
+          }
+          if (!seen.insert(v).second) fail(key, loc, "'" + v + "' is given twice");
+          canonical.push_back(v);
+        }
+        set_node(key, canonical);
         break;
       }
       case ParamType::zone_list: {

@@ -31,6 +31,7 @@ constexpr std::array<std::string_view, 5> kAllReduceAlgorithms{"auto", "ring", "
 constexpr std::array<std::string_view, 2> kMlps{"gelu", "swiglu"};
 constexpr std::array<std::string_view, 2> kSchedules{"1f1b", "gpipe"};
 constexpr std::array<std::string_view, 2> kContextComms{"p2p", "all_gather"};
+constexpr std::array<std::string_view, 5> kRecomputeModules{"core_attn", "mla_up_proj", "layernorm", "moe_act", "mlp"};
 constexpr std::array<std::string_view, 3> kDispatchers{"alltoall", "allgather", "flex"};
 constexpr std::array<std::string_view, 3> kBalancing{"forced", "aux_loss", "aux_free"};
 constexpr std::array<std::string_view, 2> kFidelities{"replica", "full"};
@@ -174,6 +175,12 @@ constexpr std::array kParams{
               .help = "With activation_recompute = \"full\": layers of each pipeline model chunk that recompute "
                       "(Megatron --recompute-method block --recompute-num-layers); the others keep their "
                       "activations. torchtitan's every-k-th-layer checkpointing is num_layers / k."},
+    ParamSpec{.key = "training.recompute_modules", .type = string_list, .need = Need::defaulted,
+              .default_text = "[\"core_attn\"]", .choices = kRecomputeModules,
+              .help = "With activation_recompute = \"selective\": what is re-run (Megatron --recompute-modules): "
+                      "core_attn (the attention core), mla_up_proj (MLA's up-projections and RoPE; Q, K, V not "
+                      "stored), layernorm (the pre-norms; their outputs not stored), moe_act (the routed experts' "
+                      "activation; its output not stored), mlp (a dense layer's MLP; only its input stored)."},
     ParamSpec{.key = "training.moe_token_dispatcher", .type = string, .need = Need::defaulted,
               .default_text = "\"alltoall\"", .choices = kDispatchers,
               .help = "MoE token dispatcher (Megatron --moe-token-dispatcher-type): alltoall (an all-to-all over "
@@ -467,6 +474,7 @@ std::string_view type_name(ParamType t) {
     case string: return "string";
     case boolean: return "boolean";
     case zone_list: return "array of tables";
+    case string_list: return "array of strings";
   }
   return "?";
 }
@@ -499,9 +507,10 @@ std::string allowed_text(const ParamSpec& p) {
       if (has_hi) return (p.hi_open ? "< " : "<= ") + format_number(p.hi);
       return "";
     }
+    case string_list:
     case string: {
       if (!p.choices.empty()) {
-        std::string s = "one of ";
+        std::string s = p.type == string_list ? "each one of " : "one of ";
         for (size_t i = 0; i < p.choices.size(); ++i) {
           if (i > 0) s += ", ";
           s += p.choices[i];

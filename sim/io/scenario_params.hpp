@@ -14,7 +14,8 @@
 namespace clustersim::sim::detail {
 
 /// zone_list: an array of tables, each {name = string, nodes = integer >= 1} ([[cluster.zones]]).
-enum class ParamType { integer, number, string, boolean, zone_list };
+/// string_list: an array of distinct strings, each one of `choices`.
+enum class ParamType { integer, number, string, boolean, zone_list, string_list };
 
 /// How a key may be absent.
 enum class Need {

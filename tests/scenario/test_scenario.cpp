@@ -286,6 +286,20 @@ TEST(ScenarioOverrides, ContextAndExpertLayoutErrorsAreLocated) {
   const Scenario split = load("valid_minimal.toml", {"parallelism.pipeline=4", "parallelism.first_stage_layers=3",
                                                      "parallelism.last_stage_layers=5"});
   EXPECT_EQ(models::layers_per_virtual_stage(24, split.parallelism), (std::vector<int64_t>{3, 8, 8, 5}));
+  // Recompute modules belong to selective recompute; each is one of Megatron-Core's, once.
+  expect_error("valid_minimal.toml", {"training.recompute_modules=[\"layernorm\"]"}, "--set", 1, 28,
+               "training.recompute_modules", "applies to training.activation_recompute = \"selective\", got \"none\"");
+  expect_error("valid_minimal.toml", {"training.activation_recompute=\"selective\"",
+                                      "training.recompute_modules=[\"core_attn\", \"moe\"]"},
+               "--set", 2, 28, "training.recompute_modules",
+               "must be each one of core_attn, mla_up_proj, layernorm, moe_act, mlp, got 'moe'");
+  expect_error("valid_minimal.toml", {"training.activation_recompute=\"selective\"",
+                                      "training.recompute_modules=[\"mlp\", \"mlp\"]"},
+               "--set", 2, 28, "training.recompute_modules", "'mlp' is given twice");
+  const Scenario modules = load("valid_minimal.toml", {"training.activation_recompute=\"selective\"",
+                                                       "training.recompute_modules=[\"layernorm\", \"mlp\"]"});
+  EXPECT_EQ(modules.training.recompute_modules, static_cast<uint32_t>(models::RecomputeModule::layernorm) |
+                                                    static_cast<uint32_t>(models::RecomputeModule::mlp));
   // Megatron-Core's conditions for the 1F1B all-to-all overlap.
   expect_error("valid_minimal.toml", {"model.num_experts=8", "training.moe_a2a_overlap=true"}, "--set", 2, 26,
                "training.moe_a2a_overlap", "needs parallelism.expert > 1");

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "models/compute/compute_model.hpp"
@@ -234,11 +235,10 @@ TEST(MoeWork, ParametersAndFlopsCountTheActiveExperts) {
   EXPECT_EQ(sparse.moe_layers_in(0, 32), 15);
 }
 
-TEST(MoeWork, DeepSeekV3ShapesGiveItsParameterCounts) {
-  // DeepSeek-V3 (arXiv 2412.19437 Sec. 4.2; config_671B.json): 61 layers of 7168, MLA with 128 heads (q latent
-  // 1536, kv latent 512, 128 + 64 query/key, 128 value), first 3 layers dense (18432), then 256 routed experts
-  // of 2048 (top-8) and one shared expert of 2048; vocabulary 129280, untied. The report: 671 B parameters,
-  // 37 B activated per token (both without the 14 B multi-token-prediction module).
+/// DeepSeek-V3 (arXiv 2412.19437 Sec. 4.2; config_671B.json): 61 layers of 7168, MLA with 128 heads (q latent
+/// 1536, kv latent 512, 128 + 64 query/key, 128 value), first 3 layers dense (18432), then 256 routed experts
+/// of 2048 (top-8) and one shared expert of 2048; vocabulary 129280, untied; sequence 4096.
+ModelConfig deepseek_v3() {
   ModelConfig m;
   m.num_layers = 61;
   m.hidden_size = 7168;
@@ -261,6 +261,13 @@ TEST(MoeWork, DeepSeekV3ShapesGiveItsParameterCounts) {
   m.moe_ffn_hidden_size = 2048;
   m.moe_shared_expert_intermediate_size = 2048;
   m.num_dense_layers_first = 3;
+  return m;
+}
+
+TEST(MoeWork, DeepSeekV3ShapesGiveItsParameterCounts) {
+  // The report: 671 B parameters, 37 B activated per token (both without the 14 B multi-token-prediction
+  // module).
+  const ModelConfig m = deepseek_v3();
   EXPECT_NEAR(parameter_count(m) / 671e9, 1.0, 0.01);
   // Activated: the model FLOPs of one token without attention's s-dependent part, / 6.
   TrainingConfig tr;
@@ -356,6 +363,71 @@ TEST(MoeStep, AllToAllOverlapHidesUnderThePartnerPass) {
   // Without the overlap there are no merged costs.
   s.training.moe_a2a_overlap = false;
   EXPECT_TRUE(build_step_program(s, compute, LinearNetwork(1e-8)).stages[0].forward_paired.empty());
+}
+
+TEST(MoeMemory, RecomputeModulesRerunTheirOpsAndDropTheirTensors) {
+  // DeepSeek-V3 on TP 2 with sequence parallelism, EP 8, forced balance, bf16, 4096 tokens: Megatron-Core's
+  // selective recompute modules, each against the tensors it stops storing.
+  const ModelConfig m = deepseek_v3();
+  TrainingConfig tr;
+  tr.global_batch_size = 8;
+  tr.flash_attention = true;
+  tr.moe_router_load_balancing = MoeBalance::forced;
+  tr.activation_recompute = Recompute::selective;
+  ParallelismConfig par;
+  par.tensor = 2;
+  par.sequence_parallel = true;
+  par.data = 8;
+  par.expert = 8;
+  LayerOptions o;
+  o.tensor = 2;
+  o.sequence_parallel = true;
+  LayerOptions moe = o;
+  moe.moe = true;
+  moe.expert = 8;
+  const auto names = [](const LayerWork& w) {
+    std::vector<std::string> n;
+    for (const Op& op : w.recompute) n.push_back(op.name);
+    return n;
+  };
+  const auto with = [&](uint32_t modules) {
+    TrainingConfig t = tr;
+    t.recompute_modules = modules;
+    return t;
+  };
+  const auto bit = [](RecomputeModule x) { return static_cast<uint32_t>(x); };
+  // Default core_attn: the fused attention kernel only.
+  EXPECT_EQ(names(transformer_layer(m, tr, o)), (std::vector<std::string>{"flash_attention"}));
+  EXPECT_EQ(names(transformer_layer(m, with(bit(RecomputeModule::mla_up_proj)), o)),
+            (std::vector<std::string>{"q_up_proj", "kv_up_proj", "rope"}));
+  EXPECT_EQ(names(transformer_layer(m, with(bit(RecomputeModule::layernorm)), o)),
+            (std::vector<std::string>{"norm_1", "norm_2"}));
+  EXPECT_EQ(names(transformer_layer(m, with(bit(RecomputeModule::moe_act)), moe)),
+            (std::vector<std::string>{"expert_swiglu"}));
+  EXPECT_EQ(names(transformer_layer(m, with(bit(RecomputeModule::mlp)), o)),
+            (std::vector<std::string>{"mlp_fc1", "swiglu", "mlp_fc2"}));
+  // Memory per layer and microbatch, e = 2, s = 4096, t = 2, a = 128: core_attn alone stores everything but
+  // the kernel's softmax statistics.
+  const double base = layer_activation_bytes(m, tr, par).value();
+  const double s = 4096.0, e = 2.0, h = 7168.0, a = 128.0;
+  // mla_up_proj: Q and K (192 wide a head) and V (128) not stored: s e a (2 x 192 + 128) / t.
+  EXPECT_NEAR(base - layer_activation_bytes(m, with(bit(RecomputeModule::core_attn) |
+                                                    bit(RecomputeModule::mla_up_proj)), par).value(),
+              s * e * a * (2.0 * 192.0 + 128.0) / 2.0, 1.0);
+  // layernorm: the two pre-norms' outputs, 2 e s h / t with sequence parallelism.
+  EXPECT_NEAR(base - layer_activation_bytes(m, with(bit(RecomputeModule::core_attn) |
+                                                    bit(RecomputeModule::layernorm)), par).value(),
+              2.0 * e * s * h / 2.0, 1.0);
+  // moe_act: the routed copies' activation output, received x e x f_e: (s / t) x k tokens, f_e = 2048.
+  EXPECT_NEAR(moe_layer_activation_bytes(m, tr, par).value() -
+                  moe_layer_activation_bytes(m, with(bit(RecomputeModule::core_attn) | bit(RecomputeModule::moe_act)),
+                                             par).value(),
+              (s / 2.0) * 8.0 * e * 2048.0, 1.0);
+  // Without core_attn the fused kernel's statistics (4 a s / t bytes of fp32) are stored.
+  EXPECT_NEAR(layer_activation_bytes(m, with(bit(RecomputeModule::layernorm)), par).value() -
+                  layer_activation_bytes(m, with(bit(RecomputeModule::core_attn) | bit(RecomputeModule::layernorm)),
+                                         par).value(),
+              4.0 * a * s / 2.0, 1.0);
 }
 
 TEST(MoeMemory, ExpertStatesShardOverEpTimesEtpAndTheExpertDataRanks) {

@@ -64,10 +64,10 @@ const std::map<std::string, double> kMoeOutliers = {
     // Qwen3-235B-A22B 26.02: -17 % (pessimistic; 25.11's row is -15 %): the recipes' all-to-all overlap
     // settings are not printed; the model puts the dispatch and combine on the critical path.
     {"nemo-2-h100-r2602-qwen3-235b-a22b-256", 0.2},
-    // DeepSeek-V3 671B BF16 on 512 / 1,024 H100 (DGX Cloud recipe, NeMo 25.04): +21 % and +23 % (too fast) with
-    // the recipe's MTP module and stage sizes modelled (+27 % / +34 % without). Half the predicted step is the
-    // alltoall dispatch and combine across 8 nodes at the NICs' line rate; what the run loses beyond that is
-    // not identified (docs/validation.md item 0).
+    // DeepSeek-V3 671B BF16 on 512 / 1,024 H100 (DGX Cloud recipe, NeMo 25.04): +23 % and +25 % (too fast) with
+    // the recipe's MTP module, stage sizes and recompute module modelled (+27 % / +34 % without the first two).
+    // Half the predicted step is the alltoall dispatch and combine across 8 nodes at the NICs' line rate; what
+    // the run loses beyond that is not identified (docs/validation.md item 0).
     {"dgxc-h100-deepseek-v3-bf16-512", 0.3},
     {"dgxc-h100-deepseek-v3-bf16-1024", 0.3},
     // Qwen3-235B-A22B TP 4 x EP 8 with DeepEP (Megatron-MoE-ModelZoo): -44 % (29.0 s measured, 16.2 s predicted),
