@@ -46,7 +46,8 @@ units::FlopsPerSecond ComputeModel::measured_matmul(Precision p) const {
   return device_->peak_for(p) * (fraction * share_);
 }
 
-units::Seconds ComputeModel::gemm_time(const GemmShape& s, Precision p, double element_bytes) const {
+units::Seconds ComputeModel::gemm_time(const GemmShape& s, Precision p, double element_bytes,
+                                       double output_bytes) const {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.batch <= 0) {
     throw std::invalid_argument("ComputeModel::gemm_time: GEMM dimensions must be >= 1");
   }
@@ -66,11 +67,11 @@ units::Seconds ComputeModel::gemm_time(const GemmShape& s, Precision p, double e
     const double reuse_eff = std::min(1.0, reuse / kFullReuse);
     math = std::min(math, s.flops() / (rate * (wave_eff * tile_eff * reuse_eff)));
   }
-  const double elements = static_cast<double>(s.batch) *
-                          (static_cast<double>(s.m) * static_cast<double>(s.k) +
-                           static_cast<double>(s.k) * static_cast<double>(s.n) +
-                           static_cast<double>(s.m) * static_cast<double>(s.n));
-  const units::Seconds memory = units::Bytes(elements * element_bytes) / memory_bandwidth_;
+  const double inputs = static_cast<double>(s.batch) * (static_cast<double>(s.m) * static_cast<double>(s.k) +
+                                                       static_cast<double>(s.k) * static_cast<double>(s.n));
+  const double outputs = static_cast<double>(s.batch) * static_cast<double>(s.m) * static_cast<double>(s.n);
+  const double out_bytes = output_bytes < 0.0 ? element_bytes : output_bytes;
+  const units::Seconds memory = units::Bytes(inputs * element_bytes + outputs * out_bytes) / memory_bandwidth_;
   return std::max(math, memory) + kKernelOverhead;
 }
 

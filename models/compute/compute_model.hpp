@@ -68,9 +68,13 @@ class ComputeModel {
   /// range.
   explicit ComputeModel(const DeviceSpec& device, double device_share = 1.0);
 
-  /// Time of one GEMM whose inputs/outputs are `element_bytes` wide and whose math runs at precision `p`.
+  /// Time of one GEMM whose inputs/outputs are `element_bytes` wide and whose math runs at precision `p`:
+  /// the slower of the tiled math and the HBM traffic (inputs read once, the m x n output moved at
+  /// `output_bytes` per element: element_bytes when written once, 8 when it accumulates into an fp32 buffer,
+  /// read and written, as Megatron's fused weight-gradient accumulation does; negative: element_bytes).
   /// Throws std::out_of_range if the device has no such math mode, std::invalid_argument on a zero dimension.
-  [[nodiscard]] units::Seconds gemm_time(const GemmShape& shape, Precision p, double element_bytes) const;
+  [[nodiscard]] units::Seconds gemm_time(const GemmShape& shape, Precision p, double element_bytes,
+                                         double output_bytes = -1.0) const;
   /// Effective rate of that GEMM (FLOPs / time), for reports and tests.
   [[nodiscard]] units::FlopsPerSecond gemm_rate(const GemmShape& shape, Precision p, double element_bytes) const;
   /// Time of a memory-bound kernel moving `bytes` (reads + writes) through HBM.

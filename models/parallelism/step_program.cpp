@@ -29,8 +29,11 @@ Precision math_precision(Precision p) { return p == Precision::fp8 ? Precision::
 units::Seconds op_time(const Op& op, const ComputeModel& compute, Precision p) {
   switch (op.op_class) {
     case OpClass::gemm:
-      if (op.fp8) return compute.gemm_time(op.gemm, Precision::fp8, 1.0);
-      return compute.gemm_time(op.gemm, math_precision(p), activation_bytes_per_element(p));
+    {
+      const double output = op.accumulates_fp32 ? 8.0 : -1.0;
+      if (op.fp8) return compute.gemm_time(op.gemm, Precision::fp8, 1.0, output);
+      return compute.gemm_time(op.gemm, math_precision(p), activation_bytes_per_element(p), output);
+    }
     case OpClass::memory_bound: return compute.memory_time(op.bytes);
     case OpClass::fused_attention:
       return compute.attention_time(op.flops * op.executed_fraction, math_precision(p), op.attention_kernel);

@@ -33,6 +33,14 @@ Op memory_op(std::string name, double bytes, int kernels = 1) {
 }
 
 /// Backward of a forward op: GEMM -> input-gradient and weight-gradient GEMMs of equal FLOPs; memory-bound ->
+/// The weight-gradient GEMMs of `backward` accumulate into the fp32 main gradient when the run fuses gradient
+/// accumulation (Op::accumulates_fp32); without it they write a 16-bit gradient that a separate kernel adds
+/// (step_program.cpp).
+void mark_fused_accumulation(std::vector<Op>& backward, const TrainingConfig& tr) {
+  if (!tr.gradient_accumulation_fusion) return;
+  for (Op& op : backward) op.accumulates_fp32 = op.op_class == OpClass::gemm && op.name.ends_with("_wgrad");
+}
+
 /// 1.5x the bytes; fused attention -> 2.5x the FLOPs (FlashAttention backward recomputes S = QK^T:
 /// Dao et al. 2022, Sec. 3.1: 5 matmuls backward vs 2 forward).
 void append_backward(const Op& f, std::vector<Op>& out) {
@@ -323,6 +331,7 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
     append_backward(op, w.backward);
     if (i == w.mlp_forward_begin) w.mlp_backward_end = w.backward.size();
   }
+  mark_fused_accumulation(w.backward, tr);
 
   const units::Bytes tp_bytes(tokens * d(h) * e);
   // Two collectives per pass (attention, MLP); an MoE layer's MLP has none but its shared expert's.
@@ -421,6 +430,7 @@ LayerWork lm_head(const ModelConfig& m, const TrainingConfig& tr, const LayerOpt
       op.kernels = 2;
     }
   }
+  mark_fused_accumulation(w.backward, tr);
   // With sequence parallelism the final norm's output is all-gathered before the LM head.
   // Backward: the gradient is reduce-scattered back to the sequence-parallel shards.
   const int tp_count = (o.tensor > 1 && o.sequence_parallel) ? 1 : 0;
@@ -462,6 +472,7 @@ LayerWork mtp_projection(const ModelConfig& m, const TrainingConfig& tr, const L
   w.forward.push_back(memory_op("mtp_concat", 2.0 * region * 2.0 * e));
   w.forward.push_back(gemm_op("mtp_eh_proj", GemmRole::mlp_in, tokens, h / o.tensor, 2 * h));
   for (size_t i = w.forward.size(); i-- > 0;) append_backward(w.forward[i], w.backward);
+  mark_fused_accumulation(w.backward, tr);
   return w;
 }
 

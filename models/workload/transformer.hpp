@@ -85,6 +85,10 @@ struct Op {
   int kernels = 1;                        ///< kernel launches (CPU launch cost)
   GemmRole role = GemmRole::attention_core;  ///< for GEMMs
   bool fp8 = false;                       ///< a GEMM at the FP8 rate
+  /// A weight-gradient GEMM that accumulates into the fp32 main gradient (Megatron's
+  /// --gradient-accumulation-fusion: fused_weight_gradient_dense / TE fuse_wgrad_accumulation): its output is
+  /// read and written at 4 bytes each (ComputeModel::gemm_time's output_bytes = 8).
+  bool accumulates_fp32 = false;
   AttentionKernel attention_kernel = AttentionKernel::flash2;  ///< for fused attention
 };
 

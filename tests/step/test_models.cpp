@@ -69,6 +69,32 @@ TEST(ComputeModel, SkinnyGemmIsMemoryBound) {
               bytes / (1.70e12 * device.training_memory_fraction) + 4e-6, 1e-9);
 }
 
+TEST(ComputeModel, WeightGradientAccumulatingInFp32MovesItsOutputTwiceAtFourBytes) {
+  // An expert's wgrad with few rows: 4096 x 3072 weights from 512 rows (2 M N K = 12.9 GFLOP, 48 us at 271.2
+  // TFLOP/s). Written once in bf16 its traffic is 2 (M K + K N + M N) = 31 MB (18 us at 1.70 TB/s): math bound.
+  // Accumulated into the fp32 main gradient (read and written: 8 bytes an element) it moves 2 (M K + K N) +
+  // 8 M N = 106 MB (62 us): memory bound.
+  const DeviceSpec& device = catalog().device("A100-SXM4-80GB");
+  const ComputeModel a100(device);
+  const GemmShape wgrad{4096, 3072, 512, 1};
+  const double bandwidth = 1.70e12 * device.training_memory_fraction;
+  const double fp32_bytes = 2.0 * (4096.0 * 512 + 512.0 * 3072) + 8.0 * 4096.0 * 3072;
+  EXPECT_NEAR(a100.gemm_time(wgrad, Precision::bf16, 2.0, 8.0).value(), fp32_bytes / bandwidth + 4e-6, 1e-9);
+  EXPECT_LT(a100.gemm_time(wgrad, Precision::bf16, 2.0).value(), fp32_bytes / bandwidth);
+  // The layer marks exactly its weight-gradient GEMMs when gradient accumulation is fused (Megatron's default).
+  TrainingConfig tr;
+  tr.global_batch_size = 1;
+  LayerWork w = transformer_layer(llama3_8b(), tr, LayerOptions{});
+  int marked = 0;
+  for (const Op& op : w.backward) {
+    EXPECT_EQ(op.accumulates_fp32, op.op_class == OpClass::gemm && op.name.ends_with("_wgrad")) << op.name;
+    marked += op.accumulates_fp32 ? 1 : 0;
+  }
+  EXPECT_EQ(marked, 4);  // qkv, out, fc1 (gate and up fused), fc2
+  tr.gradient_accumulation_fusion = false;
+  for (const Op& op : transformer_layer(llama3_8b(), tr, LayerOptions{}).backward) EXPECT_FALSE(op.accumulates_fp32);
+}
+
 TEST(ComputeModel, MeasuredRatesWinOverPeakRatioScaling) {
   const ComputeModel h100(catalog().device("H100-SXM5-80GB"));
   // H100 has an fp8 measurement (1402.6 TFLOP/s); tf32 has none and scales bf16's by the peak ratio.
