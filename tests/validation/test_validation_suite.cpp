@@ -69,10 +69,10 @@ const std::map<std::string, double> kMoeOutliers = {
     // the run loses beyond that is not identified (docs/validation.md item 0).
     {"dgxc-h100-deepseek-v3-bf16-512", 0.3},
     {"dgxc-h100-deepseek-v3-bf16-1024", 0.3},
-    // Qwen3-235B-A22B TP 4 x EP 8 with DeepEP (Megatron-MoE-ModelZoo): -44 % (29.0 s measured, 16.2 s predicted),
-    // while the same model at TP 2 x EP 32 is within 9 % with and without the all-to-all overlap; the model ranks
+    // Qwen3-235B-A22B TP 4 x EP 8 with DeepEP (Megatron-MoE-ModelZoo): -34 % (29.0 s measured, 19.3 s predicted),
+    // while the same model at TP 2 x EP 32 is within 11 % with and without the all-to-all overlap; the model ranks
     // this layout first where the ModelZoo measured it last. Not identified (docs/validation.md item 0).
-    {"modelzoo-h100-qwen3-235b-deepep-tp4-pp8-vp4-ep8", 0.5},
+    {"modelzoo-h100-qwen3-235b-deepep-tp4-pp8-vp4-ep8", 0.4},
 };
 
 double row_bound(const sim::ValidationRow& r) {
