@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -14,6 +15,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "models/parallelism/layout.hpp"
+#include "models/workload/transformer.hpp"
 #include "sim/io/framework_profiles.hpp"
 #include "sim/io/scenario_params.hpp"
 
@@ -578,6 +580,45 @@ class Loader {
     if (const std::string why = models::batch_split_error(b, mb, d); !why.empty()) {
       fail_at("training.global_batch_size", why);
     }
+    check_step_size(*vm, catalog, gpus);
+  }
+
+  /// The simulation's own limits on one step (docs/scenario-format.md, "Limits"), located at
+  /// training.global_batch_size: (1) the step simulation keeps every pass of one pipeline, microbatches x
+  /// pipeline x virtual_stages of them, each a few hundred bytes: at most kMaxPipelinePasses; (2) the engine's
+  /// clock holds 2^63 ns (292 years): the step's model FLOPs (model_flops_per_iteration, a lower bound of the
+  /// work) at the GPUs' dense peak must take at most kMaxStepAtPeak, which leaves a factor of 292 for
+  /// efficiencies below peak.
+  void check_step_size(const models::VmSize& vm, const models::Catalog& catalog, int64_t gpus) {
+    constexpr double kMaxPipelinePasses = 2097152.0;                 // 2^21: about 1.3 GB and seconds
+    constexpr double kMaxStepAtPeakSeconds = 365.25 * 86400.0;       // one year
+    const int64_t b = get_int("training.global_batch_size");
+    const int64_t mb = get_int("training.micro_batch_size");
+    const int64_t d = get_int("parallelism.data");
+    const double microbatches = static_cast<double>(b / (mb * d));
+    const double passes = microbatches * static_cast<double>(get_int("parallelism.pipeline")) *
+                          static_cast<double>(get_int("parallelism.virtual_stages"));
+    if (passes > kMaxPipelinePasses) {
+      fail_at("training.global_batch_size",
+              "microbatches × pipeline × virtual_stages = " + detail::format_number(passes) +
+                  " passes of one pipeline, more than the step simulation keeps (bound: 2^21 = 2,097,152, about "
+                  "1.3 GB); raise micro_batch_size or lower global_batch_size");
+    }
+    models::TrainingConfig tr;
+    tr.global_batch_size = b;
+    const double flops = models::model_flops_per_iteration(model_keys(), tr).value();
+    const models::DeviceSpec& device = catalog.device(vm.device);
+    double peak = 0.0;
+    for (const auto& [precision, rate] : device.peak) peak = std::max(peak, rate.value());
+    const double at_peak_s = flops / (static_cast<double>(gpus) * vm.device_share * peak);
+    if (!(at_peak_s <= kMaxStepAtPeakSeconds)) {
+      char text[160];
+      std::snprintf(text, sizeof text, "one step is %.3g FLOP of model work: %.3g years at the %lld GPUs' peak",
+                    flops, at_peak_s / kMaxStepAtPeakSeconds, static_cast<long long>(gpus));
+      fail_at("training.global_batch_size",
+              std::string(text) + " (bound: one year at peak, so that the simulated step stays within the "
+                                  "engine's 292-year clock)");
+    }
   }
 
   [[nodiscard]] Scenario build() const {
@@ -586,6 +627,8 @@ class Loader {
     s.name = get_string("name");
     s.description = get_string("description");
     s.model = model_keys();
+    const Loc step_size = loc_of("training.global_batch_size");
+    s.step_size_location = {step_size.file, step_size.line, step_size.column};
     s.training.moe_token_dispatcher = *models::parse_moe_dispatcher(get_string("training.moe_token_dispatcher"));
     s.training.moe_router_load_balancing =
         *models::parse_moe_balance(get_string("training.moe_router_load_balancing"));
@@ -777,7 +820,9 @@ class Loader {
     };
     const auto wrong_type = [&] { fail(key, loc, "expected " + std::string(expected_name(p.type)) + ", " + got_type()); };
     const auto out_of_range = [&](const std::string& got) {
-      fail(key, loc, "must be " + detail::allowed_text(p) + ", got " + got);
+      std::string message = "must be " + detail::allowed_text(p) + ", got " + got;
+      if (!p.bound_reason.empty()) message.append(" (bound: ").append(p.bound_reason).append(")");
+      fail(key, loc, std::move(message));
     };
     switch (p.type) {
       case ParamType::integer: {

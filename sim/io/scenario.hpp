@@ -101,6 +101,13 @@ struct Scenario {
   SimulationConfig simulation;
 
   std::filesystem::path source_path;  ///< file it was read from
+  /// Where training.global_batch_size is set (file or "--set", 1-based line and column): errors about the size of
+  /// one step found while simulating it are located there.
+  struct {
+    std::filesystem::path file;
+    int64_t line = 1;
+    int64_t column = 1;
+  } step_size_location;
   std::string resolved_toml;          ///< the scenario after --set overrides and defaults, as TOML text
 };
 

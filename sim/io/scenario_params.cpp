@@ -69,24 +69,31 @@ constexpr std::array kParams{
     ParamSpec{.key = "description", .type = string, .need = Need::defaulted, .default_text = "\"\"",
               .help = "One line saying what is simulated and where it comes from."},
     // [model]
-    ParamSpec{.key = "model.num_layers", .type = integer, .unit = "layers", .need = Need::required, .min_int = 1,
+    ParamSpec{.key = "model.num_layers", .type = integer, .unit = "layers", .need = Need::required, .min_int = 1, .max_int = 16384,
               .help = "Decoder layers, l. At least parallelism.pipeline × parallelism.virtual_stages; when they do not "
                       "divide it, the middle model chunks take one layer more than the first and last (which "
-                      "hold the embedding and the LM head), as Llama 3's 126 layers on 16 stages."},
-    ParamSpec{.key = "model.hidden_size", .type = integer, .unit = "elements", .need = Need::required, .min_int = 1,
-              .help = "Model width, h. Must be divisible by num_attention_heads."},
+                      "hold the embedding and the LM head), as Llama 3's 126 layers on 16 stages.",
+              .bound_reason = "16,384 layers: 80x the deepest published decoders (Llama 3 405B: 126); the step keeps every layer's work"},
+    ParamSpec{.key = "model.hidden_size", .type = integer, .unit = "elements", .need = Need::required, .min_int = 1, .max_int = 1048576,
+              .help = "Model width, h. Must be divisible by num_attention_heads.",
+              .bound_reason = "2^20: 40x the widest published model (Megatron 1T: 25,600); one h x h weight is then 2 TiB in bf16"},
     ParamSpec{.key = "model.num_attention_heads", .type = integer, .unit = "heads", .need = Need::required,
-              .min_int = 1, .help = "Query heads, a. Must be divisible by parallelism.tensor."},
+              .min_int = 1, .max_int = 65536, .help = "Query heads, a. Must be divisible by parallelism.tensor.",
+              .bound_reason = "65,536: 500x the most published query heads (DeepSeek-V3: 128)"},
     ParamSpec{.key = "model.num_query_groups", .type = integer, .unit = "heads", .need = Need::derived,
-              .default_text = "num_attention_heads", .min_int = 1,
+              .default_text = "num_attention_heads", .min_int = 1, .max_int = 65536,
               .help = "Key/value heads (grouped-query attention); equal to num_attention_heads for multi-head "
-                      "attention. Must divide num_attention_heads and be divisible by parallelism.tensor."},
+                      "attention. Must divide num_attention_heads and be divisible by parallelism.tensor.",
+              .bound_reason = "65,536, as num_attention_heads"},
     ParamSpec{.key = "model.ffn_hidden_size", .type = integer, .unit = "elements", .need = Need::derived,
-              .default_text = "4 × hidden_size", .min_int = 1, .help = "Inner width of the MLP."},
-    ParamSpec{.key = "model.vocab_size", .type = integer, .unit = "tokens", .need = Need::required, .min_int = 1,
-              .help = "Vocabulary size, V."},
-    ParamSpec{.key = "model.seq_length", .type = integer, .unit = "tokens", .need = Need::required, .min_int = 1,
-              .help = "Tokens per sequence, s."},
+              .default_text = "4 × hidden_size", .min_int = 1, .max_int = 4194304, .help = "Inner width of the MLP.",
+              .bound_reason = "2^22: 40x the widest published feed-forward (Megatron 1T: 102,400)"},
+    ParamSpec{.key = "model.vocab_size", .type = integer, .unit = "tokens", .need = Need::required, .min_int = 1, .max_int = 16777216,
+              .help = "Vocabulary size, V.",
+              .bound_reason = "2^24: 64x the largest published vocabulary (Gemma: 256,000)"},
+    ParamSpec{.key = "model.seq_length", .type = integer, .unit = "tokens", .need = Need::required, .min_int = 1, .max_int = 16777216,
+              .help = "Tokens per sequence, s.",
+              .bound_reason = "2^24 tokens: 16x the longest published training context (1M tokens: NeMo Llama 2 7B on 1,024 H100)"},
     ParamSpec{.key = "model.mlp", .type = string, .need = Need::defaulted, .default_text = "\"gelu\"",
               .choices = kMlps,
               .help = "MLP activation: gelu (two GEMMs, GPT) or swiglu (gated: fc1 produces 2 × ffn_hidden_size "
@@ -103,53 +110,66 @@ constexpr std::array kParams{
               .help = "The LM head reuses the word embedding (GPT). false: a separate vocab_size × hidden_size "
                       "output weight (Llama 3; Megatron --untie-embeddings-and-output-weights)."},
     ParamSpec{.key = "model.kv_channels", .type = integer, .unit = "elements", .need = Need::derived,
-              .default_text = "hidden_size / num_attention_heads", .min_int = 1,
+              .default_text = "hidden_size / num_attention_heads", .min_int = 1, .max_int = 65536,
               .help = "Width of one attention head, d (Megatron --kv-channels). Given, hidden_size need not be "
-                      "divisible by the heads (Qwen3: 64 heads of 128 with hidden_size 4096)."},
+                      "divisible by the heads (Qwen3: 64 heads of 128 with hidden_size 4096).",
+              .bound_reason = "65,536: 256x the widest published head (256)"},
     ParamSpec{.key = "model.multi_latent_attention", .type = boolean, .need = Need::defaulted,
               .default_text = "false",
               .help = "Multi-head latent attention (DeepSeek-V2/V3; Megatron --multi-latent-attention): queries and "
                       "keys/values from low-rank latents. Uses q_lora_rank, kv_lora_rank, qk_head_dim, "
                       "qk_pos_emb_head_dim, v_head_dim; num_query_groups and kv_channels do not apply."},
     ParamSpec{.key = "model.q_lora_rank", .type = integer, .unit = "elements", .need = Need::defaulted,
-              .default_text = "0", .min_int = 0,
-              .help = "MLA: width of the query latent (DeepSeek-V3 1536); 0: queries straight from the hidden state."},
+              .default_text = "0", .min_int = 0, .max_int = 1048576,
+              .help = "MLA: width of the query latent (DeepSeek-V3 1536); 0: queries straight from the hidden state.",
+              .bound_reason = "2^20, as hidden_size"},
     ParamSpec{.key = "model.kv_lora_rank", .type = integer, .unit = "elements", .need = Need::defaulted,
-              .default_text = "512", .min_int = 1, .help = "MLA: width of the key/value latent (DeepSeek-V3 512)."},
+              .default_text = "512", .min_int = 1, .max_int = 1048576, .help = "MLA: width of the key/value latent (DeepSeek-V3 512).",
+              .bound_reason = "2^20, as hidden_size"},
     ParamSpec{.key = "model.qk_head_dim", .type = integer, .unit = "elements", .need = Need::defaulted,
-              .default_text = "128", .min_int = 1,
-              .help = "MLA: a head's query/key width without the rotary part (DeepSeek-V3 128)."},
+              .default_text = "128", .min_int = 1, .max_int = 65536,
+              .help = "MLA: a head's query/key width without the rotary part (DeepSeek-V3 128).",
+              .bound_reason = "65,536: 256x the widest published head (256)"},
     ParamSpec{.key = "model.qk_pos_emb_head_dim", .type = integer, .unit = "elements", .need = Need::defaulted,
-              .default_text = "64", .min_int = 0,
-              .help = "MLA: the rotary part of a head's query and of the shared key (DeepSeek-V3 64)."},
+              .default_text = "64", .min_int = 0, .max_int = 65536,
+              .help = "MLA: the rotary part of a head's query and of the shared key (DeepSeek-V3 64).",
+              .bound_reason = "65,536: 256x the widest published head (256)"},
     ParamSpec{.key = "model.v_head_dim", .type = integer, .unit = "elements", .need = Need::defaulted,
-              .default_text = "128", .min_int = 1, .help = "MLA: a head's value width (DeepSeek-V3 128)."},
+              .default_text = "128", .min_int = 1, .max_int = 65536, .help = "MLA: a head's value width (DeepSeek-V3 128).",
+              .bound_reason = "65,536: 256x the widest published head (256)"},
     ParamSpec{.key = "model.num_experts", .type = integer, .unit = "experts", .need = Need::defaulted,
-              .default_text = "0", .min_int = 0,
+              .default_text = "0", .min_int = 0, .max_int = 65536,
               .help = "Routed experts of each MoE layer (Megatron --num-experts); 0: a dense model. MoE is "
-                      "modelled as Megatron-Core runs it (training.framework megatron-core or nemo)."},
+                      "modelled as Megatron-Core runs it (training.framework megatron-core or nemo).",
+              .bound_reason = "65,536: 170x the most published routed experts (Kimi K2: 384)"},
     ParamSpec{.key = "model.moe_router_topk", .type = integer, .unit = "experts", .need = Need::defaulted,
-              .default_text = "2", .min_int = 1,
-              .help = "Experts each token is routed to, k (Megatron --moe-router-topk); at most num_experts."},
+              .default_text = "2", .min_int = 1, .max_int = 65536,
+              .help = "Experts each token is routed to, k (Megatron --moe-router-topk); at most num_experts.",
+              .bound_reason = "65,536, as num_experts"},
     ParamSpec{.key = "model.moe_ffn_hidden_size", .type = integer, .unit = "elements", .need = Need::derived,
-              .default_text = "ffn_hidden_size", .min_int = 1,
-              .help = "MLP width of one routed expert (Megatron --moe-ffn-hidden-size), gated like the dense MLP."},
+              .default_text = "ffn_hidden_size", .min_int = 1, .max_int = 4194304,
+              .help = "MLP width of one routed expert (Megatron --moe-ffn-hidden-size), gated like the dense MLP.",
+              .bound_reason = "2^22: 40x the widest published feed-forward (Megatron 1T: 102,400)"},
     ParamSpec{.key = "model.moe_shared_expert_intermediate_size", .type = integer, .unit = "elements",
-              .need = Need::defaulted, .default_text = "0", .min_int = 0,
-              .help = "MLP width of the shared expert every token passes through (DeepSeek, Qwen-MoE); 0: none."},
+              .need = Need::defaulted, .default_text = "0", .min_int = 0, .max_int = 4194304,
+              .help = "MLP width of the shared expert every token passes through (DeepSeek, Qwen-MoE); 0: none.",
+              .bound_reason = "2^22: 40x the widest published feed-forward (Megatron 1T: 102,400)"},
     ParamSpec{.key = "model.moe_layer_freq", .type = integer, .unit = "layers", .need = Need::defaulted,
-              .default_text = "1", .min_int = 1,
+              .default_text = "1", .min_int = 1, .max_int = 16384,
               .help = "Every moe_layer_freq-th layer is an MoE layer (layer i when i % freq == 0; Megatron "
-                      "--moe-layer-freq as an integer)."},
+                      "--moe-layer-freq as an integer).",
+              .bound_reason = "16,384, as num_layers"},
     ParamSpec{.key = "model.num_dense_layers_first", .type = integer, .unit = "layers", .need = Need::defaulted,
-              .default_text = "0", .min_int = 0,
-              .help = "The first layers are dense (DeepSeek-V3: 3; Megatron --moe-layer-freq \"[0]*3+[1]*58\")."},
+              .default_text = "0", .min_int = 0, .max_int = 16384,
+              .help = "The first layers are dense (DeepSeek-V3: 3; Megatron --moe-layer-freq \"[0]*3+[1]*58\").",
+              .bound_reason = "16,384, as num_layers"},
     ParamSpec{.key = "model.mtp_num_layers", .type = integer, .unit = "modules", .need = Need::defaulted,
-              .default_text = "0", .min_int = 0,
+              .default_text = "0", .min_int = 0, .max_int = 16384,
               .help = "Multi-token prediction modules (DeepSeek-V3 Sec. 2.2; Megatron --mtp-num-layers), on the "
                       "last pipeline stage: each two norms, a 2h -> h projection, a block of the last layer's "
                       "kind and the output head and loss again. Counted in model FLOPs and memory, not in the "
-                      "parameter count. Megatron-Core and NeMo only."},
+                      "parameter count. Megatron-Core and NeMo only.",
+              .bound_reason = "16,384, as num_layers"},
     // [training]
     ParamSpec{.key = "training.framework", .type = string, .need = Need::defaulted,
               .default_text = "\"megatron-core\"", .choices = kFrameworkChoices,
@@ -157,10 +177,12 @@ constexpr std::array kParams{
                       "(overlaps, fused kernels, reduce dtype, ZeRO stage; \"Framework profiles\" below) and how "
                       "a sharded model gathers its parameters. A key given in the scenario wins."},
     ParamSpec{.key = "training.global_batch_size", .type = integer, .unit = "sequences", .need = Need::required,
-              .min_int = 1,
-              .help = "Sequences per optimizer step, B. Must be divisible by micro_batch_size × parallelism.data."},
+              .min_int = 1, .max_int = 16777216,
+              .help = "Sequences per optimizer step, B. Must be divisible by micro_batch_size × parallelism.data.",
+              .bound_reason = "2^24 sequences: 4,000x the largest published batches (Llama 3 405B: 4,096 sequences)"},
     ParamSpec{.key = "training.micro_batch_size", .type = integer, .unit = "sequences", .need = Need::defaulted,
-              .default_text = "1", .min_int = 1, .help = "Sequences per microbatch, b."},
+              .default_text = "1", .min_int = 1, .max_int = 16777216, .help = "Sequences per microbatch, b.",
+              .bound_reason = "2^24, as global_batch_size"},
     ParamSpec{.key = "training.precision", .type = string, .need = Need::defaulted, .default_text = "\"bf16\"",
               .choices = kPrecisions,
               .help = "Precision of the GEMMs. fp8: GEMMs at the FP8 tensor-core rate, everything else in bf16."},
@@ -171,10 +193,11 @@ constexpr std::array kParams{
                       "selective_op is PyTorch's per-op checkpointing with torchtitan's policy (matmul and "
                       "attention outputs saved except every second matmul; the rest re-run)."},
     ParamSpec{.key = "training.recompute_num_layers", .type = integer, .unit = "layers", .need = Need::derived,
-              .default_text = "every layer", .min_int = 0,
+              .default_text = "every layer", .min_int = 0, .max_int = 16384,
               .help = "With activation_recompute = \"full\": layers of each pipeline model chunk that recompute "
                       "(Megatron --recompute-method block --recompute-num-layers); the others keep their "
-                      "activations. torchtitan's every-k-th-layer checkpointing is num_layers / k."},
+                      "activations. torchtitan's every-k-th-layer checkpointing is num_layers / k.",
+              .bound_reason = "16,384, as num_layers"},
     ParamSpec{.key = "training.recompute_modules", .type = string_list, .need = Need::defaulted,
               .default_text = "[\"core_attn\"]", .choices = kRecomputeModules,
               .help = "With activation_recompute = \"selective\": what is re-run (Megatron --recompute-modules): "
@@ -234,46 +257,55 @@ constexpr std::array kParams{
                       "16-bit weight gradient into the main gradient (Megatron-LM 2021)."},
     // [parallelism]
     ParamSpec{.key = "parallelism.tensor", .type = integer, .unit = "GPUs", .need = Need::defaulted,
-              .default_text = "1", .min_int = 1, .help = "Tensor-parallel group size, t."},
+              .default_text = "1", .min_int = 1, .max_int = 1048576, .help = "Tensor-parallel group size, t.",
+              .bound_reason = "2^20 GPUs: 10x the largest published clusters (~100,000 GPUs)"},
     ParamSpec{.key = "parallelism.context", .type = integer, .unit = "GPUs", .need = Need::defaulted,
-              .default_text = "1", .min_int = 1,
+              .default_text = "1", .min_int = 1, .max_int = 1048576,
               .help = "Context-parallel size, c (Megatron-Core --context-parallel-size): each sequence is split "
                       "into 2c chunks, rank r holding chunks r and 2c - 1 - r (causal load balancing), so "
-                      "model.seq_length must be divisible by 2c. Gradients and ZeRO shards span data × context."},
+                      "model.seq_length must be divisible by 2c. Gradients and ZeRO shards span data × context.",
+              .bound_reason = "2^20 GPUs, as tensor"},
     ParamSpec{.key = "parallelism.cp_comm_type", .type = string, .need = Need::defaulted,
               .default_text = "\"p2p\"", .choices = kContextComms,
               .help = "How context-parallel ranks exchange keys and values (Megatron-Core --cp-comm-type): p2p "
                       "(ring attention, each hop under one step's attention) or all_gather (all-gathered under "
                       "the local block's attention; PyTorch context_parallel's default)."},
     ParamSpec{.key = "parallelism.expert", .type = integer, .unit = "GPUs", .need = Need::defaulted,
-              .default_text = "1", .min_int = 1,
+              .default_text = "1", .min_int = 1, .max_int = 1048576,
               .help = "Expert-parallel size, EP (Megatron --expert-model-parallel-size): the MoE layers' experts "
                       "split over EP ranks folded over tensor × context × data (Megatron-Core MoE parallel "
                       "folding). Must divide model.num_experts; expert × expert_tensor must divide tensor × "
-                      "context × data."},
+                      "context × data.",
+              .bound_reason = "2^20 GPUs, as tensor"},
     ParamSpec{.key = "parallelism.expert_tensor", .type = integer, .unit = "GPUs", .need = Need::defaulted,
-              .default_text = "1", .min_int = 1,
+              .default_text = "1", .min_int = 1, .max_int = 1048576,
               .help = "Expert-tensor-parallel size, ETP (Megatron --expert-tensor-parallel-size): each expert's MLP "
-                      "split over ETP ranks. Must divide model.moe_ffn_hidden_size."},
+                      "split over ETP ranks. Must divide model.moe_ffn_hidden_size.",
+              .bound_reason = "2^20 GPUs, as tensor"},
     ParamSpec{.key = "parallelism.pipeline", .type = integer, .unit = "stages", .need = Need::defaulted,
-              .default_text = "1", .min_int = 1, .help = "Pipeline stages, p."},
+              .default_text = "1", .min_int = 1, .max_int = 1048576, .help = "Pipeline stages, p.",
+              .bound_reason = "2^20 GPUs, as tensor"},
     ParamSpec{.key = "parallelism.data", .type = integer, .unit = "replicas", .need = Need::derived,
-              .default_text = "GPUs / (tensor × context × pipeline)", .min_int = 1,
+              .default_text = "GPUs / (tensor × context × pipeline)", .min_int = 1, .max_int = 1048576,
               .help = "Data-parallel replicas, d. When given, tensor × context × pipeline × data must equal the "
                       "cluster's GPUs (nodes × GPUs per VM); when omitted, tensor × context × pipeline must "
-                      "divide them."},
+                      "divide them.",
+              .bound_reason = "2^20 GPUs, as tensor"},
     ParamSpec{.key = "parallelism.virtual_stages", .type = integer, .unit = "chunks", .need = Need::defaulted,
-              .default_text = "1", .min_int = 1,
-              .help = "Model chunks per pipeline rank, v. Above 1 selects interleaved 1F1B and needs pipeline > 1."},
+              .default_text = "1", .min_int = 1, .max_int = 16384,
+              .help = "Model chunks per pipeline rank, v. Above 1 selects interleaved 1F1B and needs pipeline > 1.",
+              .bound_reason = "16,384, as num_layers (a virtual stage holds at least one layer)"},
     ParamSpec{.key = "parallelism.first_stage_layers", .type = integer, .unit = "layers", .need = Need::defaulted,
-              .default_text = "0", .min_int = 0,
+              .default_text = "0", .min_int = 0, .max_int = 16384,
               .help = "Decoder layers of the first pipeline stage (Megatron --decoder-first-pipeline-num-layers); "
                       "0: the automatic split. Set, the stages not set share the other layers evenly; needs "
-                      "pipeline > 1 and virtual_stages = 1."},
+                      "pipeline > 1 and virtual_stages = 1.",
+              .bound_reason = "16,384, as num_layers"},
     ParamSpec{.key = "parallelism.last_stage_layers", .type = integer, .unit = "layers", .need = Need::defaulted,
-              .default_text = "0", .min_int = 0,
+              .default_text = "0", .min_int = 0, .max_int = 16384,
               .help = "Decoder layers of the last pipeline stage (Megatron --decoder-last-pipeline-num-layers), "
-                      "which also holds the LM head and multi-token prediction; 0: the automatic split."},
+                      "which also holds the LM head and multi-token prediction; 0: the automatic split.",
+              .bound_reason = "16,384, as num_layers"},
     ParamSpec{.key = "parallelism.sequence_parallel", .type = boolean, .need = Need::defaulted,
               .default_text = "false",
               .help = "Megatron sequence parallelism. Needs model.seq_length / context divisible by tensor."},
@@ -313,28 +345,33 @@ constexpr std::array kParams{
     // [cluster]
     ParamSpec{.key = "cluster.vm_size", .type = string, .need = Need::required, .non_empty = true,
               .help = "VM size: a name from the hardware catalog (models/hardware/catalog/vm_sizes.toml)."},
-    ParamSpec{.key = "cluster.nodes", .type = integer, .unit = "VMs", .need = Need::required, .min_int = 1,
-              .help = "VMs in the job. GPUs = nodes × GPUs per VM."},
+    ParamSpec{.key = "cluster.nodes", .type = integer, .unit = "VMs", .need = Need::required, .min_int = 1, .max_int = 131072,
+              .help = "VMs in the job. GPUs = nodes × GPUs per VM.",
+              .bound_reason = "2^17 VMs (about a million GPUs): 10x the largest published clusters; the topology has a vertex per GPU"},
     ParamSpec{.key = "cluster.fabric", .type = string, .need = Need::defaulted, .default_text = "\"fat_tree\"",
               .choices = kFabrics,
               .help = "Inter-node network of each zone: one switch, a two-tier fat tree (three tiers when it "
                       "outgrows radix/2 leaves), or rail-optimized (NIC i of every node on rail switch i)."},
     ParamSpec{.key = "cluster.oversubscription", .type = number, .unit = "ratio", .need = Need::defaulted,
-              .default_text = "1.0", .lo = 1.0, .help = "Fat-tree leaf down/up capacity ratio (2 means 2:1)."},
+              .default_text = "1.0", .lo = 1.0, .hi = 1024.0, .help = "Fat-tree leaf down/up capacity ratio (2 means 2:1).",
+              .bound_reason = "1,024:1 leaves a leaf no uplink worth simulating (published fabrics: 1:1 to 3:1)"},
     ParamSpec{.key = "cluster.fat_tree_radix", .type = integer, .unit = "ports", .need = Need::defaulted,
-              .default_text = "64", .min_int = 2,
-              .help = "Switch ports; a leaf takes radix/2 NICs. Even."},
+              .default_text = "64", .min_int = 2, .max_int = 4096,
+              .help = "Switch ports; a leaf takes radix/2 NICs. Even.",
+              .bound_reason = "4,096 ports: 8x the largest switch ASICs (512 x 100G)"},
     ParamSpec{.key = "cluster.zones", .type = zone_list, .need = Need::optional,
               .help = "Availability zones as `[[cluster.zones]]` tables with `name` (string) and `nodes` "
                       "(integer >= 1); node counts must sum to cluster.nodes. Nodes fill zones in order. "
                       "Absent: one zone. InfiniBand does not cross zones; cross-zone traffic takes the "
                       "inter-zone link."},
     ParamSpec{.key = "cluster.inter_zone_latency_ms", .type = number, .unit = "ms", .need = Need::defaulted,
-              .default_text = "1.0", .lo = 0.0, .lo_open = true,
-              .help = "One-way latency between zones (Azure: under 2 ms round trip between zones of a region)."},
+              .default_text = "1.0", .lo = 0.0, .lo_open = true, .hi = 1000.0,
+              .help = "One-way latency between zones (Azure: under 2 ms round trip between zones of a region).",
+              .bound_reason = "1 s: 6x the longest one-way latency between Azure regions (about 150 ms)"},
     ParamSpec{.key = "cluster.inter_zone_bandwidth_gbps", .type = number, .unit = "Gb/s per node",
-              .need = Need::derived, .default_text = "the VM's Ethernet NIC rate", .lo = 0.0, .lo_open = true,
-              .help = "Bandwidth each node gets across zones (bits per second, as NICs are quoted)."},
+              .need = Need::derived, .default_text = "the VM's Ethernet NIC rate", .lo = 0.001, .hi = 1.0e6,
+              .help = "Bandwidth each node gets across zones (bits per second, as NICs are quoted).",
+              .bound_reason = "1 Mb/s to 1 Pb/s: below any Azure VM's network and 1,000x above its fastest NIC"},
     // [network]
     ParamSpec{.key = "network.all_reduce_algorithm", .type = string, .need = Need::defaulted,
               .default_text = "\"auto\"", .choices = kAllReduceAlgorithms,
@@ -361,12 +398,14 @@ constexpr std::array kParams{
               .help = "Citation of the measurement (paper, table, page)."},
     // [job]
     ParamSpec{.key = "job.train_tokens", .type = number, .unit = "tokens", .need = Need::optional, .lo = 0.0,
-              .lo_open = true,
-              .help = "Tokens to train on; steps = ceil(train_tokens / (global_batch_size × seq_length))."},
+              .lo_open = true, .hi = 1e18,
+              .help = "Tokens to train on; steps = ceil(train_tokens / (global_batch_size × seq_length)).",
+              .bound_reason = "1e18 tokens: 25,000x the largest published pre-training runs (Qwen3: 36T tokens)"},
     ParamSpec{.key = "job.steps", .type = integer, .unit = "steps", .need = Need::optional, .min_int = 1,
               .help = "Optimizer steps to train (instead of train_tokens)."},
     ParamSpec{.key = "job.replications", .type = integer, .need = Need::defaulted, .default_text = "200",
-              .min_int = 1, .help = "Monte Carlo replications of the job (seed + replication index)."},
+              .min_int = 1, .max_int = 100000, .help = "Monte Carlo replications of the job (seed + replication index).",
+              .bound_reason = "100,000: the standard error is then 0.3 % of the spread of one run; each replication replays the whole job"},
     // [reliability]
     ParamSpec{.key = "reliability.spot", .type = boolean, .need = Need::defaulted, .default_text = "false",
               .help = "Spot VMs: evictions at spot_eviction_rate_per_hour per VM, and the spot price. The report "
@@ -556,8 +595,10 @@ std::string scenario_keys_markdown() {
         case Need::derived: def.append("= ").append(p.default_text); break;
         case Need::optional: def = "—"; break;
       }
+      std::string meaning{p.help};
+      if (!p.bound_reason.empty()) meaning.append(" Bound: ").append(p.bound_reason).append(".");
       md << "| `" << p.key << "` | " << escape_cell(type) << " | " << (p.unit.empty() ? "—" : p.unit) << " | "
-         << escape_cell(def) << " | " << escape_cell(p.help) << " |\n";
+         << escape_cell(def) << " | " << escape_cell(meaning) << " |\n";
     }
   }
   return md.str();

@@ -49,6 +49,9 @@ struct ParamSpec {
   std::span<const std::string_view> choices{};
   bool non_empty = false;
   std::string_view help{};
+  /// Why the upper bound (max_int / hi) is where it is: the simulation's limits, with the published extremes they
+  /// leave room for. Shown in the reference and in the error for a value above it; "" when there is none.
+  std::string_view bound_reason{};
 
   /// "parallelism" for "parallelism.tensor", "" for a root key.
   [[nodiscard]] std::string_view table() const {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -130,6 +131,13 @@ struct Plan {
 
 Time seconds_to_time(double s) { return Time::from_seconds(units::Seconds(s)); }
 
+/// `s` as engine time; JobInfeasible ("WHAT takes more than 100 years") beyond the horizon, where the engine's
+/// clock (292 years) would overflow in the sums of a replication.
+Time horizon_time(double s, const char* what) {
+  if (!(s <= kHorizonSeconds)) throw JobInfeasible(std::string(what) + " takes more than 100 years");
+  return seconds_to_time(s);
+}
+
 Plan make_plan(const JobSpec& job, int64_t every) {
   Plan p;
   p.steps = job.steps;
@@ -140,20 +148,24 @@ Plan make_plan(const JobSpec& job, int64_t every) {
   const double full_s = static_cast<double>(p.every) * p.step_s;
   const double last_s = static_cast<double>(last_steps) * p.step_s;
   if (static_cast<double>(p.cycles) * full_s > kHorizonSeconds) {
-    throw std::runtime_error("simulate_job: the work alone takes more than 100 years");
+    throw JobInfeasible("the work alone takes more than 100 years");
   }
   p.full_work = seconds_to_time(full_s);
   p.last_work = seconds_to_time(last_s);
   const models::CheckpointPolicy& c = job.checkpoint;
   p.async = c.asynchronous;
-  p.write = seconds_to_time((c.size / c.write_bandwidth).value());
-  p.stall = p.async ? Time::from_seconds(c.async_stall) : Time::zero();
-  p.reload = seconds_to_time((c.size / c.read_bandwidth).value());
+  p.write = horizon_time((c.size / c.write_bandwidth).value(), "one checkpoint write");
+  p.stall = p.async ? horizon_time(c.async_stall.value(), "one checkpoint snapshot") : Time::zero();
+  p.reload = horizon_time((c.size / c.read_bandwidth).value(), "one checkpoint reload");
   const models::InterruptionModel& m = job.interruptions;
-  p.detection = Time::from_seconds(m.detection_time);
-  p.restart = Time::from_seconds(m.restart_time);
-  p.reprovision_failure = Time::from_seconds(m.reprovision_failure);
+  p.detection = horizon_time(m.detection_time.value(), "detecting an interruption");
+  p.restart = horizon_time(m.restart_time.value(), "one restart");
+  p.reprovision_failure = horizon_time(m.reprovision_failure.value(), "re-provisioning after a failure");
   p.spot_reprovision_mean_s = m.reprovision_spot_mean.value();
+  horizon_time(p.spot_reprovision_mean_s, "the mean spot re-provisioning wait");
+  horizon_time(m.detection_time.value() + m.restart_time.value() + m.reprovision_failure.value() +
+                   (c.size / c.read_bandwidth).value(),
+               "one recovery (detection, re-provisioning, restart and reload)");
   p.vms = static_cast<double>(job.vms);
   p.failure_rate = p.vms * static_cast<double>(m.gpus_per_vm) * m.failure_rate_per_gpu_day / kSecondsPerDay;
   p.horizon = seconds_to_time(kHorizonSeconds);
@@ -199,9 +211,9 @@ class Replication {
     start_cycle(Time::zero());
     sim_.run_until(plan_.horizon);
     if (!done_) {
-      throw std::runtime_error(
-          "simulate_job: the job does not finish within 100 years of wall time: interruptions are too frequent "
-          "for the checkpoint interval and restart time");
+      throw JobInfeasible(
+          "the job does not finish within 100 years of wall time: interruptions are too frequent for the "
+          "checkpoint interval and restart time");
     }
     return result();
   }
@@ -331,7 +343,9 @@ class Replication {
     Time down = plan_.detection + plan_.restart;
     if (eviction) {
       ++evictions_count_;
-      down += seconds_to_time(spot_waits_.exponential_mean(plan_.spot_reprovision_mean_s));
+      // A wait beyond the horizon ends the replication unfinished anyway (JobInfeasible); capped so that the
+      // sums below stay within the engine's clock.
+      down += seconds_to_time(std::min(spot_waits_.exponential_mean(plan_.spot_reprovision_mean_s), kHorizonSeconds));
     } else {
       ++failures_count_;
       down += plan_.reprovision_failure;
@@ -534,6 +548,29 @@ JobReplication simulate_replication(const JobSpec& job, int64_t checkpoint_every
   return Replication(plan, seed, replication).run();
 }
 
+namespace {
+
+void simulate_job_runs(const JobSpec& job, const ClosedFormInputs& in, int64_t replications, uint64_t seed,
+                       JobStatistics& s);
+
+/// simulate_job's statistics when the job cannot finish: the reason, NaN statistics, no runs.
+void mark_infeasible(JobStatistics& s, std::string reason) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  s.feasible = false;
+  s.infeasible_reason = std::move(reason);
+  s.runs.clear();
+  s.checkpoint_interval = units::Seconds(nan);
+  s.checkpoint_interval_steps = 0;
+  for (double* v : {&s.mean_hours, &s.p50_hours, &s.p90_hours, &s.p99_hours, &s.mean_cost_usd, &s.p50_cost_usd,
+                    &s.p90_cost_usd, &s.p99_cost_usd, &s.mean_goodput, &s.mean_interruptions, &s.mean_evictions,
+                    &s.mean_failures, &s.mean_checkpoints, &s.mean_vm_hours, &s.mean_lost_gpu_hours,
+                    &s.stderr_hours, &s.stderr_cost_usd}) {
+    *v = nan;
+  }
+}
+
+}  // namespace
+
 JobStatistics simulate_job(const JobSpec& job, int64_t replications, uint64_t seed) {
   validate(job);
   if (replications < 1) fail("replications must be >= 1");
@@ -543,6 +580,31 @@ JobStatistics simulate_job(const JobSpec& job, int64_t replications, uint64_t se
   s.mean_time_between_interruptions = in.mtbi;
   s.young_interval = models::young_interval(in.stall, in.mtbi);
   s.daly_interval = models::daly_interval(in.stall, in.mtbi);
+  const double work_s = static_cast<double>(job.steps) * job.step_time.value();
+  if (!(work_s <= kHorizonSeconds)) {
+    char years[64];
+    std::snprintf(years, sizeof years, "%.3g", work_s / (kSecondsPerDay * 365.25));
+    mark_infeasible(s, std::string("the work alone (steps x step time) takes ") + years +
+                           " years, beyond the simulation's 100-year horizon");
+    return s;
+  }
+  try {
+    simulate_job_runs(job, in, replications, seed, s);
+  } catch (const JobInfeasible& e) {
+    mark_infeasible(s, e.what());
+  }
+  return s;
+}
+
+namespace {
+
+/// simulate_job after its checks: the runs at the policy's interval (or the "auto" search) and their statistics
+/// into `s`. JobInfeasible when no interval lets the job finish within the horizon.
+void simulate_job_runs(const JobSpec& job, const ClosedFormInputs& in, int64_t replications, uint64_t seed,
+                       JobStatistics& s) {
+  // The plan's horizon checks first (a checkpoint write or a recovery longer than the horizon), so that the
+  // verdict names them rather than the closed form's "interruptions too frequent".
+  static_cast<void>(make_plan(job, job.steps));
 
   const models::CheckpointPolicy& c = job.checkpoint;
   int64_t every = job.steps;
@@ -560,8 +622,8 @@ JobStatistics simulate_job(const JobSpec& job, int64_t replications, uint64_t se
 
   if (c.kind != models::CheckpointPolicy::Kind::automatic || std::isinf(in.mtbi.value())) {
     if (hopeless(job, in, every)) {
-      throw std::runtime_error("simulate_job: the expected time to train exceeds 100 years: interruptions are "
-                               "too frequent for the checkpoint interval and restart time");
+      throw JobInfeasible("the expected time to train exceeds 100 years: interruptions are too frequent for the "
+                          "checkpoint interval and restart time");
     }
     s.runs = run_all(make_plan(job, every), replications, seed);
   } else {
@@ -617,8 +679,8 @@ JobStatistics simulate_job(const JobSpec& job, int64_t replications, uint64_t se
     evaluate(steps_of(s.young_interval.value(), job));
     evaluate(steps_of(daly, job));
     if (best_runs.empty()) {
-      throw std::runtime_error("simulate_job: the expected time to train exceeds 100 years at every interval: "
-                               "interruptions are too frequent for the checkpoint cost and restart time");
+      throw JobInfeasible("the expected time to train exceeds 100 years at every checkpoint interval: "
+                          "interruptions are too frequent for the checkpoint cost and restart time");
     }
     every = best_every;
     s.runs = std::move(best_runs);
@@ -627,7 +689,8 @@ JobStatistics simulate_job(const JobSpec& job, int64_t replications, uint64_t se
   s.checkpoint_interval_steps = every;
   s.checkpoint_interval = units::Seconds(static_cast<double>(every) * job.step_time.value());
   summarize(s, job);
-  return s;
 }
+
+}  // namespace
 
 }  // namespace clustersim::sim

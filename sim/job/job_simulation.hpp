@@ -38,6 +38,8 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "models/reliability/job_model.hpp"
@@ -63,10 +65,22 @@ struct JobReplication {
   [[nodiscard]] double goodput() const { return productive_time / wall_time; }  ///< ETTR
 };
 
+/// Thrown inside the job simulation when the job cannot finish within the 100-year horizon of wall time; a
+/// verdict about the scenario, not an error: simulate_job turns it into JobStatistics::feasible = false.
+class JobInfeasible : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// Statistics over replications. Percentiles are nearest-rank (the ceil(p n)-th smallest); standard errors are
 /// the sample standard deviation (n - 1) over sqrt(n), 0 for one replication.
 struct JobStatistics {
   int64_t replications = 0;
+  /// false when the job cannot finish within the 100-year horizon (the work alone, or the work with the
+  /// interruptions' losses at every checkpoint interval); then `infeasible_reason` says why, `runs` is empty and
+  /// every statistic below except the Young/Daly intervals and the mean time between interruptions is NaN.
+  bool feasible = true;
+  std::string infeasible_reason;        ///< one sentence, empty when feasible
   units::Seconds checkpoint_interval;   ///< the interval used (after "auto"): checkpoint_interval_steps x step time
   int64_t checkpoint_interval_steps = 0;
   /// Young's sqrt(2 C M) and Daly's interval, for comparison, with C the training stall per checkpoint (blocking:
@@ -102,14 +116,16 @@ struct JobStatistics {
 /// Errors: std::invalid_argument on replications < 1, steps < 1, a step time not > 0 and finite, vms or GPUs per
 /// VM < 1, a negative or non-finite rate, time, size, price or trace entry, a discount outside [0, 1], a
 /// bandwidth not > 0 (infinity is allowed: free), every_steps < 1 or every not > 0, or an eviction trace without
-/// spot. std::runtime_error when the job cannot finish within 100 years of wall time (interruptions far more
-/// frequent than the checkpoint interval allows; checked against the closed form first, then by the run).
+/// spot. A job that cannot finish within 100 years of wall time (its work alone, or interruptions far more
+/// frequent than the checkpoint interval allows; checked against the closed form first, then by the run) is a
+/// verdict: feasible = false and the reason, not an exception.
 /// Cost: O(replications x (checkpoints + interruptions) x log) time, O(replications) memory; x 27 for "auto".
 JobStatistics simulate_job(const models::JobSpec& job, int64_t replications, uint64_t seed);
 
 /// Replication `replication` of `job` with a checkpoint after every `checkpoint_every_steps` steps (>= 1; more
 /// than the job's steps means the final checkpoint only), whatever the job's policy kind: the building block of
-/// simulate_job, equal to its runs[replication] for the same interval. Errors as simulate_job.
+/// simulate_job, equal to its runs[replication] for the same interval. Errors as simulate_job; JobInfeasible
+/// when this replication does not finish within the 100-year horizon.
 JobReplication simulate_replication(const models::JobSpec& job, int64_t checkpoint_every_steps, uint64_t seed,
                                     int64_t replication);
 

@@ -31,6 +31,10 @@ std::string format_job_summary(const Scenario& sc, const JobStatistics& j, const
               static_cast<long long>(j.replications), cfg.spot ? "spot" : "on-demand",
               cfg.spot ? line(" (eviction rate %.1f %%/h per VM)", 100.0 * cfg.spot_eviction_rate_per_hour).c_str()
                        : "");
+  if (!j.feasible) {
+    out << "  infeasible       " << j.infeasible_reason << "\n";
+    return out.str();
+  }
   out << line("  time to train    mean %s   p50 %s   p90 %s   p99 %s\n", hours_text(j.mean_hours).c_str(),
               hours_text(j.p50_hours).c_str(), hours_text(j.p90_hours).c_str(), hours_text(j.p99_hours).c_str());
   out << line("  cost             mean $%.0f   p50 $%.0f   p90 $%.0f   p99 $%.0f\n", j.mean_cost_usd, j.p50_cost_usd,
@@ -39,7 +43,9 @@ std::string format_job_summary(const Scenario& sc, const JobStatistics& j, const
               j.mean_interruptions, j.mean_lost_gpu_hours);
   out << line("  checkpoints      every %.1f min of training (Young %.1f min, Daly %.1f min)\n",
               j.checkpoint_interval.value() / 60.0, j.young_interval.value() / 60.0, j.daly_interval.value() / 60.0);
-  if (on_demand != nullptr) {
+  if (on_demand != nullptr && !on_demand->feasible) {
+    out << "  on demand        infeasible: " << on_demand->infeasible_reason << "\n";
+  } else if (on_demand != nullptr) {
     out << line("  spot vs on-demand: %s vs %s, $%.0f vs $%.0f: spot %s %.0f %% and %s %.0f %%\n",
                 hours_text(j.mean_hours).c_str(), hours_text(on_demand->mean_hours).c_str(), j.mean_cost_usd,
                 on_demand->mean_cost_usd, j.mean_hours >= on_demand->mean_hours ? "takes" : "saves",
@@ -56,6 +62,10 @@ std::vector<SummaryColumn> job_summary_columns(const Scenario& sc, const JobStat
     return SummaryColumn{std::move(name), std::move(units), std::move(description), std::vector<double>{v}};
   };
   std::vector<SummaryColumn> c;
+  c.push_back({"job_feasible", "1", "1 if the job finishes within the 100-year horizon; else 0 and NaN statistics",
+               std::vector<int64_t>{j.feasible ? 1 : 0}});
+  c.push_back({"job_infeasible_reason", "", "why the job cannot finish; empty when job_feasible = 1",
+               std::vector<std::string>{j.infeasible_reason}});
   c.push_back({"job_steps", "1", "optimizer steps to train", std::vector<int64_t>{sc.job->steps}});
   c.push_back({"job_replications", "1", "Monte Carlo replications", std::vector<int64_t>{j.replications}});
   c.push_back({"job_spot", "1", "1 if the job runs on spot VMs", std::vector<int64_t>{sc.job->spot ? 1 : 0}});
@@ -76,9 +86,9 @@ std::vector<SummaryColumn> job_summary_columns(const Scenario& sc, const JobStat
   c.push_back(real("young_interval_s", "s", "Young's interval sqrt(2 C M)", j.young_interval.value()));
   c.push_back(real("daly_interval_s", "s", "Daly's interval", j.daly_interval.value()));
   c.push_back(real("on_demand_time_to_train_mean_h", "h", "the same job on demand: mean time, NaN unless spot",
-                   od ? od->mean_hours : nan));
+                   od != nullptr && od->feasible ? od->mean_hours : nan));
   c.push_back(real("on_demand_cost_mean_usd", "USD", "the same job on demand: mean cost, NaN unless spot",
-                   od ? od->mean_cost_usd : nan));
+                   od != nullptr && od->feasible ? od->mean_cost_usd : nan));
   return c;
 }
 

@@ -1,5 +1,7 @@
 #include "sim/run/run_scenario.hpp"
 
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "models/hardware/catalog.hpp"
@@ -18,15 +20,33 @@ models::JobSpec on_demand_counterpart(const models::JobSpec& spot) {
   return od;
 }
 
+namespace {
+
+/// simulator.simulate for `scenario`; the engine clock's overflow (a step beyond 292 years that the loader's
+/// bounds let through: e.g. a model far too large for a slow network) becomes a ScenarioError located at
+/// training.global_batch_size, the size of the step, since it comes from the input, not from a bug.
+StepReport simulate_step(const Scenario& scenario, const models::Catalog& catalog, StepSimulator& simulator,
+                         const models::VmSize& vm, const models::DeviceSpec& device) {
+  try {
+    return simulator.simulate(step_setup_of(scenario, catalog), vm, device, network_setup_of(scenario));
+  } catch (const std::overflow_error& e) {
+    const auto& at = scenario.step_size_location;
+    throw ScenarioError(at.file, at.line, at.column, "training.global_batch_size",
+                        std::string("the simulated step exceeds the engine's clock of 292 years (") + e.what() +
+                            "): the model, the batch or the network is far outside what the simulation can time");
+  }
+}
+
+}  // namespace
+
 RunResult run_scenario(const Scenario& scenario, const models::Catalog& catalog, StepSimulator& simulator) {
   const models::VmSize& vm = catalog.vm_size(scenario.cluster.vm_size);
   const models::DeviceSpec& device = catalog.device(vm.device);
-  RunResult run{simulator.simulate(step_setup_of(scenario, catalog), vm, device, network_setup_of(scenario)),
-                std::nullopt, std::nullopt, std::nullopt};
+  RunResult run{simulate_step(scenario, catalog, simulator, vm, device), std::nullopt, std::nullopt, std::nullopt};
   if (scenario.cluster.zones.size() > 1) {
     Scenario single = scenario;
     single.cluster.zones.clear();
-    run.one_zone = simulator.simulate(step_setup_of(single, catalog), vm, device, network_setup_of(single));
+    run.one_zone = simulate_step(single, catalog, simulator, vm, device);
   }
   if (scenario.job) {
     const models::JobSpec spec = job_spec_of(scenario, run.step);

@@ -579,7 +579,33 @@ TEST(JobSimulation, RejectsBadInput) {
   j.checkpoint.kind = CheckpointPolicy::Kind::steps;
   j.checkpoint.every_steps = 1;
   j.interruptions.failure_rate_per_gpu_day = failure_rate_for(36.0);
-  EXPECT_THROW(sim::simulate_job(j, 1, 1), std::runtime_error);
+  const sim::JobStatistics hopeless = sim::simulate_job(j, 1, 1);
+  EXPECT_FALSE(hopeless.feasible);
+  EXPECT_NE(hopeless.infeasible_reason.find("interruptions are too frequent"), std::string::npos);
+  EXPECT_TRUE(hopeless.runs.empty());
+  EXPECT_TRUE(std::isnan(hopeless.mean_hours));
+  EXPECT_THROW(sim::simulate_replication(j, 1, 1, 0), sim::JobInfeasible);
+}
+
+// The job verdicts: work beyond the horizon, and a recovery or a checkpoint write longer than the horizon (the
+// engine's clock would overflow in a replication's sums); none is an exception.
+TEST(JobSimulation, JobsThatCannotFinishAreVerdictsNotErrors) {
+  JobSpec j = base_job(1000, 1.0e7, 1.0);  // 1e10 s of work: 317 years
+  sim::JobStatistics s = sim::simulate_job(j, 3, 1);
+  EXPECT_FALSE(s.feasible);
+  EXPECT_NE(s.infeasible_reason.find("the work alone"), std::string::npos) << s.infeasible_reason;
+  EXPECT_EQ(s.replications, 3);
+  j = base_job(100, 10.0, 1.0);
+  j.checkpoint.write_bandwidth = units::BytesPerSecond(1e-9);
+  s = sim::simulate_job(j, 2, 1);
+  EXPECT_FALSE(s.feasible);
+  EXPECT_NE(s.infeasible_reason.find("checkpoint write"), std::string::npos) << s.infeasible_reason;
+  j = base_job(100, 10.0, 1.0);
+  j.interruptions.restart_time = Seconds(5.0e9);
+  s = sim::simulate_job(j, 2, 1);
+  EXPECT_FALSE(s.feasible);
+  EXPECT_NE(s.infeasible_reason.find("restart"), std::string::npos) << s.infeasible_reason;
+  EXPECT_TRUE(sim::simulate_job(base_job(100, 10.0, 1.0), 2, 1).feasible);
 }
 
 }  // namespace

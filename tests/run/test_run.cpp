@@ -181,3 +181,70 @@ TEST(ExitStatus, ExitStatusOfRunsTheBodyAndMapsItsException) {
 
 }  // namespace
 }  // namespace clustersim::sim
+
+namespace clustersim::sim {
+namespace {
+
+/// load_scenario + run_scenario of `file` under `overrides`; the ScenarioError's text, or "" when it ran.
+std::string run_error(const std::string& file, const std::vector<std::string>& overrides, RunResult* out = nullptr) {
+  try {
+    const Scenario sc = load_scenario(kScenarios / file, overrides, catalog());
+    RunResult run = run_scenario(sc, catalog());
+    if (out != nullptr) *out = std::move(run);
+    return "";
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+}
+
+// Issue 14's inputs that once ended in "internal error" (Time overflow, std::bad_alloc, an infeasible job) or ran
+// unbounded (replications = 1e8): each is now a located error naming its bound, or a verdict.
+TEST(RunLimits, OversizedInputsAreLocatedErrorsNamingTheirBound) {
+  const std::string spot = "gpt3-175b-h100-spot-5pct.toml";
+  struct Case {
+    std::string set, key, words;
+  };
+  const std::vector<Case> cases{
+      {"model.num_layers=1000000", "model.num_layers", "bound: 16,384 layers"},
+      {"training.global_batch_size=1000000000000", "training.global_batch_size", "bound: 2^24 sequences"},
+      {"training.global_batch_size=16777216", "training.global_batch_size", "bound: 2^21"},
+      {"model.seq_length=100000000", "model.seq_length", "bound: 2^24 tokens"},
+      {"model.vocab_size=1000000000000", "model.vocab_size", "bound: 2^24"},
+      {"job.replications=100000000", "job.replications", "bound: 100,000"},
+      {"job.train_tokens=1e30", "job.train_tokens", "bound: 1e18 tokens"},
+      {"cluster.nodes=100000000", "cluster.nodes", "bound: 2^17 VMs"},
+  };
+  for (const Case& c : cases) {
+    const std::string what = run_error(spot, {c.set});
+    EXPECT_NE(what.find("--set:1:"), std::string::npos) << c.set << ": " << what;
+    EXPECT_NE(what.find("key '" + c.key + "'"), std::string::npos) << c.set << ": " << what;
+    EXPECT_NE(what.find(c.words), std::string::npos) << c.set << ": " << what;
+  }
+  // Within every key's bound but a step of more than a year at the GPUs' peak.
+  const std::string what = run_error(spot, {"model.seq_length=16777216", "model.num_layers=4096",
+                                            "training.global_batch_size=4096"});
+  EXPECT_NE(what.find("key 'training.global_batch_size'"), std::string::npos) << what;
+  EXPECT_NE(what.find("years at the"), std::string::npos) << what;
+}
+
+TEST(RunLimits, AJobThatCannotFinishIsAVerdictInTheSummary) {
+  RunResult run;
+  ASSERT_EQ(run_error("gpt3-175b-h100-spot-5pct.toml", {"model.num_layers=16384"}, &run), "");
+  ASSERT_TRUE(run.job.has_value());
+  EXPECT_FALSE(run.job->feasible);
+  EXPECT_FALSE(run.job->infeasible_reason.empty());
+  const Scenario sc = load_scenario(kScenarios / "gpt3-175b-h100-spot-5pct.toml", {"model.num_layers=16384"},
+                                    catalog());
+  const std::vector<SummaryColumn> columns = run_summary_columns(sc, run);
+  EXPECT_EQ(column(columns, "job_feasible"), 0.0);
+  EXPECT_TRUE(std::isnan(column(columns, "time_to_train_mean_h")));
+  RunResult ok;
+  ASSERT_EQ(run_error("gpt3-175b-h100-spot-5pct.toml", {}, &ok), "");
+  EXPECT_EQ(column(run_summary_columns(load_scenario(kScenarios / "gpt3-175b-h100-spot-5pct.toml", {}, catalog()),
+                                       ok),
+                   "job_feasible"),
+            1.0);
+}
+
+}  // namespace
+}  // namespace clustersim::sim

@@ -253,7 +253,7 @@ TEST(ScenarioOverrides, UnknownKeyNamesSetAndItsIndex) {
 TEST(ScenarioOverrides, BadValuePointsAtTheValue) {
   // "parallelism.tensor=0": the value starts at column 20.
   expect_error("valid_minimal.toml", {"parallelism.tensor=0"}, "--set", 1, 20, "parallelism.tensor",
-               "must be >= 1, got 0");
+               "must be in [1, 1048576], got 0");
   expect_error("valid_minimal.toml", {"parallelism.tensor=four"}, "--set", 1, 20, "parallelism.tensor",
                "expected an integer, got string");
 }
@@ -353,7 +353,7 @@ TEST(ScenarioErrors, MissingRequiredTablePointsAtTheFileStart) {
 }
 
 TEST(ScenarioErrors, OutOfRange) {
-  expect_file_error("bad_out_of_range.toml", 20, 10, "parallelism.tensor", "must be >= 1, got 0");
+  expect_file_error("bad_out_of_range.toml", 20, 10, "parallelism.tensor", "must be in [1, 1048576], got 0");
 }
 
 TEST(ScenarioErrors, FractionOutOfRange) {
