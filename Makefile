@@ -16,7 +16,7 @@ DEB_PACKAGES := g++ make cmake git libboost-graph-dev libboost-program-options-d
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-xarray python3-nbconvert \
   python3-ipykernel python3-pytest openmpi-bin libopenmpi-dev
 
-.PHONY: all deps configure build demo test bench validate tsan clean
+.PHONY: all deps configure build demo test bench validate tsan sanitize fuzz clean
 
 all: build
 
@@ -58,14 +58,34 @@ bench: build
 validate: build
 	$(CLUSTERSIM) validate --fit --leave-one-out -j $(JOBS)
 
-# The sweep's threads under ThreadSanitizer (a separate build in $(BUILD_DIR)-tsan): the sweep and run tests,
-# which run points on several threads sharing one cluster cache and two in-memory MPI ranks.
+# The sweep's threads under ThreadSanitizer (a separate build in $(BUILD_DIR)-tsan): the tests labelled tsan
+# (the sweep and run tests, which run points on several threads sharing one cluster cache and two in-memory MPI
+# ranks).
 tsan: deps
 	cmake -S . -B $(BUILD_DIR)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS=-fsanitize=thread \
 	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCLUSTERSIM_WITH_MPI=OFF -DCLUSTERSIM_BUILD_BENCH=OFF
-	cmake --build $(BUILD_DIR)-tsan -j $(JOBS) --target test_sweep test_run
-	TSAN_OPTIONS=halt_on_error=1 $(BUILD_DIR)-tsan/tests/sweep/test_sweep
-	TSAN_OPTIONS=halt_on_error=1 $(BUILD_DIR)-tsan/tests/run/test_run
+	cmake --build $(BUILD_DIR)-tsan -j $(JOBS) --target clustersim test_sweep test_run
+	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir $(BUILD_DIR)-tsan -L tsan --output-on-failure -j $(JOBS)
+
+# AddressSanitizer + UndefinedBehaviorSanitizer (a separate build in $(BUILD_DIR)-asan): the tests labelled asan
+# (every unit test, and the fuzzer for FUZZ_SECONDS).
+FUZZ_SECONDS ?= 60
+sanitize: deps
+	cmake -S . -B $(BUILD_DIR)-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
+	  "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" -DCLUSTERSIM_WITH_MPI=OFF \
+	  -DCLUSTERSIM_BUILD_BENCH=OFF -DCLUSTERSIM_FUZZ_SECONDS=$(FUZZ_SECONDS)
+	cmake --build $(BUILD_DIR)-asan -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(BUILD_DIR)-asan -L asan --output-on-failure -j $(JOBS)
+
+# The fuzzer alone, longer (FUZZ_SECONDS, default 60; the issue-14 local run: FUZZ_SECONDS=1800), on the
+# Release build, one process per core with its own seed.
+fuzz: build
+	@for i in $$(seq 1 $(JOBS)); do \
+	  $(BUILD_DIR)/tests/fuzz/fuzz_scenarios --seconds $(FUZZ_SECONDS) --seed $$i \
+	    --failures $(BUILD_DIR)/fuzz-failures $$(cat tests/fuzz/seeds.txt) & \
+	done; status=0; for job in $$(jobs -p); do wait $$job || status=1; done; exit $$status
 
 clean:
-	rm -rf $(BUILD_DIR) $(BUILD_DIR)-tsan out
+	rm -rf $(BUILD_DIR) $(BUILD_DIR)-tsan $(BUILD_DIR)-asan out

@@ -211,6 +211,12 @@ CollectiveTiming CollectiveModel::time(CollectiveOp op, const CommPattern& patte
     }
   }
   if (!std::isfinite(best_time)) {
+    if (forced) {
+      throw CollectiveAlgorithmError(std::string("algorithm '") + std::string(to_string(*forced)) +
+                                     "' does not apply to " + std::string(to_string(op)) + " on a pattern this job "
+                                     "needs (" + std::to_string(pattern.groups.size()) + " groups of " +
+                                     std::to_string(pattern.groups.front().size()) + " ranks)");
+    }
     throw std::invalid_argument(std::string("CollectiveModel: algorithm '") +
                                 std::string(forced ? to_string(*forced) : "any") + "' does not apply to " +
                                 std::string(to_string(op)) + " on this pattern");

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <tuple>
 
 #include "models/hardware/catalog.hpp"
@@ -26,6 +27,14 @@
 #include "models/network/topology.hpp"
 
 namespace clustersim::models {
+
+/// A forced collective algorithm (NetworkConfig::all_reduce_algorithm) that does not apply to a pattern the job
+/// needs (e.g. tree or hierarchical within one node): bad input, located by the caller at the scenario's
+/// network.all_reduce_algorithm.
+class CollectiveAlgorithmError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
 
 inline constexpr units::Seconds kDefaultBaseLatency = units::microseconds(30.0);
 inline constexpr double kDefaultRingEfficiency = 0.842;  // the ND A100 v4 fit
@@ -77,7 +86,7 @@ class CollectiveModel final : public CommunicationModel {
 
   /// Time of `op` on every group of `pattern` at once, `bytes` per rank (all-reduce input; reduce-scatter
   /// input; all-gather output; all-to-all send buffer; broadcast and send/recv message). Zero for groups of
-  /// one. `forced`: that algorithm only (throws std::invalid_argument if it does not apply). Throws
+  /// one. `forced`: that algorithm only (throws CollectiveAlgorithmError if it does not apply). Throws
   /// std::invalid_argument for an empty pattern, negative bytes, or (on its first solve; groups of one and zero
   /// bytes are not solved) a rank outside the cluster. Thread-safe: concurrent calls share one memo, and a
   /// pattern being solved by one caller is awaited by the others.

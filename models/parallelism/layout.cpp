@@ -224,6 +224,29 @@ std::optional<LayoutProblem> layout_problem(const ParallelismConfig& p, const Mo
     return LayoutProblem{"parallelism.tensor", "must divide model.num_query_groups (" + text(model.kv_heads()) +
                                                    "), got " + text(p.tensor)};
   }
+  // The tensor-parallel splits of the layers' other widths (transformer_layer, the output layer, the MTP
+  // projection): Megatron pads the vocabulary to a multiple of 128 x tensor (--make-vocab-size-divisible-by), so a
+  // scenario gives the padded size.
+  if (model.vocab_size % p.tensor != 0) {
+    return LayoutProblem{"model.vocab_size", "must be divisible by parallelism.tensor (" + text(p.tensor) +
+                                                 "): the embedding and the output layer are split over the "
+                                                 "tensor-parallel ranks (Megatron pads it to a multiple of 128 × "
+                                                 "tensor; give the padded size), got " + text(model.vocab_size)};
+  }
+  if (model.ffn() % p.tensor != 0) {
+    return LayoutProblem{"model.ffn_hidden_size", "must be divisible by parallelism.tensor (" + text(p.tensor) +
+                                                      "), got " + text(model.ffn())};
+  }
+  if (model.moe() && model.moe_shared_expert_intermediate_size % p.tensor != 0) {
+    return LayoutProblem{"model.moe_shared_expert_intermediate_size",
+                         "must be divisible by parallelism.tensor (" + text(p.tensor) + "), got " +
+                             text(model.moe_shared_expert_intermediate_size)};
+  }
+  if (model.mtp_num_layers > 0 && model.hidden_size % p.tensor != 0) {
+    return LayoutProblem{"model.hidden_size", "must be divisible by parallelism.tensor (" + text(p.tensor) +
+                                                  ") for the multi-token-prediction projection, got " +
+                                                  text(model.hidden_size)};
+  }
   if (p.virtual_stages > 1 && p.pipeline == 1) {
     return LayoutProblem{"parallelism.virtual_stages", "interleaved schedule (virtual_stages = " +
                                                            text(p.virtual_stages) + ") needs pipeline > 1"};

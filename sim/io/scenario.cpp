@@ -580,6 +580,24 @@ class Loader {
     if (const std::string why = models::batch_split_error(b, mb, d); !why.empty()) {
       fail_at("training.global_batch_size", why);
     }
+    const int64_t v = get_int("parallelism.virtual_stages");
+    if (v > 1 && (b / (mb * d)) % p != 0) {
+      fail_at("training.global_batch_size",
+              "interleaved 1F1B (virtual_stages = " + std::to_string(v) + ") needs the microbatches of a pipeline, " +
+                  "global_batch_size / (micro_batch_size × data) = " + std::to_string(b / (mb * d)) +
+                  ", divisible by pipeline (" + std::to_string(p) + ")");
+    }
+    const models::DeviceSpec& device = catalog.device(vm->device);
+    const std::string precision = get_string("training.precision");
+    const auto mode = device.peak.find(*models::parse_precision(precision));
+    if (mode == device.peak.end() || !(mode->second.value() > 0.0)) {
+      std::string supported;
+      for (const auto& [pr, rate] : device.peak) {
+        if (rate.value() > 0.0) supported += (supported.empty() ? "" : ", ") + std::string(models::to_string(pr));
+      }
+      fail_at("training.precision", "the VM's " + vm->device + " has no " + precision + " mode (it has: " +
+                                        supported + ")");
+    }
     check_step_size(*vm, catalog, gpus);
   }
 
@@ -590,7 +608,7 @@ class Loader {
   /// work) at the GPUs' dense peak must take at most kMaxStepAtPeak, which leaves a factor of 292 for
   /// efficiencies below peak.
   void check_step_size(const models::VmSize& vm, const models::Catalog& catalog, int64_t gpus) {
-    constexpr double kMaxPipelinePasses = 2097152.0;                 // 2^21: about 1.3 GB and seconds
+    constexpr double kMaxPipelinePasses = 1048576.0;  // 2^20: about 0.6 GB and seconds
     constexpr double kMaxStepAtPeakSeconds = 365.25 * 86400.0;       // one year
     const int64_t b = get_int("training.global_batch_size");
     const int64_t mb = get_int("training.micro_batch_size");
@@ -601,8 +619,8 @@ class Loader {
     if (passes > kMaxPipelinePasses) {
       fail_at("training.global_batch_size",
               "microbatches × pipeline × virtual_stages = " + detail::format_number(passes) +
-                  " passes of one pipeline, more than the step simulation keeps (bound: 2^21 = 2,097,152, about "
-                  "1.3 GB); raise micro_batch_size or lower global_batch_size");
+                  " passes of one pipeline, more than the step simulation keeps (bound: 2^20 = 1,048,576, about "
+                  "0.6 GB); raise micro_batch_size or lower global_batch_size");
     }
     models::TrainingConfig tr;
     tr.global_batch_size = b;
@@ -627,8 +645,10 @@ class Loader {
     s.name = get_string("name");
     s.description = get_string("description");
     s.model = model_keys();
-    const Loc step_size = loc_of("training.global_batch_size");
-    s.step_size_location = {step_size.file, step_size.line, step_size.column};
+    for (const char* key : {"training.global_batch_size", "network.all_reduce_algorithm", "job.replications"}) {
+      const Loc at = loc_of(key);
+      s.locations[key] = {at.file, at.line, at.column};
+    }
     s.training.moe_token_dispatcher = *models::parse_moe_dispatcher(get_string("training.moe_token_dispatcher"));
     s.training.moe_router_load_balancing =
         *models::parse_moe_balance(get_string("training.moe_router_load_balancing"));

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -101,13 +102,16 @@ struct Scenario {
   SimulationConfig simulation;
 
   std::filesystem::path source_path;  ///< file it was read from
-  /// Where training.global_batch_size is set (file or "--set", 1-based line and column): errors about the size of
-  /// one step found while simulating it are located there.
-  struct {
+  /// Where a key is set (file or "--set", 1-based line and column; its table's header when defaulted).
+  struct Location {
     std::filesystem::path file;
     int64_t line = 1;
     int64_t column = 1;
-  } step_size_location;
+  };
+  /// The locations of the keys that errors found while simulating point at: training.global_batch_size (the
+  /// size of one step), network.all_reduce_algorithm (a forced algorithm that does not apply) and
+  /// job.replications (a job Monte Carlo beyond its event budget).
+  std::map<std::string, Location> locations;
   std::string resolved_toml;          ///< the scenario after --set overrides and defaults, as TOML text
 };
 

@@ -111,6 +111,10 @@ void validate(const JobSpec& job) {
 
 /// Everything a replication needs, converted once to engine time.
 struct Plan {
+  /// The events (and ignored arrival draws) every replication of this simulate_job may still spend; null: no
+  /// budget (simulate_replication). JobBudgetExceeded when it runs out.
+  int64_t* events_left = nullptr;
+  int64_t event_budget = 0;  ///< the budget events_left started from (for the message)
   int64_t steps = 0;
   double step_s = 0;
   int64_t every = 1;       ///< steps per cycle
@@ -231,6 +235,7 @@ class Replication {
   /// same) but get no event, so a downtime costs at most one ignored event per stream.
   bool next_arrival(Time last, double rate, Stream& stream, Time& at) {
     for (;;) {
+      spend();
       const double delay = stream.exponential_mean(1.0 / rate);
       if (!(delay < (plan_.horizon - last).to_seconds().value())) return false;
       at = last + seconds_to_time(delay);
@@ -238,6 +243,15 @@ class Replication {
       last = at;
     }
   }
+  /// One event or draw of the job's budget (Plan::events_left).
+  void spend() {
+    if (plan_.events_left != nullptr && --*plan_.events_left < 0) {
+      throw JobBudgetExceeded("the job's Monte Carlo needs more than " + std::to_string(plan_.event_budget) +
+                              " events (replications x checkpoint intervals tried x the interruptions and "
+                              "checkpoints of a run)");
+    }
+  }
+
   void schedule_next_failure(Time last) {
     Time at;
     if (next_arrival(last, plan_.failure_rate, failures_, at)) {
@@ -287,6 +301,7 @@ class Replication {
     } else {
       end += plan_.write;
     }
+    spend();
     cycle_event_ = sim_.schedule(end, [this] { on_cycle_end(); }, kJobPriority);
   }
 
@@ -551,7 +566,7 @@ JobReplication simulate_replication(const JobSpec& job, int64_t checkpoint_every
 namespace {
 
 void simulate_job_runs(const JobSpec& job, const ClosedFormInputs& in, int64_t replications, uint64_t seed,
-                       JobStatistics& s);
+                       int64_t event_budget, JobStatistics& s);
 
 /// simulate_job's statistics when the job cannot finish: the reason, NaN statistics, no runs.
 void mark_infeasible(JobStatistics& s, std::string reason) {
@@ -571,9 +586,10 @@ void mark_infeasible(JobStatistics& s, std::string reason) {
 
 }  // namespace
 
-JobStatistics simulate_job(const JobSpec& job, int64_t replications, uint64_t seed) {
+JobStatistics simulate_job(const JobSpec& job, int64_t replications, uint64_t seed, int64_t event_budget) {
   validate(job);
   if (replications < 1) fail("replications must be >= 1");
+  if (event_budget < 1) fail("event_budget must be >= 1");
   const ClosedFormInputs in = closed_form_inputs(job);
   JobStatistics s;
   s.replications = replications;
@@ -589,7 +605,7 @@ JobStatistics simulate_job(const JobSpec& job, int64_t replications, uint64_t se
     return s;
   }
   try {
-    simulate_job_runs(job, in, replications, seed, s);
+    simulate_job_runs(job, in, replications, seed, event_budget, s);
   } catch (const JobInfeasible& e) {
     mark_infeasible(s, e.what());
   }
@@ -601,10 +617,11 @@ namespace {
 /// simulate_job after its checks: the runs at the policy's interval (or the "auto" search) and their statistics
 /// into `s`. JobInfeasible when no interval lets the job finish within the horizon.
 void simulate_job_runs(const JobSpec& job, const ClosedFormInputs& in, int64_t replications, uint64_t seed,
-                       JobStatistics& s) {
+                       int64_t event_budget, JobStatistics& s) {
   // The plan's horizon checks first (a checkpoint write or a recovery longer than the horizon), so that the
   // verdict names them rather than the closed form's "interruptions too frequent".
   static_cast<void>(make_plan(job, job.steps));
+  int64_t events_left = event_budget;
 
   const models::CheckpointPolicy& c = job.checkpoint;
   int64_t every = job.steps;
@@ -625,7 +642,10 @@ void simulate_job_runs(const JobSpec& job, const ClosedFormInputs& in, int64_t r
       throw JobInfeasible("the expected time to train exceeds 100 years: interruptions are too frequent for the "
                           "checkpoint interval and restart time");
     }
-    s.runs = run_all(make_plan(job, every), replications, seed);
+    Plan plan = make_plan(job, every);
+    plan.events_left = &events_left;
+    plan.event_budget = event_budget;
+    s.runs = run_all(plan, replications, seed);
   } else {
     // Golden-section search on x = log(interval), candidates rounded to whole steps and memoised; every
     // candidate runs the same replications (common random numbers). Young's and Daly's are candidates too.
@@ -644,7 +664,11 @@ void simulate_job_runs(const JobSpec& job, const ClosedFormInputs& in, int64_t r
       if (const auto it = memo.find(k); it != memo.end()) return it->second;
       double mean = kInf;
       if (!hopeless(job, in, k)) {
-        std::vector<JobReplication> runs = run_all(make_plan(job, k), replications, seed);
+        Plan plan = make_plan(job, k);
+        plan.events_left = &events_left;
+        plan.event_budget = event_budget;
+    plan.event_budget = event_budget;
+        std::vector<JobReplication> runs = run_all(plan, replications, seed);
         mean = mean_wall(runs);
         if (mean < best_mean || (mean == best_mean && k < best_every)) {
           best_mean = mean;

@@ -72,6 +72,13 @@ class JobInfeasible : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Thrown by simulate_job when its replications would spend more than its event budget (kJobEventBudget by
+/// default): too much requested work, bad input that the caller locates at the scenario's job.replications.
+class JobBudgetExceeded : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 /// Statistics over replications. Percentiles are nearest-rank (the ceil(p n)-th smallest); standard errors are
 /// the sample standard deviation (n - 1) over sqrt(n), 0 for one replication.
 struct JobStatistics {
@@ -113,14 +120,26 @@ struct JobStatistics {
 /// Daly's, and an asynchronous write longer than the interval only adds waits. With no interruptions "auto" is
 /// one checkpoint, the final one.
 ///
-/// Errors: std::invalid_argument on replications < 1, steps < 1, a step time not > 0 and finite, vms or GPUs per
-/// VM < 1, a negative or non-finite rate, time, size, price or trace entry, a discount outside [0, 1], a
-/// bandwidth not > 0 (infinity is allowed: free), every_steps < 1 or every not > 0, or an eviction trace without
-/// spot. A job that cannot finish within 100 years of wall time (its work alone, or interruptions far more
-/// frequent than the checkpoint interval allows; checked against the closed form first, then by the run) is a
-/// verdict: feasible = false and the reason, not an exception.
+/// Errors: std::invalid_argument on replications < 1, event_budget < 1, steps < 1, a step time not > 0 and
+/// finite, vms or GPUs per VM < 1, a negative or non-finite rate, time, size, price or trace entry, a discount
+/// outside [0, 1], a bandwidth not > 0 (infinity is allowed: free), every_steps < 1 or every not > 0, or an
+/// eviction trace without spot; JobBudgetExceeded when the replications would spend more than `event_budget`
+/// events and ignored arrival draws (over every interval tried). A job that cannot finish within 100 years of wall
+/// time (its work alone, a checkpoint write or a recovery, or interruptions far more frequent than the checkpoint
+/// interval allows; checked against the closed form first, then by the run) is a verdict: feasible = false and
+/// the reason, not an exception.
 /// Cost: O(replications x (checkpoints + interruptions) x log) time, O(replications) memory; x 27 for "auto".
-JobStatistics simulate_job(const models::JobSpec& job, int64_t replications, uint64_t seed);
+JobStatistics simulate_job(const models::JobSpec& job, int64_t replications, uint64_t seed,
+                           int64_t event_budget);
+
+/// The default event budget of simulate_job: about ten seconds of one core (the engine runs some 20 million job
+/// events a second).
+inline constexpr int64_t kJobEventBudget = 200'000'000;
+
+/// simulate_job with the default event budget.
+inline JobStatistics simulate_job(const models::JobSpec& job, int64_t replications, uint64_t seed) {
+  return simulate_job(job, replications, seed, kJobEventBudget);
+}
 
 /// Replication `replication` of `job` with a checkpoint after every `checkpoint_every_steps` steps (>= 1; more
 /// than the job's steps means the final checkpoint only), whatever the job's policy kind: the building block of

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "models/hardware/catalog.hpp"
+#include "models/network/collective_model.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/job/job_setup.hpp"
 #include "sim/output/job_report.hpp"
@@ -22,15 +23,19 @@ models::JobSpec on_demand_counterpart(const models::JobSpec& spot) {
 
 namespace {
 
-/// simulator.simulate for `scenario`; the engine clock's overflow (a step beyond 292 years that the loader's
+/// simulator.simulate for `scenario`; a forced all-reduce algorithm that does not apply becomes a ScenarioError
+/// at network.all_reduce_algorithm, and the engine clock's overflow (a step beyond 292 years that the loader's
 /// bounds let through: e.g. a model far too large for a slow network) becomes a ScenarioError located at
 /// training.global_batch_size, the size of the step, since it comes from the input, not from a bug.
 StepReport simulate_step(const Scenario& scenario, const models::Catalog& catalog, StepSimulator& simulator,
                          const models::VmSize& vm, const models::DeviceSpec& device) {
   try {
     return simulator.simulate(step_setup_of(scenario, catalog), vm, device, network_setup_of(scenario));
+  } catch (const models::CollectiveAlgorithmError& e) {
+    const Scenario::Location& at = scenario.locations.at("network.all_reduce_algorithm");
+    throw ScenarioError(at.file, at.line, at.column, "network.all_reduce_algorithm", e.what());
   } catch (const std::overflow_error& e) {
-    const auto& at = scenario.step_size_location;
+    const Scenario::Location& at = scenario.locations.at("training.global_batch_size");
     throw ScenarioError(at.file, at.line, at.column, "training.global_batch_size",
                         std::string("the simulated step exceeds the engine's clock of 292 years (") + e.what() +
                             "): the model, the batch or the network is far outside what the simulation can time");
@@ -50,9 +55,16 @@ RunResult run_scenario(const Scenario& scenario, const models::Catalog& catalog,
   }
   if (scenario.job) {
     const models::JobSpec spec = job_spec_of(scenario, run.step);
-    run.job = simulate_job(spec, scenario.job->replications, scenario.simulation.seed);
-    if (scenario.job->spot) {
-      run.on_demand = simulate_job(on_demand_counterpart(spec), scenario.job->replications, scenario.simulation.seed);
+    try {
+      run.job = simulate_job(spec, scenario.job->replications, scenario.simulation.seed);
+      if (scenario.job->spot) {
+        run.on_demand =
+            simulate_job(on_demand_counterpart(spec), scenario.job->replications, scenario.simulation.seed);
+      }
+    } catch (const JobBudgetExceeded& e) {
+      const Scenario::Location& at = scenario.locations.at("job.replications");
+      throw ScenarioError(at.file, at.line, at.column, "job.replications",
+                          std::string(e.what()) + ": lower job.replications, or the interruption rates");
     }
   }
   return run;

@@ -608,4 +608,14 @@ TEST(JobSimulation, JobsThatCannotFinishAreVerdictsNotErrors) {
   EXPECT_TRUE(sim::simulate_job(base_job(100, 10.0, 1.0), 2, 1).feasible);
 }
 
+// The event budget: a run of 100 cycles spends about 100 events, so 5 replications fit 1,000 and 20 do not.
+TEST(JobSimulation, AnEventBudgetBoundsTheMonteCarlo) {
+  JobSpec j = base_job(100, 10.0, 1.0);
+  j.checkpoint.kind = CheckpointPolicy::Kind::steps;
+  j.checkpoint.every_steps = 1;
+  EXPECT_NO_THROW(sim::simulate_job(j, 5, 1, 1000));
+  EXPECT_THROW(sim::simulate_job(j, 20, 1, 1000), sim::JobBudgetExceeded);
+  EXPECT_EQ(sim::simulate_job(j, 5, 1, 1000).mean_hours, sim::simulate_job(j, 5, 1).mean_hours);
+}
+
 }  // namespace

@@ -207,7 +207,7 @@ TEST(RunLimits, OversizedInputsAreLocatedErrorsNamingTheirBound) {
   const std::vector<Case> cases{
       {"model.num_layers=1000000", "model.num_layers", "bound: 16,384 layers"},
       {"training.global_batch_size=1000000000000", "training.global_batch_size", "bound: 2^24 sequences"},
-      {"training.global_batch_size=16777216", "training.global_batch_size", "bound: 2^21"},
+      {"training.global_batch_size=16777216", "training.global_batch_size", "bound: 2^20"},
       {"model.seq_length=100000000", "model.seq_length", "bound: 2^24 tokens"},
       {"model.vocab_size=1000000000000", "model.vocab_size", "bound: 2^24"},
       {"job.replications=100000000", "job.replications", "bound: 100,000"},

@@ -1,0 +1,396 @@
+// fuzz_scenarios: a property-based fuzzer of the scenario loader and the whole `clustersim run` path (load,
+// simulate the step and the job, format the report, build the /summary row, write the HDF5 file), in-process.
+//
+// Property: every input ends in success, a verdict (an infeasible job), or a data error (exit status 65 of the
+// one exit-status table, sim/run/exit_status.hpp); never an internal error (70), a signal, or an input that runs
+// longer than --input-limit seconds. Inputs are mutants of seed scenarios, drawn from a seeded generator, so a
+// run is reproducible: input i of seed s is the same on every machine (SplitMix64 and integer arithmetic only).
+//
+// Mutations, 1 to 4 per input, on the parsed TOML (TOML++), each picked uniformly:
+//   - a key of the file: an integer becomes an edge value (0, -1, 1, 2, 3, 7, 64, 1000, 2^20, 2^24, 2^31, 2^40,
+//     INT64_MAX, INT64_MIN) or the value x 2, / 2, + 1, - 1, x 1000; a float an edge value (0, -1, 1e-300,
+//     1e300, inf, -inf, nan, 0.5, 1) or x 10, / 10; a string another of its key's choices or a made-up word;
+//     a boolean flips; any value becomes another type; the key is deleted;
+//   - a key of the format (scenario_params()) absent from the file is added with a value of its type;
+//   - an unknown key is added;
+//   - the text itself: a character deleted or a line duplicated (the TOML parser's errors).
+// An internal error or an over-long input is written to --failures DIR (input_<seed>_<i>.toml) with its message.
+//
+// Usage: fuzz_scenarios [--seconds S] [--max-inputs N] [--seed K] [--input-limit S] [--failures DIR]
+//                       [--print INDEX] SEED.toml...     (--print: write input INDEX to stdout and stop)
+// Exit status: 0 when every input held the property, 1 otherwise, 64 on a bad command line.
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <string>
+#include <toml++/toml.h>
+#include <unistd.h>
+#include <vector>
+
+#include "models/hardware/catalog.hpp"
+#include "models/splitmix64.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/io/scenario_params.hpp"
+#include "sim/job/job_simulation.hpp"
+#include "sim/output/job_report.hpp"
+#include "sim/output/results_file.hpp"
+#include "sim/output/step_report.hpp"
+#include "sim/run/exit_status.hpp"
+#include "sim/run/run_scenario.hpp"
+
+namespace fs = std::filesystem;
+using namespace clustersim;
+
+namespace {
+
+/// A generator of the harness's own: SplitMix64 over a counter (models/splitmix64.hpp), integer draws only.
+class Draw {
+ public:
+  explicit Draw(uint64_t seed) : state_(seed) {}
+  uint64_t next() { return splitmix64(state_++); }
+  /// Uniform in [0, n), n >= 1 (the modulo bias is irrelevant here).
+  size_t below(size_t n) { return static_cast<size_t>(next() % n); }
+  bool chance(int percent) { return below(100) < static_cast<size_t>(percent); }
+
+ private:
+  uint64_t state_;
+};
+
+/// Every leaf value of `t` with its dotted key (array elements as KEY.N; tables inside arrays as KEY.N.FIELD).
+void collect(toml::node& node, const std::string& prefix, std::vector<std::pair<std::string, toml::node*>>& out) {
+  if (toml::table* t = node.as_table()) {
+    for (auto&& [k, v] : *t) collect(v, prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str()), out);
+  } else if (toml::array* a = node.as_array()) {
+    out.emplace_back(prefix, &node);  // the array itself, to delete or retype
+    for (size_t i = 0; i < a->size(); ++i) collect(*a->get(i), prefix + "." + std::to_string(i), out);
+  } else {
+    out.emplace_back(prefix, &node);
+  }
+}
+
+int64_t edge_integer(Draw& g, int64_t v) {
+  static constexpr int64_t kEdges[] = {0, -1, 1, 2, 3, 7, 64, 1000, int64_t{1} << 20, int64_t{1} << 24,
+                                       int64_t{1} << 31, int64_t{1} << 40, std::numeric_limits<int64_t>::max(),
+                                       std::numeric_limits<int64_t>::min()};
+  switch (g.below(3)) {
+    case 0: return kEdges[g.below(std::size(kEdges))];
+    case 1: {
+      switch (g.below(5)) {
+        case 0: return v > std::numeric_limits<int64_t>::max() / 2 ? v : v * 2;
+        case 1: return v / 2;
+        case 2: return v == std::numeric_limits<int64_t>::max() ? v : v + 1;
+        case 3: return v == std::numeric_limits<int64_t>::min() ? v : v - 1;
+        default: return (v > 9'000'000'000'000'000 / 1000 || v < -9'000'000'000'000'000 / 1000) ? v : v * 1000;
+      }
+    }
+    default: return static_cast<int64_t>(g.below(4097));
+  }
+}
+
+double edge_float(Draw& g, double v) {
+  static constexpr double kEdges[] = {0.0, -1.0, 1e-300, 1e300, std::numeric_limits<double>::infinity(),
+                                      -std::numeric_limits<double>::infinity(),
+                                      std::numeric_limits<double>::quiet_NaN(), 0.5, 1.0, 1e-6, 1e6};
+  if (g.chance(50)) return kEdges[g.below(std::size(kEdges))];
+  return g.chance(50) ? v * 10.0 : v / 10.0;
+}
+
+std::string made_up_word(Draw& g) {
+  static const char* kWords[] = {"", "x", "auto", "none", "fp12", "Standard_ND96isr_H100_v9", "ring", "full",
+                                 "selective", "flex", "rail_optimized", "\xc3\xa9t\xc3\xa9", "a b", "0"};
+  return kWords[g.below(std::size(kWords))];
+}
+
+/// A value of `p`'s type (a choice when it has choices), or of a random type.
+void set_value(Draw& g, toml::table& table, const std::string& leaf, const clustersim::sim::detail::ParamSpec* p) {
+  using clustersim::sim::detail::ParamType;
+  const int kind = p == nullptr || g.chance(15) ? static_cast<int>(g.below(5)) : static_cast<int>(p->type);
+  switch (kind) {
+    case static_cast<int>(ParamType::integer): table.insert_or_assign(leaf, edge_integer(g, 8)); break;
+    case static_cast<int>(ParamType::number): table.insert_or_assign(leaf, edge_float(g, 1.0)); break;
+    case static_cast<int>(ParamType::string):
+      if (p != nullptr && !p->choices.empty() && g.chance(80)) {
+        table.insert_or_assign(leaf, std::string(p->choices[g.below(p->choices.size())]));
+      } else {
+        table.insert_or_assign(leaf, made_up_word(g));
+      }
+      break;
+    case static_cast<int>(ParamType::boolean): table.insert_or_assign(leaf, g.chance(50)); break;
+    case static_cast<int>(ParamType::string_list): {
+      toml::array a;
+      const size_t n = g.below(4);
+      for (size_t i = 0; i < n; ++i) {
+        a.push_back(p != nullptr && !p->choices.empty() ? std::string(p->choices[g.below(p->choices.size())])
+                                                         : made_up_word(g));
+      }
+      table.insert_or_assign(leaf, std::move(a));
+      break;
+    }
+    default: {  // zone_list, or an array of tables for a key that takes none
+      toml::array a;
+      const size_t n = g.below(4);
+      for (size_t i = 0; i < n; ++i) {
+        a.push_back(toml::table{{"name", "z" + std::to_string(g.below(3))}, {"nodes", edge_integer(g, 2)}});
+      }
+      table.insert_or_assign(leaf, std::move(a));
+      break;
+    }
+  }
+}
+
+/// The table that holds dotted `key` in `root` (created when absent), and the key's leaf.
+std::pair<toml::table*, std::string> parent_of(toml::table& root, const std::string& key) {
+  const auto dot = key.find('.');
+  if (dot == std::string::npos) return {&root, key};
+  const std::string table = key.substr(0, dot);
+  if (!root.contains(table) || !root[table].is_table()) root.insert_or_assign(table, toml::table{});
+  return {root[table].as_table(), key.substr(dot + 1)};
+}
+
+void mutate_tree(Draw& g, toml::table& root) {
+  std::vector<std::pair<std::string, toml::node*>> leaves;
+  collect(root, "", leaves);
+  const size_t op = g.below(10);
+  if (op <= 5 && !leaves.empty()) {  // a key of the file
+    auto& [key, node] = leaves[g.below(leaves.size())];
+    if (auto* i = node->as_integer()) {
+      if (g.chance(85)) {
+        *i = edge_integer(g, i->get());
+        return;
+      }
+    } else if (auto* f = node->as_floating_point()) {
+      if (g.chance(85)) {
+        *f = edge_float(g, f->get());
+        return;
+      }
+    } else if (auto* s = node->as_string()) {
+      if (g.chance(85)) {
+        const auto* p = clustersim::sim::detail::find_param(key);
+        *s = p != nullptr && !p->choices.empty() && g.chance(70) ? std::string(p->choices[g.below(p->choices.size())])
+                                                                   : made_up_word(g);
+        return;
+      }
+    } else if (auto* b = node->as_boolean()) {
+      if (g.chance(85)) {
+        *b = !b->get();
+        return;
+      }
+    }
+    // Retype or delete a top-level-table key (keys inside arrays are left to the cases above).
+    if (key.find('.') == key.rfind('.') || key.find('.') == std::string::npos) {
+      auto [table, leaf] = parent_of(root, key);
+      if (g.chance(50)) {
+        table->erase(leaf);
+      } else {
+        set_value(g, *table, leaf, nullptr);
+      }
+    }
+    return;
+  }
+  if (op <= 8) {  // a key of the format
+    const auto params = clustersim::sim::detail::scenario_params();
+    const auto& p = params[g.below(params.size())];
+    auto [table, leaf] = parent_of(root, std::string(p.key));
+    set_value(g, *table, leaf, &p);
+    return;
+  }
+  // An unknown key, at the root or in a known table.
+  static const char* kTables[] = {"", "model", "training", "parallelism", "cluster", "job", "simulation"};
+  const std::string table = kTables[g.below(std::size(kTables))];
+  auto [t, leaf] = parent_of(root, table.empty() ? std::string("bogus_key") : table + ".bogus_key");
+  t->insert_or_assign(leaf, 1);
+}
+
+std::string mutate_text(Draw& g, std::string text) {
+  if (text.empty()) return text;
+  if (g.chance(50)) {
+    text.erase(g.below(text.size()), 1);
+  } else {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    const size_t i = g.below(lines.size());
+    lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(i), lines[i]);
+    text.clear();
+    for (const auto& l : lines) text += l + "\n";
+  }
+  return text;
+}
+
+/// The mutant `index` of `seeds` under `seed`.
+std::string make_input(const std::vector<std::string>& seeds, uint64_t seed, uint64_t index) {
+  Draw g(seed * 0x9e3779b97f4a7c15ULL + index);
+  const std::string& base = seeds[g.below(seeds.size())];
+  toml::table root;
+  try {
+    root = toml::parse(base);
+  } catch (const toml::parse_error&) {
+    return mutate_text(g, base);
+  }
+  const size_t n = 1 + g.below(4);
+  for (size_t i = 0; i < n; ++i) mutate_tree(g, root);
+  std::ostringstream out;
+  out << root;
+  std::string text = out.str();
+  if (g.chance(5)) text = mutate_text(g, text);
+  return text;
+}
+
+// The input being run, for the alarm handler.
+const std::string* g_current = nullptr;
+std::string g_failures;
+uint64_t g_seed = 0, g_index = 0;
+
+void write_failure(const std::string& text, const std::string& message) {
+  if (g_failures.empty()) return;
+  fs::create_directories(g_failures);
+  const fs::path path = fs::path(g_failures) / ("input_" + std::to_string(g_seed) + "_" + std::to_string(g_index) + ".toml");
+  std::ofstream(path) << "# " << message << "\n" << text;
+}
+
+extern "C" void on_alarm(int) {
+  static const char kMessage[] = "fuzz_scenarios: an input ran over --input-limit (written to --failures)\n";
+  (void)!write(2, kMessage, sizeof kMessage - 1);
+  if (g_current != nullptr) write_failure(*g_current, "over the per-input time limit");
+  _exit(1);
+}
+
+enum class Outcome { ok, verdict, data_error, unlocated_data_error, internal_error };
+
+Outcome run_one(const fs::path& file, const models::Catalog& catalog, const fs::path& out, std::string& message) {
+  try {
+    const sim::Scenario sc = sim::load_scenario(file, {}, catalog);
+    const sim::RunResult run = sim::run_scenario(sc, catalog);
+    std::string text = sim::format_step_summary(sc, catalog, run.step, run.one_zone_report());
+    if (run.job) text += sim::format_job_summary(sc, *run.job, run.on_demand_job());
+    std::vector<sim::ColumnGroup> groups{{"runs/0/stages", "stages", sim::stage_columns(run.step)}};
+    if (run.job) groups.push_back({"runs/0/replications", "replications", sim::replication_columns(*run.job)});
+    sim::RunMetadata meta;
+    meta.software_version = "fuzz";
+    meta.git_sha = "fuzz";
+    meta.seed = sc.simulation.seed;
+    meta.scenario_toml = sc.resolved_toml;
+    sim::write_results_file(out.string(), meta, sim::run_summary_columns(sc, run), groups);
+    return run.job && !run.job->feasible ? Outcome::verdict : Outcome::ok;
+  } catch (const sim::ScenarioError& e) {
+    message = e.what();
+    return Outcome::data_error;
+  } catch (...) {
+    // Not a ScenarioError: exit 65 without a file:line:column (a model rejecting a value the loader let
+    // through), or an internal error.
+    const sim::ErrorExit e = sim::exit_for(std::current_exception(), "run");
+    message = e.message;
+    return e.status == sim::kExitDataError ? Outcome::unlocated_data_error : Outcome::internal_error;
+  }
+}
+
+int usage(const char* why) {
+  std::cerr << "fuzz_scenarios: " << why
+            << "\nusage: fuzz_scenarios [--seconds S] [--max-inputs N] [--seed K] [--input-limit S] [--failures DIR] "
+               "SEED.toml...\n";
+  return 64;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double seconds = 10.0;
+  uint64_t max_inputs = std::numeric_limits<uint64_t>::max();
+  unsigned input_limit = 30;
+  std::vector<std::string> seeds;
+  int64_t print = -1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) std::exit(usage(("missing value of " + a).c_str()));
+      return argv[++i];
+    };
+    if (a == "--seconds") {
+      seconds = std::stod(value());
+    } else if (a == "--max-inputs") {
+      max_inputs = std::stoull(value());
+    } else if (a == "--seed") {
+      g_seed = std::stoull(value());
+    } else if (a == "--input-limit") {
+      input_limit = static_cast<unsigned>(std::stoul(value()));
+    } else if (a == "--print") {
+      print = std::stoll(value());
+    } else if (a == "--failures") {
+      g_failures = value();
+    } else if (!a.empty() && a[0] == '-') {
+      return usage(("unknown option " + a).c_str());
+    } else {
+      std::ifstream in(a);
+      if (!in) return usage(("cannot read " + a).c_str());
+      std::ostringstream text;
+      text << in.rdbuf();
+      seeds.push_back(text.str());
+    }
+  }
+  if (seeds.empty()) return usage("no seed scenarios");
+  if (print >= 0) {
+    std::cout << make_input(seeds, g_seed, static_cast<uint64_t>(print));
+    return 0;
+  }
+
+  const models::Catalog catalog = models::Catalog::load(models::Catalog::default_directory());
+  const fs::path dir = fs::temp_directory_path() / ("clustersim-fuzz-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path input = dir / "input.toml", output = dir / "out.h5";
+  std::signal(SIGALRM, on_alarm);
+
+  std::map<Outcome, uint64_t> counts;
+  std::map<std::string, uint64_t> internal, unlocated;
+  double slowest_s = 0.0;
+  uint64_t slowest = 0;
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t tried = 0;
+  for (g_index = 0; g_index < max_inputs; ++g_index) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= seconds) break;
+    const std::string text = make_input(seeds, g_seed, g_index);
+    std::ofstream(input, std::ios::trunc) << text;
+    g_current = &text;
+    alarm(input_limit);
+    std::string message;
+    const auto t0 = std::chrono::steady_clock::now();
+    const Outcome o = run_one(input, catalog, output, message);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    alarm(0);
+    if (took > slowest_s) {
+      slowest_s = took;
+      slowest = g_index;
+    }
+    g_current = nullptr;
+    ++counts[o];
+    ++tried;
+    if (o == Outcome::unlocated_data_error && unlocated[message]++ == 0) {
+      std::cerr << "fuzz_scenarios: input " << g_index << " (unlocated data error): " << message;
+    }
+    if (o == Outcome::internal_error) {
+      if (internal[message]++ == 0) {
+        std::cerr << "fuzz_scenarios: input " << g_index << ": " << message;
+        write_failure(text, message.substr(0, message.find('\n')));
+      }
+    }
+  }
+  fs::remove_all(dir);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto n = [&](Outcome o) { return static_cast<unsigned long long>(counts[o]); };
+  std::printf("| inputs | ran | infeasible job (verdict) | located data error (65) | other data error (65) | "
+              "internal error (70) | seconds | inputs/s | slowest input |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| %llu | %llu | %llu | %llu | %llu | %llu | %.1f | %.0f | %llu (%.2f s) |\n",
+              static_cast<unsigned long long>(tried), n(Outcome::ok), n(Outcome::verdict), n(Outcome::data_error),
+              n(Outcome::unlocated_data_error), n(Outcome::internal_error), elapsed,
+              static_cast<double>(tried) / elapsed, static_cast<unsigned long long>(slowest), slowest_s);
+  return counts[Outcome::internal_error] == 0 ? 0 : 1;
+}
