@@ -58,26 +58,27 @@ bench: build
 validate: build
 	$(CLUSTERSIM) validate --fit --leave-one-out -j $(JOBS)
 
-# The sweep's threads under ThreadSanitizer (a separate build in $(BUILD_DIR)-tsan): the tests labelled tsan
+# The sweep's threads under ThreadSanitizer (a separate build in $(BUILD_DIR)-tsan): the tests labelled threads
 # (the sweep and run tests, which run points on several threads sharing one cluster cache and two in-memory MPI
 # ranks).
 tsan: deps
 	cmake -S . -B $(BUILD_DIR)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS=-fsanitize=thread \
 	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCLUSTERSIM_WITH_MPI=OFF -DCLUSTERSIM_BUILD_BENCH=OFF
 	cmake --build $(BUILD_DIR)-tsan -j $(JOBS) --target clustersim test_sweep test_run
-	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir $(BUILD_DIR)-tsan -L tsan --output-on-failure -j $(JOBS)
+	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir $(BUILD_DIR)-tsan -L '^threads$$' --output-on-failure -j $(JOBS)
 
-# AddressSanitizer + UndefinedBehaviorSanitizer (a separate build in $(BUILD_DIR)-asan): the tests labelled asan
-# (every unit test, and the fuzzer for FUZZ_SECONDS).
+# AddressSanitizer + UndefinedBehaviorSanitizer (a separate build in $(BUILD_DIR)-asan): the tests labelled unit,
+# threads and fuzz (every unit test, and the fuzzer for FUZZ_SECONDS).
 FUZZ_SECONDS ?= 60
 sanitize: deps
 	cmake -S . -B $(BUILD_DIR)-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
 	  "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" -DCLUSTERSIM_WITH_MPI=OFF \
 	  -DCLUSTERSIM_BUILD_BENCH=OFF -DCLUSTERSIM_FUZZ_SECONDS=$(FUZZ_SECONDS)
-	cmake --build $(BUILD_DIR)-asan -j $(JOBS)
+	cmake --build $(BUILD_DIR)-asan -j $(JOBS) --target clustersim fuzz_scenarios test_catalog test_engine test_job \
+	  test_layering test_memory test_network test_results_file test_run test_scenario test_step test_sweep
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(BUILD_DIR)-asan -L asan --output-on-failure -j $(JOBS)
+	  ctest --test-dir $(BUILD_DIR)-asan -L '^(unit|threads|fuzz)$$' --output-on-failure -j $(JOBS)
 
 # The fuzzer alone, longer (FUZZ_SECONDS, default 60; the issue-14 local run: FUZZ_SECONDS=1800), on the
 # Release build, one process per core with its own seed.
