@@ -35,6 +35,7 @@
 #include "sim/output/job_report.hpp"
 #include "sim/output/step_report.hpp"
 #include "sim/errors.hpp"
+#include "sim/output/json.hpp"
 #include "sim/run/exit_status.hpp"
 #include "sim/run/run_scenario.hpp"
 #include "sim/version.hpp"
@@ -61,6 +62,13 @@ models::Catalog load_catalog(const po::variables_map& vm) {
   return models::Catalog::load(dir);
 }
 
+/// The --format option's value: "text" or "json"; UsageError otherwise.
+std::string output_format(const po::variables_map& vm) {
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "text" && format != "json") throw UsageError("--format must be text or json, got '" + format + "'");
+  return format;
+}
+
 int cmd_run(const std::vector<std::string>& args, const std::string& command_line) {
   po::options_description options("clustersim run SCENARIO [options]");
   options.add_options()("help,h", "show this help")
@@ -68,7 +76,9 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
       ("trace", po::value<std::string>(), "write the step's timeline to this Chrome trace JSON file (atomically)")
       ("set", po::value<std::vector<std::string>>()->composing(),
        "override a scenario key, e.g. --set parallelism.tensor=4 (repeatable)")
-      ("catalog", po::value<std::string>(), "hardware catalog directory");
+      ("catalog", po::value<std::string>(), "hardware catalog directory")
+      ("format", po::value<std::string>()->default_value("text"),
+       "stdout: text (the report) or json (the /summary row: the HDF5 names, values and units)");
   po::options_description hidden;
   hidden.add_options()("scenario", po::value<std::string>(), "scenario file");
   po::options_description all;
@@ -91,14 +101,22 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
     o << "missing SCENARIO\n" << options;
     throw UsageError(o.str());
   }
+  const bool json = output_format(vm) == "json";
   const models::Catalog catalog = load_catalog(vm);
   const std::vector<std::string> overrides =
       vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   const sim::Scenario scenario = sim::load_scenario(vm["scenario"].as<std::string>(), overrides, catalog);
   const sim::RunResult run = sim::run_scenario(scenario, catalog);
   const sim::StepReport& report = run.step;
-  std::cout << sim::format_step_summary(scenario, catalog, report, run.one_zone_report());
-  if (run.job) std::cout << sim::format_job_summary(scenario, *run.job, run.on_demand_job());
+  // With --format json stdout is one JSON object and the "wrote" lines go to stderr.
+  std::ostream& said = json ? std::cerr : std::cout;
+  if (json) {
+    std::cout << "{\"command\": \"run\", \"scenario\": " << sim::json_string(scenario.name)
+              << ", \"summary\": " << sim::columns_json(sim::run_summary_columns(scenario, run), true) << "}\n";
+  } else {
+    std::cout << sim::format_step_summary(scenario, catalog, report, run.one_zone_report());
+    if (run.job) std::cout << sim::format_job_summary(scenario, *run.job, run.on_demand_job());
+  }
 
   if (vm.count("trace")) {
     const std::string path = vm["trace"].as<std::string>();
@@ -114,7 +132,7 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
     } catch (const std::runtime_error& e) {
       throw sim::IoError(e.what());
     }
-    std::cout << "wrote " << path << "\n";
+    said << "wrote " << path << "\n";
   }
   if (vm.count("output")) {
     sim::RunMetadata meta;
@@ -136,7 +154,7 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
     } catch (const std::exception& e) {
       throw sim::IoError(e.what());
     }
-    std::cout << "wrote " << path << "\n";
+    said << "wrote " << path << "\n";
   }
   return 0;
 }

@@ -2,6 +2,7 @@
 #include "sim/output/chrome_trace.hpp"
 
 #include "sim/output/atomic_file.hpp"
+#include "sim/output/json.hpp"
 
 
 #include <algorithm>
@@ -20,77 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// ---- JSON text --------------------------------------------------------------------------------------------
-
-/// Length of the well-formed UTF-8 sequence at s[i], or 0 if it is not one.
-std::size_t utf8_sequence_length(const std::string& s, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  if (c < 0x80) return 1;
-  std::size_t n = 0;
-  unsigned char lo = 0x80;
-  unsigned char hi = 0xBF;  // range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;  // no UTF-16 surrogates
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (std::size_t k = 2; k < n; ++k) {
-    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
-  }
-  return n;
-}
-
-/// Appends `s` as a JSON string literal: quotes, backslashes and control characters escaped, well-formed
-/// UTF-8 copied, any other byte replaced by U+FFFD.
-void append_json_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    switch (c) {
-      case '"': out += "\\\""; ++i; continue;
-      case '\\': out += "\\\\"; ++i; continue;
-      case '\b': out += "\\b"; ++i; continue;
-      case '\f': out += "\\f"; ++i; continue;
-      case '\n': out += "\\n"; ++i; continue;
-      case '\r': out += "\\r"; ++i; continue;
-      case '\t': out += "\\t"; ++i; continue;
-      default: break;
-    }
-    if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-      out += buf;
-      ++i;
-      continue;
-    }
-    const std::size_t n = utf8_sequence_length(s, i);
-    if (n == 0) {
-      out += "\\ufffd";
-      ++i;
-    } else {
-      out.append(s, i, n);
-      i += n;
-    }
-  }
-  out += '"';
-}
-
-std::string json_string(const std::string& s) {
-  std::string out;
-  append_json_string(out, s);
-  return out;
-}
 
 /// Nanoseconds of a time from the step's start (the engine's resolution).
 int64_t to_ns(units::Seconds t) { return static_cast<int64_t>(std::llround(t.value() * 1e9)); }
