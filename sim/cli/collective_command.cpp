@@ -18,6 +18,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "models/units.hpp"
+#include "sim/output/json.hpp"
 #include "sim/output/results_file.hpp"
 #include "sim/version.hpp"
 
@@ -97,6 +98,7 @@ struct Options {
   CollectiveBenchmark bench;
   std::string catalog_dir;
   std::optional<std::string> output;
+  bool json = false;  ///< --format json: the rows as one JSON object on stdout
 };
 
 po::options_description options_description() {
@@ -125,7 +127,9 @@ po::options_description options_description() {
       ("inter-zone-gbps", po::value<double>(),
        "inter-zone bandwidth per node, Gbit/s; default: the VM's front-end Ethernet rate")
       ("catalog", po::value<std::string>(), "hardware catalog directory")
-      ("output,o", po::value<std::string>(), "also write the sweep to this HDF5 file (atomically)");
+      ("output,o", po::value<std::string>(), "also write the sweep to this HDF5 file (atomically)")
+      ("format", po::value<std::string>()->default_value("text"),
+       "stdout: text (the nccl-tests table) or json (the rows: the HDF5 columns' names, values and units)");
   return options;
 }
 
@@ -199,6 +203,9 @@ Options parse_options(const po::variables_map& vm) {
         units::to_bytes_per_second(units::gigabits_per_second(p.inter_zone_gbps));
   }
   if (vm.count("output")) o.output = vm["output"].as<std::string>();
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "text" && format != "json") throw UsageError("--format must be text or json, got '" + format + "'");
+  o.json = format == "json";
   return o;
 }
 
@@ -223,7 +230,12 @@ int run_collective_command(const std::vector<std::string>& args, const std::stri
     Options o = parse_options(vm);
     CollectiveBenchmark& p = o.bench;
     const std::vector<CollectiveTimingRow> rows = run_collective_benchmark(p, models::Catalog::load(o.catalog_dir));
-    std::cout << format_collective_table(p, rows);
+    if (o.json) {
+      std::cout << "{\"command\": \"collective\", \"rows\": " << columns_json(collective_summary_columns(p, rows), false)
+                << "}\n";
+    } else {
+      std::cout << format_collective_table(p, rows);
+    }
     if (o.output) {
       RunMetadata meta;
       meta.software_version = software_version();
@@ -236,7 +248,7 @@ int run_collective_command(const std::vector<std::string>& args, const std::stri
       } catch (const std::exception& e) {
         throw IoError(e.what());
       }
-      std::cout << "# wrote " << *o.output << "\n";
+      (o.json ? std::cerr : std::cout) << "# wrote " << *o.output << "\n";
     }
     return 0;
   }, help_hint);

@@ -34,6 +34,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/errors.hpp"
+#include "sim/output/json.hpp"
 #include "sim/run/exit_status.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/io/scenario_params.hpp"
@@ -127,6 +128,29 @@ std::string overrides_text(const std::vector<std::string>& overrides) {
   return s;
 }
 
+/// `clustersim sweep --format json`: {"command": "sweep", "points": columns_json(the /summary table),
+/// "ranking_by_step_time": [run_index, ...]} with the ranking over the points whose step_time_s is finite
+/// (fastest first, ties by run_index), the order of the text ranking.
+std::string sweep_json(const SweepTable& table) {
+  const std::vector<double>* step = nullptr;
+  const std::vector<int64_t>* index = nullptr;
+  for (const SummaryColumn& c : table.columns) {
+    if (c.name == "step_time_s") step = std::get_if<std::vector<double>>(&c.values);
+    if (c.name == "run_index") index = std::get_if<std::vector<int64_t>>(&c.values);
+  }
+  std::vector<std::pair<double, int64_t>> ranked;
+  if (step != nullptr && index != nullptr) {
+    for (size_t i = 0; i < step->size() && i < index->size(); ++i) {
+      if (std::isfinite((*step)[i])) ranked.emplace_back((*step)[i], (*index)[i]);
+    }
+  }
+  std::sort(ranked.begin(), ranked.end());
+  std::string ranking = "[";
+  for (size_t i = 0; i < ranked.size(); ++i) ranking += (i == 0 ? "" : ", ") + std::to_string(ranked[i].second);
+  return "{\"command\": \"sweep\", \"points\": " + columns_json(table.columns, false) +
+         ", \"ranking_by_step_time\": " + ranking + "]}";
+}
+
 struct Shard {
   int64_t index = 0;
   int64_t count = 1;
@@ -165,6 +189,7 @@ struct SweepSetup {
   int jobs = 1;       ///< worker threads (per rank)
   Shard shard;
   bool resume = false;
+  bool json = false;        ///< --format json: the points as one JSON object on stdout, the rest on stderr
   int64_t stop_after = -1;  ///< --stop-after (testing); -1: none
   fs::path output, sidecar_path;
   std::optional<models::Catalog> catalog;
@@ -186,7 +211,10 @@ void set_up_sweep(const std::vector<std::string>& args, const SweepRanks& ranks,
        "override a scenario key for every point, e.g. --set training.precision=fp16 (repeatable)")
       ("shard", po::value<std::string>(), "run only points with run_index % N == I: I/N, or auto (Slurm array)")
       ("resume", "continue from FILE.h5.partial, skipping the points it holds")
-      ("catalog", po::value<std::string>(), "hardware catalog directory");
+      ("catalog", po::value<std::string>(), "hardware catalog directory")
+      ("format", po::value<std::string>()->default_value("text"),
+       "stdout: text (the summary line and the ranking) or json (every point: the HDF5 /summary columns' names, "
+       "values and units, and the points ranked by step time)");
   po::options_description hidden;
   hidden.add_options()("scenario", po::value<std::string>(), "scenario file")
       ("stop-after", po::value<int64_t>(), "testing: stop after this many new points, keeping the sidecar");
@@ -212,6 +240,9 @@ void set_up_sweep(const std::vector<std::string>& args, const SweepRanks& ranks,
   if (s.jobs < 1) throw UsageError("-j must be at least 1");
   s.shard = vm.count("shard") ? parse_shard(vm["shard"].as<std::string>()) : Shard{};
   s.resume = vm.count("resume") > 0;
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "text" && format != "json") throw UsageError("--format must be text or json, got '" + format + "'");
+  s.json = format == "json";
   s.stop_after = vm.count("stop-after") ? vm["stop-after"].as<int64_t>() : -1;
   s.output = vm["output"].as<std::string>();
   s.sidecar_path = s.output.string() + ".partial";
@@ -356,17 +387,20 @@ int sweep_main(const std::vector<std::string>& args, SweepRanks& ranks) {
     for (const Row* r : ordered) {
       (r->status == "ok" ? ok : r->status == "out_of_memory" ? oom : invalid) += 1;
     }
-    std::cout << "sweep " << sweep.scenario.string() << ": " << ordered.size()
-              << (ordered.size() == 1 ? " point" : " points");
+    // With --format json stdout is one JSON object; the summary line, the ranking and "wrote" go to stderr.
+    std::ostream& said = s.json ? std::cerr : std::cout;
+    said << "sweep " << sweep.scenario.string() << ": " << ordered.size()
+         << (ordered.size() == 1 ? " point" : " points");
     if (s.shard.count > 1) {
-      std::cout << " (shard " << s.shard.index << "/" << s.shard.count << " of " << sweep.points.size() << ")";
+      said << " (shard " << s.shard.index << "/" << s.shard.count << " of " << sweep.points.size() << ")";
     }
-    if (ranks.size() > 1) std::cout << " on " << ranks.size() << " MPI ranks";
-    std::cout << ": " << ok << " ok, " << oom << " out_of_memory, " << invalid << " invalid";
-    if (resumed > 0) std::cout << " (" << resumed << " resumed from " << s.sidecar_path.string() << ")";
-    std::cout << "\n";
-    if (sweep.spec.auto_parallelism) std::cout << format_layout_ranking(sweep, ordered);
-    std::cout << "wrote " << s.output.string() << "\n";
+    if (ranks.size() > 1) said << " on " << ranks.size() << " MPI ranks";
+    said << ": " << ok << " ok, " << oom << " out_of_memory, " << invalid << " invalid";
+    if (resumed > 0) said << " (" << resumed << " resumed from " << s.sidecar_path.string() << ")";
+    said << "\n";
+    if (sweep.spec.auto_parallelism) said << format_layout_ranking(sweep, ordered);
+    said << "wrote " << s.output.string() << "\n";
+    if (s.json) std::cout << sweep_json(table) << "\n";
     return 0;
   });
   if (code != 0) std::cerr << message;

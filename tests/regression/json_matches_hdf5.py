@@ -1,9 +1,12 @@
-"""`clustersim run --format json` against the HDF5 file the same run writes: every /summary column of the
-results file is in the JSON object under the same name, with the same value (floats exactly: the JSON holds the
-shortest text that reads back to the same double; NaN as null), units and description, and stdout is nothing but
-the JSON object (it parses with json.loads, as `python3 -m json.tool` does).
+"""`clustersim run --format json` and `clustersim collective --format json` against the HDF5 file the same
+command writes: every /summary column of the results file is in the JSON object under the same name, with the
+same values (floats exactly: the JSON holds the shortest text that reads back to the same double; NaN as null),
+units and description, and stdout is nothing but the JSON object (it parses with json.loads, as
+`python3 -m json.tool` does). A run's one row is scalars; the collective's rows and the sweep's points are
+arrays, and the sweep's ranking_by_step_time lists the points with a step time, fastest first.
 
-Usage: json_matches_hdf5.py CLUSTERSIM SCENARIO... (run by CTest with Debian's /usr/bin/python3 and h5py).
+Usage: json_matches_hdf5.py CLUSTERSIM SCENARIO... (a path with /sweeps/ is run as a sweep; run by CTest with
+Debian's /usr/bin/python3 and h5py).
 """
 import json
 import math
@@ -15,45 +18,85 @@ from pathlib import Path
 import h5py
 
 
+def same(stored, got, where) -> None:
+    """One HDF5 element against its JSON value."""
+    if isinstance(stored, bytes):
+        assert got == stored.decode(), (where, got, stored)
+    elif isinstance(stored, float) or getattr(stored, "dtype", None) is not None and stored.dtype.kind == "f":
+        if math.isnan(stored):
+            assert got is None, (where, got)
+        else:
+            assert float(got) == float(stored), (where, got, stored)
+    else:
+        assert got == int(stored), (where, got, stored)
+
+
+def compare(h5: Path, section: dict, scalar: bool, label: str) -> None:
+    values, units, descriptions = (section[k] for k in ("values", "units", "descriptions"))
+    with h5py.File(h5, "r") as f:
+        summary = f["summary"]
+        names = list(summary.keys())
+        assert set(names) == set(values), (label, set(names) ^ set(values))
+        for name in names:
+            dataset = summary[name]
+            got = values[name]
+            if scalar:
+                same(dataset[0], got, (label, name))
+            else:
+                assert len(got) == len(dataset), (label, name, len(got), len(dataset))
+                for i, stored in enumerate(dataset[:]):
+                    same(stored, got[i], (label, name, i))
+            for attr, table in (("units", units), ("description", descriptions)):
+                if attr in dataset.attrs:
+                    text = dataset.attrs[attr]
+                    assert table[name] == (text.decode() if isinstance(text, bytes) else text), (label, name, attr)
+    print(f"{label}: {len(names)} columns match")
+
+
 def check(binary: str, scenario: str, workdir: Path) -> None:
     h5 = workdir / (Path(scenario).stem + ".h5")
     done = subprocess.run([binary, "run", scenario, "--format", "json", "-o", str(h5)],
                           capture_output=True, text=True, check=True)
     doc = json.loads(done.stdout)
     assert doc["command"] == "run", doc["command"]
-    values, units, descriptions = (doc["summary"][k] for k in ("values", "units", "descriptions"))
-    with h5py.File(h5, "r") as f:
-        summary = f["summary"]
-        names = list(summary.keys())
-        assert set(names) == set(values), (scenario, set(names) ^ set(values))
-        for name in names:
-            dataset = summary[name]
-            stored = dataset[0]
-            got = values[name]
-            if isinstance(stored, bytes):
-                assert got == stored.decode(), (scenario, name, got, stored)
-            elif dataset.dtype.kind == "f":
-                if math.isnan(stored):
-                    assert got is None, (scenario, name, got)
-                else:
-                    assert float(got) == float(stored), (scenario, name, got, stored)
-            else:
-                assert got == int(stored), (scenario, name, got, stored)
-            attrs = dataset.attrs
-            if "units" in attrs:
-                unit = attrs["units"]
-                assert units[name] == (unit.decode() if isinstance(unit, bytes) else unit), (scenario, name)
-            if "description" in attrs:
-                text = attrs["description"]
-                assert descriptions[name] == (text.decode() if isinstance(text, bytes) else text), (scenario, name)
-    print(f"{scenario}: {len(names)} columns match")
+    compare(h5, doc["summary"], True, scenario)
+
+
+def check_collective(binary: str, workdir: Path) -> None:
+    h5 = workdir / "collective.h5"
+    done = subprocess.run([binary, "collective", "--vm-size", "Standard_ND96isr_H100_v5", "--nodes", "2",
+                           "--op", "all_reduce", "--min-bytes", "1K", "--max-bytes", "64M", "--step-factor", "4",
+                           "--format", "json", "-o", str(h5)], capture_output=True, text=True, check=True)
+    doc = json.loads(done.stdout)
+    assert doc["command"] == "collective", doc["command"]
+    compare(h5, doc["rows"], False, "collective all_reduce on 2 x ND H100 v5")
+
+
+def check_sweep(binary: str, sweep: str, workdir: Path) -> None:
+    h5 = workdir / "sweep.h5"
+    done = subprocess.run([binary, "sweep", sweep, "-j", "2", "--format", "json", "-o", str(h5)],
+                          capture_output=True, text=True, check=True)
+    doc = json.loads(done.stdout)
+    assert doc["command"] == "sweep", doc["command"]
+    compare(h5, doc["points"], False, sweep)
+    values = doc["points"]["values"]
+    step = dict(zip(values["run_index"], values["step_time_s"]))
+    ranking = doc["ranking_by_step_time"]
+    assert len(ranking) == sum(1 for t in step.values() if t is not None), len(ranking)
+    times = [step[i] for i in ranking]
+    assert times == sorted(times), "ranking_by_step_time is not fastest first"
 
 
 def main() -> None:
     binary, scenarios = sys.argv[1], sys.argv[2:]
+    sweeps = [s for s in scenarios if "/sweeps/" in s]
+    scenarios = [s for s in scenarios if s not in sweeps]
     with tempfile.TemporaryDirectory() as tmp:
         for scenario in scenarios:
             check(binary, scenario, Path(tmp))
+        check_collective(binary, Path(tmp))
+        for sweep in sweeps:
+            check_sweep(binary, sweep, Path(tmp))
 
 
 if __name__ == "__main__":
