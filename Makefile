@@ -83,10 +83,10 @@ sanitize: deps
 # The fuzzer alone, longer (FUZZ_SECONDS, default 60; the issue-14 local run: FUZZ_SECONDS=1800), on the
 # Release build, one process per core with its own seed.
 fuzz: build
-	@for i in $$(seq 1 $(JOBS)); do \
+	@pids=""; for i in $$(seq 1 $(JOBS)); do \
 	  $(BUILD_DIR)/tests/fuzz/fuzz_scenarios --seconds $(FUZZ_SECONDS) --seed $$i \
-	    --failures $(BUILD_DIR)/fuzz-failures $$(cat tests/fuzz/seeds.txt) & \
-	done; status=0; for job in $$(jobs -p); do wait $$job || status=1; done; exit $$status
+	    --failures $(BUILD_DIR)/fuzz-failures $$(cat tests/fuzz/seeds.txt) & pids="$$pids $$!"; \
+	done; status=0; for pid in $$pids; do wait $$pid || status=1; done; exit $$status
 
 clean:
 	rm -rf $(BUILD_DIR) $(BUILD_DIR)-tsan $(BUILD_DIR)-asan out

@@ -429,7 +429,9 @@ constexpr std::array kParams{
               .min_int = 1, .help = "Checkpoint every this many steps."},
     ParamSpec{.key = "reliability.checkpoint_size_gb", .type = number, .unit = "GB", .need = Need::derived,
               .default_text = "parameters × 14 B (16-bit weights + fp32 master, m, v)", .lo = 0.0, .lo_open = true,
-              .help = "Bytes of one checkpoint, all ranks together."},
+              .hi = 1e10, .help = "Bytes of one checkpoint, all ranks together.",
+              .bound_reason = "10 EB: the largest model the key bounds allow (about 2e17 parameters) at 14 B each, "
+                              "a million times any published checkpoint"},
     ParamSpec{.key = "reliability.checkpoint_storage", .type = string, .need = Need::defaulted,
               .default_text = "\"parallel_fs\"", .choices = kStorages,
               .help = "Where checkpoints go: parallel_fs (273 GB/s write, 1 TB/s read: Megatron SC'21's file "

@@ -93,14 +93,21 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
   line("pipeline bubble", r.critical.bubble);
   line("data-parallel grad sync (exposed)", r.critical.grad_sync);
   line("optimizer", r.critical.optimizer);
-  out << printf_string("throughput  %.1f TFLOP/s per GPU (counts recomputation), %.1f model TFLOP/s per GPU\n",
-                       r.tflops_per_gpu, r.model_tflops_per_gpu);
+  // A CPU VM's device is its CPU (one per VM): say so, and that its rates are estimates.
+  const bool cpu = catalog.device(vm.device).kind == models::DeviceKind::cpu;
+  const char* per = cpu ? "per CPU" : "per GPU";
+  out << printf_string("throughput  %.1f TFLOP/s %s (counts recomputation), %.1f model TFLOP/s %s\n",
+                       r.tflops_per_gpu, per, r.model_tflops_per_gpu, per);
   out << printf_string("            MFU %.1f %%, HFU %.1f %% of %s peak\n", 100.0 * r.mfu, 100.0 * r.hfu,
                        std::string(models::to_string(sc.training.precision)).c_str());
+  if (cpu) {
+    out << "            estimate: the CPU's matmul rate and memory bandwidth are datasheet arithmetic "
+           "(models/hardware/catalog/devices.toml), not measured training\n";
+  }
   if (!r.memory.stages.empty()) {
-    out << printf_string("memory      peak %.1f GiB per GPU on stage %lld of %.1f GiB: %s\n", units::in_gib(r.memory.peak),
-                         static_cast<long long>(r.memory.peak_stage), units::in_gib(r.memory.capacity),
-                         r.memory.fits ? "fits" : "OUT OF MEMORY");
+    out << printf_string("memory      peak %.1f GiB %s on stage %lld of %.1f GiB: %s\n",
+                         units::in_gib(r.memory.peak), per, static_cast<long long>(r.memory.peak_stage),
+                         units::in_gib(r.memory.capacity), r.memory.fits ? "fits" : "OUT OF MEMORY");
     if (!r.memory.fits) out << "            " << r.memory.verdict << "\n";
   }
   if (const auto& band = r.prediction_band) {
@@ -109,6 +116,8 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
                          step * (1.0 - band->rms_relative_error), step * (1.0 + band->rms_relative_error),
                          100.0 * band->rms_relative_error, 100.0 * band->max_relative_error, band->rows,
                          band->scope.c_str());
+  } else if (cpu) {
+    out << "uncertainty unknown: no published training run on a CPU validates this device's estimated rates\n";
   }
   if (auto c = compare_with_reference(sc, r)) {
     out << printf_string("reference   %s = %.4g %s measured, %.4g predicted: %+.1f %%  (%s)\n", c->metric.c_str(),
