@@ -421,19 +421,31 @@ std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::pa
   // The layout of each candidate as scenario values: each dimension's size under its key (as written: tensor,
   // [context,] pipeline, data), then the micro batch and the virtual stages; kept when it loads. The loads
   // (most of the enumeration's time) run on `jobs` threads, each candidate's verdict in its own slot.
-  std::vector<std::vector<SweptValue>> layouts(candidates.size());
-  std::vector<char> loads(candidates.size(), 0);
+  // The optimizer's sharding: a scenario without it (zero_stage 0) also gets each data-parallel candidate with
+  // the distributed optimizer (ZeRO-1: Megatron's --use-distributed-optimizer, DeepSpeed stage 1), which holds
+  // 1/d of the fp32 optimizer state for the same gradient bytes on the wire (reduce-scatter + all-gather instead
+  // of an all-reduce): the layouts that run out of memory only for their optimizer state then fit. A scenario
+  // that already shards it keeps its stage. The loader judges each (e.g. frameworks without it).
+  const bool try_zero1 = s.parallelism.zero_stage == 0;
+  std::vector<std::pair<const models::LayoutCandidate*, int>> variants;  // candidate, zero stage (-1: as given)
+  for (const models::LayoutCandidate& c : candidates) {
+    variants.emplace_back(&c, -1);
+    if (try_zero1 && c.parallelism.data > 1) variants.emplace_back(&c, 1);
+  }
+  std::vector<std::vector<SweptValue>> layouts(variants.size());
+  std::vector<char> loads(variants.size(), 0);
   std::atomic<size_t> next{0};
   std::exception_ptr failure;
   std::mutex failure_mutex;
   const auto check = [&] {
     try {
-      for (size_t k = next++; k < candidates.size(); k = next++) {
-        const models::LayoutCandidate& c = candidates[k];
+      for (size_t k = next++; k < variants.size(); k = next++) {
+        const models::LayoutCandidate& c = *variants[k].first;
         std::vector<SweptValue>& layout = layouts[k];
         for (const models::LayoutDimension* d : dims) layout.push_back({std::string(d->key), c.parallelism.*d->size});
         layout.push_back({"training.micro_batch_size", c.micro_batch});
         layout.push_back({"parallelism.virtual_stages", c.parallelism.virtual_stages});
+        if (try_zero1) layout.push_back({"parallelism.zero_stage", variants[k].second < 0 ? 0 : variants[k].second});
         std::vector<std::string> all = overrides;
         for (const SweptValue& l : layout) all.push_back(l.override_text());
         try {
@@ -445,15 +457,15 @@ std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::pa
     } catch (...) {
       const std::lock_guard lock(failure_mutex);
       if (!failure) failure = std::current_exception();
-      next = candidates.size();
+      next = variants.size();
     }
   };
   std::vector<std::thread> threads;
-  for (int j = 1; j < std::min<int64_t>(jobs, static_cast<int64_t>(candidates.size())); ++j) threads.emplace_back(check);
+  for (int j = 1; j < std::min<int64_t>(jobs, static_cast<int64_t>(variants.size())); ++j) threads.emplace_back(check);
   check();
   for (std::thread& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
-  for (size_t k = 0; k < candidates.size(); ++k) {
+  for (size_t k = 0; k < variants.size(); ++k) {
     if (loads[k]) out.push_back(std::move(layouts[k]));
   }
   return out;

@@ -49,7 +49,9 @@ std::vector<std::string> swept_keys(const std::vector<SweepPoint>& points) {
 /// Whether `key` is set by a layout of parallelism = "auto": a layout dimension's size, the micro batch or the
 /// virtual stages.
 bool is_layout_key(std::string_view key) {
-  if (key == "training.micro_batch_size" || key == "parallelism.virtual_stages") return true;
+  if (key == "training.micro_batch_size" || key == "parallelism.virtual_stages" || key == "parallelism.zero_stage") {
+    return true;
+  }
   for (const models::LayoutDimension* d : models::layout_dimensions_as_written()) {
     if (d->key == key) return true;
   }
@@ -241,7 +243,11 @@ std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<co
       if ((*r->meta)[k].name == "step_time_s") ranked.emplace_back(std::get<double>(r->values[k]), r);
     }
   }
-  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  // Layouts that fit first (status ok), each group by step time.
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    const bool fa = a.second->status == "ok", fb = b.second->status == "ok";
+    return fa != fb ? fa : a.first < b.first;
+  });
   const auto value = [&](const SweepRow* r, std::string_view key) {
     const SweptValue* v = sweep.points[static_cast<size_t>(r->index)].find(key);
     return v != nullptr ? toml_literal(v->value) : std::string("-");
@@ -255,7 +261,7 @@ std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<co
     }
     return grid;
   };
-  out << "layouts ranked by step time (fastest 10 of " << ranked.size() << " simulated):\n";
+  out << "layouts ranked by step time, those that fit first (fastest 10 of " << ranked.size() << " simulated):\n";
   // The dimensions as written; one that layouts may leave out (context) only when some point sets it.
   std::vector<const models::LayoutDimension*> dims;
   for (const models::LayoutDimension* d : models::layout_dimensions_as_written()) {
@@ -265,15 +271,20 @@ std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<co
   }
   out << "rank  run";
   for (const models::LayoutDimension* d : dims) out << printf_string(" %4s", std::string(d->abbreviation).c_str());
-  out << "   mb   v   step time   status" << (sweep.spec.axes.empty() ? "\n" : "         grid point\n");
+  // The optimizer's ZeRO stage, when the search varied it.
+  const bool zero = std::any_of(ranked.begin(), ranked.end(),
+                                [&](const auto& r) { return value(r.second, "parallelism.zero_stage") != "-"; });
+  out << "   mb   v" << (zero ? " zero" : "") << "   step time   status"
+      << (sweep.spec.axes.empty() ? "\n" : "         grid point\n");
   for (size_t i = 0; i < std::min<size_t>(10, ranked.size()); ++i) {
     const SweepRow* r = ranked[i].second;
     const std::string grid = grid_of(r);
     std::string text = printf_string("%4zu %4lld", i + 1, static_cast<long long>(r->index));
     for (const models::LayoutDimension* d : dims) text += printf_string(" %4s", value(r, d->key).c_str());
-    text += printf_string(" %4s %3s %9.3f s   %-14s %s\n", value(r, "training.micro_batch_size").c_str(),
-                      value(r, "parallelism.virtual_stages").c_str(), ranked[i].first, r->status.c_str(),
-                      grid.c_str());
+    text += printf_string(" %4s %3s", value(r, "training.micro_batch_size").c_str(),
+                          value(r, "parallelism.virtual_stages").c_str());
+    if (zero) text += printf_string(" %4s", value(r, "parallelism.zero_stage").c_str());
+    text += printf_string(" %9.3f s   %-14s %s\n", ranked[i].first, r->status.c_str(), grid.c_str());
     // without the padding of an empty grid point
     text.pop_back();
     text.erase(text.find_last_not_of(' ') + 1);
@@ -287,6 +298,7 @@ std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<co
     }
     out << ", micro batch " << value(r, "training.micro_batch_size") << ", virtual stages "
         << value(r, "parallelism.virtual_stages");
+    if (zero) out << ", ZeRO " << value(r, "parallelism.zero_stage");
     if (const std::string grid = grid_of(r); !grid.empty()) out << " (" << grid << ")";
     out << ": " << printf_string("%.3f s", t) << "\n";
     break;

@@ -226,9 +226,14 @@ TEST(SweepLayouts, Gpt3On1024A100) {
     for (const SweptValue& v : typed) o.push_back(v.override_text());
     layouts.push_back(std::move(o));
   }
+  // Megatron's layout with its own optimizer (ZeRO 0, the scenario's) and with the distributed optimizer that the
+  // search adds to every data-parallel layout of a scenario without one.
   const Overrides megatron{"parallelism.tensor=8", "parallelism.pipeline=8", "parallelism.data=16",
-                           "training.micro_batch_size=1", "parallelism.virtual_stages=1"};
+                           "training.micro_batch_size=1", "parallelism.virtual_stages=1", "parallelism.zero_stage=0"};
   EXPECT_NE(std::find(layouts.begin(), layouts.end(), megatron), layouts.end());
+  Overrides megatron_zero1 = megatron;
+  megatron_zero1.back() = "parallelism.zero_stage=1";
+  EXPECT_NE(std::find(layouts.begin(), layouts.end(), megatron_zero1), layouts.end());
   std::set<Overrides> distinct(layouts.begin(), layouts.end());
   EXPECT_EQ(distinct.size(), layouts.size());
   for (const auto& l : layouts) {
