@@ -171,7 +171,7 @@ TEST(SweepCli, ResumeSkipsFinishedPointsAndGivesTheSameFile) {
   std::ofstream(sidecar, std::ios::app) << "R\t300\t12";
   const auto resumed = run_cli(base + out.string() + "' --resume");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_NE(resumed.err.find("resuming: 40 of 353 points already done, computing 313"), std::string::npos)
+  EXPECT_NE(resumed.err.find("resuming: 40 of 700 points already done, computing 660"), std::string::npos)
       << resumed.err;
   EXPECT_EQ(read_file(out), read_file(dir / "full.h5"));
   EXPECT_FALSE(fs::exists(sidecar));
@@ -215,7 +215,7 @@ size_t finished_points(const fs::path& sidecar) {
 
 TEST(SweepCli, SigkillMidwayThenResumeGivesTheSameFile) {
   const fs::path dir = temp_dir("sigkill");
-  // The layout search twice over (bf16, fp16): 706 points, a few seconds on one thread.
+  // The layout search twice over (bf16, fp16): 1,400 points, a few seconds on one thread.
   const fs::path scenario = dir / "layouts.toml";
   std::ofstream(scenario) << read_file(fs::path(CLUSTERSIM_SOURCE_DIR) / kLayouts)
                           << "\"training.precision\" = [\"bf16\", \"fp16\"]\n";
@@ -246,12 +246,12 @@ TEST(SweepCli, SigkillMidwayThenResumeGivesTheSameFile) {
   EXPECT_FALSE(fs::exists(out));
   const size_t done = finished_points(sidecar);
   ASSERT_GE(done, 50U);
-  ASSERT_LT(done, 706U);
+  ASSERT_LT(done, 1400U);
 
   const auto resumed = run_cli("sweep '" + scenario.string() + "' -o '" + out.string() + "' -j 2 --resume");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_NE(resumed.err.find("resuming: " + std::to_string(done) + " of 706 points already done, computing " +
-                             std::to_string(706 - done)),
+  EXPECT_NE(resumed.err.find("resuming: " + std::to_string(done) + " of 1400 points already done, computing " +
+                             std::to_string(1400 - done)),
             std::string::npos)
       << resumed.err;
   EXPECT_EQ(read_file(out), read_file(dir / "full.h5"));
