@@ -10,6 +10,7 @@
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -59,6 +60,22 @@ namespace {
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
+
+// ---- SIGINT / SIGTERM ------------------------------------------------------------------------------------
+
+/// The signal that asked a sweep to stop (0: none). Set by on_stop_signal, read by the workers between points.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+/// SIGINT/SIGTERM handler of a one-rank sweep: remember the signal (async-signal-safe) and restore the default
+/// action, so that a second signal ends the process at once.
+extern "C" void on_stop_signal(int signal) {
+  g_stop_signal = signal;
+  std::signal(signal, SIG_DFL);
+}
+
+/// Thrown from a worker between points after SIGINT/SIGTERM: the sweep stops with the finished points in the
+/// sidecar, resumable, and no results file.
+struct Interrupted {};
 
 /// Runs `body`, mapping exceptions to exit statuses (sim/run/exit_status.hpp); the error text goes to `message`.
 template <typename F>
@@ -350,12 +367,31 @@ int sweep_main(const std::vector<std::string>& args, SweepRanks& ranks) {
     SweepRunOptions run_options;
     run_options.jobs = s.jobs;
     run_options.limit = s.stop_after;
-    run_options.on_row = [&](const Row& row) { sidecar->append(row); };
+    // SIGINT/SIGTERM: the workers stop between points (the point in flight is dropped, recomputed on --resume),
+    // the sidecar keeps every finished point and no results file is written; exit 75 like --stop-after.
+    std::signal(SIGINT, on_stop_signal);
+    std::signal(SIGTERM, on_stop_signal);
+    run_options.on_row = [&](const Row& row) {
+      if (g_stop_signal != 0) throw Interrupted{};
+      sidecar->append(row);
+    };
     run_options.progress = progress;
+    bool interrupted = false;
     code = attempt("sweep", message, [&] {
-      computed = run_sweep(sweep, catalog, todo_points, run_options);
+      try {
+        computed = run_sweep(sweep, catalog, todo_points, run_options);
+      } catch (const Interrupted&) {
+        interrupted = true;
+      }
       return 0;
     });
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    if (interrupted) {
+      std::cerr << "\nsweep: interrupted by " << (g_stop_signal == SIGTERM ? "SIGTERM" : "SIGINT") << "; "
+                << s.sidecar_path.string() << " holds the finished points: rerun with --resume\n";
+      return kExitStopped;
+    }
     if (code != 0) {
       std::cerr << message;
       return code;

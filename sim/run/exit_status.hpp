@@ -1,7 +1,8 @@
 // The one exit-status table of every clustersim command (sysexits.h), documented in the README:
 //   0 success; 64 usage (malformed command line); 65 bad data (scenario, catalog, option values the models
 //   reject; located file:line:column: key where the input is a file); 70 internal error (a failed invariant: a
-//   bug); 74 an output could not be written; 75 (sweep --stop-after, testing only) stopped early, resumable.
+//   bug); 74 an output could not be written; 75 a sweep stopped early, resumable (SIGINT/SIGTERM, or
+//   --stop-after for testing).
 #pragma once
 
 #include <exception>
@@ -14,7 +15,7 @@ inline constexpr int kExitUsage = 64;      ///< EX_USAGE: malformed or contradic
 inline constexpr int kExitDataError = 65;  ///< EX_DATAERR: bad scenario, catalog or option values
 inline constexpr int kExitSoftware = 70;   ///< EX_SOFTWARE: internal error (a bug)
 inline constexpr int kExitIoError = 74;    ///< EX_IOERR: an output could not be written
-inline constexpr int kExitStopped = 75;    ///< EX_TEMPFAIL: sweep --stop-after stopped early (resumable)
+inline constexpr int kExitStopped = 75;    ///< EX_TEMPFAIL: a sweep stopped early, resumable (signal, --stop-after)
 
 /// What a command ends with on an error: the status and the message for stderr (whole lines).
 struct ErrorExit {

@@ -258,6 +258,48 @@ TEST(SweepCli, SigkillMidwayThenResumeGivesTheSameFile) {
   fs::remove_all(dir);
 }
 
+// SIGINT (or SIGTERM) midway: the sweep stops between points with exit status 75, keeps the finished points in
+// the sidecar, writes no results file, and --resume gives the uninterrupted file.
+TEST(SweepCli, SigintMidwayStopsResumablyWithExit75) {
+  const fs::path dir = temp_dir("sigint");
+  const fs::path scenario = dir / "layouts.toml";
+  std::ofstream(scenario) << read_file(fs::path(CLUSTERSIM_SOURCE_DIR) / kLayouts)
+                          << "\"training.precision\" = [\"bf16\", \"fp16\"]\n";
+  const auto full = run_cli("sweep '" + scenario.string() + "' -o '" + (dir / "full.h5").string() + "' -j 2");
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  for (const int signal : {SIGINT, SIGTERM}) {
+    const fs::path out = dir / (signal == SIGINT ? "int.h5" : "term.h5");
+    const fs::path sidecar = out.string() + ".partial";
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      ::execl(CLUSTERSIM_BINARY, CLUSTERSIM_BINARY, "sweep", scenario.c_str(), "-o", out.c_str(), "-j", "1",
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!(fs::exists(sidecar) && finished_points(sidecar) >= 50) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ::kill(child, signal);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << "signal " << signal << " ended the sweep instead of stopping it";
+    EXPECT_EQ(WEXITSTATUS(status), 75);
+    EXPECT_FALSE(fs::exists(out));
+    const size_t done = finished_points(sidecar);
+    ASSERT_GE(done, 50U);
+    ASSERT_LT(done, 1400U);
+    const auto resumed = run_cli("sweep '" + scenario.string() + "' -o '" + out.string() + "' -j 2 --resume");
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    EXPECT_EQ(read_file(out), read_file(dir / "full.h5"));
+  }
+  fs::remove_all(dir);
+}
+
 TEST(SweepCli, ListRunsPrintsThePoints) {
   const fs::path dir = temp_dir("list");
   const fs::path scenario = small_sweep(dir);
