@@ -213,19 +213,22 @@ size_t finished_points(const fs::path& sidecar) {
   return n;
 }
 
-TEST(SweepCli, SigkillMidwayThenResumeGivesTheSameFile) {
-  const fs::path dir = temp_dir("sigkill");
-  // The layout search twice over (bf16, fp16): 1,400 points, a few seconds on one thread.
+/// The layout search twice over (bf16, fp16) in `dir`: 1,400 points, a few seconds on one thread; its
+/// uninterrupted results file is written to dir/full.h5. Returns the scenario's path.
+fs::path interruptible_sweep(const fs::path& dir) {
   const fs::path scenario = dir / "layouts.toml";
   std::ofstream(scenario) << read_file(fs::path(CLUSTERSIM_SOURCE_DIR) / kLayouts)
                           << "\"training.precision\" = [\"bf16\", \"fp16\"]\n";
   const auto full = run_cli("sweep '" + scenario.string() + "' -o '" + (dir / "full.h5").string() + "' -j 2");
-  ASSERT_EQ(full.exit_code, 0) << full.err;
+  EXPECT_EQ(full.exit_code, 0) << full.err;
+  return scenario;
+}
 
-  const fs::path out = dir / "killed.h5";
+/// Starts `clustersim sweep SCENARIO -o OUT -j 1` (stdout and stderr to /dev/null), sends it `signal` once 50
+/// points are in OUT's sidecar, and returns its wait status.
+int sweep_signalled_midway(const fs::path& scenario, const fs::path& out, int signal) {
   const fs::path sidecar = out.string() + ".partial";
   const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
   if (child == 0) {
     const int null = ::open("/dev/null", O_WRONLY);
     ::dup2(null, 1);
@@ -234,20 +237,24 @@ TEST(SweepCli, SigkillMidwayThenResumeGivesTheSameFile) {
             static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  // Kill it once 50 points are in the sidecar.
+  EXPECT_GE(child, 0);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!(fs::exists(sidecar) && finished_points(sidecar) >= 50) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  ::kill(child, SIGKILL);
+  ::kill(child, signal);
   int status = 0;
   ::waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "the sweep finished before it could be killed";
+  return status;
+}
+
+/// After an interrupted sweep: no results file, 50 or more points (not all 1,400) in the sidecar, and --resume
+/// says so and gives the uninterrupted file.
+void expect_resume_completes(const fs::path& dir, const fs::path& scenario, const fs::path& out) {
   EXPECT_FALSE(fs::exists(out));
-  const size_t done = finished_points(sidecar);
+  const size_t done = finished_points(out.string() + ".partial");
   ASSERT_GE(done, 50U);
   ASSERT_LT(done, 1400U);
-
   const auto resumed = run_cli("sweep '" + scenario.string() + "' -o '" + out.string() + "' -j 2 --resume");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_NE(resumed.err.find("resuming: " + std::to_string(done) + " of 1400 points already done, computing " +
@@ -255,6 +262,15 @@ TEST(SweepCli, SigkillMidwayThenResumeGivesTheSameFile) {
             std::string::npos)
       << resumed.err;
   EXPECT_EQ(read_file(out), read_file(dir / "full.h5"));
+}
+
+TEST(SweepCli, SigkillMidwayThenResumeGivesTheSameFile) {
+  const fs::path dir = temp_dir("sigkill");
+  const fs::path scenario = interruptible_sweep(dir);
+  const fs::path out = dir / "killed.h5";
+  const int status = sweep_signalled_midway(scenario, out, SIGKILL);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the sweep finished before it could be killed";
+  expect_resume_completes(dir, scenario, out);
   fs::remove_all(dir);
 }
 
@@ -262,40 +278,13 @@ TEST(SweepCli, SigkillMidwayThenResumeGivesTheSameFile) {
 // the sidecar, writes no results file, and --resume gives the uninterrupted file.
 TEST(SweepCli, SigintMidwayStopsResumablyWithExit75) {
   const fs::path dir = temp_dir("sigint");
-  const fs::path scenario = dir / "layouts.toml";
-  std::ofstream(scenario) << read_file(fs::path(CLUSTERSIM_SOURCE_DIR) / kLayouts)
-                          << "\"training.precision\" = [\"bf16\", \"fp16\"]\n";
-  const auto full = run_cli("sweep '" + scenario.string() + "' -o '" + (dir / "full.h5").string() + "' -j 2");
-  ASSERT_EQ(full.exit_code, 0) << full.err;
+  const fs::path scenario = interruptible_sweep(dir);
   for (const int signal : {SIGINT, SIGTERM}) {
     const fs::path out = dir / (signal == SIGINT ? "int.h5" : "term.h5");
-    const fs::path sidecar = out.string() + ".partial";
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      const int null = ::open("/dev/null", O_WRONLY);
-      ::dup2(null, 1);
-      ::dup2(null, 2);
-      ::execl(CLUSTERSIM_BINARY, CLUSTERSIM_BINARY, "sweep", scenario.c_str(), "-o", out.c_str(), "-j", "1",
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!(fs::exists(sidecar) && finished_points(sidecar) >= 50) && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    ::kill(child, signal);
-    int status = 0;
-    ::waitpid(child, &status, 0);
+    const int status = sweep_signalled_midway(scenario, out, signal);
     ASSERT_TRUE(WIFEXITED(status)) << "signal " << signal << " ended the sweep instead of stopping it";
     EXPECT_EQ(WEXITSTATUS(status), 75);
-    EXPECT_FALSE(fs::exists(out));
-    const size_t done = finished_points(sidecar);
-    ASSERT_GE(done, 50U);
-    ASSERT_LT(done, 1400U);
-    const auto resumed = run_cli("sweep '" + scenario.string() + "' -o '" + out.string() + "' -j 2 --resume");
-    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-    EXPECT_EQ(read_file(out), read_file(dir / "full.h5"));
+    expect_resume_completes(dir, scenario, out);
   }
   fs::remove_all(dir);
 }
