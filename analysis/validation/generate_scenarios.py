@@ -105,6 +105,12 @@ def render(header, tables):
     return "\n".join(out) + "\n"
 
 
+def dgx_h100_cluster(gpus):
+    """The [cluster] of a run on DGX-H100 nodes (8 H100, NVSwitch, 8 x 400 Gb/s NDR InfiniBand): the node design of
+    Standard_ND96isr_H100_v5, on a rail-optimized fabric (NVIDIA DGX SuperPOD reference architecture)."""
+    return ("cluster", {"vm_size": "Standard_ND96isr_H100_v5", "nodes": gpus // 8, "fabric": "rail_optimized"})
+
+
 def model_table(name, seq):
     layers, hidden, heads, kv, ffn, vocab, mlp, position, dropout, tied, _ = MODELS[name]
     return {
@@ -270,7 +276,7 @@ def nemo(rows_out):
                 "tensor": tp, "context": cp if cp > 1 else None, "pipeline": pp, "data": data,
                 "virtual_stages": vp if vp > 1 else None, "sequence_parallel": True if tp > 1 else None,
             }),
-            ("cluster", {"vm_size": "Standard_ND96isr_H100_v5", "nodes": gpus // 8, "fabric": "rail_optimized"}),
+            dgx_h100_cluster(gpus),
             ("reference", {
                 "tokens_per_s_per_gpu": float(r["tokens_per_s_per_gpu"]), "dataset": dataset,
                 "source": ("Megatron-Bridge performance summary " if release >= "25.09" else "NeMo performance summary ")
@@ -331,7 +337,7 @@ def megatron_bridge_moe(rows_out):
                 "virtual_stages": vp if vp > 1 else None, "sequence_parallel": True if tp > 1 else None,
                 "expert": ep, "expert_tensor": etp if etp > 1 else None,
             }),
-            ("cluster", {"vm_size": "Standard_ND96isr_H100_v5", "nodes": gpus // 8, "fabric": "rail_optimized"}),
+            dgx_h100_cluster(gpus),
             ("reference", {
                 "tokens_per_s_per_gpu": float(r["tokens_per_s_per_gpu"]), "dataset": dataset,
                 "source": f"Megatron-Bridge performance summary {release}, DGX-H100, row {r['id']}",
@@ -393,7 +399,7 @@ def dgxc_deepseek_v3(rows_out):
                 "tensor": tp, "pipeline": pp, "data": data, "sequence_parallel": True if tp > 1 else None,
                 "expert": ep, "first_stage_layers": 64 // pp - 1, "last_stage_layers": 64 // pp - 2,
             }),
-            ("cluster", {"vm_size": "Standard_ND96isr_H100_v5", "nodes": gpus // 8, "fabric": "rail_optimized"}),
+            dgx_h100_cluster(gpus),
             ("reference", {
                 "tokens_per_s_per_gpu": float(r["tokens_per_s_per_gpu"]), "dataset": dataset,
                 "source": f"NVIDIA dgxc-benchmarking DeepSeek-V3 pre-training README, BF16 {gpus} GPUs "
@@ -446,7 +452,7 @@ def megatron_moe_modelzoo(rows_out):
                 "tensor": tp, "pipeline": pp, "data": data, "virtual_stages": vp,
                 "sequence_parallel": True if tp > 1 else None, "expert": ep,
             }),
-            ("cluster", {"vm_size": "Standard_ND96isr_H100_v5", "nodes": gpus // 8, "fabric": "rail_optimized"}),
+            dgx_h100_cluster(gpus),
             ("reference", {
                 "step_time_s": float(r["step_time_s"]), "dataset": dataset,
                 "source": f"Megatron-MoE-ModelZoo Qwen3 best practice, H100 row {r['id']} "
