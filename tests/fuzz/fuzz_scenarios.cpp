@@ -14,7 +14,7 @@
 //   - a key of the format (scenario_params()) absent from the file is added with a value of its type;
 //   - an unknown key is added;
 //   - the text itself: a character deleted or a line duplicated (the TOML parser's errors).
-// An internal error or an over-long input is written to --failures DIR (input_<seed>_<i>.toml) with its message.
+// An internal error (with its message) or an over-long input is written to --failures DIR as input_<seed>_<i>.toml.
 //
 // Usage: fuzz_scenarios [--seconds S] [--max-inputs N] [--seed K] [--input-limit S] [--failures DIR]
 //                       [--print INDEX] SEED.toml...     (--print: write input INDEX to stdout and stop)
@@ -245,22 +245,28 @@ std::string make_input(const std::vector<std::string>& seeds, uint64_t seed, uin
   return text;
 }
 
-// The input being run, for the alarm handler.
-const std::string* g_current = nullptr;
+// The failures directory and the run's seed and input index (for file names).
 std::string g_failures;
 uint64_t g_seed = 0, g_index = 0;
 
-void write_failure(const std::string& text, const std::string& message) {
-  if (g_failures.empty()) return;
-  fs::create_directories(g_failures);
-  const fs::path path = fs::path(g_failures) / ("input_" + std::to_string(g_seed) + "_" + std::to_string(g_index) + ".toml");
-  std::ofstream(path) << "# " << message << "\n" << text;
+std::string failure_path(uint64_t index) {
+  return (fs::path(g_failures) / ("input_" + std::to_string(g_seed) + "_" + std::to_string(index) + ".toml")).string();
 }
 
+void write_failure(const std::string& text, const std::string& message) {
+  if (g_failures.empty()) return;
+  std::ofstream(failure_path(g_index)) << "# " << message << "\n" << text;
+}
+
+// For the alarm handler, set before each input: the input file and where an over-long one goes. The handler uses
+// async-signal-safe calls only (rename, write, _exit): the input is already on disk.
+char g_input_path[4096] = {};
+char g_slow_path[4096] = {};
+
 extern "C" void on_alarm(int) {
-  static const char kMessage[] = "fuzz_scenarios: an input ran over --input-limit (written to --failures)\n";
+  static const char kMessage[] = "fuzz_scenarios: an input ran over --input-limit (moved to --failures)\n";
+  if (g_slow_path[0] != '\0') (void)::rename(g_input_path, g_slow_path);
   (void)!write(2, kMessage, sizeof kMessage - 1);
-  if (g_current != nullptr) write_failure(*g_current, "over the per-input time limit");
   _exit(1);
 }
 
@@ -346,6 +352,8 @@ int main(int argc, char** argv) {
   const fs::path dir = fs::temp_directory_path() / ("clustersim-fuzz-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path input = dir / "input.toml", output = dir / "out.h5";
+  std::snprintf(g_input_path, sizeof g_input_path, "%s", input.c_str());
+  if (!g_failures.empty()) fs::create_directories(g_failures);
   std::signal(SIGALRM, on_alarm);
 
   std::map<Outcome, uint64_t> counts;
@@ -358,7 +366,9 @@ int main(int argc, char** argv) {
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= seconds) break;
     const std::string text = make_input(seeds, g_seed, g_index);
     std::ofstream(input, std::ios::trunc) << text;
-    g_current = &text;
+    if (!g_failures.empty()) {
+      std::snprintf(g_slow_path, sizeof g_slow_path, "%s", failure_path(g_index).c_str());
+    }
     alarm(input_limit);
     std::string message;
     const auto t0 = std::chrono::steady_clock::now();
@@ -369,7 +379,6 @@ int main(int argc, char** argv) {
       slowest_s = took;
       slowest = g_index;
     }
-    g_current = nullptr;
     ++counts[o];
     ++tried;
     if (o == Outcome::unlocated_data_error && unlocated[message]++ == 0) {
