@@ -157,6 +157,19 @@ std::optional<Framework> parse_framework(std::string_view name) {
   return std::nullopt;
 }
 
+std::vector<int> implemented_zero_stages(Framework f) {
+  switch (f) {
+    case Framework::megatron_lm_2021: return {0};
+    case Framework::megatron_lm_2022:
+    case Framework::megatron_core:
+    case Framework::nemo: return {0, 1};
+    case Framework::fsdp: return {0, 2, 3};
+    case Framework::fsdp2: return {0, 2, 3};
+    case Framework::deepspeed: return {0, 1, 2, 3};
+  }
+  return {0};
+}
+
 double grad_reduce_bytes_per_element(const TrainingConfig& training) {
   return activation_bytes_per_element(training.grad_reduce);
 }

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "models/precision.hpp"
 
@@ -149,6 +150,14 @@ enum class Framework { megatron_lm_2021, megatron_lm_2022, megatron_core, nemo, 
 /// "megatron-lm-2021" | "megatron-lm-2022" | "megatron-core" | "nemo" | "fsdp" | "fsdp2" | "deepspeed".
 std::string_view to_string(Framework f);
 std::optional<Framework> parse_framework(std::string_view name);
+
+/// The ZeRO stages (Rajbhandari et al. 2020) `f` implements over its data-parallel group, ascending; the layout
+/// search (parallelism = "auto") tries no other. Megatron-LM 2021: none (local DDP); Megatron-LM 2022,
+/// Megatron-Core and NeMo: 1, the distributed optimizer (--use-distributed-optimizer, README "Distributed
+/// Optimizer"); FSDP1: 2 and 3 (ShardingStrategy.SHARD_GRAD_OP, FULL_SHARD); FSDP2: 2 and 3 (fully_shard with
+/// reshard_after_forward False or True); DeepSpeed: 1, 2 and 3 (zero_optimization.stage).
+/// 0 (no sharding) is always implemented.
+std::vector<int> implemented_zero_stages(Framework f);
 
 /// How an MoE layer's tokens reach their experts (Megatron-Core --moe-token-dispatcher-type): alltoall (each
 /// rank sends each routed token copy to its expert's rank: an all-to-all over the expert-parallel group, then

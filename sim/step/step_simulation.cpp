@@ -144,6 +144,11 @@ NetworkSetup network_setup_of(const Scenario& scenario) {
   return n;
 }
 
+models::MemoryReport memory_of(const Scenario& scenario, const models::Catalog& catalog) {
+  return models::estimate_memory(step_setup_of(scenario, catalog),
+                                 catalog.device(catalog.vm_size(scenario.cluster.vm_size).device));
+}
+
 StepReport simulate_scenario(const Scenario& scenario, const models::Catalog& catalog) {
   const models::VmSize& vm = catalog.vm_size(scenario.cluster.vm_size);
   return simulate_step(step_setup_of(scenario, catalog), vm, catalog.device(vm.device), network_setup_of(scenario));

@@ -100,6 +100,9 @@ StepReport simulate_step(const models::StepSetup& setup, const models::VmSize& v
 models::StepSetup step_setup_of(const Scenario& scenario, const models::Catalog& catalog);
 /// The NetworkSetup a scenario describes ([cluster] nodes, fabric and zones; [network]).
 NetworkSetup network_setup_of(const Scenario& scenario);
+/// The memory of every pipeline stage of the scenario on its VM size's device, without simulating: the
+/// StepReport::memory simulate_scenario would give (models::estimate_memory on step_setup_of).
+models::MemoryReport memory_of(const Scenario& scenario, const models::Catalog& catalog);
 /// step_setup_of + network_setup_of + simulate_step on the scenario's VM size.
 StepReport simulate_scenario(const Scenario& scenario, const models::Catalog& catalog);
 

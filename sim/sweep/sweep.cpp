@@ -22,6 +22,7 @@
 #include "models/splitmix64.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/io/scenario_params.hpp"
+#include "sim/step/step_simulation.hpp"
 
 namespace clustersim::sim {
 
@@ -188,6 +189,140 @@ void collect(const std::filesystem::path& file, const std::string& key, Pos pos,
          "unknown scenario key (sweep keys are dotted scenario keys, e.g. \"parallelism.tensor\")");
   }
   axes.push_back({key, pos, axis_values(file, "sweep." + key, node)});
+}
+
+/// One setting of the memory-saving knobs the layout search varies, with its place in each knob's step-time
+/// cost order (0 the cheapest; see enumerate_layouts).
+struct Knobs {
+  int zero_stage = 0;
+  models::Recompute recompute = models::Recompute::none;
+  bool sequence_parallel = false;
+  int zero_rank = 0;
+  int recompute_rank = 0;
+  int sequence_parallel_rank = 0;
+
+  /// At most as costly as `o` in every knob.
+  [[nodiscard]] bool undercuts(const Knobs& o) const {
+    return zero_rank <= o.zero_rank && recompute_rank <= o.recompute_rank &&
+           sequence_parallel_rank <= o.sequence_parallel_rank;
+  }
+  [[nodiscard]] bool same_setting(const Knobs& o) const {
+    return zero_stage == o.zero_stage && recompute == o.recompute && sequence_parallel == o.sequence_parallel;
+  }
+  /// The scenario values of the setting, in the order the ranking prints them.
+  [[nodiscard]] std::vector<SweptValue> values() const {
+    return {{"parallelism.zero_stage", static_cast<int64_t>(zero_stage)},
+            {"training.activation_recompute", std::string(models::to_string(recompute))},
+            {"parallelism.sequence_parallel", sequence_parallel}};
+  }
+};
+
+/// Every setting of the knobs the search tries for a scenario like `s`, the cheapest (by the sum of the ranks)
+/// first: the ZeRO stages 0, 1 and 3 that s's framework implements (models::implemented_zero_stages);
+/// recompute none, then the scenario's partial kind (selective, or torchtitan's selective_op) unless it
+/// re-runs nothing (Megatron's core_attn alone under flash attention), then full; sequence parallelism on,
+/// then off.
+std::vector<Knobs> knob_settings(const Scenario& s) {
+  std::vector<int> zero;
+  for (int z : models::implemented_zero_stages(s.training.framework)) {
+    if (z != 2) zero.push_back(z);
+  }
+  using models::Recompute;
+  std::vector<Recompute> recompute{Recompute::none};
+  const Recompute partial =
+      s.training.activation_recompute == Recompute::selective_op ? Recompute::selective_op : Recompute::selective;
+  const bool core_attention_only =
+      s.training.recompute_modules == static_cast<uint32_t>(models::RecomputeModule::core_attn);
+  if (!(partial == Recompute::selective && s.training.flash_attention && core_attention_only)) {
+    recompute.push_back(partial);
+  }
+  recompute.push_back(Recompute::full);
+  std::vector<Knobs> out;
+  for (size_t z = 0; z < zero.size(); ++z) {
+    for (size_t r = 0; r < recompute.size(); ++r) {
+      for (const bool sp : {true, false}) {
+        out.push_back({zero[z], recompute[r], sp, static_cast<int>(z), static_cast<int>(r), sp ? 0 : 1});
+      }
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Knobs& a, const Knobs& b) {
+    return a.zero_rank + a.recompute_rank + a.sequence_parallel_rank <
+           b.zero_rank + b.recompute_rank + b.sequence_parallel_rank;
+  });
+  return out;
+}
+
+/// The points the search keeps for one layout (`layout`: its dimensions, micro batch and virtual stages, of
+/// parallelism `p`): the cheapest settings of `settings` that fit in memory (each not undercut by a fitting
+/// setting found before it), preceded by the scenario's own setting when no fitting setting undercuts it
+/// (it is itself among the cheapest, or nothing fits and it shows the layout out of memory, or the search does
+/// not rank it: a ZeRO stage or recompute kind outside `settings`). The
+/// screening applies each setting to the layout's loaded scenario and asks the memory model; a kept setting
+/// is then loaded like any point (a setting the loader rejects is not kept). Every point sets the three knob
+/// keys.
+std::vector<std::vector<SweptValue>> settings_of_layout(const ScenarioDocument& document,
+                                                        const std::vector<std::string>& overrides,
+                                                        const std::vector<SweptValue>& layout,
+                                                        const models::ParallelismConfig& p,
+                                                        const std::vector<Knobs>& settings,
+                                                        const models::Catalog& catalog) {
+  const auto with = [&layout](const Knobs& k) {
+    std::vector<SweptValue> values = layout;
+    for (SweptValue& v : k.values()) values.push_back(std::move(v));
+    return values;
+  };
+  const auto load = [&](const std::vector<SweptValue>& values) -> std::optional<Scenario> {
+    std::vector<std::string> all = overrides;
+    for (const SweptValue& v : values) all.push_back(v.override_text());
+    try {
+      return load_scenario(document, all, catalog);
+    } catch (const ScenarioError&) {
+      return std::nullopt;
+    }
+  };
+  // The layout as the scenario sets it; when that does not load, as the first setting that does.
+  std::optional<Scenario> base = load(layout);
+  std::optional<Knobs> own;
+  if (base) {
+    own = Knobs{static_cast<int>(base->parallelism.zero_stage), base->training.activation_recompute,
+                base->parallelism.sequence_parallel};
+  }
+  for (size_t i = 0; !base && i < settings.size(); ++i) base = load(with(settings[i]));
+  if (!base) return {};
+  // Sequence parallelism does nothing without tensor parallelism: keep the scenario's value there.
+  const bool sp_without_tensor = own ? own->sequence_parallel : false;
+
+  std::vector<const Knobs*> fitting;
+  std::vector<std::vector<SweptValue>> cheapest;
+  for (const Knobs& k : settings) {
+    if (k.zero_stage > 0 && p.data == 1) continue;
+    if (p.tensor == 1 && k.sequence_parallel != sp_without_tensor) continue;
+    if (std::any_of(fitting.begin(), fitting.end(), [&k](const Knobs* f) { return f->undercuts(k); })) continue;
+    Scenario trial = *base;
+    trial.parallelism.zero_stage = k.zero_stage;
+    trial.training.activation_recompute = k.recompute;
+    trial.parallelism.sequence_parallel = k.sequence_parallel;
+    if (models::layout_problem(trial.parallelism, trial.model) ||
+        models::expert_layout_problem(trial.parallelism, trial.model)) {
+      continue;
+    }
+    if (!memory_of(trial, catalog).fits) continue;
+    std::vector<SweptValue> values = with(k);
+    if (!(own && k.same_setting(*own)) && !load(values)) continue;
+    fitting.push_back(&k);
+    cheapest.push_back(std::move(values));
+  }
+  std::vector<std::vector<SweptValue>> kept;
+  if (own) {
+    const auto same = [&](const Knobs& k) { return k.same_setting(*own); };
+    const bool cheapest_itself = std::any_of(fitting.begin(), fitting.end(), [&](const Knobs* f) { return same(*f); });
+    const bool ranked = std::any_of(settings.begin(), settings.end(), same);  // not: e.g. ZeRO 2
+    if (cheapest_itself || fitting.empty() || !ranked) kept.push_back(with(*own));
+  }
+  for (size_t i = 0; i < fitting.size(); ++i) {
+    if (!(own && fitting[i]->same_setting(*own))) kept.push_back(std::move(cheapest[i]));
+  }
+  return kept;
 }
 
 
@@ -421,52 +556,45 @@ std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::pa
   // The layout of each candidate as scenario values: each dimension's size under its key (as written: tensor,
   // [context,] pipeline, data), then the micro batch and the virtual stages; kept when it loads. The loads
   // (most of the enumeration's time) run on `jobs` threads, each candidate's verdict in its own slot.
-  // The optimizer's sharding: a scenario without it (zero_stage 0) also gets each data-parallel candidate with
-  // the distributed optimizer (ZeRO-1: Megatron's --use-distributed-optimizer, DeepSpeed stage 1), which holds
-  // 1/d of the fp32 optimizer state for the same gradient bytes on the wire (reduce-scatter + all-gather instead
-  // of an all-reduce): the layouts that run out of memory only for their optimizer state then fit. A scenario
-  // that already shards it keeps its stage. The loader judges each (e.g. frameworks without it).
-  const bool try_zero1 = s.parallelism.zero_stage == 0;
-  std::vector<std::pair<const models::LayoutCandidate*, int>> variants;  // candidate, zero stage (-1: as given)
-  for (const models::LayoutCandidate& c : candidates) {
-    variants.emplace_back(&c, -1);
-    if (try_zero1 && c.parallelism.data > 1) variants.emplace_back(&c, 1);
-  }
-  std::vector<std::vector<SweptValue>> layouts(variants.size());
-  std::vector<char> loads(variants.size(), 0);
+  // The memory-saving settings beside each layout (docs/sweeps.md, "Layout search"): the ZeRO stage (those the
+  // framework implements of 0, 1, 3; not 0 with data 1), activation recompute (none, the scenario's selective
+  // kind unless flash attention makes it a no-op, full) and sequence parallelism (with tensor > 1). Each costs
+  // step time as it saves memory, so the search keeps for each layout the scenario's own setting and the
+  // cheapest settings that fit in memory: those no other fitting setting undercuts in every knob, with the
+  // costs ordered recompute none < selective < full, ZeRO 0 < 1 < 3 (the same gradient bytes, then the
+  // all-gather that may be exposed, then parameter gathers in every pass) and sequence parallelism on < off
+  // (the same bytes on the wire as the all-reduce, 1/t of the LayerNorm and dropout work: Korthikanti et al.
+  // 2022, section 4.2.2). The fit is the memory model's verdict (memory_of), which costs no simulation.
+  const std::vector<Knobs> settings = knob_settings(s);
+  std::vector<std::vector<std::vector<SweptValue>>> layouts(candidates.size());  // per candidate, kept points
   std::atomic<size_t> next{0};
   std::exception_ptr failure;
   std::mutex failure_mutex;
   const auto check = [&] {
     try {
-      for (size_t k = next++; k < variants.size(); k = next++) {
-        const models::LayoutCandidate& c = *variants[k].first;
-        std::vector<SweptValue>& layout = layouts[k];
+      for (size_t k = next++; k < candidates.size(); k = next++) {
+        const models::LayoutCandidate& c = candidates[k];
+        std::vector<SweptValue> layout;
         for (const models::LayoutDimension* d : dims) layout.push_back({std::string(d->key), c.parallelism.*d->size});
         layout.push_back({"training.micro_batch_size", c.micro_batch});
         layout.push_back({"parallelism.virtual_stages", c.parallelism.virtual_stages});
-        if (try_zero1) layout.push_back({"parallelism.zero_stage", variants[k].second < 0 ? 0 : variants[k].second});
-        std::vector<std::string> all = overrides;
-        for (const SweptValue& l : layout) all.push_back(l.override_text());
-        try {
-          (void)load_scenario(document, all, catalog);
-          loads[k] = 1;
-        } catch (const ScenarioError&) {
-        }
+        layouts[k] = settings_of_layout(document, overrides, layout, c.parallelism, settings, catalog);
       }
     } catch (...) {
       const std::lock_guard lock(failure_mutex);
       if (!failure) failure = std::current_exception();
-      next = variants.size();
+      next = candidates.size();
     }
   };
   std::vector<std::thread> threads;
-  for (int j = 1; j < std::min<int64_t>(jobs, static_cast<int64_t>(variants.size())); ++j) threads.emplace_back(check);
+  for (int j = 1; j < std::min<int64_t>(jobs, static_cast<int64_t>(candidates.size())); ++j) {
+    threads.emplace_back(check);
+  }
   check();
   for (std::thread& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
-  for (size_t k = 0; k < variants.size(); ++k) {
-    if (loads[k]) out.push_back(std::move(layouts[k]));
+  for (auto& kept : layouts) {
+    for (auto& point : kept) out.push_back(std::move(point));
   }
   return out;
 }

@@ -1,6 +1,7 @@
 #include "sim/sweep/sweep_table.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -46,11 +47,22 @@ std::vector<std::string> swept_keys(const std::vector<SweepPoint>& points) {
   return keys;
 }
 
-/// Whether `key` is set by a layout of parallelism = "auto": a layout dimension's size, the micro batch or the
-/// virtual stages.
+/// The memory-saving knobs a layout of parallelism = "auto" sets, as the ranking prints them.
+struct KnobColumn {
+  std::string_view key;
+  std::string_view header;
+  std::string_view label;  ///< in the "best layout" line
+};
+constexpr std::array<KnobColumn, 3> kKnobColumns{{{"parallelism.zero_stage", "zero", "ZeRO"},
+                                                  {"training.activation_recompute", "recompute", "recompute"},
+                                                  {"parallelism.sequence_parallel", "sp", "sequence parallel"}}};
+
+/// Whether `key` is set by a layout of parallelism = "auto": a layout dimension's size, the micro batch, the
+/// virtual stages or a memory-saving knob.
 bool is_layout_key(std::string_view key) {
-  if (key == "training.micro_batch_size" || key == "parallelism.virtual_stages" || key == "parallelism.zero_stage") {
-    return true;
+  if (key == "training.micro_batch_size" || key == "parallelism.virtual_stages") return true;
+  for (const KnobColumn& k : kKnobColumns) {
+    if (k.key == key) return true;
   }
   for (const models::LayoutDimension* d : models::layout_dimensions_as_written()) {
     if (d->key == key) return true;
@@ -271,11 +283,21 @@ std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<co
   }
   out << "rank  run";
   for (const models::LayoutDimension* d : dims) out << printf_string(" %4s", std::string(d->abbreviation).c_str());
-  // The optimizer's ZeRO stage, when the search varied it.
-  const bool zero = std::any_of(ranked.begin(), ranked.end(),
-                                [&](const auto& r) { return value(r.second, "parallelism.zero_stage") != "-"; });
-  out << "   mb   v" << (zero ? " zero" : "") << "   step time   status"
-      << (sweep.spec.axes.empty() ? "\n" : "         grid point\n");
+  // The memory-saving knobs, those the search set.
+  std::vector<const KnobColumn*> knobs;
+  for (const KnobColumn& k : kKnobColumns) {
+    if (std::any_of(ranked.begin(), ranked.end(), [&](const auto& r) { return value(r.second, k.key) != "-"; })) {
+      knobs.push_back(&k);
+    }
+  }
+  const auto knob_text = [&](const SweepRow* r, const KnobColumn& k) {
+    const SweptValue* v = sweep.points[static_cast<size_t>(r->index)].find(k.key);
+    return v == nullptr ? std::string("-") : label_of(v->value);
+  };
+  out << "   mb   v";
+  for (const KnobColumn* k : knobs) out << printf_string(k->key == "training.activation_recompute" ? " %-9s" : " %4s",
+                                                          std::string(k->header).c_str());
+  out << "   step time   status" << (sweep.spec.axes.empty() ? "\n" : "         grid point\n");
   for (size_t i = 0; i < std::min<size_t>(10, ranked.size()); ++i) {
     const SweepRow* r = ranked[i].second;
     const std::string grid = grid_of(r);
@@ -283,7 +305,11 @@ std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<co
     for (const models::LayoutDimension* d : dims) text += printf_string(" %4s", value(r, d->key).c_str());
     text += printf_string(" %4s %3s", value(r, "training.micro_batch_size").c_str(),
                           value(r, "parallelism.virtual_stages").c_str());
-    if (zero) text += printf_string(" %4s", value(r, "parallelism.zero_stage").c_str());
+    for (const KnobColumn* k : knobs) {
+      std::string cell = knob_text(r, *k);
+      if (k->key == "parallelism.sequence_parallel") cell = cell == "true" ? "on" : cell == "false" ? "off" : cell;
+      text += printf_string(k->key == "training.activation_recompute" ? " %-9s" : " %4s", cell.c_str());
+    }
     text += printf_string(" %9.3f s   %-14s %s\n", ranked[i].first, r->status.c_str(), grid.c_str());
     // without the padding of an empty grid point
     text.pop_back();
@@ -298,7 +324,11 @@ std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<co
     }
     out << ", micro batch " << value(r, "training.micro_batch_size") << ", virtual stages "
         << value(r, "parallelism.virtual_stages");
-    if (zero) out << ", ZeRO " << value(r, "parallelism.zero_stage");
+    for (const KnobColumn* k : knobs) {
+      std::string cell = knob_text(r, *k);
+      if (k->key == "parallelism.sequence_parallel") cell = cell == "true" ? "on" : cell == "false" ? "off" : cell;
+      out << ", " << k->label << " " << cell;
+    }
     if (const std::string grid = grid_of(r); !grid.empty()) out << " (" << grid << ")";
     out << ": " << printf_string("%.3f s", t) << "\n";
     break;

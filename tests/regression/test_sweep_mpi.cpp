@@ -93,7 +93,7 @@ TEST_F(SweepMpi, TwoRanksGiveTheSerialFile) {
   EXPECT_EQ(read_file(path("two.h5")), read_file(serial_file()));
   EXPECT_FALSE(fs::exists(path("two.h5.partial")));
   // Rank 0 alone reports.
-  EXPECT_EQ(count(r.out, "700 points on 2 MPI ranks: 422 ok, 278 out_of_memory, 0 invalid"), 1U) << r.out;
+  EXPECT_EQ(count(r.out, "395 points on 2 MPI ranks: 336 ok, 59 out_of_memory, 0 invalid"), 1U) << r.out;
   EXPECT_EQ(count(r.out, "best layout that fits"), 1U) << r.out;
   EXPECT_EQ(count(r.out, "wrote "), 1U) << r.out;
 }
@@ -128,7 +128,7 @@ TEST_F(SweepMpi, ShardSpreadOverRanksEqualsTheSerialShard) {
   ASSERT_EQ(serial.exit_code, 0) << serial.err;
   const auto two = run_mpi(2, "sweep " + kLayouts + " -o " + quoted("shard-two.h5") + " -j 1 --shard 1/3");
   ASSERT_EQ(two.exit_code, 0) << two.err;
-  EXPECT_NE(two.out.find("233 points (shard 1/3 of 700) on 2 MPI ranks"), std::string::npos) << two.out;
+  EXPECT_NE(two.out.find("132 points (shard 1/3 of 395) on 2 MPI ranks"), std::string::npos) << two.out;
   EXPECT_EQ(read_file(path("shard-two.h5")), read_file(path("shard-serial.h5")));
   for (const int64_t i : clustersim::testing::summary_column<int64_t>(path("shard-two.h5"), "run_index")) EXPECT_EQ(i % 3, 1);
 }
@@ -143,7 +143,7 @@ TEST_F(SweepMpi, StoppedThenResumedUnderMpiGivesTheSerialFile) {
   EXPECT_EQ(count(read_file(sidecar), "\nR\t"), 40U);  // rank 0 wrote every row, from either rank, as it came
   const auto resumed = run_mpi(2, base + quoted("resumed.h5") + " --resume");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_EQ(count(resumed.err, "resuming: 40 of 700 points already done, computing 660"), 1U) << resumed.err;
+  EXPECT_EQ(count(resumed.err, "resuming: 40 of 395 points already done, computing 355"), 1U) << resumed.err;
   EXPECT_EQ(read_file(path("resumed.h5")), read_file(serial_file()));
   EXPECT_FALSE(fs::exists(sidecar));
 

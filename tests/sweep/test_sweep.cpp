@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <unistd.h>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/io/scenario.hpp"
+#include "sim/step/step_simulation.hpp"
 #include "sim/sweep/sweep.hpp"
 
 namespace clustersim::sim {
@@ -226,14 +228,45 @@ TEST(SweepLayouts, Gpt3On1024A100) {
     for (const SweptValue& v : typed) o.push_back(v.override_text());
     layouts.push_back(std::move(o));
   }
-  // Megatron's layout with its own optimizer (ZeRO 0, the scenario's) and with the distributed optimizer that the
-  // search adds to every data-parallel layout of a scenario without one.
+  // Megatron's layout (TP 8 x PP 8, micro batch 1) with its cheapest settings that fit: two, neither undercut
+  // by the other (ZeRO 0 with selective recompute; the distributed optimizer with none), both with sequence
+  // parallelism; the scenario's own (ZeRO 0, full recompute, no sequence parallelism) costs more than both.
   const Overrides megatron{"parallelism.tensor=8", "parallelism.pipeline=8", "parallelism.data=16",
-                           "training.micro_batch_size=1", "parallelism.virtual_stages=1", "parallelism.zero_stage=0"};
-  EXPECT_NE(std::find(layouts.begin(), layouts.end(), megatron), layouts.end());
-  Overrides megatron_zero1 = megatron;
-  megatron_zero1.back() = "parallelism.zero_stage=1";
-  EXPECT_NE(std::find(layouts.begin(), layouts.end(), megatron_zero1), layouts.end());
+                           "training.micro_batch_size=1", "parallelism.virtual_stages=1"};
+  const auto with = [&megatron](int zero, const char* recompute, bool sp) {
+    Overrides o = megatron;
+    o.push_back("parallelism.zero_stage=" + std::to_string(zero));
+    o.push_back(std::string("training.activation_recompute=\"") + recompute + "\"");
+    o.push_back(std::string("parallelism.sequence_parallel=") + (sp ? "true" : "false"));
+    return o;
+  };
+  EXPECT_NE(std::find(layouts.begin(), layouts.end(), with(0, "selective", true)), layouts.end());
+  EXPECT_NE(std::find(layouts.begin(), layouts.end(), with(1, "none", true)), layouts.end());
+  EXPECT_EQ(std::find(layouts.begin(), layouts.end(), with(0, "full", false)), layouts.end());
+  // No point that fits is undercut by another that fits of the same layout (cost order: ZeRO 0 < 1, recompute
+  // none < selective < full, sequence parallelism on < off).
+  const auto rank = [](const Overrides& o, size_t k) {
+    const std::string v = o[k].substr(o[k].find('=') + 1);
+    if (k == o.size() - 3) return v == "0" ? 0 : v == "1" ? 1 : 2;
+    if (k == o.size() - 2) return v == "\"none\"" ? 0 : v == "\"selective\"" ? 1 : 2;
+    return v == "true" ? 0 : 1;
+  };
+  std::map<Overrides, std::vector<const Overrides*>> fitting_by_layout;
+  for (const auto& l : layouts) {
+    ASSERT_EQ(l.size(), 8U);
+    if (memory_of(load_scenario(path, l, catalog()), catalog()).fits) {
+      fitting_by_layout[Overrides(l.begin(), l.end() - 3)].push_back(&l);
+    }
+  }
+  for (const auto& [layout, points] : fitting_by_layout) {
+    for (const Overrides* a : points) {
+      for (const Overrides* b : points) {
+        if (a == b) continue;
+        const bool undercuts = rank(*a, 5) <= rank(*b, 5) && rank(*a, 6) <= rank(*b, 6) && rank(*a, 7) <= rank(*b, 7);
+        EXPECT_FALSE(undercuts) << testing::PrintToString(*a) << " undercuts " << testing::PrintToString(*b);
+      }
+    }
+  }
   std::set<Overrides> distinct(layouts.begin(), layouts.end());
   EXPECT_EQ(distinct.size(), layouts.size());
   for (const auto& l : layouts) {
