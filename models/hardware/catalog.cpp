@@ -49,6 +49,7 @@ constexpr auto kDeviceKeys = std::to_array<std::string_view>({
     "calibration_fallback",
     "fabric_gb_per_s_per_direction",
     "tdp_watts",
+    "estimates",
 });
 
 constexpr auto kVmKeys = std::to_array<std::string_view>({
@@ -64,12 +65,15 @@ constexpr auto kVmKeys = std::to_array<std::string_view>({
     "local_nvme_gib",
     "local_nvme_tib",
     "price_usd_per_hour",
+    "price_source",
+    "nvlink_domain_vms",
     "nccl_base_latency_us",
     "nccl_intra_step_latency_us",
     "nccl_ring_efficiency",
     "nccl_nvls_efficiency",
     "nccl_source",
     "source",
+    "estimates",
 });
 
 struct PeakKey {
@@ -84,9 +88,9 @@ constexpr std::array<PeakKey, 5> kPeakKeys = {{
     {Precision::fp8, "peak_fp8_tflops"},
 }};
 
-constexpr std::array<IntraNodeFabric, 5> kFabrics = {IntraNodeFabric::nvswitch, IntraNodeFabric::nvlink_mesh,
-                                                     IntraNodeFabric::pcie, IntraNodeFabric::infinity_fabric,
-                                                     IntraNodeFabric::none};
+constexpr std::array<IntraNodeFabric, 6> kFabrics = {
+    IntraNodeFabric::nvswitch, IntraNodeFabric::nvlink_mesh,     IntraNodeFabric::nvlink_bridge,
+    IntraNodeFabric::pcie,     IntraNodeFabric::infinity_fabric, IntraNodeFabric::none};
 
 std::string format_number(double v) {
   std::array<char, 64> buf{};
@@ -202,6 +206,26 @@ class EntryReader {
     if (!v) fail_missing(key);
     if (*v <= 0) fail_at(key, "must be a positive integer, got " + std::to_string(*v));
     return *v;
+  }
+
+  /// The `estimates` list: keys of this entry (each present, not "source" or "estimates" itself) whose values
+  /// are estimates; empty when absent.
+  [[nodiscard]] std::set<std::string> estimates() const {
+    std::set<std::string> out;
+    const toml::node* n = table_.get("estimates");
+    if (n == nullptr) return out;
+    const toml::array* list = n->as_array();
+    if (list == nullptr) fail(n->source(), "estimates", "expected a list of keys, found " + std::string(type_name(n->type())));
+    for (const toml::node& e : *list) {
+      const auto* key = e.as_string();
+      if (key == nullptr) fail(e.source(), "estimates", "expected a key name (a string), found " + std::string(type_name(e.type())));
+      const std::string k = key->get();
+      if (k == "estimates" || k == "source" || !table_.contains(k)) {
+        fail(e.source(), "estimates", "'" + k + "' is not a number of this entry");
+      }
+      if (!out.insert(k).second) fail(e.source(), "estimates", "'" + k + "' is listed twice");
+    }
+    return out;
   }
 
   [[nodiscard]] std::string required_string(std::string_view key) const {
@@ -359,6 +383,7 @@ DeviceSpec read_device(const std::string& file, const std::string& name, const t
   d.fabric_bandwidth_per_direction = units::gigabytes_per_second(fabric.value_or(0.0));
 
   d.tdp_watts = r.positive("tdp_watts");
+  d.estimates = r.estimates();
   return d;
 }
 
@@ -395,6 +420,9 @@ VmSize read_vm(const std::string& file, const std::string& name, const toml::tab
   if (v.devices_per_vm == 1 && v.fabric != IntraNodeFabric::none) {
     r.fail_at("fabric", "a VM with one device has no intra-node fabric: use \"none\"");
   }
+  if (v.fabric == IntraNodeFabric::nvlink_bridge && v.devices_per_vm % 2 != 0) {
+    r.fail_at("fabric", "an NVLink bridge joins pairs of GPUs, but the VM has " + std::to_string(v.devices_per_vm));
+  }
 
   const int ports = r.integer("infiniband_ports").value_or(0);
   if (ports < 0) r.fail_at("infiniband_ports", "must be zero or positive, got " + std::to_string(ports));
@@ -412,6 +440,17 @@ VmSize read_vm(const std::string& file, const std::string& name, const toml::tab
   v.local_nvme = nvme_tib ? units::gib(*nvme_tib * 1024.0) : units::gib(nvme_gib.value_or(0.0));
 
   v.price_usd_per_hour = r.optional_positive("price_usd_per_hour");
+  if (t.contains("price_source")) {
+    if (!v.price_usd_per_hour) r.fail_at("price_source", "given without price_usd_per_hour");
+    v.price_source = r.required_string("price_source");
+  }
+  if (const auto domain = r.integer("nvlink_domain_vms")) {
+    if (*domain < 1) r.fail_at("nvlink_domain_vms", "must be a positive integer, got " + std::to_string(*domain));
+    if (*domain > 1 && v.fabric != IntraNodeFabric::nvswitch) {
+      r.fail_at("nvlink_domain_vms", "an NVLink domain beyond one VM needs fabric \"nvswitch\"");
+    }
+    v.nvlink_domain_vms = *domain;
+  }
   if (const auto us = r.optional_positive("nccl_base_latency_us")) v.nccl.base_latency = units::microseconds(*us);
   if (const auto us = r.optional_positive("nccl_intra_step_latency_us")) {
     v.nccl.intra_step_latency = units::microseconds(*us);
@@ -424,6 +463,7 @@ VmSize read_vm(const std::string& file, const std::string& name, const toml::tab
   }
   if (t.contains("nccl_source")) v.nccl.source = r.required_string("nccl_source");
   v.source = r.required_string("source");
+  v.estimates = r.estimates();
   return v;
 }
 
@@ -535,10 +575,31 @@ const VmSize& Catalog::vm_size(const std::string& name) const {
   return it->second;
 }
 
+int64_t VmSize::domain_vms(int64_t nodes) const {
+  return std::max<int64_t>(1, std::min<int64_t>(nvlink_domain_vms, nodes));
+}
+
+int64_t VmSize::domain_gpus(int64_t nodes) const { return devices_per_vm * domain_vms(nodes); }
+
+std::string VmSize::domain_problem(int64_t nodes, const std::vector<int64_t>& zone_nodes) const {
+  const int64_t domain = domain_vms(nodes);
+  if (domain == 1) return {};
+  const std::string what = std::to_string(domain) + " VMs per NVLink domain of " + name + " (" +
+                           std::to_string(domain_gpus(nodes)) + " GPUs)";
+  if (nodes % domain != 0) return std::to_string(nodes) + " VMs are not whole domains of " + what;
+  for (const int64_t z : zone_nodes) {
+    if (z % domain != 0) {
+      return "a zone of " + std::to_string(z) + " VMs is not whole domains of " + what + "; a domain never spans zones";
+    }
+  }
+  return {};
+}
+
 std::string_view to_string(IntraNodeFabric f) {
   switch (f) {
     case IntraNodeFabric::nvswitch: return "nvswitch";
     case IntraNodeFabric::nvlink_mesh: return "nvlink_mesh";
+    case IntraNodeFabric::nvlink_bridge: return "nvlink_bridge";
     case IntraNodeFabric::pcie: return "pcie";
     case IntraNodeFabric::infinity_fabric: return "infinity_fabric";
     case IntraNodeFabric::none: return "none";

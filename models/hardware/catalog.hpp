@@ -6,8 +6,10 @@
 #pragma once
 
 #include <filesystem>
+#include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -23,6 +25,7 @@ enum class DeviceKind { gpu, cpu };
 enum class IntraNodeFabric {
   nvswitch,         ///< NVLink through NVSwitch: every GPU one hop from the switch at its NVLink rate
   nvlink_mesh,      ///< NVLink point to point (V100 hybrid cube mesh)
+  nvlink_bridge,    ///< PCIe cards, GPUs 2k and 2k+1 joined by an NVLink bridge (A100 PCIe, H100 NVL)
   pcie,             ///< PCIe only (T4, A10)
   infinity_fabric,  ///< AMD Infinity Fabric mesh (MI300X)
   none              ///< single device or CPU only
@@ -94,6 +97,10 @@ struct DeviceSpec {
   units::BytesPerSecond fabric_bandwidth_per_direction;
   double tdp_watts = 0.0;
   std::string source;  ///< where the numbers come from, one line
+  /// Catalog keys of this entry whose values are estimates (no measurement or datasheet gives them; the
+  /// catalog file's comment says how each was reached). Every other number is a datasheet value, a
+  /// measurement or a fit to measurements.
+  std::set<std::string> estimates;
 
   /// Peak for `p`; throws std::out_of_range when the device has no such mode (rate 0 or missing).
   [[nodiscard]] units::FlopsPerSecond peak_for(Precision p) const;
@@ -123,8 +130,23 @@ struct VmSize {
   units::BitsPerSecond ethernet_bandwidth;       ///< front-end (Accelerated Networking) NIC total, bit/s
   units::Bytes local_nvme;                       ///< local temporary/NVMe disk, bytes (0: none)
   std::optional<double> price_usd_per_hour;      ///< pay-as-you-go Linux East US, when known
+  std::string price_source;                      ///< where the price comes from, with its date
+  /// VMs whose GPUs share one NVLink domain through NVSwitches outside the VM: 18 for ND GB200 v6 (a GB200
+  /// NVL72 rack, Azure nd-gb200-v6-series: "groups of 18 ND GB200 v6 VMs", 72 GPUs); 1 for every other size.
+  int nvlink_domain_vms = 1;
   NcclCalibration nccl;                          ///< collective calibration, where measured
   std::string source;
+  std::set<std::string> estimates;  ///< keys whose values are estimates, as DeviceSpec::estimates
+
+  /// VMs of one NVLink domain in a cluster of `nodes` VMs: nvlink_domain_vms, or all of them when the cluster
+  /// is smaller (VMs of one rack).
+  [[nodiscard]] int64_t domain_vms(int64_t nodes) const;
+  /// GPUs of one NVLink domain in a cluster of `nodes` VMs (devices_per_vm x domain_vms): the "node" of the
+  /// network and step models, whose GPUs talk over NVLink.
+  [[nodiscard]] int64_t domain_gpus(int64_t nodes) const;
+  /// Why `nodes` VMs (in zones of `zone_nodes` VMs each; empty: one zone) cannot be split into whole NVLink
+  /// domains, "" when they can: a domain never spans zones.
+  [[nodiscard]] std::string domain_problem(int64_t nodes, const std::vector<int64_t>& zone_nodes) const;
 };
 
 /// A loaded, validated catalog.

@@ -17,6 +17,15 @@ namespace clustersim::models {
 
 namespace {
 
+/// Whether the node's GPUs meet at one NVLink switch vertex. nvswitch: the NVSwitch. nvlink_mesh (the V100
+/// hybrid cube mesh of DGX-1 / ND40rs_v2: six NVLink 2 links per GPU, no switch) is modelled the same way at
+/// each GPU's total NVLink rate: NCCL's rings over the mesh use all six links of every GPU (NVIDIA DGX-1 with
+/// Tesla V100 System Architecture, WP-08437-002, "NCCL" section), so a collective over the node's GPUs sees
+/// that rate. A transfer between two GPUs without a direct link is optimistic in this model.
+bool switched_nvlink(IntraNodeFabric f) {
+  return f == IntraNodeFabric::nvswitch || f == IntraNodeFabric::nvlink_mesh;
+}
+
 struct EdgeProps {
   LinkId id = 0;
 };
@@ -171,14 +180,28 @@ std::string fat_tree_radix_error(int64_t radix) {
   return "must be even and at least 2, got " + std::to_string(radix);
 }
 
-Topology build_topology(const VmSize& vm, const DeviceSpec& device, const TopologyConfig& cfg) {
+Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const TopologyConfig& config) {
+  // An NVLink domain of several VMs (GB200 NVL72) is built as one node with the GPUs, NICs and Ethernet of its
+  // VMs: the domain's GPUs meet at one NVSwitch, and everything past it is per GPU or per NIC as before.
+  const std::int64_t domain = vm_size.domain_vms(config.nodes);
+  VmSize vm = vm_size;
+  TopologyConfig cfg = config;
+  if (domain > 1) {
+    std::vector<std::int64_t> zone_nodes;
+    for (const ZoneSpec& z : config.zones) zone_nodes.push_back(z.nodes);
+    if (const std::string why = vm_size.domain_problem(config.nodes, zone_nodes); !why.empty()) bad(why);
+    vm.devices_per_vm = static_cast<int>(vm_size.devices_per_vm * domain);
+    vm.infiniband_ports = static_cast<int>(vm_size.infiniband_ports * domain);
+    vm.ethernet_bandwidth = vm_size.ethernet_bandwidth * static_cast<double>(domain);
+    cfg.nodes = config.nodes / domain;
+    for (ZoneSpec& z : cfg.zones) z.nodes /= domain;
+    if (cfg.inter_zone_bandwidth_per_node) *cfg.inter_zone_bandwidth_per_node *= static_cast<double>(domain);
+  }
   // ---- validation
   if (cfg.nodes < 1) bad("nodes must be >= 1, got " + std::to_string(cfg.nodes));
   if (vm.devices_per_vm < 1) bad("VM size '" + vm.name + "' has no devices");
   if (vm.device != device.name) bad("VM size '" + vm.name + "' holds '" + vm.device + "', not '" + device.name + "'");
-  if (vm.fabric == IntraNodeFabric::nvlink_mesh) bad("intra-node fabric nvlink_mesh is not modelled (VM '" + vm.name + "')");
-  const bool needs_fabric_rate = vm.fabric == IntraNodeFabric::nvswitch ||
-                                 vm.fabric == IntraNodeFabric::infinity_fabric || vm.fabric == IntraNodeFabric::pcie;
+  const bool needs_fabric_rate = vm.fabric != IntraNodeFabric::none;
   if (needs_fabric_rate && !(device.fabric_bandwidth_per_direction.value() > 0.0)) {
     bad("device '" + device.name + "' has no fabric_bandwidth_per_direction");
   }
@@ -228,7 +251,7 @@ Topology build_topology(const VmSize& vm, const DeviceSpec& device, const Topolo
   t.nics = infiniband ? vm.infiniband_ports : 1;
   const bool rail_nics = infiniband && vm.infiniband_ports == vm.devices_per_vm;
   int k = 0;
-  if (vm.fabric == IntraNodeFabric::nvswitch) t.off_nvswitch = k++;
+  if (switched_nvlink(vm.fabric)) t.off_nvswitch = k++;
   t.off_host = k++;
   t.off_nic0 = k;
   k += t.nics;
@@ -339,9 +362,13 @@ Topology build_topology(const VmSize& vm, const DeviceSpec& device, const Topolo
       host_is_fabric && fabric_rate.value() > 0.0 ? fabric_rate : kHostPcieBandwidth;
   for (std::int64_t n = 0; n < cfg.nodes; ++n) {
     const VertexId g0 = static_cast<VertexId>(n * t.gpn);
-    if (vm.fabric == IntraNodeFabric::nvswitch) {
+    if (switched_nvlink(vm.fabric)) {
       for (int l = 0; l < t.gpn; ++l) {
         t.add_pair(g0 + l, t.extra(n, t.off_nvswitch), fabric_rate, kNvlinkHopLatency, LinkClass::nvlink);
+      }
+    } else if (vm.fabric == IntraNodeFabric::nvlink_bridge) {
+      for (int l = 0; l + 1 < t.gpn; l += 2) {
+        t.add_pair(g0 + l, g0 + l + 1, fabric_rate, kNvlinkHopLatency, LinkClass::nvlink);
       }
     } else if (vm.fabric == IntraNodeFabric::infinity_fabric && t.gpn > 1) {
       const units::BytesPerSecond peer = fabric_rate / static_cast<double>(t.gpn - 1);
@@ -570,7 +597,8 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
       case VertexKind::gpu: return false;
       case VertexKind::nvswitch: return same_node;
       case VertexKind::host:
-        return !same_node || t.fabric == IntraNodeFabric::pcie || t.fabric == IntraNodeFabric::none;
+        return !same_node || t.fabric == IntraNodeFabric::pcie || t.fabric == IntraNodeFabric::none ||
+               t.fabric == IntraNodeFabric::nvlink_bridge;
       case VertexKind::nic:
       case VertexKind::ethernet_nic: return !same_node;
       default: return false;

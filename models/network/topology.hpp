@@ -16,7 +16,13 @@
 // ## Links (every physical link is two directed links with the same capacity and latency: ids 2k and 2k+1,
 //    so link(id ^ 1) is the reverse of link(id))
 //   * nvswitch: GPU <-> NVSwitch, class nvlink, capacity DeviceSpec::fabric_bandwidth_per_direction
-//     (H100: 450 GB/s), latency kNvlinkHopLatency. GPU -> GPU inside a node is 2 hops.
+//     (H100: 450 GB/s), latency kNvlinkHopLatency. GPU -> GPU inside a node is 2 hops. nvlink_mesh (V100
+//     hybrid cube mesh) is built the same way at the GPU's total NVLink rate (topology.cpp, switched_nvlink).
+//   * nvlink_bridge (A100 PCIe, H100 NVL): GPU 2k <-> GPU 2k+1, class nvlink, capacity
+//     fabric_bandwidth_per_direction (the bridge); other pairs of the node meet at the host PCIe switch
+//     (kHostPcieBandwidth), 2 hops.
+//   * A node is an NVLink domain: one VM, or VmSize::domain_vms VMs (GB200 NVL72: 18 VMs, 72 GPUs) built as
+//     one node with their GPUs, NICs and Ethernet rate; TopologyConfig::nodes and zones count VMs.
 //   * infinity_fabric (MI300X): full mesh of GPU -> GPU links, class infinity_fabric, capacity
 //     fabric_bandwidth_per_direction / (gpus_per_node - 1) each (896 GB/s bidirectional = 448 GB/s per
 //     direction over 7 peers = 64 GB/s per peer per direction; devices.toml), latency kInfinityFabricLatency.

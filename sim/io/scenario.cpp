@@ -508,6 +508,18 @@ class Loader {
               "nvls needs one node of a VM size with NVLink SHARP (H100/H200 NVSwitch), got " +
                   std::to_string(nodes) + " × " + vm_name);
     }
+    {
+      // GB200 NVL72: the VMs must make whole NVLink domains, none across zones.
+      std::vector<int64_t> zone_nodes;
+      if (has("cluster.zones")) {
+        for (const toml::node& z : *resolved_node("cluster.zones")->as_array()) {
+          zone_nodes.push_back(z.as_table()->get("nodes")->as_integer()->get());
+        }
+      }
+      if (const std::string why = vm->domain_problem(nodes, zone_nodes); !why.empty()) {
+        fail_at(nodes % vm->domain_vms(nodes) == 0 ? "cluster.zones" : "cluster.nodes", why);
+      }
+    }
     const int64_t per_vm = vm->devices_per_vm;
     const int64_t gpus = checked_mul(nodes, per_vm, "cluster.nodes");
     const std::string cluster_text = std::to_string(gpus) + " GPUs (" + std::to_string(nodes) + " VMs × " +

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -111,6 +113,31 @@ std::string price_cell(const std::optional<double>& price) {
   return buf.data();
 }
 
+/// `cell` marked "~" when `key` is among the entry's estimates.
+std::string marked(std::string cell, const std::set<std::string>& estimates, std::string_view key) {
+  if (cell != "-" && estimates.count(std::string(key)) != 0) cell += "~";
+  return cell;
+}
+
+/// `text` as lines of at most `width` columns (a longer word stands alone), the first indented by 2 spaces and
+/// the others by 6.
+std::string wrapped(const std::string& text, size_t width) {
+  std::string out;
+  std::string line = "  ";
+  bool first_word = true;
+  std::istringstream words(text);
+  for (std::string w; words >> w;) {
+    if (!first_word && line.size() + 1 + w.size() > width) {
+      out += line + "\n";
+      line = "      ";
+      first_word = true;
+    }
+    line += (first_word ? "" : " ") + w;
+    first_word = false;
+  }
+  return out + line + "\n";
+}
+
 }  // namespace
 
 std::string format_catalog_table(const models::Catalog& catalog) {
@@ -127,24 +154,32 @@ std::string format_catalog_table(const models::Catalog& catalog) {
                      {"triad TB/s", false},
                      {"SMs", false},
                      {"fabric GB/s/dir", false},
-                     {"TDP W", false}});
+                     {"TDP W", false},
+                     {"training", true}});
   for (const auto& [name, d] : catalog.devices()) {
+    const std::set<std::string>& e = d.estimates;
     devices.add({name,
                  std::string(models::to_string(d.kind)),
-                 peak_cell(d, Precision::fp32),
-                 peak_cell(d, Precision::tf32),
-                 peak_cell(d, Precision::fp16),
-                 peak_cell(d, Precision::bf16),
-                 peak_cell(d, Precision::fp8),
-                 compact(units::in_tflops_per_second(d.achievable_matmul_bf16)),
-                 memory_cell(d),
-                 compact(d.memory_bandwidth.value() * 1e-12),
-                 compact(d.achievable_memory_bandwidth.value() * 1e-12),
+                 marked(peak_cell(d, Precision::fp32), e, "peak_fp32_tflops"),
+                 marked(peak_cell(d, Precision::tf32), e, "peak_tf32_tflops"),
+                 marked(peak_cell(d, Precision::fp16), e, "peak_fp16_tflops"),
+                 marked(peak_cell(d, Precision::bf16), e, "peak_bf16_tflops"),
+                 marked(peak_cell(d, Precision::fp8), e, "peak_fp8_tflops"),
+                 marked(compact(units::in_tflops_per_second(d.achievable_matmul_bf16)), e,
+                        "achievable_matmul_bf16_tflops"),
+                 marked(memory_cell(d), e, d.memory_quoted_in_gib ? "memory_gib" : "memory_gb"),
+                 marked(compact(d.memory_bandwidth.value() * 1e-12), e, "memory_bandwidth_tb_per_s"),
+                 marked(compact(d.achievable_memory_bandwidth.value() * 1e-12), e,
+                        "achievable_memory_bandwidth_tb_per_s"),
                  std::to_string(d.sm_count),
                  d.fabric_bandwidth_per_direction.value() > 0.0
-                     ? compact(units::in_gigabytes_per_second(d.fabric_bandwidth_per_direction))
+                     ? marked(compact(units::in_gigabytes_per_second(d.fabric_bandwidth_per_direction)), e,
+                              "fabric_gb_per_s_per_direction")
                      : "-",
-                 compact(d.tdp_watts)});
+                 marked(compact(d.tdp_watts), e, "tdp_watts"),
+                 d.training_matmul_fraction == 1.0 && d.training_memory_fraction == 1.0
+                     ? "-"
+                     : (e.count("training_matmul_fraction") != 0 ? "estimate" : "fitted")});
   }
 
   TextTable vms({{"VM size", true},
@@ -157,23 +192,42 @@ std::string format_catalog_table(const models::Catalog& catalog) {
                  {"local disk", false},
                  {"$/h", false}});
   for (const auto& [name, v] : catalog.vm_sizes()) {
+    const std::set<std::string>& e = v.estimates;
     const std::string ib = v.infiniband_ports > 0 ? std::to_string(v.infiniband_ports) + "x" +
                                                         compact(v.infiniband_port_rate.value() * 1e-9) + " Gb/s"
                                                   : "-";
+    std::string devices_text = devices_cell(v);
+    if (v.nvlink_domain_vms > 1) {
+      devices_text += " (NVLink domain: " + std::to_string(v.nvlink_domain_vms) + " VMs, " +
+                      std::to_string(v.nvlink_domain_vms * v.devices_per_vm) + " GPUs)";
+    }
     vms.add({name,
-             devices_cell(v),
-             std::to_string(v.vcpus),
-             compact(units::in_gib(v.ram)) + " GiB",
+             devices_text,
+             marked(std::to_string(v.vcpus), e, "vcpus"),
+             marked(compact(units::in_gib(v.ram)) + " GiB", e, "ram_gib"),
              std::string(models::to_string(v.fabric)),
-             ib,
-             compact(v.ethernet_bandwidth.value() * 1e-9),
+             marked(ib, e, "infiniband_port_gbps"),
+             marked(compact(v.ethernet_bandwidth.value() * 1e-9), e, "ethernet_gbps"),
              disk_cell(v.local_nvme),
              price_cell(v.price_usd_per_hour)});
   }
 
+  // Where every entry's numbers come from.
+  std::string sources = "Sources (docs/catalog.md; each number's own source is beside it in the catalog files)\n";
+  for (const auto& [name, d] : catalog.devices()) sources += wrapped(name + ": " + d.source, 116);
+  for (const auto& [name, v] : catalog.vm_sizes()) {
+    std::string text = name + ": " + v.source;
+    if (!v.price_source.empty()) text += "; price: " + v.price_source;
+    if (!v.nccl.source.empty()) text += "; NCCL: " + v.nccl.source;
+    sources += wrapped(text, 116);
+  }
+
   return "Devices (dense peak TFLOP/s per precision, '-' = no such mode; matmul = achievable bf16 matmul TFLOP/s;\n"
-         "mem = datasheet, triad = measured or estimated achievable memory bandwidth)\n" +
-         devices.render() + "\nVM sizes (price: pay-as-you-go Linux East US, '-' = unknown)\n" + vms.render();
+         "mem = datasheet, triad = measured or estimated achievable memory bandwidth; training = the sustained-\n"
+         "in-training fractions, fitted to published runs or estimated; '~' = an estimate, no measurement or\n"
+         "datasheet gives it; every other number is a datasheet value or a measurement)\n" +
+         devices.render() + "\nVM sizes (price: pay-as-you-go Linux East US, '-' = unknown; '~' = an estimate)\n" +
+         vms.render() + "\n" + sources;
 }
 
 }  // namespace clustersim::sim

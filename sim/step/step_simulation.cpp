@@ -125,7 +125,8 @@ models::StepSetup step_setup_of(const Scenario& scenario, const models::Catalog&
   setup.training = scenario.training;
   setup.parallelism = scenario.parallelism;
   setup.schedule = scenario.schedule;
-  setup.gpus_per_node = catalog.vm_size(scenario.cluster.vm_size).devices_per_vm;
+  // The network's "node" is the NVLink domain (one VM, or an NVL72 rack of VMs).
+  setup.gpus_per_node = catalog.vm_size(scenario.cluster.vm_size).domain_gpus(scenario.cluster.nodes);
   return setup;
 }
 

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <map>
 #include <stdexcept>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,10 +43,11 @@ const Catalog& shipped() {
 TEST(ShippedCatalog, LoadsEveryDeviceAndVmSize) {
   const Catalog& c = shipped();
   for (const char* name : {"V100-SXM2-32GB", "T4", "A10", "A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM5-80GB",
-                           "H200-SXM-141GB", "MI300X", "Xeon-8370C-16vCPU", "H100-96GB-HBM2e-500W"}) {
+                           "H200-SXM-141GB", "MI300X", "Xeon-8370C-16vCPU", "H100-96GB-HBM2e-500W",
+                           "V100-PCIe-16GB", "A100-PCIe-80GB", "H100-NVL-94GB", "GB200"}) {
     EXPECT_NO_THROW((void)c.device(name)) << name;
   }
-  EXPECT_EQ(c.devices().size(), 10U);
+  EXPECT_EQ(c.devices().size(), 14U);
   // Every row of shared/validation/azure_vm_sizes.csv.
   for (const char* name :
        {"Standard_NC4as_T4_v3", "Standard_NC64as_T4_v3", "Standard_ND96asr_v4", "Standard_ND96amsr_A100_v4",
@@ -53,9 +55,16 @@ TEST(ShippedCatalog, LoadsEveryDeviceAndVmSize) {
         "Standard_NV36ads_A10_v5", "Standard_NV6ads_A10_v5", "Standard_D16s_v5"}) {
     EXPECT_NO_THROW((void)c.vm_size(name)) << name;
   }
+  // Sizes the seeds name beyond the CSV (issue 14): NC A100 v4, NC H100 v5, NCv3, NDv2, ND GB200 v6.
+  for (const char* name :
+       {"Standard_NC24ads_A100_v4", "Standard_NC48ads_A100_v4", "Standard_NC96ads_A100_v4", "Standard_NC40ads_H100_v5",
+        "Standard_NC80adis_H100_v5", "Standard_NC6s_v3", "Standard_NC12s_v3", "Standard_NC24s_v3",
+        "Standard_NC24rs_v3", "Standard_ND40rs_v2", "Standard_ND128isr_NDR_GB200_v6"}) {
+    EXPECT_NO_THROW((void)c.vm_size(name)) << name;
+  }
   // Reference systems of published runs (not Azure sizes).
   EXPECT_NO_THROW((void)c.vm_size("Meta_GrandTeton_H100_96GB"));
-  EXPECT_EQ(c.vm_sizes().size(), 11U);
+  EXPECT_EQ(c.vm_sizes().size(), 22U);
   // Devices of one GPU generation and power class share a calibration group; others are their own, and may
   // name the nearest group as their fallback.
   EXPECT_EQ(c.device("H100-SXM5-80GB").calibration_group, "hopper");
@@ -64,6 +73,38 @@ TEST(ShippedCatalog, LoadsEveryDeviceAndVmSize) {
   EXPECT_EQ(c.device("H200-SXM-141GB").calibration_group, "hopper");
   EXPECT_EQ(c.device("A100-SXM4-40GB").calibration_group, "ampere");
   EXPECT_EQ(c.device("T4").calibration_group, "T4");
+}
+
+TEST(ShippedCatalog, Gb200NvlinkDomainIsARackOf18Vms) {
+  const VmSize& vm = shipped().vm_size("Standard_ND128isr_NDR_GB200_v6");
+  EXPECT_EQ(vm.nvlink_domain_vms, 18);
+  EXPECT_EQ(vm.fabric, IntraNodeFabric::nvswitch);
+  EXPECT_EQ(vm.domain_gpus(36), 72);  // two racks: domains of 72 GPUs
+  EXPECT_EQ(vm.domain_gpus(2), 8);    // two VMs of one rack: one domain of 8
+  EXPECT_EQ(vm.domain_problem(36, {}), "");
+  EXPECT_NE(vm.domain_problem(20, {}).find("not whole domains"), std::string::npos);
+  EXPECT_NE(vm.domain_problem(36, {27, 9}).find("never spans zones"), std::string::npos);
+  // Every other size is its own domain.
+  EXPECT_EQ(shipped().vm_size("Standard_ND96isr_H100_v5").domain_gpus(64), 8);
+  // PCIe cards joined in pairs by NVLink bridges.
+  EXPECT_EQ(shipped().vm_size("Standard_NC96ads_A100_v4").fabric, IntraNodeFabric::nvlink_bridge);
+  EXPECT_EQ(shipped().vm_size("Standard_NC80adis_H100_v5").fabric, IntraNodeFabric::nvlink_bridge);
+}
+
+TEST(ShippedCatalog, EstimatesAreFlaggedAndMeasurementsAreNot) {
+  // Measured on the device: not estimates.
+  EXPECT_EQ(shipped().device("H100-SXM5-80GB").estimates.count("achievable_matmul_bf16_tflops"), 0U);
+  EXPECT_EQ(shipped().device("GB200").estimates.count("achievable_matmul_bf16_tflops"), 0U);
+  EXPECT_EQ(shipped().device("A100-PCIe-80GB").estimates.count("achievable_matmul_bf16_tflops"), 0U);
+  // No measurement: flagged.
+  EXPECT_EQ(shipped().device("H100-NVL-94GB").estimates.count("achievable_matmul_bf16_tflops"), 1U);
+  EXPECT_EQ(shipped().device("GB200").estimates.count("achievable_memory_bandwidth_tb_per_s"), 1U);
+  EXPECT_EQ(shipped().device("V100-SXM2-32GB").estimates.count("training_matmul_fraction"), 1U);
+  EXPECT_EQ(shipped().vm_size("Standard_NC6s_v3").estimates.count("ethernet_gbps"), 1U);
+  // Every estimate names a number the entry has.
+  for (const auto& [name, d] : shipped().devices()) {
+    for (const std::string& key : d.estimates) EXPECT_NE(key, "source") << name;
+  }
 }
 
 TEST(ShippedCatalog, EveryVmDeviceExists) {
@@ -160,10 +201,10 @@ TEST(ShippedCatalog, VmRowsMatchAzureCsv) {
       {"Standard_NC4as_T4_v3", 1, 16, 0, 0, 0.53},
       {"Standard_NC64as_T4_v3", 4, 64, 0, 0, 4.25},
       {"Standard_ND96asr_v4", 8, 320, 8, 200, 27.20},
-      {"Standard_ND96amsr_A100_v4", 8, 640, 8, 200, none},
+      {"Standard_ND96amsr_A100_v4", 8, 640, 8, 200, 32.77},  // price: not in the CSV (its price_source)
       {"Standard_ND96isr_H100_v5", 8, 640, 8, 400, 98.32},
-      {"Standard_ND96isr_H200_v5", 8, 1128, 8, 400, none},
-      {"Standard_ND96isr_MI300X_v5", 8, 1535, 8, 400, none},  // CSV rounds 8 x 192 = 1536 down
+      {"Standard_ND96isr_H200_v5", 8, 1128, 8, 400, 110.24},  // price: not in the CSV
+      {"Standard_ND96isr_MI300X_v5", 8, 1535, 8, 400, 48.00},  // CSV rounds 8 x 192 = 1536 down; price: not in it
       {"Standard_NV36ads_A10_v5", 1, 24, 0, 0, 1.80},
       {"Standard_NV6ads_A10_v5", 1.0 / 6.0, 4, 0, 0, 0.45},
   };
@@ -390,6 +431,34 @@ TEST_F(CatalogErrors, InfinibandPortsWithoutRate) {
   EXPECT_CONTAINS(msg, "key 'Test_VM.infiniband_port_gbps'");
 }
 
+TEST_F(CatalogErrors, EstimatesMustNameTheEntrysNumbers) {
+  std::vector<std::string> lines = kDevicesLines;
+  lines.push_back("estimates = [\"tdp_watts\", \"sm_cout\"]");  // line 13
+  const std::string msg = load(lines, kVmLines);
+  EXPECT_EQ(msg.rfind(at("devices.toml", 13), 0), 0U) << msg;
+  EXPECT_CONTAINS(msg, "key 'X100.estimates'");
+  EXPECT_CONTAINS(msg, "'sm_cout' is not a number of this entry");
+  lines.back() = "estimates = [\"tdp_watts\"]";
+  EXPECT_EQ(load(lines, kVmLines), "");
+  EXPECT_EQ(Catalog::load(dir_).device("X100").estimates, std::set<std::string>{"tdp_watts"});
+}
+
+TEST_F(CatalogErrors, NvlinkDomainNeedsAnNvswitch) {
+  std::vector<std::string> lines = with(kVmLines, 6, "fabric = \"pcie\"");
+  lines.push_back("nvlink_domain_vms = 18");  // line 11
+  const std::string msg = load(kDevicesLines, lines);
+  EXPECT_EQ(msg.rfind(at("vm_sizes.toml", 11), 0), 0U) << msg;
+  EXPECT_CONTAINS(msg, "key 'Test_VM.nvlink_domain_vms'");
+  EXPECT_CONTAINS(msg, "nvswitch");
+}
+
+TEST_F(CatalogErrors, NvlinkBridgeJoinsPairs) {
+  const std::string msg =
+      load(kDevicesLines, with(with(kVmLines, 6, "fabric = \"nvlink_bridge\""), 3, "devices_per_vm = 3"));
+  EXPECT_EQ(msg.rfind(at("vm_sizes.toml", 6), 0), 0U) << msg;
+  EXPECT_CONTAINS(msg, "pairs of GPUs");
+}
+
 TEST_F(CatalogErrors, TomlSyntaxError) {
   const std::string msg = load(with(kDevicesLines, 12, "tdp_watts = = 400"), kVmLines);
   EXPECT_EQ(msg.rfind(at("devices.toml", 12), 0), 0U) << msg;
@@ -440,20 +509,35 @@ TEST(CatalogTable, RendersAlignedColumns) {
   small.infiniband_ports = 0;
   small.local_nvme = units::gib(180);
   small.price_usd_per_hour.reset();
+  d.source = "datasheet";
+  d.estimates = {"achievable_memory_bandwidth_tb_per_s"};
+  d.training_matmul_fraction = 0.9;
+  v.source = "docs";
+  v.price_source = "list, 2026-11-01";
+  v.nvlink_domain_vms = 2;
+  small.estimates = {"ethernet_gbps"};
+  small.source = "docs";
   const Catalog c({{"X100", d}}, {{"VM8", v}, {"VM1", small}});
 
   const std::string expected =
       "Devices (dense peak TFLOP/s per precision, '-' = no such mode; matmul = achievable bf16 matmul TFLOP/s;\n"
-      "mem = datasheet, triad = measured or estimated achievable memory bandwidth)\n"
-      "device  kind  fp32  tf32  fp16  bf16  fp8  matmul  memory  mem TB/s  triad TB/s  SMs  fabric GB/s/dir  TDP W\n"
-      "------  ----  ----  ----  ----  ----  ---  ------  ------  --------  ----------  ---  ---------------  -----\n"
-      "X100    gpu   19.5     -     -   312    -   271.2   80 GB     2.039         1.7  108              300    400\n"
+      "mem = datasheet, triad = measured or estimated achievable memory bandwidth; training = the sustained-\n"
+      "in-training fractions, fitted to published runs or estimated; '~' = an estimate, no measurement or\n"
+      "datasheet gives it; every other number is a datasheet value or a measurement)\n"
+      "device  kind  fp32  tf32  fp16  bf16  fp8  matmul  memory  mem TB/s  triad TB/s  SMs  fabric GB/s/dir  TDP W  training\n"
+      "------  ----  ----  ----  ----  ----  ---  ------  ------  --------  ----------  ---  ---------------  -----  --------\n"
+      "X100    gpu   19.5     -     -   312    -   271.2   80 GB     2.039        1.7~  108              300    400  fitted\n"
       "\n"
-      "VM sizes (price: pay-as-you-go Linux East US, '-' = unknown)\n"
-      "VM size  devices     vCPUs       RAM  fabric    InfiniBand  Ethernet Gb/s  local disk    $/h\n"
-      "-------  ----------  -----  --------  --------  ----------  -------------  ----------  -----\n"
-      "VM1      1/6 x X100     96  1900 GiB  none               -             80     180 GiB      -\n"
-      "VM8      8 x X100       96  1900 GiB  nvswitch  8x400 Gb/s             80      28 TiB  98.32\n";
+      "VM sizes (price: pay-as-you-go Linux East US, '-' = unknown; '~' = an estimate)\n"
+      "VM size  devices                                   vCPUs       RAM  fabric    InfiniBand  Ethernet Gb/s  local disk    $/h\n"
+      "-------  ----------------------------------------  -----  --------  --------  ----------  -------------  ----------  -----\n"
+      "VM1      1/6 x X100                                   96  1900 GiB  none               -            80~     180 GiB      -\n"
+      "VM8      8 x X100 (NVLink domain: 2 VMs, 16 GPUs)     96  1900 GiB  nvswitch  8x400 Gb/s             80      28 TiB  98.32\n"
+      "\n"
+      "Sources (docs/catalog.md; each number's own source is beside it in the catalog files)\n"
+      "  X100: datasheet\n"
+      "  VM1: docs\n"
+      "  VM8: docs; price: list, 2026-11-01\n";
   EXPECT_EQ(clustersim::sim::format_catalog_table(c), expected);
 }
 

@@ -84,6 +84,55 @@ TEST(Topology, OneH100NodeRoutesThroughNvSwitch) {
   EXPECT_THROW((void)t.route(0, static_cast<VertexId>(t.vertex_count() - 1), 0), std::invalid_argument);
 }
 
+TEST(Topology, NvlinkBridgeJoinsPairsAndTheHostJoinsThePairs) {
+  // NC96ads_A100_v4: four A100 PCIe, bridged 0-1 and 2-3 (300 GB/s per direction); across pairs through the
+  // host PCIe switch.
+  const Topology t = build("Standard_NC96ads_A100_v4", config(1, FabricKind::single_switch));
+  const auto bridged = t.route(t.gpu(0, 0), t.gpu(0, 1), 0);
+  ASSERT_EQ(bridged.size(), 1u);
+  EXPECT_EQ(t.link(bridged[0]).link_class, LinkClass::nvlink);
+  EXPECT_DOUBLE_EQ(t.link(bridged[0]).capacity.value(), 300e9);
+  const auto across = t.route(t.gpu(0, 1), t.gpu(0, 2), 0);
+  expect_chain(t, across, t.gpu(0, 1), t.gpu(0, 2));
+  EXPECT_EQ(classes(t, across), (std::vector<LinkClass>{LinkClass::pcie, LinkClass::pcie}));
+  EXPECT_EQ(t.vertex(t.link(across[0]).dst).kind, VertexKind::host);
+}
+
+TEST(Topology, NvlinkMeshIsBuiltAsACrossbarAtTheGpusNvlinkRate) {
+  // ND40rs_v2 (V100 hybrid cube mesh): every GPU at its six links' 150 GB/s per direction; one EDR port.
+  const Topology t = build("Standard_ND40rs_v2", config(2, FabricKind::single_switch));
+  const auto path = t.route(t.gpu(0, 0), t.gpu(0, 5), 0);
+  ASSERT_EQ(path.size(), 2u);
+  for (LinkId id : path) {
+    EXPECT_EQ(t.link(id).link_class, LinkClass::nvlink);
+    EXPECT_DOUBLE_EQ(t.link(id).capacity.value(), 150e9);
+  }
+  const auto out = t.route(t.gpu(0, 3), t.gpu(1, 3), 0);
+  EXPECT_EQ(switches_on(t, out), 1);
+}
+
+TEST(Topology, Gb200RackIsOneNvlinkDomainOf72Gpus) {
+  // 36 VMs of ND GB200 v6 = 2 NVL72 racks: each a node of 72 GPUs behind one NVSwitch, 72 NDR rails.
+  const Topology t = build("Standard_ND128isr_NDR_GB200_v6", config(36, FabricKind::rail_optimized));
+  EXPECT_EQ(t.gpu_count(), 144);
+  EXPECT_EQ(t.gpus_per_node(), 72);
+  const auto in_rack = t.route(t.gpu(0, 0), t.gpu(0, 71), 0);  // VMs 0 and 17 of rack 0
+  ASSERT_EQ(in_rack.size(), 2u);
+  for (LinkId id : in_rack) {
+    EXPECT_EQ(t.link(id).link_class, LinkClass::nvlink);
+    EXPECT_DOUBLE_EQ(t.link(id).capacity.value(), 900e9);
+  }
+  const auto across = t.route(t.gpu(0, 5), t.gpu(1, 5), 0);  // the same rail in the other rack
+  EXPECT_EQ(switches_on(t, across), 1);
+  EXPECT_EQ(classes(t, across)[1], LinkClass::infiniband);
+  EXPECT_DOUBLE_EQ(t.link(across[1]).capacity.value(), kNdr);
+  // A cluster that is not whole racks, or a rack split over zones, is refused.
+  EXPECT_THROW((void)build("Standard_ND128isr_NDR_GB200_v6", config(20, FabricKind::rail_optimized)),
+               std::invalid_argument);
+  // Fewer VMs than a rack: one domain of them all.
+  EXPECT_EQ(build("Standard_ND128isr_NDR_GB200_v6", config(2, FabricKind::single_switch)).gpus_per_node(), 8);
+}
+
 TEST(Topology, TwoNodesSingleSwitchGoGpuNicSwitchNicGpu) {
   const Topology t = build("Standard_ND96isr_H100_v5", config(2, FabricKind::single_switch));
   EXPECT_EQ(t.gpu_count(), 16);

@@ -87,6 +87,31 @@ TEST(ScenarioCluster, NvlsNeedsOneNodeOfAnNvlsCapableVm) {
                                       catalog()));
 }
 
+TEST(ScenarioCluster, Gb200VmsMakeWholeNvlinkDomains) {
+  // ND GB200 v6: 18 VMs share one NVL72 NVLink domain. 20 VMs are not whole racks; two racks split 27 + 9 over
+  // zones put a rack in two zones. Each is a located error; 36 VMs in two zones of 18 load.
+  const std::filesystem::path path =
+      std::filesystem::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "azure" / "llama3-70b-2x-nvl72-gb200.toml";
+  std::string e;
+  try {
+    (void)load_scenario(path, {"cluster.nodes=20"}, catalog());
+  } catch (const ScenarioError& x) {
+    e = x.what();
+  }
+  EXPECT_NE(e.find("--set:1:"), std::string::npos) << e;
+  EXPECT_NE(e.find("key 'cluster.nodes': 20 VMs are not whole domains of 18 VMs per NVLink domain"), std::string::npos)
+      << e;
+  e.clear();
+  try {
+    (void)load_scenario(path, {"cluster.zones=[{name = \"a\", nodes = 27}, {name = \"b\", nodes = 9}]"}, catalog());
+  } catch (const ScenarioError& x) {
+    e = x.what();
+  }
+  EXPECT_NE(e.find("key 'cluster.zones': a zone of 27 VMs is not whole domains"), std::string::npos) << e;
+  EXPECT_NO_THROW((void)load_scenario(
+      path, {"cluster.zones=[{name = \"a\", nodes = 18}, {name = \"b\", nodes = 18}]"}, catalog()));
+}
+
 TEST(ScenarioCluster, ZonesBySet) {
   const Scenario s = load_scenario(kData / "valid_minimal.toml",
                                    {"cluster.zones=[{name = \"x\", nodes = 2}, {name = \"y\", nodes = 2}]"}, catalog());
