@@ -146,26 +146,14 @@ std::string overrides_text(const std::vector<std::string>& overrides) {
 }
 
 /// `clustersim sweep --format json`: {"command": "sweep", "points": columns_json(the /summary table),
-/// "ranking_by_step_time": [run_index, ...]} with the ranking over the points whose step_time_s is finite
-/// (fastest first, ties by run_index), the order of the text ranking.
-std::string sweep_json(const SweepTable& table) {
-  const std::vector<double>* step = nullptr;
-  const std::vector<int64_t>* index = nullptr;
-  for (const SummaryColumn& c : table.columns) {
-    if (c.name == "step_time_s") step = std::get_if<std::vector<double>>(&c.values);
-    if (c.name == "run_index") index = std::get_if<std::vector<int64_t>>(&c.values);
-  }
-  std::vector<std::pair<double, int64_t>> ranked;
-  if (step != nullptr && index != nullptr) {
-    for (size_t i = 0; i < step->size() && i < index->size(); ++i) {
-      if (std::isfinite((*step)[i])) ranked.emplace_back((*step)[i], (*index)[i]);
-    }
-  }
-  std::sort(ranked.begin(), ranked.end());
+/// "objective": "step_time" | "cost_per_token" | "time_to_train", "ranking": [run_index, ...]}, the ranking
+/// being rank_points' (the text ranking's order: the simulated points, those that fit first, each by the
+/// objective).
+std::string sweep_json(const SweepTable& table, SweepObjective objective, const std::vector<const SweepRow*>& ranked) {
   std::string ranking = "[";
-  for (size_t i = 0; i < ranked.size(); ++i) ranking += (i == 0 ? "" : ", ") + std::to_string(ranked[i].second);
-  return "{\"command\": \"sweep\", \"points\": " + columns_json(table.columns, false) +
-         ", \"ranking_by_step_time\": " + ranking + "]}";
+  for (size_t i = 0; i < ranked.size(); ++i) ranking += (i == 0 ? "" : ", ") + std::to_string(ranked[i]->index);
+  return "{\"command\": \"sweep\", \"points\": " + columns_json(table.columns, false) + ", \"objective\": " +
+         json_string(std::string(to_string(objective))) + ", \"ranking\": " + ranking + "]}";
 }
 
 struct Shard {
@@ -434,9 +422,9 @@ int sweep_main(const std::vector<std::string>& args, SweepRanks& ranks) {
     said << ": " << ok << " ok, " << oom << " out_of_memory, " << invalid << " invalid";
     if (resumed > 0) said << " (" << resumed << " resumed from " << s.sidecar_path.string() << ")";
     said << "\n";
-    if (sweep.spec.auto_parallelism) said << format_layout_ranking(sweep, ordered);
+    if (sweep.spec.auto_parallelism || sweep.spec.objective_given) said << format_ranking(sweep, ordered);
     said << "wrote " << s.output.string() << "\n";
-    if (s.json) std::cout << sweep_json(table) << "\n";
+    if (s.json) std::cout << sweep_json(table, sweep.spec.objective, rank_points(sweep, ordered)) << "\n";
     return 0;
   });
   if (code != 0) std::cerr << message;

@@ -489,6 +489,7 @@ class Loader {
       fail_at("cluster.vm_size", "unknown VM size '" + vm_name + "' (" + std::to_string(names.size()) +
                                      " in the catalog; closest: " + closest_names(vm_name, names, 5) + ")");
     }
+    catalog_price_ = vm->price_usd_per_hour;
     const int64_t nodes = get_int("cluster.nodes");
     if (has("cluster.zones")) {
       int64_t sum = 0;
@@ -688,6 +689,8 @@ class Loader {
     s.schedule = *models::parse_pipeline_schedule(get_string("parallelism.schedule"));
     s.cluster.vm_size = get_string("cluster.vm_size");
     s.cluster.nodes = get_int("cluster.nodes");
+    s.cluster.vm_price_usd_per_hour =
+        has("cost.vm_price_usd_per_hour") ? get_optional_double("cost.vm_price_usd_per_hour") : catalog_price_;
     s.cluster.fabric = *models::parse_fabric_kind(get_string("cluster.fabric"));
     s.cluster.oversubscription = get_double("cluster.oversubscription");
     s.cluster.fat_tree_radix = get_int("cluster.fat_tree_radix");
@@ -1033,6 +1036,7 @@ class Loader {
   toml::table resolved_;
   std::map<std::string, Loc, std::less<>> override_locs_;  ///< dotted key or table name -> its --set option
   std::vector<units::Seconds> eviction_trace_;
+  std::optional<double> catalog_price_;  ///< the VM size's catalog price (check_cluster)
 };
 
 }  // namespace

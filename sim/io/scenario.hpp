@@ -31,6 +31,9 @@ namespace clustersim::sim {
 struct ClusterConfig {
   std::string vm_size;  ///< catalog key, e.g. "Standard_ND96amsr_A100_v4"
   int64_t nodes = 0;    ///< VMs
+  /// On-demand price of one VM, US$/h: [cost] vm_price_usd_per_hour when given, else the catalog's
+  /// pay-as-you-go price; empty when neither gives one.
+  std::optional<double> vm_price_usd_per_hour;
   models::FabricKind fabric = models::FabricKind::fat_tree;
   double oversubscription = 1.0;  ///< fat-tree leaf down/up capacity ratio
   int64_t fat_tree_radix = 64;    ///< switch ports

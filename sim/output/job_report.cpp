@@ -77,6 +77,13 @@ std::vector<SummaryColumn> job_summary_columns(const Scenario& sc, const JobStat
   c.push_back(real("cost_p50_usd", "USD", "median cost", j.p50_cost_usd));
   c.push_back(real("cost_p90_usd", "USD", "90th percentile cost", j.p90_cost_usd));
   c.push_back(real("cost_p99_usd", "USD", "99th percentile cost", j.p99_cost_usd));
+  // Mean cost over the tokens the job trains: steps x sequences x tokens per sequence.
+  const double trained_tokens = static_cast<double>(sc.job->steps) *
+                                static_cast<double>(sc.training.global_batch_size) *
+                                static_cast<double>(sc.model.seq_length);
+  c.push_back(real("job_usd_per_million_tokens", "USD/Mtoken",
+                   "mean cost (cost_mean_usd, interruptions and spot prices included) per million trained tokens",
+                   j.mean_cost_usd / trained_tokens * 1e6));
   c.push_back(real("goodput", "1", "effective training time ratio: surviving work / wall time", j.mean_goodput));
   c.push_back(real("interruptions_mean", "1", "mean interruptions per run", j.mean_interruptions));
   c.push_back(real("lost_gpu_hours_mean", "GPU h", "mean GPU-hours of work lost to interruptions",

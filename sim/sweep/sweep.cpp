@@ -364,6 +364,24 @@ uint64_t sweep_point_seed(uint64_t base_seed, int64_t index) {
   return splitmix64(base_seed ^ splitmix64(static_cast<uint64_t>(index))) >> 1;
 }
 
+std::string_view to_string(SweepObjective o) {
+  switch (o) {
+    case SweepObjective::step_time: return "step_time";
+    case SweepObjective::cost_per_token: return "cost_per_token";
+    case SweepObjective::time_to_train: return "time_to_train";
+  }
+  return "?";
+}
+
+std::string_view objective_column(SweepObjective o, bool has_job) {
+  switch (o) {
+    case SweepObjective::step_time: return "step_time_s";
+    case SweepObjective::cost_per_token: return has_job ? "job_usd_per_million_tokens" : "usd_per_million_tokens";
+    case SweepObjective::time_to_train: return "time_to_train_mean_h";
+  }
+  return "step_time_s";
+}
+
 int64_t SweepSpec::size() const {
   int64_t n = 1;
   for (const SweepAxis& a : axes) n *= static_cast<int64_t>(a.values.size());
@@ -398,6 +416,26 @@ SweepSpec read_sweep(const std::filesystem::path& scenario) {
       zip = node.as_array();
       zip_pos = pos_of(node.source());
       if (zip == nullptr) fail(scenario, zip_pos, "sweep.zip", "expected a list of lists of keys");
+    } else if (name == "objective") {
+      const std::string value = node.is_string() ? node.as_string()->get() : std::string();
+      bool known = false;
+      for (const SweepObjective o :
+           {SweepObjective::step_time, SweepObjective::cost_per_token, SweepObjective::time_to_train}) {
+        if (to_string(o) == value) {
+          spec.objective = o;
+          known = true;
+        }
+      }
+      if (!known) {
+        fail(scenario, pos_of(node.source()), "sweep.objective",
+             "expected \"step_time\", \"cost_per_token\" or \"time_to_train\"" +
+                 (node.is_string() ? ", got " + toml_string(value) : std::string()));
+      }
+      if (spec.objective == SweepObjective::time_to_train && doc.get("job") == nullptr) {
+        fail(scenario, pos_of(node.source()), "sweep.objective",
+             "time_to_train needs a [job] table (train_tokens or steps)");
+      }
+      spec.objective_given = true;
     } else if (name == "parallelism" && node.is_string()) {
       if (node.as_string()->get() != "auto") {
         fail(scenario, pos_of(node.source()), "sweep.parallelism",

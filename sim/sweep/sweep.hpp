@@ -9,6 +9,7 @@
 //   zip = [["cluster.nodes", "training.global_batch_size"]]  # groups whose axes advance together
 //   parallelism = "auto"                                     # every valid tensor/pipeline/data/micro-batch/
 //                                                            # virtual-stage layout for the model and cluster
+//   objective = "cost_per_token"                             # what the ranking minimises (SweepObjective)
 // Axes combine as a cartesian product in the order written (the last varies fastest); a zipped group is one
 // axis. Point i has seed = splitmix64(base_seed ^ splitmix64(i)) >> 1 (sweep_point_seed), so any split of the
 // points gives identical results; `clustersim sweep` runs point i with simulation.seed = that seed.
@@ -67,9 +68,21 @@ struct SweepPoint {
   [[nodiscard]] const SweptValue* find(std::string_view key) const;
 };
 
+/// What a sweep's ranking minimises ([sweep] objective): the step time; the cost of a million training tokens
+/// (the job's mean cost, spot prices and interruptions included, when the scenario has a [job]; else the VMs'
+/// on-demand price over the step time); or the job's mean wall time to train (needs a [job]).
+enum class SweepObjective { step_time, cost_per_token, time_to_train };
+/// "step_time" | "cost_per_token" | "time_to_train".
+std::string_view to_string(SweepObjective o);
+/// The /summary column `o` ranks by, lower first: step_time_s; cost_per_token: job_usd_per_million_tokens with a
+/// [job] (`has_job`), else usd_per_million_tokens; time_to_train: time_to_train_mean_h.
+std::string_view objective_column(SweepObjective o, bool has_job);
+
 struct SweepSpec {
   std::vector<SweepAxis> axes;          ///< empty: a single point
   bool auto_parallelism = false;        ///< parallelism = "auto": layouts are one more axis
+  SweepObjective objective = SweepObjective::step_time;  ///< what the ranking minimises
+  bool objective_given = false;         ///< [sweep] objective is written: a grid sweep is ranked too
   [[nodiscard]] int64_t size() const;   ///< number of points (before auto layouts)
 };
 

@@ -246,91 +246,149 @@ void write_sweep_file(const fs::path& path, const RunMetadata& meta, const Sweep
 }
 
 
-std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<const SweepRow*>& rows) {
-  std::ostringstream out;
-  std::vector<std::pair<double, const SweepRow*>> ranked;
-  for (const SweepRow* r : rows) {
-    if (!r->meta) continue;
-    for (size_t k = 0; k < r->meta->size(); ++k) {
-      if ((*r->meta)[k].name == "step_time_s") ranked.emplace_back(std::get<double>(r->values[k]), r);
+namespace {
+
+/// The value of the result column `name` of `row`, NaN when the row lacks it or it is not a number.
+double result_of(const SweepRow* row, std::string_view name) {
+  if (!row->meta) return std::numeric_limits<double>::quiet_NaN();
+  for (size_t k = 0; k < row->meta->size(); ++k) {
+    if ((*row->meta)[k].name == name) {
+      if (const auto* d = std::get_if<double>(&row->values[k])) return *d;
     }
   }
-  // Layouts that fit first (status ok), each group by step time.
-  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-    const bool fa = a.second->status == "ok", fb = b.second->status == "ok";
-    return fa != fb ? fa : a.first < b.first;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+/// An objective's value as the ranking prints it.
+std::string objective_text(SweepObjective o, double v) {
+  if (!std::isfinite(v)) return "-";
+  switch (o) {
+    case SweepObjective::step_time: return printf_string("%.3f s", v);
+    case SweepObjective::cost_per_token: return printf_string("$%.4f/Mtok", v);
+    case SweepObjective::time_to_train: return printf_string("%.1f h", v);
+  }
+  return "-";
+}
+
+}  // namespace
+
+std::vector<const SweepRow*> rank_points(const LoadedSweep& sweep, const std::vector<const SweepRow*>& rows) {
+  const std::string column(objective_column(sweep.spec.objective, sweep.base.job.has_value()));
+  struct Ranked {
+    bool fits;
+    double value;
+    const SweepRow* row;
+  };
+  std::vector<Ranked> ranked;
+  for (const SweepRow* r : rows) {
+    if (!r->meta) continue;  // invalid: nothing simulated
+    ranked.push_back({r->status == "ok", result_of(r, column), r});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    if (a.fits != b.fits) return a.fits;
+    const bool fa = std::isfinite(a.value), fb = std::isfinite(b.value);
+    if (fa != fb) return fa;
+    return fa && a.value < b.value;
   });
+  std::vector<const SweepRow*> out;
+  for (const Ranked& r : ranked) out.push_back(r.row);
+  return out;
+}
+
+std::string format_ranking(const LoadedSweep& sweep, const std::vector<const SweepRow*>& rows) {
+  std::ostringstream out;
+  const SweepObjective objective = sweep.spec.objective;
+  const std::string column(objective_column(objective, sweep.base.job.has_value()));
+  const std::vector<const SweepRow*> ranked = rank_points(sweep, rows);
   const auto value = [&](const SweepRow* r, std::string_view key) {
     const SweptValue* v = sweep.points[static_cast<size_t>(r->index)].find(key);
     return v != nullptr ? toml_literal(v->value) : std::string("-");
   };
   // The grid point's own values (not the layout's), for a grid swept together with "auto".
+  const bool layouts = sweep.spec.auto_parallelism;
   const auto grid_of = [&](const SweepRow* r) {
     std::string grid;
     for (const SweptValue& v : sweep.points[static_cast<size_t>(r->index)].values) {
-      if (is_layout_key(v.key)) continue;
+      if (layouts && is_layout_key(v.key)) continue;
       grid += (grid.empty() ? "" : " ") + v.override_text();
     }
     return grid;
   };
-  out << "layouts ranked by step time, those that fit first (fastest 10 of " << ranked.size() << " simulated):\n";
+  const std::string by = objective == SweepObjective::step_time        ? "step time"
+                         : objective == SweepObjective::cost_per_token ? "cost per million tokens"
+                                                                        : "time to train";
+  out << (layouts ? "layouts" : "points") << " ranked by " << by << ", those that fit first (best "
+      << std::min<size_t>(10, ranked.size()) << " of " << ranked.size() << " simulated):\n";
   // The dimensions as written; one that layouts may leave out (context) only when some point sets it.
   std::vector<const models::LayoutDimension*> dims;
-  for (const models::LayoutDimension* d : models::layout_dimensions_as_written()) {
-    const bool set =
-        std::any_of(ranked.begin(), ranked.end(), [&](const auto& r) { return value(r.second, d->key) != "-"; });
-    if (d->shown_when_one || set) dims.push_back(d);
-  }
-  out << "rank  run";
-  for (const models::LayoutDimension* d : dims) out << printf_string(" %4s", std::string(d->abbreviation).c_str());
-  // The memory-saving knobs, those the search set.
   std::vector<const KnobColumn*> knobs;
-  for (const KnobColumn& k : kKnobColumns) {
-    if (std::any_of(ranked.begin(), ranked.end(), [&](const auto& r) { return value(r.second, k.key) != "-"; })) {
-      knobs.push_back(&k);
+  if (layouts) {
+    for (const models::LayoutDimension* d : models::layout_dimensions_as_written()) {
+      const bool set = std::any_of(ranked.begin(), ranked.end(), [&](const SweepRow* r) { return value(r, d->key) != "-"; });
+      if (d->shown_when_one || set) dims.push_back(d);
+    }
+    // The memory-saving knobs, those the search set.
+    for (const KnobColumn& k : kKnobColumns) {
+      if (std::any_of(ranked.begin(), ranked.end(), [&](const SweepRow* r) { return value(r, k.key) != "-"; })) {
+        knobs.push_back(&k);
+      }
     }
   }
   const auto knob_text = [&](const SweepRow* r, const KnobColumn& k) {
     const SweptValue* v = sweep.points[static_cast<size_t>(r->index)].find(k.key);
-    return v == nullptr ? std::string("-") : label_of(v->value);
+    std::string cell = v == nullptr ? std::string("-") : label_of(v->value);
+    if (k.key == "parallelism.sequence_parallel") cell = cell == "true" ? "on" : cell == "false" ? "off" : cell;
+    return cell;
   };
-  out << "   mb   v";
-  for (const KnobColumn* k : knobs) out << printf_string(k->key == "training.activation_recompute" ? " %-9s" : " %4s",
-                                                          std::string(k->header).c_str());
-  out << "   step time   status" << (sweep.spec.axes.empty() ? "\n" : "         grid point\n");
+  const bool extra = objective != SweepObjective::step_time;  // the objective beside the step time
+  out << "rank  run";
+  for (const models::LayoutDimension* d : dims) out << printf_string(" %4s", std::string(d->abbreviation).c_str());
+  if (layouts) out << "   mb   v";
+  for (const KnobColumn* k : knobs) {
+    out << printf_string(k->key == "training.activation_recompute" ? " %-9s" : " %4s", std::string(k->header).c_str());
+  }
+  out << "   step time";
+  if (extra) out << printf_string(" %14s", objective == SweepObjective::cost_per_token ? "$/Mtok" : "to train");
+  out << "   status" << (sweep.spec.axes.empty() ? "\n" : "         grid point\n");
   for (size_t i = 0; i < std::min<size_t>(10, ranked.size()); ++i) {
-    const SweepRow* r = ranked[i].second;
+    const SweepRow* r = ranked[i];
     const std::string grid = grid_of(r);
     std::string text = printf_string("%4zu %4lld", i + 1, static_cast<long long>(r->index));
     for (const models::LayoutDimension* d : dims) text += printf_string(" %4s", value(r, d->key).c_str());
-    text += printf_string(" %4s %3s", value(r, "training.micro_batch_size").c_str(),
-                          value(r, "parallelism.virtual_stages").c_str());
-    for (const KnobColumn* k : knobs) {
-      std::string cell = knob_text(r, *k);
-      if (k->key == "parallelism.sequence_parallel") cell = cell == "true" ? "on" : cell == "false" ? "off" : cell;
-      text += printf_string(k->key == "training.activation_recompute" ? " %-9s" : " %4s", cell.c_str());
+    if (layouts) {
+      text += printf_string(" %4s %3s", value(r, "training.micro_batch_size").c_str(),
+                            value(r, "parallelism.virtual_stages").c_str());
     }
-    text += printf_string(" %9.3f s   %-14s %s\n", ranked[i].first, r->status.c_str(), grid.c_str());
+    for (const KnobColumn* k : knobs) {
+      text += printf_string(k->key == "training.activation_recompute" ? " %-9s" : " %4s", knob_text(r, *k).c_str());
+    }
+    text += printf_string(" %9.3f s", result_of(r, "step_time_s"));
+    if (extra) text += printf_string(" %14s", objective_text(objective, result_of(r, column)).c_str());
+    text += printf_string("   %-14s %s\n", r->status.c_str(), grid.c_str());
     // without the padding of an empty grid point
     text.pop_back();
     text.erase(text.find_last_not_of(' ') + 1);
     out << text << "\n";
   }
-  for (const auto& [t, r] : ranked) {
+  for (const SweepRow* r : ranked) {
     if (r->status != "ok") continue;
-    out << "best layout that fits: run " << r->index << ", ";
-    for (size_t k = 0; k < dims.size(); ++k) {
-      out << (k ? " x " : "") << dims[k]->abbreviation << " " << value(r, dims[k]->key);
-    }
-    out << ", micro batch " << value(r, "training.micro_batch_size") << ", virtual stages "
-        << value(r, "parallelism.virtual_stages");
-    for (const KnobColumn* k : knobs) {
-      std::string cell = knob_text(r, *k);
-      if (k->key == "parallelism.sequence_parallel") cell = cell == "true" ? "on" : cell == "false" ? "off" : cell;
-      out << ", " << k->label << " " << cell;
+    out << "best " << (layouts ? "layout" : "point") << " that fits: run " << r->index;
+    if (layouts) {
+      out << ", ";
+      for (size_t k = 0; k < dims.size(); ++k) {
+        out << (k ? " x " : "") << dims[k]->abbreviation << " " << value(r, dims[k]->key);
+      }
+      out << ", micro batch " << value(r, "training.micro_batch_size") << ", virtual stages "
+          << value(r, "parallelism.virtual_stages");
+      for (const KnobColumn* k : knobs) out << ", " << k->label << " " << knob_text(r, *k);
     }
     if (const std::string grid = grid_of(r); !grid.empty()) out << " (" << grid << ")";
-    out << ": " << printf_string("%.3f s", t) << "\n";
+    out << ": " << printf_string("%.3f s", result_of(r, "step_time_s"));
+    if (extra) {
+      out << ", " << objective_text(objective, result_of(r, column))
+          << (objective == SweepObjective::time_to_train ? " to train" : "");
+    }
+    out << "\n";
     break;
   }
   return out.str();

@@ -61,8 +61,14 @@ struct MergedSweep {
 /// or schema differ) or two files hold the same run_index.
 MergedSweep merge_sweep_files(const std::vector<std::filesystem::path>& shards);
 
-/// The ranking of the layouts of parallelism = "auto" by step time: the 10 fastest that simulated (run, TP, PP,
-/// DP, micro batch, virtual stages, step time, status and the grid point), then the best layout that fits.
-std::string format_layout_ranking(const LoadedSweep& sweep, const std::vector<const SweepRow*>& rows);
+/// The simulated points of `rows` (invalid ones left out) ranked by the sweep's objective ([sweep] objective,
+/// objective_column): those that fit in memory first, each group by the objective's value, lowest first, points
+/// without a value (no price for cost_per_token) last; ties keep the order of `rows`.
+std::vector<const SweepRow*> rank_points(const LoadedSweep& sweep, const std::vector<const SweepRow*>& rows);
+
+/// The ranking as text: the 10 best of rank_points (run; for parallelism = "auto" the layout: TP, [CP,] PP, DP,
+/// [EP,] micro batch, virtual stages and the memory-saving knobs; step time; the objective when it is not the
+/// step time; status; the grid point), then the best point that fits.
+std::string format_ranking(const LoadedSweep& sweep, const std::vector<const SweepRow*>& rows);
 
 }  // namespace clustersim::sim

@@ -3,7 +3,7 @@ command writes: every /summary column of the results file is in the JSON object 
 same values (floats exactly: the JSON holds the shortest text that reads back to the same double; NaN as null),
 units and description, and stdout is nothing but the JSON object (it parses with json.loads, as
 `python3 -m json.tool` does). A run's one row is scalars; the collective's rows and the sweep's points are
-arrays, and the sweep's ranking_by_step_time lists the points with a step time, fastest first.
+arrays, and the sweep's ranking lists the simulated points, those that fit first, each group by its objective.
 
 Usage: json_matches_hdf5.py CLUSTERSIM SCENARIO... (a path with /sweeps/ is run as a sweep; run by CTest with
 Debian's /usr/bin/python3 and h5py).
@@ -80,11 +80,16 @@ def check_sweep(binary: str, sweep: str, workdir: Path) -> None:
     assert doc["command"] == "sweep", doc["command"]
     compare(h5, doc["points"], False, sweep)
     values = doc["points"]["values"]
+    column = {"step_time": "step_time_s", "time_to_train": "time_to_train_mean_h",
+              "cost_per_token": ("job_usd_per_million_tokens" if "job_usd_per_million_tokens" in values
+                                 else "usd_per_million_tokens")}[doc["objective"]]
     step = dict(zip(values["run_index"], values["step_time_s"]))
-    ranking = doc["ranking_by_step_time"]
+    objective = dict(zip(values["run_index"], values[column]))
+    fits = dict(zip(values["run_index"], values["status"]))
+    ranking = doc["ranking"]
     assert len(ranking) == sum(1 for t in step.values() if t is not None), len(ranking)
-    times = [step[i] for i in ranking]
-    assert times == sorted(times), "ranking_by_step_time is not fastest first"
+    order = [(fits[i] != "ok", objective[i] is None, objective[i] or 0.0) for i in ranking]
+    assert order == sorted(order), f"the ranking is not: those that fit first, each by {column}"
 
 
 def main() -> None:

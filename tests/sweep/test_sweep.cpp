@@ -218,6 +218,17 @@ TEST(SweepErrors, FactorAndParallelismValue) {
   expect_error(e, 15, 19, "sweep.cluster.nodes", "must not be empty");
 }
 
+TEST(SweepErrors, Objective) {
+  const auto bad = write_scenario("bad-objective.toml", "objective = \"cheapest\"\n");
+  expect_error(bad, 15, 13, "sweep.objective", "\"cost_per_token\"");
+  const auto no_job = write_scenario("objective-no-job.toml", "objective = \"time_to_train\"\n");
+  expect_error(no_job, 15, 13, "sweep.objective", "needs a [job] table");
+  const SweepSpec cost = read_sweep(write_scenario("objective-cost.toml", "objective = \"cost_per_token\"\n"));
+  EXPECT_EQ(cost.objective, SweepObjective::cost_per_token);
+  EXPECT_TRUE(cost.objective_given);
+  EXPECT_FALSE(read_sweep(write_scenario("no-objective.toml", "\"parallelism.tensor\" = [1, 2]\n")).objective_given);
+}
+
 TEST(SweepLayouts, Gpt3On1024A100) {
   const fs::path path = kSourceDir / "scenarios" / "sweeps" / "gpt3-175b-1024-a100-layouts.toml";
   const SweepSpec spec = read_sweep(path);

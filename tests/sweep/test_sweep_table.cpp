@@ -176,7 +176,7 @@ TEST(SweepTable, LayoutRankingListsTheFastestAndTheBestThatFits) {
   }
   std::vector<SweepRow> rows{row(0, 3.0), row(1, 1.0), row(2, 2.0)};
   rows[1].status = "out_of_memory";
-  const std::string text = format_layout_ranking(search, {&rows[0], &rows[1], &rows[2]});
+  const std::string text = format_ranking(search, {&rows[0], &rows[1], &rows[2]});
   // Those that fit first, each group fastest first: run 2, run 0, then run 1 (fastest, but out of memory); the
   // best that fits is run 2.
   const size_t first = text.find("   1    2    8    1    2"), second = text.find("   2    0    1    8    2"),
@@ -187,6 +187,47 @@ TEST(SweepTable, LayoutRankingListsTheFastestAndTheBestThatFits) {
   EXPECT_LT(first, second);
   EXPECT_LT(second, third);
   EXPECT_NE(text.find("best layout that fits: run 2, TP 8 x PP 1 x DP 2"), std::string::npos) << text;
+}
+
+TEST(SweepTable, CostObjectiveRanksAGridSweepByItsCostPerTokenWithoutAPriceLast) {
+  // A grid over VM sizes ranked by cost per million tokens: the fastest point (run 1) is not the cheapest
+  // (run 2); a point without a price (NaN, run 0) ranks after those with one; an invalid one is left out.
+  LoadedSweep grid;
+  grid.spec.objective = SweepObjective::cost_per_token;
+  grid.spec.objective_given = true;
+  grid.spec.axes.push_back({{"cluster.vm_size"}, {{std::string("A")}, {std::string("B")}, {std::string("C")},
+                                                  {std::string("D")}}});
+  for (int64_t i = 0; i < 4; ++i) {
+    grid.points.push_back({i, 0, {{"cluster.vm_size", std::string(1, static_cast<char>('A' + i))}}});
+  }
+  static const auto meta = std::make_shared<const SweepMetaList>(
+      SweepMetaList{{"step_time_s", "s", "step time", false}, {"usd_per_million_tokens", "USD/Mtoken", "cost", false}});
+  const auto priced = [&](int64_t index, double step, double cost) {
+    SweepRow r;
+    r.index = index;
+    r.status = "ok";
+    r.meta = meta;
+    r.values = {step, cost};
+    return r;
+  };
+  std::vector<SweepRow> rows{priced(0, 1.5, std::nan("")), priced(1, 1.0, 2.0), priced(2, 3.0, 0.5), invalid(3)};
+  const std::vector<const SweepRow*> all{&rows[0], &rows[1], &rows[2], &rows[3]};
+  const std::vector<const SweepRow*> ranked = rank_points(grid, all);
+  ASSERT_EQ(ranked.size(), 3u);
+  EXPECT_EQ(ranked[0]->index, 2);
+  EXPECT_EQ(ranked[1]->index, 1);
+  EXPECT_EQ(ranked[2]->index, 0);
+  const std::string text = format_ranking(grid, all);
+  EXPECT_NE(text.find("points ranked by cost per million tokens, those that fit first (best 3 of 3 simulated)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("$0.5000/Mtok"), std::string::npos) << text;
+  EXPECT_NE(text.find("best point that fits: run 2 (cluster.vm_size=\"C\"): 3.000 s, $0.5000/Mtok"),
+            std::string::npos)
+      << text;
+  // The column each objective ranks by.
+  EXPECT_EQ(objective_column(SweepObjective::cost_per_token, true), "job_usd_per_million_tokens");
+  EXPECT_EQ(objective_column(SweepObjective::time_to_train, true), "time_to_train_mean_h");
 }
 
 }  // namespace
