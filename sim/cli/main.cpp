@@ -20,11 +20,13 @@
 #include <malloc.h>
 #endif
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
+#include "sim/cli/progress.hpp"
 #include "sim/output/catalog_table.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/sweep_command.hpp"
@@ -106,7 +108,15 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
   const std::vector<std::string> overrides =
       vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   const sim::Scenario scenario = sim::load_scenario(vm["scenario"].as<std::string>(), overrides, catalog);
-  const sim::RunResult run = sim::run_scenario(scenario, catalog);
+  // A job's Monte Carlo can take seconds: its replications as progress on stderr (nothing for a short one).
+  std::optional<cli::ProgressLine> line;
+  const sim::RunResult run = sim::run_scenario(scenario, catalog, [&line](int64_t done, int64_t planned) {
+    if (!line) {
+      line.emplace("job", "replications", static_cast<size_t>(planned), static_cast<size_t>(planned), 0, true);
+    }
+    line->update(static_cast<size_t>(done));
+  });
+  if (line) line->finish();
   const sim::StepReport& report = run.step;
   // With --format json stdout is one JSON object and the "wrote" lines go to stderr.
   std::ostream& said = json ? std::cerr : std::cout;

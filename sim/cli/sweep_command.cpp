@@ -35,6 +35,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/errors.hpp"
+#include "sim/cli/progress.hpp"
 #include "sim/output/json.hpp"
 #include "sim/run/exit_status.hpp"
 #include "sim/io/scenario.hpp"
@@ -315,41 +316,12 @@ int sweep_main(const std::vector<std::string>& args, SweepRanks& ranks) {
               << todo.size() << "\n";
   }
 
-  const auto start = std::chrono::steady_clock::now();
   const size_t target = s.stop_after >= 0 ? std::min(todo.size(), static_cast<size_t>(s.stop_after)) : todo.size();
   std::vector<const SweepPoint*> todo_points;
   for (const size_t i : todo) todo_points.push_back(s.mine[i]);
   // Progress on stderr (rank 0): a bar redrawn in place on a terminal, else a line every 2 s.
-  const bool tty = ::isatty(2) != 0;
-  const auto seconds_since = [](auto t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  double last_report = 0.0;
-  const auto report = [&](size_t d, bool final_line) {
-    const double elapsed = seconds_since(start);
-    const double rate = elapsed > 0 ? static_cast<double>(d) / elapsed : 0.0;
-    const double eta = rate > 0 ? static_cast<double>(target - d) / rate : 0.0;
-    char line[256];
-    std::snprintf(line, sizeof line, "sweep: %zu/%zu points, %.1f points/s, ETA %.0f s", d + resumed,
-                  s.mine.size(), rate, eta);
-    if (tty) {
-      const int width = 30;
-      const int filled =
-          target == 0 ? width : static_cast<int>(width * static_cast<double>(d) / static_cast<double>(target));
-      std::cerr << "\r[" << std::string(static_cast<size_t>(filled), '#')
-                << std::string(static_cast<size_t>(width - filled), ' ') << "] " << line
-                << (final_line ? "\n" : "") << std::flush;
-    } else {
-      std::cerr << line << "\n";
-    }
-  };
-  const std::function<void(size_t)> progress = [&](size_t d) {
-    const double t = seconds_since(start);
-    if (t - last_report >= (tty ? 0.2 : 2.0)) {
-      report(d, false);
-      last_report = t;
-    }
-  };
+  cli::ProgressLine line("sweep", "points", s.mine.size(), target, resumed);
+  const std::function<void(size_t)> progress = [&line](size_t d) { line.update(d); };
   std::vector<Row> computed;
   if (ranks.size() == 1) {
     SweepRunOptions run_options;
@@ -396,7 +368,7 @@ int sweep_main(const std::vector<std::string>& args, SweepRanks& ranks) {
   // Rank 0: the results file.
   code = attempt("sweep", message, [&] {
     for (size_t k = 0; k < target; ++k) rows[todo[k]] = std::move(computed[k]);
-    if (tty || last_report > 0.0) report(target, true);
+    line.finish();
     if (s.stop_after >= 0 && target < todo.size()) {
       std::cerr << "sweep: stopped after " << target << " new points (--stop-after); rerun with --resume\n";
       return kExitStopped;

@@ -115,6 +115,7 @@ struct Plan {
   /// budget (simulate_replication). JobBudgetExceeded when it runs out.
   int64_t* events_left = nullptr;
   int64_t event_budget = 0;  ///< the budget events_left started from (for the message)
+  const JobProgress* progress = nullptr;  ///< told after each replication, when set
   int64_t steps = 0;
   double step_s = 0;
   int64_t every = 1;       ///< steps per cycle
@@ -440,7 +441,10 @@ class Replication {
 std::vector<JobReplication> run_all(const Plan& plan, int64_t replications, uint64_t seed) {
   std::vector<JobReplication> runs;
   runs.reserve(static_cast<std::size_t>(replications));
-  for (int64_t r = 0; r < replications; ++r) runs.push_back(Replication(plan, seed, r).run());
+  for (int64_t r = 0; r < replications; ++r) {
+    runs.push_back(Replication(plan, seed, r).run());
+    if (plan.progress != nullptr && *plan.progress) (*plan.progress)();
+  }
   return runs;
 }
 
@@ -581,7 +585,7 @@ JobReplication simulate_replication(const JobSpec& job, int64_t checkpoint_every
 namespace {
 
 void simulate_job_runs(const JobSpec& job, const ClosedFormInputs& in, int64_t replications, uint64_t seed,
-                       int64_t event_budget, JobStatistics& s);
+                       int64_t event_budget, const JobProgress& progress, JobStatistics& s);
 
 /// simulate_job's statistics when the job cannot finish: the reason, NaN statistics, no runs.
 void mark_infeasible(JobStatistics& s, std::string reason) {
@@ -601,7 +605,14 @@ void mark_infeasible(JobStatistics& s, std::string reason) {
 
 }  // namespace
 
-JobStatistics simulate_job(const JobSpec& job, int64_t replications, uint64_t seed, int64_t event_budget) {
+int64_t planned_replications(const JobSpec& job, int64_t replications) {
+  const bool search = job.checkpoint.kind == models::CheckpointPolicy::Kind::automatic &&
+                      !std::isinf(closed_form_inputs(job).mtbi.value());
+  return replications * (search ? kGoldenEvaluations + 2 : 1);
+}
+
+JobStatistics simulate_job(const JobSpec& job, int64_t replications, uint64_t seed, int64_t event_budget,
+                           const JobProgress& progress) {
   validate(job);
   if (replications < 1) fail("replications must be >= 1");
   if (event_budget < 1) fail("event_budget must be >= 1");
@@ -620,7 +631,7 @@ JobStatistics simulate_job(const JobSpec& job, int64_t replications, uint64_t se
     return s;
   }
   try {
-    simulate_job_runs(job, in, replications, seed, event_budget, s);
+    simulate_job_runs(job, in, replications, seed, event_budget, progress, s);
   } catch (const JobInfeasible& e) {
     mark_infeasible(s, e.what());
   }
@@ -632,7 +643,7 @@ namespace {
 /// simulate_job after its checks: the runs at the policy's interval (or the "auto" search) and their statistics
 /// into `s`. JobInfeasible when no interval lets the job finish within the horizon.
 void simulate_job_runs(const JobSpec& job, const ClosedFormInputs& in, int64_t replications, uint64_t seed,
-                       int64_t event_budget, JobStatistics& s) {
+                       int64_t event_budget, const JobProgress& progress, JobStatistics& s) {
   // The durations' horizon checks first (a checkpoint write or a recovery longer than the horizon), so that the
   // verdict names them rather than the closed form's "interruptions too frequent".
   check_durations(job);
@@ -660,6 +671,7 @@ void simulate_job_runs(const JobSpec& job, const ClosedFormInputs& in, int64_t r
     Plan plan = make_plan(job, every);
     plan.events_left = &events_left;
     plan.event_budget = event_budget;
+    plan.progress = &progress;
     s.runs = run_all(plan, replications, seed);
   } else {
     // Golden-section search on x = log(interval), candidates rounded to whole steps and memoised; every
@@ -682,7 +694,7 @@ void simulate_job_runs(const JobSpec& job, const ClosedFormInputs& in, int64_t r
         Plan plan = make_plan(job, k);
         plan.events_left = &events_left;
         plan.event_budget = event_budget;
-    plan.event_budget = event_budget;
+        plan.progress = &progress;
         std::vector<JobReplication> runs = run_all(plan, replications, seed);
         mean = mean_wall(runs);
         if (mean < best_mean || (mean == best_mean && k < best_every)) {

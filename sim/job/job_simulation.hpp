@@ -38,6 +38,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -111,6 +112,9 @@ struct JobStatistics {
   std::vector<JobReplication> runs;     ///< every replication, in index order
 };
 
+/// Told after each finished job replication (a progress display; see simulate_job).
+using JobProgress = std::function<void()>;
+
 /// Runs `replications` replications of `job` with seeds derived from `seed`. A checkpoint policy of kind
 /// automatic searches the interval that minimises the mean wall time: golden-section search on log(interval)
 /// over whole steps, 25 evaluations, every candidate with the same seeds (common random numbers), plus Young's
@@ -129,8 +133,14 @@ struct JobStatistics {
 /// interval allows; checked against the closed form first, then by the run) is a verdict: feasible = false and
 /// the reason, not an exception.
 /// Cost: O(replications x (checkpoints + interruptions) x log) time, O(replications) memory; x 27 for "auto".
+/// `progress`, when set, is called after every replication (of every interval the "auto" search tries), on the
+/// calling thread.
 JobStatistics simulate_job(const models::JobSpec& job, int64_t replications, uint64_t seed,
-                           int64_t event_budget);
+                           int64_t event_budget, const JobProgress& progress = {});
+
+/// The replications simulate_job runs at most for `replications`: replications, times the intervals the "auto"
+/// checkpoint search may try (27) when the job is interrupted at all. A progress bar's total.
+int64_t planned_replications(const models::JobSpec& job, int64_t replications);
 
 /// The default event budget of simulate_job: about ten seconds of one core (the engine runs some 20 million job
 /// events a second).

@@ -44,7 +44,8 @@ StepReport simulate_step(const Scenario& scenario, const models::Catalog& catalo
 
 }  // namespace
 
-RunResult run_scenario(const Scenario& scenario, const models::Catalog& catalog, StepSimulator& simulator) {
+RunResult run_scenario(const Scenario& scenario, const models::Catalog& catalog, StepSimulator& simulator,
+                       const RunProgress& progress) {
   const models::VmSize& vm = catalog.vm_size(scenario.cluster.vm_size);
   const models::DeviceSpec& device = catalog.device(vm.device);
   RunResult run{simulate_step(scenario, catalog, simulator, vm, device), std::nullopt, std::nullopt, std::nullopt};
@@ -55,11 +56,18 @@ RunResult run_scenario(const Scenario& scenario, const models::Catalog& catalog,
   }
   if (scenario.job) {
     const models::JobSpec spec = job_spec_of(scenario, run.step);
+    const int64_t replications = scenario.job->replications;
+    int64_t done = 0;
+    const int64_t planned =
+        planned_replications(spec, replications) +
+        (scenario.job->spot ? planned_replications(on_demand_counterpart(spec), replications) : 0);
+    JobProgress tick;
+    if (progress) tick = [&] { progress(++done, planned); };
     try {
-      run.job = simulate_job(spec, scenario.job->replications, scenario.simulation.seed);
+      run.job = simulate_job(spec, replications, scenario.simulation.seed, kJobEventBudget, tick);
       if (scenario.job->spot) {
-        run.on_demand =
-            simulate_job(on_demand_counterpart(spec), scenario.job->replications, scenario.simulation.seed);
+        run.on_demand = simulate_job(on_demand_counterpart(spec), replications, scenario.simulation.seed,
+                                     kJobEventBudget, tick);
       }
     } catch (const JobBudgetExceeded& e) {
       const Scenario::Location& at = scenario.locations.at("job.replications");
@@ -70,9 +78,9 @@ RunResult run_scenario(const Scenario& scenario, const models::Catalog& catalog,
   return run;
 }
 
-RunResult run_scenario(const Scenario& scenario, const models::Catalog& catalog) {
+RunResult run_scenario(const Scenario& scenario, const models::Catalog& catalog, const RunProgress& progress) {
   StepSimulator simulator;
-  return run_scenario(scenario, catalog, simulator);
+  return run_scenario(scenario, catalog, simulator, progress);
 }
 
 std::vector<SummaryColumn> run_summary_columns(const Scenario& scenario, const RunResult& run) {

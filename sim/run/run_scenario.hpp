@@ -4,6 +4,7 @@
 // same job on demand) and the row of /summary columns it yields cannot differ between the commands.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct RunResult {
   [[nodiscard]] const JobStatistics* on_demand_job() const { return on_demand ? &*on_demand : nullptr; }
 };
 
+/// Told during a run's job Monte Carlo: replications finished, and the most that may run (a progress display).
+using RunProgress = std::function<void(int64_t replications_done, int64_t replications_planned)>;
+
 /// The spot job's on-demand counterpart: the same work, checkpoints and failures, without evictions (no spot,
 /// no eviction trace) and at the pay-as-you-go price (spot_discount 0). The comparison the report prints.
 models::JobSpec on_demand_counterpart(const models::JobSpec& spot);
@@ -39,9 +43,12 @@ models::JobSpec on_demand_counterpart(const models::JobSpec& spot);
 /// multi-zone cluster, and the job (and on-demand job for spot) with the scenario's replications and seed.
 /// Errors: as StepSimulator::simulate (std::invalid_argument for an inconsistent layout, std::out_of_range for a
 /// precision the device lacks), models::CatalogError for an unknown VM size, and simulate_job's errors.
-RunResult run_scenario(const Scenario& scenario, const models::Catalog& catalog, StepSimulator& simulator);
+/// `progress`, when set, is told after each job replication how many have finished and how many are planned at
+/// most (planned_replications, twice for spot: the on-demand job too).
+RunResult run_scenario(const Scenario& scenario, const models::Catalog& catalog, StepSimulator& simulator,
+                       const RunProgress& progress = {});
 /// As above with a private StepSimulator (trace spans recorded).
-RunResult run_scenario(const Scenario& scenario, const models::Catalog& catalog);
+RunResult run_scenario(const Scenario& scenario, const models::Catalog& catalog, const RunProgress& progress = {});
 
 /// The run's row of /summary columns (docs/hdf5-schema.md): the step's columns (with the cross-zone penalty
 /// when the one-zone reference was run), then the job's when there is one.

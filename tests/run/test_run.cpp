@@ -97,6 +97,30 @@ TEST(RunScenario, SpotJobIsComparedWithTheSameJobOnDemand) {
   for (size_t i = 0; i < job.size(); ++i) EXPECT_EQ(columns[step.size() + i].name, job[i].name);
 }
 
+TEST(RunScenario, ProgressCountsEveryReplicationOfBothJobsAndChangesNothing) {
+  // A spot job and its on-demand counterpart, each with the "auto" checkpoint search: the callback is told
+  // 1, 2, 3, ... with the same bound each time, ends within the bound, and the results equal a run without it.
+  const Scenario sc = load_scenario(kScenarios / "gpt3-175b-h100-spot-5pct.toml", {"job.replications=20"}, catalog());
+  std::vector<int64_t> seen;
+  int64_t bound = -1;
+  bool same_bound = true;
+  const RunResult run = run_scenario(sc, catalog(), [&](int64_t done, int64_t planned) {
+    seen.push_back(done);
+    if (bound >= 0 && planned != bound) same_bound = false;
+    bound = planned;
+  });
+  ASSERT_FALSE(seen.empty());
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], static_cast<int64_t>(i) + 1);
+  EXPECT_TRUE(same_bound);
+  const models::JobSpec spot = job_spec_of(sc, run.step);
+  EXPECT_EQ(bound, planned_replications(spot, 20) + planned_replications(on_demand_counterpart(spot), 20));
+  EXPECT_LE(seen.back(), bound);
+  EXPECT_GE(seen.back(), 2 * 20);  // at least one interval of each job
+  const RunResult quiet = run_scenario(sc, catalog());
+  EXPECT_EQ(run.job->mean_hours, quiet.job->mean_hours);
+  EXPECT_EQ(run.on_demand->mean_cost_usd, quiet.on_demand->mean_cost_usd);
+}
+
 TEST(RunScenario, SharedSimulatorGivesTheSameResultAsAPrivateOne) {
   const Scenario sc = load_scenario(kScenarios / "gpt3-175b-h100-two-zones.toml", {}, catalog());
   StepSimulator simulator;
