@@ -40,11 +40,13 @@ const std::map<std::string, std::set<std::string>> kAllowed{
     {"io", {"core", "models"}},
     {"step", {"core", "models", "engine", "io"}},
     {"job", {"core", "models", "engine", "io", "step"}},
-    {"output", {"core", "base", "models", "engine", "io", "step", "job"}},
-    {"run", {"core", "base", "models", "engine", "io", "step", "job", "output"}},
-    {"sweep", {"core", "base", "models", "engine", "io", "step", "job", "output", "run"}},
-    {"validation", {"core", "base", "models", "engine", "io", "step", "job", "output"}},
-    {"cli", {"core", "base", "models", "engine", "io", "step", "job", "output", "run", "sweep", "validation"}},
+    {"serving", {"core", "models", "engine"}},
+    {"output", {"core", "base", "models", "engine", "io", "step", "job", "serving"}},
+    {"run", {"core", "base", "models", "engine", "io", "step", "job", "serving", "output"}},
+    {"sweep", {"core", "base", "models", "engine", "io", "step", "job", "serving", "output", "run"}},
+    {"validation", {"core", "base", "models", "engine", "io", "step", "job", "serving", "output"}},
+    {"cli", {"core", "base", "models", "engine", "io", "step", "job", "serving", "output", "run", "sweep",
+             "validation"}},
 };
 
 TEST(Layering, NoSourceIncludesALayerAboveIt) {

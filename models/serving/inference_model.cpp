@@ -1,0 +1,179 @@
+#include "models/serving/inference_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace clustersim::models {
+namespace {
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("inference model: " + what);
+}
+
+/// The device at its microbenchmark rates: inference kernels are not a training step.
+DeviceSpec at_microbenchmark_rates(DeviceSpec d) {
+  d.training_matmul_fraction = 1.0;
+  d.training_memory_fraction = 1.0;
+  return d;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Rows up to which a GEMM counts as skinny (decode batches): cuBLAS's heuristics and the serving engines'
+/// own kernels (split-K, GEMV) run such shapes at the roofline, without the 128-row tile's padding or its
+/// waves (NVIDIA cuBLAS documentation, cublasLtMatmulAlgoGetHeuristic; TensorRT-LLM's and vLLM's GEMV paths).
+constexpr int64_t kSkinnyRows = 64;
+
+}  // namespace
+
+double prefill_attention_pairs(int64_t cached, int64_t chunk) {
+  const double c = static_cast<double>(chunk);
+  return c * static_cast<double>(cached) + c * (c + 1.0) / 2.0;
+}
+
+InferenceModel::InferenceModel(const ModelConfig& model, ServingNumerics numerics, int64_t tensor,
+                               const DeviceSpec& device, double device_share, AllReduceTime all_reduce,
+                               EngineOverhead overhead)
+    : model_(model),
+      numerics_(numerics),
+      tensor_(tensor),
+      device_(at_microbenchmark_rates(device)),
+      compute_(device_, device_share),
+      all_reduce_(std::move(all_reduce)),
+      overhead_(overhead),
+      memory_capacity_(device.memory_capacity * device_share),
+      attention_kernel_(device.flash_attention_3 ? AttentionKernel::flash3 : AttentionKernel::flash2) {
+  require(!model.moe() && !model.multi_latent_attention,
+          "mixture-of-experts and multi-latent-attention models are not modelled for serving yet");
+  require(model.num_layers >= 1 && model.hidden_size >= 1 && model.num_attention_heads >= 1 &&
+              model.vocab_size >= 1,
+          "layers, width, heads and vocabulary must be positive");
+  require(tensor >= 1, "tensor must be >= 1, got " + std::to_string(tensor));
+  require(model.num_attention_heads % tensor == 0, "tensor " + std::to_string(tensor) + " does not divide the " +
+                                                       std::to_string(model.num_attention_heads) + " heads");
+  const int64_t g = model.kv_heads();
+  require(g % tensor == 0 || tensor % g == 0,
+          "tensor " + std::to_string(tensor) + " neither divides nor is a multiple of the " + std::to_string(g) +
+              " key/value heads");
+  require(model.ffn() % tensor == 0, "tensor does not divide the MLP width " + std::to_string(model.ffn()));
+  require(numerics.weight_bytes > 0 && numerics.kv_bytes > 0, "weight and KV bytes must be positive");
+  require(tensor == 1 || static_cast<bool>(all_reduce_), "tensor > 1 needs an all-reduce time");
+  (void)compute_.peak(numerics.math);  // std::out_of_range when the device lacks the precision
+}
+
+IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
+  require(b.prefill_tokens >= 0 && b.decode_sequences >= 0 && b.decode_kv_tokens >= 0 &&
+              b.sampled_sequences >= 0 && b.prefill_attention_pairs >= 0,
+          "negative batch counts");
+  const int64_t tokens = b.prefill_tokens + b.decode_sequences;
+  require(tokens >= 1, "an iteration needs at least one token");
+  const ModelConfig& m = model_;
+  const int64_t t = tensor_;
+  const int64_t h = m.hidden_size, a = m.num_attention_heads, d = m.head_dim(), f = m.ffn();
+  const int64_t kv_heads_per_gpu = ceil_div(m.kv_heads(), t);
+  const double wb = numerics_.weight_bytes;
+  const Precision p = numerics_.math;
+  constexpr double kActivationBytes = 2.0;  // bf16 activations
+  // A GEMM [rows, n, k]: the tiled model, or for skinny shapes the roofline of its weights, activations and
+  // output (the faster kernel wins, as cuBLAS's heuristic picks).
+  const auto gemm_time = [&](int64_t rows, int64_t n, int64_t k) {
+    const units::Seconds tiled = compute_.gemm_time({rows, n, k}, p, wb);
+    if (rows > kSkinnyRows) return tiled;
+    const double r = static_cast<double>(rows), nn = static_cast<double>(n), kk = static_cast<double>(k);
+    const units::Bytes bytes(wb * kk * nn + kActivationBytes * (r * kk + r * nn));
+    const units::Seconds roofline =
+        std::max(units::Seconds(2.0 * r * nn * kk / compute_.measured_matmul(p).value()),
+                 units::Seconds(bytes.value() / compute_.achievable_memory_bandwidth().value())) +
+        ComputeModel::kKernelOverhead;
+    return std::min(tiled, roofline);
+  };
+
+  IterationTime it;
+  // One layer; every layer is alike.
+  units::Seconds gemm = gemm_time(tokens, (a / t + 2 * kv_heads_per_gpu) * d, h) +
+                        gemm_time(tokens, h, a / t * d) + gemm_time(tokens, (m.gated_mlp ? 2 : 1) * f / t, h) +
+                        gemm_time(tokens, h, f / t);
+  units::Seconds attention{0.0};
+  if (b.prefill_tokens > 0) {
+    const units::Flops flops(4.0 * b.prefill_attention_pairs * static_cast<double>(d) *
+                             static_cast<double>(a / t));
+    attention += compute_.attention_time(flops, Precision::bf16, attention_kernel_);
+  }
+  if (b.decode_sequences > 0) {
+    // PagedAttention reads each sequence's K and V once (and writes the new token's).
+    const double bytes = 2.0 * static_cast<double>(b.decode_kv_tokens + b.decode_sequences) *
+                         static_cast<double>(kv_heads_per_gpu * d) * numerics_.kv_bytes;
+    attention += compute_.memory_time(units::Bytes(bytes));
+  }
+  // Element-wise kernels, bytes per token: two norms (read, write h), two residual adds (read 2h, write h),
+  // RoPE on q and k (read, write), the activation (gated: read 2f / t, write f / t; else read and write f / t).
+  const double T = static_cast<double>(tokens);
+  const double width = static_cast<double>(h);
+  const double qk = static_cast<double>((a / t + kv_heads_per_gpu) * d);
+  const double act = static_cast<double>(f / t) * (m.gated_mlp ? 3.0 : 2.0);
+  units::Seconds element = compute_.memory_time(units::Bytes(T * kActivationBytes * 4.0 * width)) +
+                           compute_.memory_time(units::Bytes(T * kActivationBytes * 6.0 * width)) +
+                           compute_.memory_time(units::Bytes(T * kActivationBytes * 2.0 * qk)) +
+                           compute_.memory_time(units::Bytes(T * kActivationBytes * act));
+  units::Seconds comm{0.0};
+  if (t > 1) comm = 2.0 * all_reduce_(units::Bytes(T * kActivationBytes * width));
+
+  const double layers = static_cast<double>(m.num_layers);
+  it.gemm = layers * gemm;
+  it.attention = layers * attention;
+  it.memory_bound = layers * element;
+  it.communication = layers * comm;
+  // The LM head over the sequences that sample, the logits gathered from the tensor-parallel ranks and the
+  // sampler reading them (fp32).
+  const int64_t sampled = std::max<int64_t>(b.sampled_sequences, 0);
+  if (sampled > 0) {
+    it.gemm += gemm_time(sampled, m.vocab_size / t + (m.vocab_size % t != 0 ? 1 : 0), h);
+    const double logits = static_cast<double>(sampled) * static_cast<double>(m.vocab_size) * 4.0;
+    it.memory_bound += compute_.memory_time(units::Bytes(logits));
+    if (t > 1) it.communication += all_reduce_(units::Bytes(logits / static_cast<double>(t)));
+  }
+  it.overhead = overhead_.fixed +
+                overhead_.per_sequence * static_cast<double>(b.decode_sequences + std::max<int64_t>(sampled, 0));
+  return it;
+}
+
+units::Bytes InferenceModel::weight_bytes_per_gpu() const {
+  const ModelConfig& m = model_;
+  const double h = static_cast<double>(m.hidden_size), d = static_cast<double>(m.head_dim());
+  const double a = static_cast<double>(m.num_attention_heads), g = static_cast<double>(m.kv_heads());
+  const double f = static_cast<double>(m.ffn());
+  const double attention = h * (a + 2.0 * g) * d + a * d * h;
+  const double mlp = (m.gated_mlp ? 3.0 : 2.0) * h * f;
+  const double per_layer = (attention + mlp) / static_cast<double>(tensor_) + 2.0 * h;  // norms replicated
+  const double embeddings = static_cast<double>(m.vocab_size) * h * (m.tie_embeddings ? 1.0 : 2.0) /
+                            static_cast<double>(tensor_);
+  return units::Bytes((static_cast<double>(m.num_layers) * per_layer + embeddings) * numerics_.weight_bytes);
+}
+
+units::Bytes InferenceModel::kv_bytes_per_token_per_gpu() const {
+  return units::Bytes(2.0 * static_cast<double>(model_.num_layers) *
+                      static_cast<double>(ceil_div(model_.kv_heads(), tensor_) * model_.head_dim()) *
+                      numerics_.kv_bytes);
+}
+
+int64_t InferenceModel::kv_cache_tokens(double memory_utilization, int64_t max_batched_tokens,
+                                        int64_t block_size) const {
+  require(memory_utilization > 0 && memory_utilization <= 1, "memory utilization must be in (0, 1]");
+  require(max_batched_tokens >= 1 && block_size >= 1, "batched tokens and block size must be positive");
+  // The profile run's activations: one forward pass of max_batched_tokens holds a layer's widest tensors, the
+  // MLP's (gated: 2f / t) and the QKV output, in bf16, plus the fp32 logits of as many sequences.
+  const ModelConfig& m = model_;
+  const double T = static_cast<double>(max_batched_tokens);
+  const double widest = static_cast<double>((m.gated_mlp ? 3 : 2) * m.ffn() / tensor_ + 4 * m.hidden_size);
+  const double activations = T * widest * 2.0 + T * static_cast<double>(m.vocab_size) / static_cast<double>(tensor_) * 4.0;
+  const double free = memory_utilization * memory_capacity_.value() - weight_bytes_per_gpu().value() -
+                      activations - kNonTorchReserve.value();
+  if (!(free > 0)) return 0;
+  const auto tokens = static_cast<int64_t>(std::floor(free / kv_bytes_per_token_per_gpu().value()));
+  return tokens / block_size * block_size;
+}
+
+}  // namespace clustersim::models

@@ -1,0 +1,123 @@
+// The time of one LLM inference iteration on one replica (issue 15): a continuous-batching engine (vLLM,
+// TensorRT-LLM) runs one forward pass per iteration over the tokens of that iteration's batch, prefill chunks
+// and one token of each decoding sequence together, and every sequence that completes its prompt or decodes
+// samples one token. Dense decoder-only transformers (GPT, Llama); tensor parallelism inside one replica.
+//
+// Per layer, with T = prefill tokens + decoding sequences, h the width, a heads, g key/value heads, d the head
+// dimension, f the MLP width and t the tensor-parallel size (Megatron's split, Shoeybi et al. 2019):
+//   GEMMs       QKV [T, (a + 2g) d / t, h], output [T, h, a d / t], MLP [T, 2f / t (gated) or f / t, h] and
+//               [T, h, f / t] through ComputeModel::gemm_time: the roofline makes decoding (small T) memory-bound
+//               on the weights and prefill compute-bound, with wave and tile quantisation;
+//   attention   prefill: FlashAttention over the chunk's causal (query, key) pairs, 4 d flops per pair and
+//               head (QK^T and PV); decode: memory-bound, each sequence's K and V read once
+//               (PagedAttention, Kwon et al. SOSP 2023), g / t heads of d at the KV precision;
+//   element-wise two RMSNorm/LayerNorms, two residual adds, RoPE on q and k, the activation: memory-bound
+//               on their reads and writes;
+//   TP comm     two all-reduces of T x h activations (bf16) per layer when t > 1 (Megatron);
+// plus the LM head for the sampled sequences [S, V / t, h] and its logits gathered, and a per-iteration engine
+// overhead (scheduling, input preparation, sampling, output processing on the CPU) of a + b x sequences:
+// vLLM's iteration overhead is a large share of a decode step (Srivatsa et al., "Is the GPU half-empty or
+// half-full? Practical scheduling overheads in LLM serving", WukLab 2024: over half of the time at small
+// models), an assumption until serving benchmarks calibrate it.
+//
+// The kernels run at the device's microbenchmark rates (achievable matmul and stream triad, not the training
+// fractions, which describe training steps).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "models/compute/compute_model.hpp"
+#include "models/hardware/catalog.hpp"
+#include "models/precision.hpp"
+#include "models/units.hpp"
+#include "models/workload/model_config.hpp"
+
+namespace clustersim::models {
+
+/// Numerics of a served model: the GEMMs' math precision and the bytes of a weight and of a KV-cache element.
+/// bf16: bf16 / 2 / 2; fp8 (W8A8, Transformer Engine / vLLM fp8): fp8 / 1; int8 weight-only (W8A16): bf16
+/// math with 1-byte weights; kv_bytes 1 for an fp8 KV cache (vLLM --kv-cache-dtype fp8).
+struct ServingNumerics {
+  Precision math = Precision::bf16;
+  double weight_bytes = 2.0;
+  double kv_bytes = 2.0;
+};
+
+/// One iteration's batch on one replica.
+struct IterationBatch {
+  int64_t prefill_tokens = 0;          ///< prompt tokens computed this iteration (sum over the chunks)
+  double prefill_attention_pairs = 0;  ///< sum over the chunks of their causal (query, key) pairs
+  int64_t decode_sequences = 0;        ///< sequences generating one token
+  int64_t decode_kv_tokens = 0;        ///< sum of the decoding sequences' cached tokens (keys read)
+  int64_t sampled_sequences = 0;       ///< sequences that sample a token (decodes + prompts completed)
+};
+
+/// The causal (query, key) pairs of a prefill chunk of `chunk` tokens after `cached` tokens: each new token
+/// attends to the cached ones and to itself and the earlier new ones, chunk x cached + chunk (chunk + 1) / 2.
+double prefill_attention_pairs(int64_t cached, int64_t chunk);
+
+/// Where an iteration's time goes, s.
+struct IterationTime {
+  units::Seconds gemm;           ///< the layers' GEMMs and the LM head
+  units::Seconds attention;      ///< prefill FlashAttention and decode PagedAttention
+  units::Seconds memory_bound;   ///< norms, residual adds, RoPE, activation, sampling
+  units::Seconds communication;  ///< tensor-parallel all-reduces and the logits gather
+  units::Seconds overhead;       ///< the engine's CPU work per iteration
+  [[nodiscard]] units::Seconds total() const { return gemm + attention + memory_bound + communication + overhead; }
+};
+
+/// Per-iteration CPU work of the engine: fixed + per_sequence x the batch's sequences.
+struct EngineOverhead {
+  units::Seconds fixed = units::milliseconds(1.0);
+  units::Seconds per_sequence = units::microseconds(10.0);
+};
+
+/// Time of an all-reduce of the given bytes over the replica's tensor-parallel GPUs (zero when t = 1).
+using AllReduceTime = std::function<units::Seconds(units::Bytes)>;
+
+class InferenceModel {
+ public:
+  /// Throws std::invalid_argument for an MoE or multi-latent-attention model (not modelled yet), tensor < 1 or
+  /// not dividing the heads, the key/value heads (or being a multiple of them) and the MLP width, non-positive
+  /// byte widths, a missing all_reduce with tensor > 1; std::out_of_range when the device lacks `math`.
+  InferenceModel(const ModelConfig& model, ServingNumerics numerics, int64_t tensor, const DeviceSpec& device,
+                 double device_share, AllReduceTime all_reduce, EngineOverhead overhead);
+
+  /// The time of one iteration of `batch` (at least one token). Throws std::invalid_argument on negative counts
+  /// or an empty batch.
+  [[nodiscard]] IterationTime iteration_time(const IterationBatch& batch) const;
+
+  /// Weights held by one GPU: the layers' and the embedding and LM head (untied: both) split t ways, B.
+  [[nodiscard]] units::Bytes weight_bytes_per_gpu() const;
+  /// KV-cache bytes one token takes on one GPU: 2 (K and V) x layers x ceil(g / t) x d x kv_bytes.
+  [[nodiscard]] units::Bytes kv_bytes_per_token_per_gpu() const;
+  /// Tokens of KV cache one replica holds (vLLM's profile: memory_utilization x capacity, less the weights,
+  /// the activations of a forward pass of max_batched_tokens and the non-torch reserve), rounded down to whole
+  /// blocks of `block_size`; 0 when the weights leave no room.
+  [[nodiscard]] int64_t kv_cache_tokens(double memory_utilization, int64_t max_batched_tokens,
+                                        int64_t block_size) const;
+
+  [[nodiscard]] int64_t tensor() const { return tensor_; }
+  [[nodiscard]] const ModelConfig& model() const { return model_; }
+
+  InferenceModel(const InferenceModel&) = delete;  // compute_ points into device_
+  InferenceModel& operator=(const InferenceModel&) = delete;
+
+  /// CUDA context, NCCL buffers and the allocator's slack that vLLM's memory profile counts as non-torch
+  /// memory, per GPU: 1.5 GiB, an assumption (vLLM logs report 0.5-2 GiB on H100).
+  static constexpr units::Bytes kNonTorchReserve = units::gib(1.5);
+
+ private:
+  ModelConfig model_;
+  ServingNumerics numerics_;
+  int64_t tensor_;
+  DeviceSpec device_;     ///< at its microbenchmark rates; compute_ points to it (declared before it)
+  ComputeModel compute_;
+  AllReduceTime all_reduce_;
+  EngineOverhead overhead_;
+  units::Bytes memory_capacity_;
+  AttentionKernel attention_kernel_;
+};
+
+}  // namespace clustersim::models

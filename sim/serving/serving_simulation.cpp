@@ -1,0 +1,318 @@
+#include "sim/serving/serving_simulation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "sim/engine/simulator.hpp"
+
+namespace clustersim::sim {
+namespace {
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("simulate_serving: " + what);
+}
+
+int64_t blocks_for(int64_t tokens, int64_t block_size) { return (tokens + block_size - 1) / block_size; }
+
+/// Event priority of an idle engine's start: after the arrivals (priority 0) of the same instant.
+constexpr Priority kAfterArrivals = 1;
+
+/// A request inside a replica.
+struct Sequence {
+  int64_t index = 0;       ///< into the request list
+  int64_t prompt = 0;      ///< tokens to compute before sampling (the prompt; after a preemption, also the
+                           ///< tokens it had generated)
+  int64_t computed = 0;    ///< of them in the KV cache
+  int64_t generated = 0;   ///< output tokens sampled so far
+  int64_t output = 0;      ///< output tokens wanted
+  int64_t blocks = 0;      ///< KV blocks held
+  [[nodiscard]] bool prefilling() const { return computed < prompt; }
+  /// Tokens in the KV cache once the next decode has written its token.
+  [[nodiscard]] int64_t cached() const { return computed; }
+};
+
+/// What one iteration does to one sequence.
+struct Work {
+  Sequence* seq;
+  int64_t chunk;  ///< prompt tokens computed (0: a decode)
+};
+
+class Fleet;
+
+class Replica {
+ public:
+  Replica(Fleet& fleet, int64_t id, int64_t total_blocks) : fleet_(fleet), id_(id), total_blocks_(total_blocks) {}
+  void enqueue(Sequence* s);
+  [[nodiscard]] int64_t outstanding() const { return static_cast<int64_t>(waiting_.size() + running_.size()); }
+  [[nodiscard]] int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
+  [[nodiscard]] int64_t running() const { return static_cast<int64_t>(running_.size()); }
+  [[nodiscard]] int64_t used_blocks() const { return used_blocks_; }
+  [[nodiscard]] int64_t total_blocks() const { return total_blocks_; }
+
+ private:
+  void start_iteration();
+  void finish_iteration();
+  bool grow(Sequence& s, int64_t tokens);
+  void free(Sequence& s);
+  void preempt_last();
+
+  Fleet& fleet_;
+  int64_t id_;
+  int64_t total_blocks_;
+  int64_t used_blocks_ = 0;
+  bool busy_ = false;
+  std::deque<Sequence*> waiting_;
+  std::vector<Sequence*> running_;  ///< in admission order
+  std::vector<Work> batch_;
+  double started_s_ = 0.0;
+};
+
+class Fleet {
+ public:
+  Fleet(const ServingSetup& setup, const std::vector<ServingRequest>& requests, ServingResult& result)
+      : setup_(setup), requests_(requests), result_(result), sequences_(requests.size()) {
+    const int64_t blocks = setup.kv_cache_tokens / setup.policy.block_size;
+    replicas_.reserve(static_cast<size_t>(setup.replicas));  // replicas capture `this` in their events
+    for (int64_t r = 0; r < setup.replicas; ++r) replicas_.emplace_back(*this, r, blocks);
+  }
+
+  void run() {
+    for (size_t i = 0; i < requests_.size(); ++i) {
+      const ServingRequest& q = requests_[i];
+      RequestOutcome& o = result_.requests[i];
+      o.arrival_s = q.arrival_s;
+      o.prompt_tokens = q.prompt_tokens;
+      o.output_tokens = q.output_tokens;
+      o.first_token_s = o.finish_s = std::numeric_limits<double>::quiet_NaN();
+      sim_.schedule(Time::from_seconds(units::Seconds(q.arrival_s)), [this, i] { arrive(static_cast<int64_t>(i)); });
+    }
+    sample();
+    sim_.run();
+    result_.fingerprint = sim_.fingerprint();
+  }
+
+  void arrive(int64_t i) {
+    const ServingRequest& q = requests_[static_cast<size_t>(i)];
+    Sequence& s = sequences_[static_cast<size_t>(i)];
+    s.index = i;
+    s.prompt = q.prompt_tokens;
+    s.output = q.output_tokens;
+    ++unfinished_;
+    // A request that can never fit one replica's KV cache (its whole context) is rejected on arrival.
+    if (blocks_for(q.prompt_tokens + q.output_tokens, setup_.policy.block_size) > replicas_.front().total_blocks()) {
+      result_.requests[static_cast<size_t>(i)].rejected = true;
+      --unfinished_;
+      return;
+    }
+    Replica* target = nullptr;
+    if (setup_.routing == Routing::round_robin) {
+      target = &replicas_[static_cast<size_t>(next_replica_)];
+      next_replica_ = (next_replica_ + 1) % setup_.replicas;
+    } else {
+      for (Replica& r : replicas_) {
+        if (target == nullptr || r.outstanding() < target->outstanding()) target = &r;
+      }
+    }
+    result_.requests[static_cast<size_t>(i)].replica = static_cast<int64_t>(target - replicas_.data());
+    target->enqueue(&s);
+  }
+
+  void sample() {
+    ServingSample x;
+    x.time_s = now_s();
+    int64_t used = 0, total = 0;
+    for (const Replica& r : replicas_) {
+      x.waiting += r.waiting();
+      x.running += r.running();
+      used += r.used_blocks();
+      total += r.total_blocks();
+    }
+    x.kv_occupancy = total > 0 ? static_cast<double>(used) / static_cast<double>(total) : 0.0;
+    result_.samples.push_back(x);
+    // Sample while work remains: requests still to arrive or unfinished.
+    if (arrived_all() && unfinished_ == 0) return;
+    sim_.schedule_in(Time::from_seconds(units::Seconds(setup_.sample_interval_s)), [this] { sample(); });
+  }
+
+  [[nodiscard]] bool arrived_all() const {
+    return requests_.empty() || now_s() >= requests_.back().arrival_s;
+  }
+  [[nodiscard]] double now_s() const { return sim_.now().to_seconds().value(); }
+  Simulator& simulator() { return sim_; }
+  const ServingSetup& setup() const { return setup_; }
+  RequestOutcome& outcome(const Sequence& s) { return result_.requests[static_cast<size_t>(s.index)]; }
+  ServingResult& result() { return result_; }
+  void finished() {
+    --unfinished_;
+    result_.makespan_s = std::max(result_.makespan_s, now_s());
+  }
+
+ private:
+  const ServingSetup& setup_;
+  const std::vector<ServingRequest>& requests_;
+  ServingResult& result_;
+  std::vector<Sequence> sequences_;
+  std::vector<Replica> replicas_;
+  Simulator sim_;
+  int64_t next_replica_ = 0;
+  int64_t unfinished_ = 0;
+};
+
+void Replica::enqueue(Sequence* s) {
+  waiting_.push_back(s);
+  // An idle engine starts its next iteration once every arrival of this instant is queued (a later priority
+  // at the same time), as a real engine's loop picks up all requests waiting at the start of its step.
+  if (!busy_) {
+    busy_ = true;
+    fleet_.simulator().schedule(fleet_.simulator().now(), [this] { start_iteration(); }, kAfterArrivals);
+  }
+}
+
+bool Replica::grow(Sequence& s, int64_t tokens) {
+  const int64_t need = blocks_for(tokens, fleet_.setup().policy.block_size) - s.blocks;
+  if (need <= 0) return true;
+  if (used_blocks_ + need > total_blocks_) return false;
+  used_blocks_ += need;
+  s.blocks += need;
+  return true;
+}
+
+void Replica::free(Sequence& s) {
+  used_blocks_ -= s.blocks;
+  s.blocks = 0;
+}
+
+void Replica::preempt_last() {
+  Sequence* victim = running_.back();
+  running_.pop_back();
+  free(*victim);
+  // Recompute: the prompt and the tokens generated so far are prefilled again.
+  victim->prompt = fleet_.outcome(*victim).prompt_tokens + victim->generated;
+  victim->computed = 0;
+  ++fleet_.outcome(*victim).preemptions;
+  waiting_.push_front(victim);
+}
+
+void Replica::start_iteration() {
+  const EnginePolicy& policy = fleet_.setup().policy;
+  batch_.clear();
+  int64_t budget = policy.max_num_batched_tokens;
+  // 1. Decodes, oldest first; preempt the newest when the cache is full.
+  for (size_t k = 0; k < running_.size() && budget > 0; ++k) {
+    Sequence* s = running_[k];
+    if (s->prefilling()) continue;
+    while (!grow(*s, s->computed + 1)) {
+      if (running_.back() == s) {  // s itself is the newest: it waits
+        preempt_last();
+        s = nullptr;
+        break;
+      }
+      preempt_last();
+    }
+    if (s == nullptr) break;
+    batch_.push_back({s, 0});
+    --budget;
+  }
+  // 2. Prompts in progress.
+  for (Sequence* s : running_) {
+    if (budget <= 0) break;
+    if (!s->prefilling()) continue;
+    const int64_t chunk = std::min(s->prompt - s->computed, budget);
+    batch_.push_back({s, chunk});
+    budget -= chunk;
+  }
+  // 3. Admission, first come first served.
+  while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(running_.size()) < policy.max_num_seqs) {
+    Sequence* s = waiting_.front();
+    const int64_t left = s->prompt - s->computed;
+    if (!policy.chunked_prefill && left > budget) break;
+    if (!grow(*s, s->prompt + 1)) break;
+    waiting_.pop_front();
+    running_.push_back(s);
+    const int64_t chunk = std::min(left, budget);
+    batch_.push_back({s, chunk});
+    budget -= chunk;
+  }
+  if (batch_.empty()) {
+    busy_ = false;
+    return;
+  }
+  models::IterationBatch b;
+  for (const Work& w : batch_) {
+    if (w.chunk > 0) {
+      b.prefill_tokens += w.chunk;
+      b.prefill_attention_pairs += models::prefill_attention_pairs(w.seq->computed, w.chunk);
+      if (w.seq->computed + w.chunk == w.seq->prompt) ++b.sampled_sequences;
+    } else {
+      ++b.decode_sequences;
+      b.decode_kv_tokens += w.seq->cached();
+      ++b.sampled_sequences;
+    }
+  }
+  const units::Seconds duration = fleet_.setup().model->iteration_time(b).total();
+  busy_ = true;
+  started_s_ = fleet_.now_s();
+  ++fleet_.result().iterations;
+  fleet_.simulator().mix_into_fingerprint(static_cast<uint64_t>(id_));
+  fleet_.simulator().schedule_in(Time::from_seconds(duration), [this] { finish_iteration(); });
+}
+
+void Replica::finish_iteration() {
+  const double now = fleet_.now_s();
+  fleet_.result().busy_s += now - started_s_;
+  std::vector<Sequence*> done;
+  for (const Work& w : batch_) {
+    Sequence& s = *w.seq;
+    if (w.chunk > 0) {
+      s.computed += w.chunk;
+      if (s.computed < s.prompt) continue;  // more of the prompt next iteration
+    } else {
+      ++s.computed;  // the decoded token's K and V
+    }
+    // A completed prompt or a decode samples one token.
+    ++s.generated;
+    RequestOutcome& o = fleet_.outcome(s);
+    if (s.generated == 1) o.first_token_s = now;
+    if (s.generated >= s.output) {
+      o.finish_s = now;
+      done.push_back(&s);
+    }
+  }
+  for (Sequence* s : done) {
+    free(*s);
+    running_.erase(std::find(running_.begin(), running_.end(), s));
+    fleet_.finished();
+  }
+  start_iteration();
+}
+
+}  // namespace
+
+ServingResult simulate_serving(const ServingSetup& setup, const std::vector<ServingRequest>& requests) {
+  require(setup.model != nullptr, "no inference model");
+  require(setup.replicas >= 1, "replicas must be >= 1");
+  const EnginePolicy& p = setup.policy;
+  require(p.max_num_seqs >= 1 && p.max_num_batched_tokens >= 1 && p.block_size >= 1,
+          "max_num_seqs, max_num_batched_tokens and block_size must be >= 1");
+  require(setup.kv_cache_tokens >= p.block_size, "the KV cache holds less than one block");
+  require(setup.sample_interval_s > 0, "the sample interval must be positive");
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const ServingRequest& q = requests[i];
+    require(q.prompt_tokens >= 1 && q.output_tokens >= 1, "request " + std::to_string(i) +
+                                                              ": prompt and output must be >= 1 token");
+    require(std::isfinite(q.arrival_s) && q.arrival_s >= 0, "request " + std::to_string(i) + ": bad arrival time");
+    require(i == 0 || q.arrival_s >= requests[i - 1].arrival_s, "arrival times must be ascending");
+  }
+  ServingResult result;
+  result.requests.resize(requests.size());
+  Fleet fleet(setup, requests, result);
+  fleet.run();
+  return result;
+}
+
+}  // namespace clustersim::sim

@@ -1,0 +1,98 @@
+// LLM serving as a discrete-event simulation (issue 15): requests arrive, a router sends each to a replica, and
+// each replica runs a continuous-batching engine (vLLM's scheduler, Kwon et al. SOSP 2023; Orca's
+// iteration-level scheduling, Yu et al. OSDI 2022) with a paged KV cache. An iteration's duration comes from
+// models::InferenceModel; the scheduler decides what the next one holds.
+//
+// The scheduler, per iteration, with a token budget of max_num_batched_tokens:
+//   1. every running sequence that has finished its prompt decodes one token; when the KV cache has no block
+//      for it, the most recently admitted running sequence is preempted (its blocks freed; it goes back to
+//      the front of the queue and later recomputes its prompt and the tokens it had generated: vLLM's
+//      recompute preemption);
+//   2. running sequences with prompt left take chunks of it (chunked prefill, Agrawal et al., Sarathi-Serve,
+//      OSDI 2024); without chunked prefill a prompt is computed whole;
+//   3. waiting requests are admitted first come, first served while there are fewer than max_num_seqs running,
+//      budget left and free blocks for their whole prompt (and one more token), the first that does not fit
+//      stopping admission (no overtaking).
+// The iteration that completes a prompt samples its first token (time to first token, TTFT); each decode
+// samples one more; a request finishes with its last output token and frees its blocks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "models/serving/inference_model.hpp"
+#include "models/units.hpp"
+
+namespace clustersim::sim {
+
+/// One request: when it arrives, its prompt and how many tokens it generates (>= 1).
+struct ServingRequest {
+  double arrival_s = 0.0;
+  int64_t prompt_tokens = 1;
+  int64_t output_tokens = 1;
+};
+
+/// The engine's batching limits (vLLM's engine arguments and defaults).
+struct EnginePolicy {
+  int64_t max_num_seqs = 256;            ///< sequences running at once (vLLM --max-num-seqs)
+  int64_t max_num_batched_tokens = 8192; ///< tokens per iteration (--max-num-batched-tokens)
+  bool chunked_prefill = true;           ///< split prompts over iterations (--enable-chunked-prefill)
+  int64_t block_size = 16;               ///< tokens per KV-cache block (--block-size, default 16)
+};
+
+/// How the router picks a replica for an arriving request.
+enum class Routing { round_robin, least_outstanding };
+
+/// What simulate_serving runs.
+struct ServingSetup {
+  std::shared_ptr<const models::InferenceModel> model;
+  EnginePolicy policy;
+  int64_t kv_cache_tokens = 0;  ///< per replica (InferenceModel::kv_cache_tokens)
+  int64_t replicas = 1;
+  Routing routing = Routing::round_robin;
+  double sample_interval_s = 1.0;  ///< period of the queue and KV-cache time series
+};
+
+/// What happened to one request. first_token_s and finish_s are NaN when it never got that far (it needs more
+/// KV cache than a replica has: rejected).
+struct RequestOutcome {
+  double arrival_s = 0.0;
+  double first_token_s = 0.0;
+  double finish_s = 0.0;
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t replica = 0;
+  int64_t preemptions = 0;
+  bool rejected = false;  ///< its prompt and output exceed one replica's KV cache
+  [[nodiscard]] double ttft_s() const { return first_token_s - arrival_s; }
+  /// Mean time per output token after the first, s (0 for a single output token).
+  [[nodiscard]] double tpot_s() const {
+    return output_tokens > 1 ? (finish_s - first_token_s) / static_cast<double>(output_tokens - 1) : 0.0;
+  }
+  [[nodiscard]] double e2e_s() const { return finish_s - arrival_s; }
+};
+
+/// One sample of the fleet's state.
+struct ServingSample {
+  double time_s = 0.0;
+  int64_t waiting = 0;        ///< queued requests over all replicas
+  int64_t running = 0;        ///< running sequences over all replicas
+  double kv_occupancy = 0.0;  ///< used / total KV blocks over all replicas
+};
+
+struct ServingResult {
+  std::vector<RequestOutcome> requests;  ///< in the order given
+  std::vector<ServingSample> samples;    ///< every sample_interval_s from 0 to the last finish
+  int64_t iterations = 0;
+  double busy_s = 0.0;      ///< replica-seconds spent in iterations
+  double makespan_s = 0.0;  ///< the last request's finish (or the last arrival)
+  uint64_t fingerprint = 0; ///< the engine's determinism fingerprint
+};
+
+/// Simulates `requests` (arrival times ascending, else std::invalid_argument) on the setup's replicas. Throws
+/// std::invalid_argument on a setup without a model, replicas < 1, a non-positive limit, a KV cache smaller
+/// than one block, or a request with prompt or output < 1.
+ServingResult simulate_serving(const ServingSetup& setup, const std::vector<ServingRequest>& requests);
+
+}  // namespace clustersim::sim

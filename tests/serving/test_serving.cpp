@@ -1,0 +1,175 @@
+// Serving (issue 15): the iteration time model against its closed forms, and the continuous-batching simulation
+// against queueing theory and hand-counted KV-cache admissions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "models/hardware/catalog.hpp"
+#include "models/serving/inference_model.hpp"
+#include "sim/serving/serving_simulation.hpp"
+
+namespace clustersim::sim {
+namespace {
+
+const models::Catalog& catalog() {
+  static const models::Catalog c = models::Catalog::load(models::Catalog::default_directory());
+  return c;
+}
+
+/// Llama 2 7B (Touvron et al. 2023): 32 layers, width 4096, 32 heads, SwiGLU 11008, vocabulary 32000.
+models::ModelConfig llama2_7b() {
+  models::ModelConfig m;
+  m.num_layers = 32;
+  m.hidden_size = 4096;
+  m.num_attention_heads = 32;
+  m.num_query_groups = 32;
+  m.ffn_hidden_size = 11008;
+  m.vocab_size = 32000;
+  m.seq_length = 4096;
+  m.gated_mlp = true;
+  m.rope = true;
+  m.tie_embeddings = false;
+  return m;
+}
+
+std::shared_ptr<const models::InferenceModel> h100_7b(models::EngineOverhead overhead = {}) {
+  return std::make_shared<const models::InferenceModel>(llama2_7b(), models::ServingNumerics{}, 1,
+                                                        catalog().device("H100-SXM5-80GB"), 1.0, nullptr, overhead);
+}
+
+TEST(InferenceModel, DecodeAtBatchOneReadsTheWeightsOnceAtTheMemoryBandwidth) {
+  // One sequence decoding: every GEMM is [1, N, K], memory-bound on its K x N weights, so the GEMM time is the
+  // weights read (the layers' and the LM head's; the embedding table is not read) over the measured stream
+  // bandwidth, plus one kernel overhead per GEMM.
+  const auto model = h100_7b();
+  models::IterationBatch b;
+  b.decode_sequences = 1;
+  b.decode_kv_tokens = 100;
+  b.sampled_sequences = 1;
+  const models::IterationTime t = model->iteration_time(b);
+  const models::ModelConfig m = llama2_7b();
+  const double h = 4096, f = 11008;
+  const double layer_weights = h * 3 * h + h * h + 3 * h * f;  // QKV, output, gate+up and down
+  const double bytes = 2.0 * (32 * layer_weights + 32000 * h);
+  const double bandwidth = catalog().device("H100-SXM5-80GB").achievable_memory_bandwidth.value();
+  const double kernels = 32 * 4 + 1;
+  const double expected = bytes / bandwidth + kernels * models::ComputeModel::kKernelOverhead.value();
+  EXPECT_NEAR(t.gemm.value(), expected, 0.01 * expected);
+  EXPECT_EQ(t.communication.value(), 0.0);  // tensor 1
+  // The weights a GPU holds: the same layers plus the embedding table.
+  EXPECT_NEAR(model->weight_bytes_per_gpu().value(), bytes + 2.0 * 32000 * h + 2.0 * 32 * 2 * h, 1.0);
+}
+
+TEST(InferenceModel, KvCacheIsWhatTheWeightsAndActivationsLeave) {
+  const auto model = h100_7b();
+  // 2 (K, V) x 32 layers x 32 heads x 128 x 2 bytes = 512 KiB per token.
+  EXPECT_DOUBLE_EQ(model->kv_bytes_per_token_per_gpu().value(), 2.0 * 32 * 32 * 128 * 2);
+  const double capacity = catalog().device("H100-SXM5-80GB").memory_capacity.value();
+  const double activations = 8192.0 * (3 * 11008 + 4 * 4096) * 2.0 + 8192.0 * 32000 * 4.0;
+  const double free = 0.9 * capacity - model->weight_bytes_per_gpu().value() - activations -
+                      models::InferenceModel::kNonTorchReserve.value();
+  const auto tokens = static_cast<int64_t>(std::floor(free / (2.0 * 32 * 32 * 128 * 2))) / 16 * 16;
+  EXPECT_EQ(model->kv_cache_tokens(0.9, 8192, 16), tokens);
+  EXPECT_GT(tokens, 80000);  // about 40 GB of cache on an 80 GB H100 for a 13.5 GB model
+  // Tensor parallelism splits the heads and so the cache per token.
+  const models::InferenceModel tp2(llama2_7b(), {}, 2, catalog().device("H100-SXM5-80GB"), 1.0,
+                                   [](units::Bytes) { return units::Seconds(1e-5); }, {});
+  EXPECT_DOUBLE_EQ(tp2.kv_bytes_per_token_per_gpu().value(), model->kv_bytes_per_token_per_gpu().value() / 2);
+  EXPECT_THROW(models::InferenceModel(llama2_7b(), {}, 3, catalog().device("H100-SXM5-80GB"), 1.0,
+                                      [](units::Bytes) { return units::Seconds(0); }, {}),
+               std::invalid_argument);
+}
+
+TEST(ServingSimulation, OneAtATimeAtLowLoadIsAnMD1Queue) {
+  // max_num_seqs 1 and one output token: each request is one prefill iteration of the same length S, served
+  // first come first served: an M/D/1 queue. Mean wait (Pollaczek-Khinchine) = rho S / (2 (1 - rho)).
+  ServingSetup setup;
+  setup.model = h100_7b();
+  setup.policy.max_num_seqs = 1;
+  setup.kv_cache_tokens = setup.model->kv_cache_tokens(0.9, setup.policy.max_num_batched_tokens, 16);
+  models::IterationBatch b;
+  b.prefill_tokens = 512;
+  b.prefill_attention_pairs = models::prefill_attention_pairs(0, 512);
+  b.sampled_sequences = 1;
+  const double service = setup.model->iteration_time(b).total().value();
+  for (const double rho : {0.3, 0.6}) {
+    std::mt19937_64 rng(42);
+    std::exponential_distribution<double> gap(rho / service);
+    std::vector<ServingRequest> requests;
+    double t = 0.0;
+    for (int i = 0; i < 40000; ++i) {
+      t += gap(rng);
+      requests.push_back({t, 512, 1});
+    }
+    const ServingResult r = simulate_serving(setup, requests);
+    double ttft = 0.0;
+    for (const RequestOutcome& o : r.requests) ttft += o.ttft_s();
+    ttft /= static_cast<double>(r.requests.size());
+    const double theory = service + rho * service / (2.0 * (1.0 - rho));
+    EXPECT_NEAR(ttft, theory, 0.03 * theory) << "rho " << rho;
+    EXPECT_EQ(r.iterations, 40000);
+  }
+}
+
+/// Requests all arriving at 0 on a replica with a KV cache of `tokens`, without engine overhead.
+ServingResult at_once(int64_t tokens, const std::vector<std::pair<int64_t, int64_t>>& prompt_output) {
+  ServingSetup setup;
+  setup.model = h100_7b(models::EngineOverhead{units::Seconds(0.0), units::Seconds(0.0)});
+  setup.kv_cache_tokens = tokens;
+  std::vector<ServingRequest> requests;
+  for (const auto& [prompt, output] : prompt_output) requests.push_back({0.0, prompt, output});
+  return simulate_serving(setup, requests);
+}
+
+TEST(ServingSimulation, KvCacheAdmitsWhatFitsAndQueuesTheRest) {
+  // 4 blocks of 16 tokens. A 20-token prompt needs 2 blocks (its 20 tokens and the first output's), and 20 + 5
+  // tokens still fit in them: the first two requests run together, the third waits for a finished one.
+  const ServingResult r = at_once(64, {{20, 5}, {20, 5}, {20, 5}});
+  ASSERT_EQ(r.requests.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.requests[0].first_token_s, r.requests[1].first_token_s);
+  EXPECT_DOUBLE_EQ(r.requests[0].finish_s, r.requests[1].finish_s);
+  EXPECT_GE(r.requests[2].first_token_s, r.requests[0].finish_s);
+  for (const RequestOutcome& o : r.requests) EXPECT_EQ(o.preemptions, 0);
+  // 5 iterations for the pair (a prefill, then 4 decodes), 5 for the third.
+  EXPECT_EQ(r.iterations, 10);
+}
+
+TEST(ServingSimulation, AFullCachePreemptsTheNewestWhichRecomputes) {
+  // 4 blocks; two 30-token prompts take 2 blocks each. At 32 cached tokens both need a third block: the newer
+  // is preempted, the older finishes, then the newer recomputes its prompt and the 2 tokens it had generated.
+  const ServingResult r = at_once(64, {{30, 20}, {30, 20}});
+  EXPECT_EQ(r.requests[0].preemptions, 0);
+  EXPECT_EQ(r.requests[1].preemptions, 1);
+  EXPECT_LT(r.requests[0].finish_s, r.requests[1].finish_s);
+  EXPECT_DOUBLE_EQ(r.requests[0].first_token_s, r.requests[1].first_token_s);  // both prefilled together
+  // A request that can never fit (more than the 4 blocks) is rejected, not run.
+  const ServingResult big = at_once(64, {{60, 10}});
+  EXPECT_TRUE(big.requests[0].rejected);
+  EXPECT_TRUE(std::isnan(big.requests[0].finish_s));
+}
+
+TEST(ServingSimulation, SameInputGivesTheSameRun) {
+  ServingSetup setup;
+  setup.model = h100_7b();
+  setup.replicas = 3;
+  setup.routing = Routing::least_outstanding;
+  setup.kv_cache_tokens = 4096;
+  std::vector<ServingRequest> requests;
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int64_t> len(16, 600);
+  for (int i = 0; i < 2000; ++i) requests.push_back({0.01 * i, len(rng), len(rng) / 4 + 1});
+  const ServingResult a = simulate_serving(setup, requests), b = simulate_serving(setup, requests);
+  EXPECT_EQ(a.fingerprint, b.fingerprint);
+  EXPECT_EQ(a.iterations, b.iterations);
+  for (size_t i = 0; i < a.requests.size(); ++i) EXPECT_EQ(a.requests[i].finish_s, b.requests[i].finish_s);
+  // Every request finished after its first token, and the samples cover the run.
+  for (const RequestOutcome& o : a.requests) EXPECT_GE(o.finish_s, o.first_token_s);
+  EXPECT_FALSE(a.samples.empty());
+  EXPECT_GE(a.samples.back().time_s + setup.sample_interval_s, a.makespan_s);
+}
+
+}  // namespace
+}  // namespace clustersim::sim
