@@ -1,0 +1,65 @@
+// Serving simulation speed (issue 15's target: one hour of traffic at 100 requests/s, 360,000 requests, in under
+// 10 s on one core). Llama 2 7B on 8 replicas of one H100 each, Poisson arrivals, prompts uniform in
+// [128, 2048] tokens and outputs uniform in [16, 512] (means about 1,088 and 264).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "models/hardware/catalog.hpp"
+#include "models/serving/inference_model.hpp"
+#include "sim/serving/serving_simulation.hpp"
+
+namespace {
+
+using namespace clustersim;
+
+void BM_ServeOneHourAt100PerSecond(benchmark::State& state) {
+  const auto catalog = models::Catalog::load(models::Catalog::default_directory());
+  models::ModelConfig m;
+  m.num_layers = 32;
+  m.hidden_size = 4096;
+  m.num_attention_heads = 32;
+  m.num_query_groups = 32;
+  m.ffn_hidden_size = 11008;
+  m.vocab_size = 32000;
+  m.seq_length = 4096;
+  m.gated_mlp = true;
+  m.tie_embeddings = false;
+  sim::ServingSetup setup;
+  setup.model = std::make_shared<const models::InferenceModel>(m, models::ServingNumerics{}, 1,
+                                                               catalog.device("H100-SXM5-80GB"), 1.0, nullptr,
+                                                               models::EngineOverhead{});
+  setup.replicas = state.range(0);
+  setup.routing = sim::Routing::least_outstanding;
+  setup.kv_cache_tokens = setup.model->kv_cache_tokens(0.9, setup.policy.max_num_batched_tokens, 16);
+  std::mt19937_64 rng(1);
+  std::exponential_distribution<double> gap(100.0);
+  std::uniform_int_distribution<int64_t> prompt(128, 2048), output(16, 512);
+  std::vector<sim::ServingRequest> requests;
+  double t = 0.0;
+  while (t < 3600.0) {
+    t += gap(rng);
+    requests.push_back({t, prompt(rng), output(rng)});
+  }
+  int64_t iterations = 0;
+  double p50_ttft = 0.0;
+  for (auto _ : state) {
+    const sim::ServingResult r = sim::simulate_serving(setup, requests);
+    iterations = r.iterations;
+    std::vector<double> ttft;
+    for (const auto& o : r.requests) ttft.push_back(o.ttft_s());
+    std::nth_element(ttft.begin(), ttft.begin() + static_cast<long>(ttft.size() / 2), ttft.end());
+    p50_ttft = ttft[ttft.size() / 2];
+  }
+  state.counters["requests"] = static_cast<double>(requests.size());
+  state.counters["iterations"] = static_cast<double>(iterations);
+  state.counters["p50_ttft_s"] = p50_ttft;
+}
+BENCHMARK(BM_ServeOneHourAt100PerSecond)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
