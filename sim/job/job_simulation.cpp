@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/engine/random_stream.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/engine/time.hpp"
 
@@ -31,36 +32,10 @@ constexpr int kGoldenEvaluations = 25;
 
 // ---- reproducible randomness -------------------------------------------------------------------------------
 
-constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
-
-constexpr uint64_t mix64(uint64_t z) {  // SplitMix64 finalizer
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 enum StreamId : uint64_t { kFailureStream = 1, kEvictionStream = 2, kSpotReprovisionStream = 3 };
 
-/// SplitMix64 stream `stream` of replication `replication` (the formula is in the header).
-class Stream {
- public:
-  Stream(uint64_t seed, int64_t replication, uint64_t stream) {
-    uint64_t h = mix64(seed + kGolden);
-    h = mix64(h ^ (static_cast<uint64_t>(replication) * kGolden + 0x2545f4914f6cdd1dULL));
-    state_ = mix64(h ^ (stream * 0x9e6c63d0676a9a99ULL + 1));
-  }
-  uint64_t next() {
-    state_ += kGolden;
-    return mix64(state_);
-  }
-  /// Uniform in [0, 1) on the 2^-53 grid.
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  /// Exponential with the given mean: -mean ln(1 - u) (1 - u is exact on the 2^-53 grid, and in (0, 1]).
-  double exponential_mean(double mean) { return -std::log(1.0 - uniform()) * mean; }
-
- private:
-  uint64_t state_ = 0;
-};
+/// SplitMix64 stream `stream` of replication `replication` (sim/engine/random_stream.hpp).
+using Stream = RandomStream;
 
 // ---- validation ----------------------------------------------------------------------------------------------
 

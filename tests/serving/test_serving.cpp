@@ -2,14 +2,19 @@
 // against queueing theory and hand-counted KV-cache admissions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
 #include "models/serving/inference_model.hpp"
 #include "sim/serving/serving_simulation.hpp"
+#include "sim/serving/workload.hpp"
 
 namespace clustersim::sim {
 namespace {
@@ -169,6 +174,124 @@ TEST(ServingSimulation, SameInputGivesTheSameRun) {
   for (const RequestOutcome& o : a.requests) EXPECT_GE(o.finish_s, o.first_token_s);
   EXPECT_FALSE(a.samples.empty());
   EXPECT_GE(a.samples.back().time_s + setup.sample_interval_s, a.makespan_s);
+}
+
+// ---- workloads ----------------------------------------------------------------------------------------------
+
+TEST(Workload, PoissonAndGammaArrivalsHaveTheirRateAndBurstiness) {
+  for (const double cv : {1.0, 3.0}) {
+    SyntheticWorkload w;
+    w.arrivals = {cv == 1.0 ? ArrivalProcess::Kind::poisson : ArrivalProcess::Kind::gamma, 50.0, cv};
+    w.duration_s = 2000.0;
+    w.seed = 11;
+    const std::vector<ServingRequest> r = generate_workload(w);
+    // 100,000 arrivals expected; the count's standard deviation is about sqrt(n) cv.
+    EXPECT_NEAR(static_cast<double>(r.size()), 100000.0, 5.0 * std::sqrt(100000.0) * cv);
+    double sum = 0.0, sum2 = 0.0;
+    for (size_t i = 1; i < r.size(); ++i) {
+      const double g = r[i].arrival_s - r[i - 1].arrival_s;
+      ASSERT_GE(g, 0.0);
+      sum += g;
+      sum2 += g * g;
+    }
+    const double n = static_cast<double>(r.size() - 1), mean = sum / n;
+    const double sd = std::sqrt(sum2 / n - mean * mean);
+    EXPECT_NEAR(mean, 0.02, 0.02 * 0.03);
+    EXPECT_NEAR(sd / mean, cv, 0.05 * cv) << "cv " << cv;
+  }
+}
+
+TEST(Workload, LengthsFollowTheirDistributionsAndTheSameSeedRepeats) {
+  SyntheticWorkload w;
+  w.arrivals.rate_per_s = 100.0;
+  w.duration_s = 500.0;
+  w.prompt.kind = LengthDistribution::Kind::uniform;
+  w.prompt.low = 100;
+  w.prompt.high = 300;
+  w.output.kind = LengthDistribution::Kind::lognormal;
+  w.output.median = 200;
+  w.output.sigma = 0.8;
+  const std::vector<ServingRequest> r = generate_workload(w);
+  std::vector<double> outputs;
+  double prompt_sum = 0.0;
+  for (const ServingRequest& q : r) {
+    ASSERT_GE(q.prompt_tokens, 100);
+    ASSERT_LE(q.prompt_tokens, 300);
+    prompt_sum += static_cast<double>(q.prompt_tokens);
+    outputs.push_back(static_cast<double>(q.output_tokens));
+  }
+  EXPECT_NEAR(prompt_sum / static_cast<double>(r.size()), 200.0, 1.0);
+  std::nth_element(outputs.begin(), outputs.begin() + static_cast<long>(outputs.size() / 2), outputs.end());
+  EXPECT_NEAR(outputs[outputs.size() / 2], 200.0, 4.0);  // the lognormal's median
+  const std::vector<ServingRequest> again = generate_workload(w);
+  ASSERT_EQ(again.size(), r.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    EXPECT_EQ(again[i].arrival_s, r[i].arrival_s);
+    EXPECT_EQ(again[i].output_tokens, r[i].output_tokens);
+  }
+  w.prompt.low = 400;
+  EXPECT_THROW((void)generate_workload(w), std::invalid_argument);
+}
+
+const std::filesystem::path kTraces = std::filesystem::path(CLUSTERSIM_SOURCE_DIR) / "tests" / "serving" / "data";
+
+TEST(Workload, AzureTraceReplaysRelativeToItsFirstRequest) {
+  // The first rows of Azure's 2023 conversation trace (CC-BY 4.0, Patel et al., Splitwise, ISCA 2024):
+  // 2023-11-16 18:15:46.6805900,374,44 then 18:15:50.9951690,396,109.
+  const std::vector<ServingRequest> r = read_request_trace(kTraces / "azure_conv_2023_first300.csv");
+  ASSERT_EQ(r.size(), 300u);
+  EXPECT_EQ(r[0].arrival_s, 0.0);
+  EXPECT_EQ(r[0].prompt_tokens, 374);
+  EXPECT_EQ(r[0].output_tokens, 44);
+  EXPECT_NEAR(r[1].arrival_s, 4.314579, 1e-6);
+  EXPECT_EQ(r[1].prompt_tokens, 396);
+  // A window of the first 10 s.
+  const std::vector<ServingRequest> window = read_request_trace(kTraces / "azure_conv_2023_first300.csv", 10.0);
+  ASSERT_FALSE(window.empty());
+  EXPECT_LT(window.back().arrival_s, 10.0);
+  EXPECT_LT(window.size(), r.size());
+  // It runs: the 200 code requests on one Llama 2 7B replica of an H100.
+  ServingSetup setup;
+  setup.model = h100_7b();
+  setup.kv_cache_tokens = setup.model->kv_cache_tokens(0.9, setup.policy.max_num_batched_tokens, 16);
+  const ServingResult served = simulate_serving(setup, read_request_trace(kTraces / "azure_code_2023_first200.csv"));
+  for (const RequestOutcome& o : served.requests) {
+    EXPECT_FALSE(o.rejected);
+    EXPECT_GT(o.ttft_s(), 0.0);
+  }
+}
+
+TEST(Workload, BadTracesNameTheFileAndLine) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path();
+  const auto write = [&dir](const char* name, const char* text) {
+    const std::filesystem::path p = dir / name;
+    std::ofstream(p) << text;
+    return p;
+  };
+  const auto message = [](const std::filesystem::path& p) {
+    try {
+      (void)read_request_trace(p);
+    } catch (const TraceError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const auto header = write("trace-header.csv", "time,prompt,output\n");
+  EXPECT_NE(message(header).find("trace-header.csv:1: expected the header"), std::string::npos) << message(header);
+  const auto zero = write("trace-zero.csv",
+                          "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,10,5\n"
+                          "2023-11-16 18:15:47.00,0,5\n");
+  EXPECT_NE(message(zero).find("trace-zero.csv:3: ContextTokens must be a whole number >= 1"), std::string::npos)
+      << message(zero);
+  const auto order = write("trace-order.csv",
+                           "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,10,5\n"
+                           "2023-11-16 18:15:40.00,10,5\n");
+  EXPECT_NE(message(order).find("trace-order.csv:3: timestamps must be ascending"), std::string::npos);
+  const auto stamp = write("trace-stamp.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n16/11/2023,10,5\n");
+  EXPECT_NE(message(stamp).find("trace-stamp.csv:2: malformed timestamp"), std::string::npos);
+  for (const char* f : {"trace-header.csv", "trace-zero.csv", "trace-order.csv", "trace-stamp.csv"}) {
+    std::filesystem::remove(dir / f);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,66 @@
+// Serving workloads (issue 15): synthetic request streams (Poisson or bursty gamma arrivals, prompt and output
+// lengths from fixed, uniform or lognormal distributions) and the replay of request traces in the format of
+// Azure's public LLM inference traces (Patel et al., "Splitwise", ISCA 2024; github.com/Azure/
+// AzurePublicDataset, AzureLLMInferenceDataset2023: TIMESTAMP,ContextTokens,GeneratedTokens).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sim/serving/serving_simulation.hpp"
+
+namespace clustersim::sim {
+
+/// A token-length distribution; draws are rounded to whole tokens and clamped to [1, max_tokens].
+struct LengthDistribution {
+  enum class Kind { fixed, uniform, lognormal };
+  Kind kind = Kind::fixed;
+  double value = 128;      ///< fixed: the length
+  double low = 1;          ///< uniform: the smallest length (inclusive)
+  double high = 1;         ///< uniform: the largest length (inclusive)
+  double median = 128;     ///< lognormal: exp(mu), the median length
+  double sigma = 1.0;      ///< lognormal: the standard deviation of ln(length)
+  int64_t max_tokens = 1 << 20;  ///< the clamp's upper end (a model's context)
+};
+
+/// Request arrivals at `rate_per_s` on average: Poisson (exponential gaps), or gamma gaps with coefficient of
+/// variation `cv` (> 1 bursty, 1 Poisson, < 1 smoother: shape 1 / cv^2).
+struct ArrivalProcess {
+  enum class Kind { poisson, gamma };
+  Kind kind = Kind::poisson;
+  double rate_per_s = 1.0;
+  double cv = 1.0;
+};
+
+struct SyntheticWorkload {
+  ArrivalProcess arrivals;
+  LengthDistribution prompt;
+  LengthDistribution output;
+  double duration_s = 60.0;  ///< arrivals in [0, duration_s)
+  uint64_t seed = 0;
+};
+
+/// The requests of `w`, in arrival order. Arrival gaps, prompt and output lengths come from three independent
+/// RandomStreams of `seed` (streams 1, 2, 3), so the same workload and seed give the same requests on every
+/// platform. Throws std::invalid_argument on a non-positive rate, cv, duration, sigma or median, or low > high.
+std::vector<ServingRequest> generate_workload(const SyntheticWorkload& w);
+
+/// Bad trace input: what() is "FILE:LINE: message".
+class TraceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Reads a trace CSV with the header TIMESTAMP,ContextTokens,GeneratedTokens (timestamps "YYYY-MM-DD
+/// HH:MM:SS[.fraction]", ascending), keeping requests whose arrival, relative to the first, is below
+/// `duration_s` (all when absent). Arrival times are relative to the first request. Throws TraceError naming
+/// the file and line of a missing or wrong header, a malformed row, a non-positive token count or a timestamp
+/// out of order.
+std::vector<ServingRequest> read_request_trace(const std::filesystem::path& file,
+                                               std::optional<double> duration_s = std::nullopt);
+
+}  // namespace clustersim::sim
