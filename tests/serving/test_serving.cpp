@@ -12,8 +12,11 @@
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
+#include "models/network/collective_model.hpp"
+#include "models/network/topology.hpp"
 #include "models/serving/inference_model.hpp"
 #include "sim/serving/serving_simulation.hpp"
+#include "sim/serving/tensor_parallel.hpp"
 #include "sim/serving/workload.hpp"
 
 namespace clustersim::sim {
@@ -174,6 +177,34 @@ TEST(ServingSimulation, SameInputGivesTheSameRun) {
   for (const RequestOutcome& o : a.requests) EXPECT_GE(o.finish_s, o.first_token_s);
   EXPECT_FALSE(a.samples.empty());
   EXPECT_GE(a.samples.back().time_s + setup.sample_interval_s, a.makespan_s);
+}
+
+TEST(TensorParallel, AllReduceFollowsTheCollectiveModelOfTheVm) {
+  // TP 8 on one ND H100 v5 (NVSwitch with NVLS): the interpolated time equals the collective model's at the
+  // table's sizes and lies between its neighbours elsewhere; a latency floor below 256 B; TP 1 is free.
+  const models::VmSize& vm = catalog().vm_size("Standard_ND96isr_H100_v5");
+  const models::DeviceSpec& h100 = catalog().device(vm.device);
+  const models::AllReduceTime all_reduce = tensor_parallel_all_reduce(vm, h100, 8);
+  models::TopologyConfig cfg;
+  cfg.fabric = models::FabricKind::single_switch;
+  const models::Topology topology = models::build_topology(vm, h100, cfg);
+  const models::CollectiveModel direct(topology, models::CollectiveConstants::for_vm(vm), std::nullopt);
+  models::CommPattern group;
+  group.groups = {{0, 1, 2, 3, 4, 5, 6, 7}};
+  for (const double bytes : {1048576.0, 16777216.0}) {
+    const double want = direct.collective_time(models::CollectiveOp::all_reduce, group, units::Bytes(bytes)).time.value();
+    EXPECT_NEAR(all_reduce(units::Bytes(bytes)).value(), want, 1e-9 * want);
+  }
+  const double between = all_reduce(units::Bytes(3.0 * 1048576.0)).value();
+  EXPECT_GT(between, all_reduce(units::Bytes(2.0 * 1048576.0)).value());
+  EXPECT_LT(between, all_reduce(units::Bytes(4.0 * 1048576.0)).value());
+  EXPECT_EQ(all_reduce(units::Bytes(10.0)).value(), all_reduce(units::Bytes(256.0)).value());
+  EXPECT_EQ(tensor_parallel_all_reduce(vm, h100, 1)(units::Bytes(1e6)).value(), 0.0);
+  // A replica's group stays in one NVLink domain: 16 GPUs of ND H100 v5 is two VMs.
+  EXPECT_THROW((void)tensor_parallel_all_reduce(vm, h100, 16), std::invalid_argument);
+  // GB200: up to the rack's 72.
+  const models::VmSize& gb = catalog().vm_size("Standard_ND128isr_NDR_GB200_v6");
+  EXPECT_GT(tensor_parallel_all_reduce(gb, catalog().device("GB200"), 16)(units::Bytes(1e6)).value(), 0.0);
 }
 
 // ---- workloads ----------------------------------------------------------------------------------------------
