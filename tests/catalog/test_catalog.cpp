@@ -196,7 +196,6 @@ TEST(ShippedCatalog, VmRowsMatchAzureCsv) {
     double ib_gbps;
     double price;
   };
-  const double none = std::nan("");
   const std::vector<Row> rows = {
       {"Standard_NC4as_T4_v3", 1, 16, 0, 0, 0.53},
       {"Standard_NC64as_T4_v3", 4, 64, 0, 0, 4.25},
