@@ -396,6 +396,8 @@ TEST(Topology, NonRailNicsHangOffTheHost) {
             (std::vector<LinkClass>{LinkClass::nvlink, LinkClass::nvlink}));
 }
 
+// The build and route times are printed for a reader; their targets are benchmarks (bench_collectives builds
+// the same topologies, docs/performance.md), not assertions of a test that also runs under the sanitizers.
 TEST(Topology, BuildsAndRoutes2048H100NodesQuickly) {
   const auto start = std::chrono::steady_clock::now();
   const Topology t = build("Standard_ND96isr_H100_v5", config(2048, FabricKind::fat_tree));
@@ -414,7 +416,6 @@ TEST(Topology, BuildsAndRoutes2048H100NodesQuickly) {
               "(mean %.2f hops)\n",
               t.vertex_count(), t.link_count(), build_s * 1e3, route_s / kRoutes * 1e6,
               static_cast<double>(hops) / kRoutes);
-  EXPECT_LT(build_s, 1.0);
   const auto far = t.route(t.gpu(0, 0), t.gpu(2047, 7), 3);
   expect_chain(t, far, t.gpu(0, 0), t.gpu(2047, 7));
   EXPECT_EQ(far.size(), 6u);
@@ -436,7 +437,6 @@ TEST(Topology, BuildsAndRoutes2048H100NodesQuickly) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - three_route_start).count();
   std::printf("2048 x ND96isr_H100_v5 three-tier fat tree: built in %.1f ms; %.2f us per route\n",
               three_build_s * 1e3, three_route_s / kRoutes * 1e6);
-  EXPECT_LT(three_build_s, 1.0);
   EXPECT_EQ(f3.route(f3.gpu(0, 0), f3.gpu(2047, 7), 3).size(), 8u);
 
   // Rail-optimized: 8 rails of 2,048 ports each, the widest switches this builder makes.
@@ -453,7 +453,6 @@ TEST(Topology, BuildsAndRoutes2048H100NodesQuickly) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - rail_route_start).count();
   std::printf("2048 x ND96isr_H100_v5 rail-optimized: built in %.1f ms; %.2f us per route\n", rail_build_s * 1e3,
               rail_route_s / kRoutes * 1e6);
-  EXPECT_LT(rail_build_s, 1.0);
 }
 
 }  // namespace
