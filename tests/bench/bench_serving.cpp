@@ -11,6 +11,7 @@
 #include "models/hardware/catalog.hpp"
 #include "models/serving/inference_model.hpp"
 #include "sim/serving/serving_simulation.hpp"
+#include "tests/support/models.hpp"
 
 namespace {
 
@@ -18,16 +19,7 @@ using namespace clustersim;
 
 void BM_ServeOneHourAt100PerSecond(benchmark::State& state) {
   const auto catalog = models::Catalog::load(models::Catalog::default_directory());
-  models::ModelConfig m;
-  m.num_layers = 32;
-  m.hidden_size = 4096;
-  m.num_attention_heads = 32;
-  m.num_query_groups = 32;
-  m.ffn_hidden_size = 11008;
-  m.vocab_size = 32000;
-  m.seq_length = 4096;
-  m.gated_mlp = true;
-  m.tie_embeddings = false;
+  const models::ModelConfig m = testing::llama2_7b();
   sim::ServingSetup setup;
   setup.model = std::make_shared<const models::InferenceModel>(m, models::ServingNumerics{}, 1,
                                                                catalog.device("H100-SXM5-80GB"), 1.0, nullptr,

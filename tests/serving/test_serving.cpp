@@ -18,6 +18,7 @@
 #include "sim/serving/serving_simulation.hpp"
 #include "sim/serving/tensor_parallel.hpp"
 #include "sim/serving/workload.hpp"
+#include "tests/support/models.hpp"
 
 namespace clustersim::sim {
 namespace {
@@ -27,21 +28,7 @@ const models::Catalog& catalog() {
   return c;
 }
 
-/// Llama 2 7B (Touvron et al. 2023): 32 layers, width 4096, 32 heads, SwiGLU 11008, vocabulary 32000.
-models::ModelConfig llama2_7b() {
-  models::ModelConfig m;
-  m.num_layers = 32;
-  m.hidden_size = 4096;
-  m.num_attention_heads = 32;
-  m.num_query_groups = 32;
-  m.ffn_hidden_size = 11008;
-  m.vocab_size = 32000;
-  m.seq_length = 4096;
-  m.gated_mlp = true;
-  m.rope = true;
-  m.tie_embeddings = false;
-  return m;
-}
+using testing::llama2_7b;
 
 std::shared_ptr<const models::InferenceModel> h100_7b(models::EngineOverhead overhead = {}) {
   return std::make_shared<const models::InferenceModel>(llama2_7b(), models::ServingNumerics{}, 1,
@@ -58,7 +45,6 @@ TEST(InferenceModel, DecodeAtBatchOneReadsTheWeightsOnceAtTheMemoryBandwidth) {
   b.decode_kv_tokens = 100;
   b.sampled_sequences = 1;
   const models::IterationTime t = model->iteration_time(b);
-  const models::ModelConfig m = llama2_7b();
   const double h = 4096, f = 11008;
   const double layer_weights = h * 3 * h + h * h + 3 * h * f;  // QKV, output, gate+up and down
   const double bytes = 2.0 * (32 * layer_weights + 32000 * h);
