@@ -27,6 +27,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/cli/progress.hpp"
+#include "sim/run/run_serving.hpp"
 #include "sim/output/catalog_table.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/sweep_command.hpp"
@@ -71,6 +72,40 @@ std::string output_format(const po::variables_map& vm) {
   return format;
 }
 
+/// `clustersim run` on a serving scenario: the report (or the JSON row) and, with -o, the results file with
+/// /summary, /requests and /timeseries.
+int run_serving(const std::string& path, const std::vector<std::string>& overrides, const models::Catalog& catalog,
+                bool json, const std::string& output, const std::string& command_line) {
+  const sim::ServingScenario scenario = sim::load_serving_scenario(path, overrides, catalog);
+  const sim::ServingRun run = sim::run_serving_scenario(scenario, catalog);
+  const std::vector<sim::SummaryColumn> columns = sim::serving_summary_columns(scenario, run);
+  std::ostream& said = json ? std::cerr : std::cout;
+  if (json) {
+    std::cout << "{\"command\": \"run\", \"scenario\": " << sim::json_string(scenario.name)
+              << ", \"summary\": " << sim::columns_json(columns, true) << "}\n";
+  } else {
+    std::cout << sim::format_serving_summary(scenario, run);
+  }
+  if (!output.empty()) {
+    sim::RunMetadata meta;
+    meta.software_version = sim::software_version();
+    meta.git_sha = sim::git_sha();
+    meta.command_line = command_line;
+    meta.seed = scenario.seed;
+    meta.scenario_toml = scenario.resolved_toml;
+    const std::vector<sim::ColumnGroup> groups{
+        {"requests", "one row per request, in arrival order", sim::serving_request_columns(run)},
+        {"timeseries", "the fleet sampled every serving.sample_interval_s", sim::serving_sample_columns(run)}};
+    try {
+      sim::write_results_file(output, meta, columns, groups);
+    } catch (const std::exception& e) {
+      throw sim::IoError(e.what());
+    }
+    said << "wrote " << output << "\n";
+  }
+  return 0;
+}
+
 int cmd_run(const std::vector<std::string>& args, const std::string& command_line) {
   po::options_description options("clustersim run SCENARIO [options]");
   options.add_options()("help,h", "show this help")
@@ -107,7 +142,13 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
   const models::Catalog catalog = load_catalog(vm);
   const std::vector<std::string> overrides =
       vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  const sim::Scenario scenario = sim::load_scenario(vm["scenario"].as<std::string>(), overrides, catalog);
+  const std::string scenario_path = vm["scenario"].as<std::string>();
+  if (sim::is_serving_scenario(scenario_path)) {
+    if (vm.count("trace")) throw UsageError("--trace: a serving scenario has no training step to trace");
+    return run_serving(scenario_path, overrides, catalog, json, vm.count("output") ? vm["output"].as<std::string>() : "",
+                       command_line);
+  }
+  const sim::Scenario scenario = sim::load_scenario(scenario_path, overrides, catalog);
   // A job's Monte Carlo can take seconds: its replications as progress on stderr (nothing for a short one).
   std::optional<cli::ProgressLine> line;
   const sim::RunResult run = sim::run_scenario(scenario, catalog, [&line](int64_t done, int64_t planned) {
@@ -190,7 +231,8 @@ constexpr const char* kUsage =
     "usage: clustersim <command> [options]\n"
     "\n"
     "commands:\n"
-    "  run SCENARIO [-o FILE.h5] [--set key=value]...   simulate one training step of a scenario\n"
+    "  run SCENARIO [-o FILE.h5] [--set key=value]...   simulate a scenario: a training step (and job), or a\n"
+    "                                                   serving fleet over its workload ([serving])\n"
     "  catalog                                          print the hardware catalog (devices, VM sizes)\n"
     "  collective --vm-size VM [--op OP] [-o FILE.h5]   time one collective over message sizes (nccl-tests)\n"
     "  sweep SCENARIO -o FILE.h5 [-j N] [--shard I/N] [--resume]   run every point of the scenario's [sweep]\n"

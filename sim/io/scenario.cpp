@@ -192,6 +192,12 @@ class Loader {
     }
   }
 
+  /// Whether the document (with its overrides) has the top-level table `name`.
+  [[nodiscard]] bool has_table(const std::string& name) const {
+    const toml::node* n = doc_.get(name);
+    return n != nullptr && n->is_table();
+  }
+
   /// Starts from a document parsed before (a copy: overrides edit it).
   void use(const toml::table& parsed) { doc_ = parsed; }
   [[nodiscard]] toml::table take_document() { return std::move(doc_); }
@@ -258,12 +264,19 @@ class Loader {
 
   /// Every table and key of the document is in the parameter table; tables are tables; required tables exist.
   void check_structure() {
+    serving_ = doc_.get("serving") != nullptr;
     for (const auto& [k, node] : doc_) {
       const std::string key{k.str()};
       if (const auto* t = detail::find_table(key); t != nullptr && !key.empty()) {
         const toml::table* tbl = node.as_table();
         if (tbl == nullptr) {
           fail(key, value_loc_of(key, node), "expected a table, got " + std::string(node_type_name(node.type())));
+        }
+        if (!applies(key)) {
+          fail(key, key_loc_of(key, k),
+               serving_ ? "a serving scenario ([serving]) has no [" + key + "]: it simulates a fleet, not a training run"
+                        : "[" + key + "] belongs to a serving scenario, which has a [serving] table and no training "
+                                      "tables");
         }
         if (key == "sweep") continue;  // read by sim/sweep (read_sweep), not part of one run
         for (const auto& entry : *tbl) {
@@ -280,7 +293,9 @@ class Loader {
       }
     }
     for (const auto& t : detail::scenario_tables()) {
-      if (!t.name.empty() && t.required && doc_.get(std::string(t.name)) == nullptr) {
+      const bool required =
+          serving_ ? (t.name == "model" || t.name == "serving" || t.name == "workload") : t.required;
+      if (!t.name.empty() && required && doc_.get(std::string(t.name)) == nullptr) {
         fail(std::string(t.name), Loc{path_, 1, 1}, "required table is missing");
       }
     }
@@ -288,10 +303,54 @@ class Loader {
 
   /// Presence, type and allowed values of every key; fills `resolved_` with canonical values and defaults.
   void check_params() {
-    for (const auto& p : detail::scenario_params()) check_param(p);
+    for (const auto& p : detail::scenario_params()) {
+      if (applies(p.table())) check_param(p);
+    }
   }
 
-  /// Defaults computed from other keys of [model], and the model's own consistency.
+  /// Whether the table's keys belong to this kind of scenario: a serving scenario has no training tables, a
+  /// training scenario no serving tables; the root, [model], [simulation] and [sweep] belong to both.
+  [[nodiscard]] bool applies(std::string_view table) const {
+    static constexpr std::string_view kTraining[] = {"training", "parallelism", "cluster", "network",
+                                                     "reference", "job",         "reliability", "cost"};
+    static constexpr std::string_view kServing[] = {"serving", "workload", "slo"};
+    const auto in = [table](const auto& list) { return std::find(std::begin(list), std::end(list), table) != std::end(list); };
+    return serving_ ? !in(kTraining) : !in(kServing);
+  }
+
+  /// Stops a training load of a serving scenario, at its [serving] header.
+  void require_training() const {
+    if (serving_) {
+      fail("serving", table_loc("serving"),
+           "a serving scenario: `clustersim run` simulates it; this command takes training scenarios");
+    }
+  }
+
+  /// [model]'s own defaults and consistency, for every kind of scenario: key/value heads, the MLP widths and the
+  /// head width when omitted; the width divisible by the heads (unless kv_channels is given) and the heads by
+  /// the key/value heads.
+  void check_model_shape() {
+    const int64_t heads = get_int("model.num_attention_heads");
+    const int64_t hidden = get_int("model.hidden_size");
+    if (!has("model.num_query_groups")) set("model.num_query_groups", heads);
+    if (!has("model.ffn_hidden_size")) {
+      set("model.ffn_hidden_size", checked_mul(4, hidden, "model.hidden_size"));
+    }
+    if (!has("model.moe_ffn_hidden_size")) set("model.moe_ffn_hidden_size", get_int("model.ffn_hidden_size"));
+    const bool head_width_given = has("model.kv_channels");
+    if (!head_width_given && hidden % heads == 0) set("model.kv_channels", hidden / heads);
+    if (!head_width_given && hidden % heads != 0) {
+      fail_at("model.hidden_size", "must be divisible by model.num_attention_heads (" + std::to_string(heads) +
+                                       "), got " + std::to_string(hidden));
+    }
+    const int64_t groups = get_int("model.num_query_groups");
+    if (heads % groups != 0) {
+      fail_at("model.num_query_groups", "must divide model.num_attention_heads (" + std::to_string(heads) +
+                                            "), got " + std::to_string(groups));
+    }
+  }
+
+  /// Defaults computed from other keys of [model] and [training], and the model's training rules.
   void check_model() {
     if (!has("training.grad_reduce_dtype")) {
       // fp16 runs reduce in fp16 (Megatron's fp16 main gradients); DeepSpeed reduces in the model's 16-bit
@@ -313,15 +372,7 @@ class Loader {
       fail_at("parallelism.tp_comm_overlap", "overlaps the all-gathers and reduce-scatters of sequence "
                                              "parallelism: needs parallelism.sequence_parallel = true");
     }
-    const int64_t heads = get_int("model.num_attention_heads");
-    const int64_t hidden = get_int("model.hidden_size");
-    if (!has("model.num_query_groups")) set("model.num_query_groups", heads);
-    if (!has("model.ffn_hidden_size")) {
-      set("model.ffn_hidden_size", checked_mul(4, hidden, "model.hidden_size"));
-    }
-    if (!has("model.moe_ffn_hidden_size")) set("model.moe_ffn_hidden_size", get_int("model.ffn_hidden_size"));
-    const bool head_width_given = has("model.kv_channels");
-    if (!head_width_given && hidden % heads == 0) set("model.kv_channels", hidden / heads);
+    check_model_shape();
     const int64_t experts = get_int("model.num_experts");
     if (experts > 0) {
       const std::string framework = get_string("training.framework");
@@ -345,15 +396,115 @@ class Loader {
                                         "training.framework megatron-core or nemo, got " + framework);
       }
     }
-    if (!head_width_given && hidden % heads != 0) {
-      fail_at("model.hidden_size", "must be divisible by model.num_attention_heads (" + std::to_string(heads) +
-                                       "), got " + std::to_string(hidden));
+  }
+
+  /// A serving scenario's cross-checks (load_serving_scenario).
+  void check_serving(const models::Catalog& catalog) {
+    check_model_shape();
+    if (get_int("model.num_experts") > 0) {
+      fail_at("model.num_experts", "mixture-of-experts models are not modelled for serving yet");
     }
-    const int64_t groups = get_int("model.num_query_groups");
-    if (heads % groups != 0) {
-      fail_at("model.num_query_groups", "must divide model.num_attention_heads (" + std::to_string(heads) +
-                                            "), got " + std::to_string(groups));
+    if (get_bool("model.multi_latent_attention")) {
+      fail_at("model.multi_latent_attention", "multi-latent attention is not modelled for serving yet");
     }
+    if (get_int("model.mtp_num_layers") > 0) {
+      fail_at("model.mtp_num_layers", "multi-token prediction is not modelled for serving");
+    }
+    const models::VmSize& vm = vm_size_of("serving.vm_size", catalog);
+    const models::DeviceSpec& device = catalog.device(vm.device);
+    const int64_t t = get_int("serving.tensor");
+    const int64_t heads = get_int("model.num_attention_heads"), groups = get_int("model.num_query_groups");
+    if (heads % t != 0) {
+      fail_at("serving.tensor", "must divide model.num_attention_heads (" + std::to_string(heads) + "), got " +
+                                    std::to_string(t));
+    }
+    if (groups % t != 0 && t % groups != 0) {
+      fail_at("serving.tensor", "must divide, or be a multiple of, model.num_query_groups (" +
+                                    std::to_string(groups) + "), got " + std::to_string(t));
+    }
+    if (get_int("model.ffn_hidden_size") % t != 0) {
+      fail_at("serving.tensor", "must divide model.ffn_hidden_size (" +
+                                    std::to_string(get_int("model.ffn_hidden_size")) + "), got " + std::to_string(t));
+    }
+    const int64_t domain = vm.domain_gpus(vm.nvlink_domain_vms);
+    if (t > domain) {
+      fail_at("serving.tensor", "a replica's tensor-parallel GPUs share one NVLink domain: at most " +
+                                    std::to_string(domain) + " on " + vm.name + ", got " + std::to_string(t));
+    }
+    const std::string precision = get_string("serving.precision");
+    const models::Precision math = precision == "fp8" ? models::Precision::fp8
+                                   : precision == "fp16" ? models::Precision::fp16
+                                                         : models::Precision::bf16;
+    const auto peak = device.peak.find(math);
+    if (peak == device.peak.end() || !(peak->second.value() > 0.0)) {
+      fail_at("serving.precision", "the " + vm.device + " of " + vm.name + " has no " + precision + " math");
+    }
+    const bool trace = has("workload.trace");
+    if (trace == has("workload.rate_per_s")) {
+      fail(trace ? "workload.rate_per_s" : "workload", trace ? loc_of("workload.rate_per_s") : table_loc("workload"),
+           "give exactly one of workload.trace and workload.rate_per_s");
+    }
+    if (trace) {
+      const std::filesystem::path file = path_.parent_path() / get_string("workload.trace");
+      if (!std::ifstream(file)) fail_at("workload.trace", "cannot read the trace " + file.string());
+    }
+    for (const std::string which : {"prompt", "output"}) {
+      if (get_string("workload." + which) != "uniform") continue;
+      for (const std::string bound : {"_min", "_max"}) {
+        if (!has("workload." + which + bound)) {
+          fail("workload." + which + bound, table_loc("workload"),
+               "required with workload." + which + " = \"uniform\"");
+        }
+      }
+      if (get_int("workload." + which + "_min") > get_int("workload." + which + "_max")) {
+        fail_at("workload." + which + "_min", "must not exceed workload." + which + "_max");
+      }
+    }
+    serving_price_ = vm.price_usd_per_hour;
+  }
+
+  /// The serving scenario (after check_serving).
+  [[nodiscard]] ServingScenario build_serving() const {
+    ServingScenario s;
+    s.schema_version = get_int("schema_version");
+    s.name = get_string("name");
+    if (has("description")) s.description = get_string("description");
+    s.model = model_keys();
+    ServingFleetConfig& f = s.serving;
+    f.vm_size = get_string("serving.vm_size");
+    f.replicas = get_int("serving.replicas");
+    f.tensor = get_int("serving.tensor");
+    f.precision = get_string("serving.precision");
+    f.kv_cache_fp8 = get_string("serving.kv_cache_dtype") == "fp8";
+    f.max_num_seqs = get_int("serving.max_num_seqs");
+    f.max_num_batched_tokens = get_int("serving.max_num_batched_tokens");
+    f.chunked_prefill = get_bool("serving.chunked_prefill");
+    f.block_size = get_int("serving.block_size");
+    f.gpu_memory_utilization = get_double("serving.gpu_memory_utilization");
+    f.routing = get_string("serving.routing");
+    f.engine_overhead_ms = get_double("serving.engine_overhead_ms");
+    f.engine_overhead_per_sequence_us = get_double("serving.engine_overhead_per_sequence_us");
+    f.sample_interval_s = get_double("serving.sample_interval_s");
+    f.vm_price_usd_per_hour = serving_price_;
+    WorkloadConfig& w = s.workload;
+    if (has("workload.trace")) w.trace = path_.parent_path() / get_string("workload.trace");
+    w.duration_s = get_double("workload.duration_s");
+    w.arrival = get_string("workload.arrival");
+    if (has("workload.rate_per_s")) w.rate_per_s = get_double("workload.rate_per_s");
+    w.arrival_cv = get_double("workload.arrival_cv");
+    for (auto [which, length] : {std::pair{std::string("prompt"), &w.prompt}, std::pair{std::string("output"), &w.output}}) {
+      length->kind = get_string("workload." + which);
+      length->tokens = get_int("workload." + which + "_tokens");
+      if (has("workload." + which + "_min")) length->min = get_int("workload." + which + "_min");
+      if (has("workload." + which + "_max")) length->max = get_int("workload." + which + "_max");
+      length->sigma = get_double("workload." + which + "_sigma");
+    }
+    s.slo.ttft_p99_ms = get_optional_double("slo.ttft_p99_ms");
+    s.slo.tpot_p99_ms = get_optional_double("slo.tpot_p99_ms");
+    s.seed = static_cast<uint64_t>(get_int("simulation.seed"));
+    s.source_path = path_;
+    s.resolved_toml = resolved_text();
+    return s;
   }
 
   /// [job]: exactly one of train_tokens and steps; at most one checkpoint interval; a price for the VM.
@@ -478,17 +629,22 @@ class Loader {
   }
 
   /// The VM size, the GPU count and the data-parallel degree (derived when omitted).
-  void check_cluster(const models::Catalog& catalog) {
-    const std::string vm_name = get_string("cluster.vm_size");
-    const models::VmSize* vm = nullptr;
+  /// The catalog's VM size named by `key`, or a located error listing the closest names.
+  const models::VmSize& vm_size_of(const std::string& key, const models::Catalog& catalog) const {
+    const std::string vm_name = get_string(key);
     try {
-      vm = &catalog.vm_size(vm_name);
+      return catalog.vm_size(vm_name);
     } catch (const std::out_of_range&) {
       std::vector<std::string> names;
       for (const auto& [n, ignored] : catalog.vm_sizes()) names.push_back(n);
-      fail_at("cluster.vm_size", "unknown VM size '" + vm_name + "' (" + std::to_string(names.size()) +
-                                     " in the catalog; closest: " + closest_names(vm_name, names, 5) + ")");
+      fail_at(key, "unknown VM size '" + vm_name + "' (" + std::to_string(names.size()) +
+                       " in the catalog; closest: " + closest_names(vm_name, names, 5) + ")");
     }
+  }
+
+  void check_cluster(const models::Catalog& catalog) {
+    const std::string vm_name = get_string("cluster.vm_size");
+    const models::VmSize* vm = &vm_size_of("cluster.vm_size", catalog);
     catalog_price_ = vm->price_usd_per_hour;
     const int64_t nodes = get_int("cluster.nodes");
     if (has("cluster.zones")) {
@@ -763,12 +919,18 @@ class Loader {
     s.simulation.seed = static_cast<uint64_t>(get_int("simulation.seed"));
     s.simulation.fidelity = get_string("simulation.fidelity") == "full" ? Fidelity::full : Fidelity::replica;
     s.source_path = path_;
+    s.resolved_toml = resolved_text();
+    return s;
+  }
+
+  /// The resolved scenario (overrides and defaults applied) as TOML text, ending in a newline.
+  [[nodiscard]] std::string resolved_text() const {
     std::ostringstream text;
     text << toml::toml_formatter{resolved_, toml::format_flags::allow_unicode_strings |
                                                 toml::format_flags::indentation};
-    s.resolved_toml = text.str();
-    if (s.resolved_toml.empty() || s.resolved_toml.back() != '\n') s.resolved_toml += '\n';
-    return s;
+    std::string out = text.str();
+    if (out.empty() || out.back() != '\n') out += '\n';
+    return out;
   }
 
  private:
@@ -1037,6 +1199,8 @@ class Loader {
   std::map<std::string, Loc, std::less<>> override_locs_;  ///< dotted key or table name -> its --set option
   std::vector<units::Seconds> eviction_trace_;
   std::optional<double> catalog_price_;  ///< the VM size's catalog price (check_cluster)
+  std::optional<double> serving_price_;  ///< the serving VM size's catalog price (check_serving)
+  bool serving_ = false;                 ///< the document has [serving] (check_structure)
 };
 
 }  // namespace
@@ -1065,6 +1229,7 @@ Scenario load(Loader& loader, const std::vector<std::string>& overrides, const m
   loader.apply_overrides(overrides);
   loader.check_schema_version();
   loader.check_structure();
+  loader.require_training();
   loader.check_params();
   loader.check_model();
   loader.check_reference();
@@ -1075,6 +1240,27 @@ Scenario load(Loader& loader, const std::vector<std::string>& overrides, const m
 }
 
 }  // namespace
+
+bool is_serving_scenario(const std::filesystem::path& path) {
+  Loader loader(path);
+  loader.parse();
+  return loader.has_table("serving");
+}
+
+ServingScenario load_serving_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides,
+                                      const models::Catalog& catalog) {
+  Loader loader(path);
+  loader.parse();
+  loader.apply_overrides(overrides);
+  loader.check_schema_version();
+  loader.check_structure();
+  if (!loader.has_table("serving")) {
+    throw ScenarioError(path, 1, 1, "serving", "required table is missing: not a serving scenario");
+  }
+  loader.check_params();
+  loader.check_serving(catalog);
+  return loader.build_serving();
+}
 
 Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides,
                        const models::Catalog& catalog) {

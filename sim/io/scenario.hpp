@@ -118,6 +118,71 @@ struct Scenario {
   std::string resolved_toml;          ///< the scenario after --set overrides and defaults, as TOML text
 };
 
+/// A serving scenario's fleet ([serving], docs/serving.md): names and numbers as the file gives them; the run
+/// layer (sim/run/run_serving) turns them into the models' and the engine's types.
+struct ServingFleetConfig {
+  std::string vm_size;
+  int64_t replicas = 1;
+  int64_t tensor = 1;
+  std::string precision = "bf16";  ///< bf16 | fp16 | fp8 | int8
+  bool kv_cache_fp8 = false;
+  int64_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 8192;
+  bool chunked_prefill = true;
+  int64_t block_size = 16;
+  double gpu_memory_utilization = 0.9;
+  std::string routing = "least_outstanding";  ///< least_outstanding | round_robin
+  double engine_overhead_ms = 1.0;
+  double engine_overhead_per_sequence_us = 10.0;
+  double sample_interval_s = 1.0;
+  std::optional<double> vm_price_usd_per_hour;  ///< the catalog's pay-as-you-go price, when it has one
+};
+
+/// One token-length distribution of [workload]: fixed `tokens`, uniform [min, max], or lognormal with median
+/// `tokens` and `sigma`.
+struct LengthConfig {
+  std::string kind = "fixed";  ///< fixed | uniform | lognormal
+  int64_t tokens = 1;
+  int64_t min = 1;
+  int64_t max = 1;
+  double sigma = 1.0;
+};
+
+/// [workload]: a trace, or a synthetic stream.
+struct WorkloadConfig {
+  std::optional<std::filesystem::path> trace;  ///< resolved against the scenario's directory
+  double duration_s = 60.0;
+  std::string arrival = "poisson";  ///< poisson | gamma
+  double rate_per_s = 0.0;          ///< synthetic streams only
+  double arrival_cv = 1.0;
+  LengthConfig prompt;
+  LengthConfig output;
+};
+
+/// [slo]: latency targets, when given.
+struct SloConfig {
+  std::optional<double> ttft_p99_ms;
+  std::optional<double> tpot_p99_ms;
+};
+
+/// A fully resolved, validated serving scenario.
+struct ServingScenario {
+  int64_t schema_version = 1;
+  std::string name;
+  std::string description;
+  models::ModelConfig model;
+  ServingFleetConfig serving;
+  WorkloadConfig workload;
+  SloConfig slo;
+  uint64_t seed = 0;
+  std::filesystem::path source_path;
+  std::string resolved_toml;  ///< the scenario after --set overrides and defaults, as TOML text
+};
+
+/// Whether the scenario file at `path` describes a serving fleet (has a [serving] table). Throws ScenarioError
+/// when the file cannot be read or parsed.
+bool is_serving_scenario(const std::filesystem::path& path);
+
 /// Bad scenario input. what() is "FILE:LINE:COL: key 'KEY': message" (docs/scenario-format.md, "Errors"):
 /// LINE:COL (1-based) is where the key's value starts (an unknown key: the key itself); a missing or defaulted
 /// key names its table's header, or 1:1 for the root or an absent table. For a --set option FILE is "--set",
@@ -169,6 +234,17 @@ class ScenarioDocument {
 /// against the file's directory).
 Scenario load_scenario(const ScenarioDocument& document, const std::vector<std::string>& overrides,
                        const models::Catalog& catalog);
+
+/// Loads and validates the serving scenario at `path` (with `overrides`, as load_scenario): [model] as for
+/// training (its defaults and shape rules), [serving], [workload], [slo], [simulation]. Cross-checks: the VM size
+/// exists; tensor divides the heads and the MLP width, divides or is a multiple of the key/value heads and fits one
+/// NVLink domain of the VM size; the device has the precision's math; the model is dense without multi-latent
+/// attention (not modelled for serving yet); exactly one of workload.trace and workload.rate_per_s; uniform
+/// lengths need min <= max; the trace reads (its errors as "FILE:LINE: ..." at workload.trace). A training table
+/// in a serving scenario is an error at its header, as is load_scenario on a serving scenario. Throws
+/// ScenarioError.
+ServingScenario load_serving_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides,
+                                      const models::Catalog& catalog);
 
 /// The reference of every scenario key as a Markdown table, generated from the parameter table.
 std::string scenario_keys_markdown();

@@ -36,6 +36,12 @@ constexpr std::array<std::string_view, 3> kDispatchers{"alltoall", "allgather", 
 constexpr std::array<std::string_view, 3> kBalancing{"forced", "aux_loss", "aux_free"};
 constexpr std::array<std::string_view, 2> kFidelities{"replica", "full"};
 constexpr std::array<std::string_view, 2> kStorages{"local_nvme", "parallel_fs"};
+// Must match the serving loader (sim/io/scenario.cpp, build_serving).
+constexpr std::array<std::string_view, 4> kServingPrecisions{"bf16", "fp16", "fp8", "int8"};
+constexpr std::array<std::string_view, 2> kKvDtypes{"auto", "fp8"};
+constexpr std::array<std::string_view, 2> kRoutings{"least_outstanding", "round_robin"};
+constexpr std::array<std::string_view, 2> kArrivals{"poisson", "gamma"};
+constexpr std::array<std::string_view, 3> kLengths{"fixed", "uniform", "lognormal"};
 
 constexpr std::array kTables{
     TableSpec{"", true, "File-level identification."},
@@ -54,6 +60,15 @@ constexpr std::array kTables{
               "`[cost]`. Give `train_tokens` or `steps`."},
     TableSpec{"reliability", false, "Interruptions (spot evictions, failures), checkpoints and restarts."},
     TableSpec{"cost", false, "Prices that turn VM-hours, storage and inter-zone traffic into dollars."},
+    TableSpec{"serving", false,
+              "An LLM serving fleet instead of a training run (docs/serving.md): replicas of one VM size, each a "
+              "continuous-batching engine with a paged KV cache. A scenario with [serving] has no [training], "
+              "[parallelism], [cluster], [network], [job], [reliability], [cost] or [reference], and needs "
+              "[workload]."},
+    TableSpec{"workload", false,
+              "The requests a serving scenario replays: synthetic (arrivals at rate_per_s, prompt and output "
+              "lengths from distributions) or a trace CSV in the format of Azure's LLM inference traces."},
+    TableSpec{"slo", false, "Latency targets of a serving scenario: goodput counts the requests that meet them."},
     TableSpec{"simulation", false, "Settings of the simulation itself."},
     TableSpec{"sweep", false,
               "Parameter sweep for `clustersim sweep` (docs/sweeps.md): dotted scenario keys over lists or "
@@ -470,6 +485,93 @@ constexpr std::array kParams{
     ParamSpec{.key = "cost.egress_usd_per_gb", .type = number, .unit = "USD/GB", .need = Need::defaulted,
               .default_text = "0.01", .lo = 0.0,
               .help = "Traffic between availability zones (Azure inter-AZ data transfer, each direction)."},
+    // [serving]
+    ParamSpec{.key = "serving.vm_size", .type = string, .need = Need::required, .non_empty = true,
+              .help = "Catalog VM size of every replica (`clustersim catalog`)."},
+    ParamSpec{.key = "serving.replicas", .type = integer, .unit = "replicas", .need = Need::defaulted,
+              .default_text = "1", .min_int = 1, .max_int = 100000,
+              .help = "Model replicas, each on its own GPUs; the router spreads requests over them.",
+              .bound_reason = "100,000 replicas: far beyond any published fleet"},
+    ParamSpec{.key = "serving.tensor", .type = integer, .unit = "GPUs", .need = Need::defaulted, .default_text = "1",
+              .min_int = 1, .max_int = 72,
+              .help = "Tensor-parallel GPUs per replica, inside one NVLink domain of the VM size; divides the heads.",
+              .bound_reason = "72: the largest NVLink domain (GB200 NVL72)"},
+    ParamSpec{.key = "serving.precision", .type = string, .need = Need::defaulted, .default_text = "\"bf16\"",
+              .choices = kServingPrecisions,
+              .help = "Weights and GEMM math: bf16 or fp16 (2-byte weights), fp8 (W8A8, fp8 GEMMs), int8 (weight-only "
+                      "W8A16: 1-byte weights, 16-bit math)."},
+    ParamSpec{.key = "serving.kv_cache_dtype", .type = string, .need = Need::defaulted, .default_text = "\"auto\"",
+              .choices = kKvDtypes, .help = "KV cache elements: auto (2 bytes) or fp8 (1 byte; vLLM --kv-cache-dtype)."},
+    ParamSpec{.key = "serving.max_num_seqs", .type = integer, .unit = "sequences", .need = Need::defaulted,
+              .default_text = "256", .min_int = 1, .max_int = 1 << 20,
+              .help = "Sequences an engine runs at once (vLLM --max-num-seqs).", .bound_reason = "2^20 sequences"},
+    ParamSpec{.key = "serving.max_num_batched_tokens", .type = integer, .unit = "tokens", .need = Need::defaulted,
+              .default_text = "8192", .min_int = 1, .max_int = 1 << 24,
+              .help = "Tokens of one iteration (vLLM --max-num-batched-tokens).", .bound_reason = "2^24, as seq_length"},
+    ParamSpec{.key = "serving.chunked_prefill", .type = boolean, .need = Need::defaulted, .default_text = "true",
+              .help = "Split long prompts over iterations (Sarathi-Serve); off: a prompt runs whole."},
+    ParamSpec{.key = "serving.block_size", .type = integer, .unit = "tokens", .need = Need::defaulted,
+              .default_text = "16", .min_int = 1, .max_int = 1024, .help = "Tokens per KV-cache block (vLLM --block-size).",
+              .bound_reason = "1,024 tokens"},
+    ParamSpec{.key = "serving.gpu_memory_utilization", .type = number, .unit = "fraction", .need = Need::defaulted,
+              .default_text = "0.9", .lo = 0.0, .lo_open = true, .hi = 1.0,
+              .help = "Share of GPU memory the engine may use for weights, activations and KV cache (vLLM's)."},
+    ParamSpec{.key = "serving.routing", .type = string, .need = Need::defaulted,
+              .default_text = "\"least_outstanding\"", .choices = kRoutings,
+              .help = "How the router picks a replica: fewest outstanding requests, or round robin."},
+    ParamSpec{.key = "serving.engine_overhead_ms", .type = number, .unit = "ms", .need = Need::defaulted,
+              .default_text = "1", .lo = 0.0, .hi = 1000.0,
+              .help = "CPU work of an engine per iteration (scheduling, inputs, sampling); an assumption until "
+                      "calibrated (docs/serving.md)."},
+    ParamSpec{.key = "serving.engine_overhead_per_sequence_us", .type = number, .unit = "us", .need = Need::defaulted,
+              .default_text = "10", .lo = 0.0, .hi = 1e6, .help = "The same per sequence of the iteration."},
+    ParamSpec{.key = "serving.sample_interval_s", .type = number, .unit = "s", .need = Need::defaulted,
+              .default_text = "1", .lo = 0.0, .lo_open = true, .hi = 86400.0,
+              .help = "Period of the queue and KV-cache time series."},
+    // [workload]
+    ParamSpec{.key = "workload.trace", .type = string, .need = Need::optional, .non_empty = true,
+              .help = "A request trace CSV (TIMESTAMP,ContextTokens,GeneratedTokens, Azure's LLM inference trace "
+                      "format), relative to the scenario file; replaces the synthetic keys but duration_s."},
+    ParamSpec{.key = "workload.duration_s", .type = number, .unit = "s", .need = Need::defaulted,
+              .default_text = "60", .lo = 0.0, .lo_open = true, .hi = 1e6,
+              .help = "Arrivals in [0, duration_s): the synthetic stream's length, or the trace's window.",
+              .bound_reason = "1e6 s: 11.6 days of traffic"},
+    ParamSpec{.key = "workload.arrival", .type = string, .need = Need::defaulted, .default_text = "\"poisson\"",
+              .choices = kArrivals, .help = "Arrival process: Poisson, or gamma gaps with coefficient of variation arrival_cv."},
+    ParamSpec{.key = "workload.rate_per_s", .type = number, .unit = "requests/s", .need = Need::optional, .lo = 0.0,
+              .lo_open = true, .hi = 1e6, .help = "Mean arrival rate; required without a trace.",
+              .bound_reason = "1e6 requests/s"},
+    ParamSpec{.key = "workload.arrival_cv", .type = number, .need = Need::defaulted, .default_text = "1", .lo = 0.0,
+              .lo_open = true, .hi = 100.0, .help = "Gamma arrivals: the gaps' coefficient of variation (> 1 bursty)."},
+    ParamSpec{.key = "workload.prompt", .type = string, .need = Need::defaulted, .default_text = "\"fixed\"",
+              .choices = kLengths,
+              .help = "Prompt lengths: fixed (prompt_tokens), uniform (prompt_min..prompt_max) or lognormal (median "
+                      "prompt_tokens, prompt_sigma)."},
+    ParamSpec{.key = "workload.prompt_tokens", .type = integer, .unit = "tokens", .need = Need::defaulted,
+              .default_text = "512", .min_int = 1, .max_int = 1 << 24, .help = "Fixed prompt length, or the lognormal's median.",
+              .bound_reason = "2^24, as seq_length"},
+    ParamSpec{.key = "workload.prompt_min", .type = integer, .unit = "tokens", .need = Need::optional, .min_int = 1,
+              .max_int = 1 << 24, .help = "Uniform prompts: the shortest.", .bound_reason = "2^24"},
+    ParamSpec{.key = "workload.prompt_max", .type = integer, .unit = "tokens", .need = Need::optional, .min_int = 1,
+              .max_int = 1 << 24, .help = "Uniform prompts: the longest.", .bound_reason = "2^24"},
+    ParamSpec{.key = "workload.prompt_sigma", .type = number, .need = Need::defaulted, .default_text = "1", .lo = 0.0,
+              .lo_open = true, .hi = 10.0, .help = "Lognormal prompts: standard deviation of ln(length)."},
+    ParamSpec{.key = "workload.output", .type = string, .need = Need::defaulted, .default_text = "\"fixed\"",
+              .choices = kLengths, .help = "Output lengths, as workload.prompt."},
+    ParamSpec{.key = "workload.output_tokens", .type = integer, .unit = "tokens", .need = Need::defaulted,
+              .default_text = "128", .min_int = 1, .max_int = 1 << 24, .help = "Fixed output length, or the lognormal's median.",
+              .bound_reason = "2^24"},
+    ParamSpec{.key = "workload.output_min", .type = integer, .unit = "tokens", .need = Need::optional, .min_int = 1,
+              .max_int = 1 << 24, .help = "Uniform outputs: the shortest.", .bound_reason = "2^24"},
+    ParamSpec{.key = "workload.output_max", .type = integer, .unit = "tokens", .need = Need::optional, .min_int = 1,
+              .max_int = 1 << 24, .help = "Uniform outputs: the longest.", .bound_reason = "2^24"},
+    ParamSpec{.key = "workload.output_sigma", .type = number, .need = Need::defaulted, .default_text = "1", .lo = 0.0,
+              .lo_open = true, .hi = 10.0, .help = "Lognormal outputs: standard deviation of ln(length)."},
+    // [slo]
+    ParamSpec{.key = "slo.ttft_p99_ms", .type = number, .unit = "ms", .need = Need::optional, .lo = 0.0, .lo_open = true,
+              .help = "Time-to-first-token target: goodput counts requests at or below it."},
+    ParamSpec{.key = "slo.tpot_p99_ms", .type = number, .unit = "ms", .need = Need::optional, .lo = 0.0, .lo_open = true,
+              .help = "Time-per-output-token target (after the first token)."},
     // [simulation]
     ParamSpec{.key = "simulation.seed", .type = integer, .need = Need::defaulted, .default_text = "0", .min_int = 0,
               .help = "Base seed of every random stream of the run."},

@@ -103,8 +103,11 @@ class Fleet {
     s.prompt = q.prompt_tokens;
     s.output = q.output_tokens;
     ++unfinished_;
-    // A request that can never fit one replica's KV cache (its whole context) is rejected on arrival.
-    if (blocks_for(q.prompt_tokens + q.output_tokens, setup_.policy.block_size) > replicas_.front().total_blocks()) {
+    // A request that can never fit one replica's KV cache (its whole context), or longer than the engine's
+    // max_model_len, is rejected on arrival (vLLM refuses it).
+    const bool too_long = setup_.max_model_len > 0 && q.prompt_tokens + q.output_tokens > setup_.max_model_len;
+    if (too_long ||
+        blocks_for(q.prompt_tokens + q.output_tokens, setup_.policy.block_size) > replicas_.front().total_blocks()) {
       result_.requests[static_cast<size_t>(i)].rejected = true;
       --unfinished_;
       return;
@@ -301,6 +304,7 @@ ServingResult simulate_serving(const ServingSetup& setup, const std::vector<Serv
           "max_num_seqs, max_num_batched_tokens and block_size must be >= 1");
   require(setup.kv_cache_tokens >= p.block_size, "the KV cache holds less than one block");
   require(setup.sample_interval_s > 0, "the sample interval must be positive");
+  require(setup.max_model_len >= 0, "max_model_len must be >= 0");
   for (size_t i = 0; i < requests.size(); ++i) {
     const ServingRequest& q = requests[i];
     require(q.prompt_tokens >= 1 && q.output_tokens >= 1, "request " + std::to_string(i) +

@@ -49,6 +49,7 @@ struct ServingSetup {
   std::shared_ptr<const models::InferenceModel> model;
   EnginePolicy policy;
   int64_t kv_cache_tokens = 0;  ///< per replica (InferenceModel::kv_cache_tokens)
+  int64_t max_model_len = 0;    ///< longest prompt + output an engine accepts (vLLM --max-model-len); 0: no limit
   int64_t replicas = 1;
   Routing routing = Routing::round_robin;
   double sample_interval_s = 1.0;  ///< period of the queue and KV-cache time series
@@ -64,7 +65,7 @@ struct RequestOutcome {
   int64_t output_tokens = 0;
   int64_t replica = 0;
   int64_t preemptions = 0;
-  bool rejected = false;  ///< its prompt and output exceed one replica's KV cache
+  bool rejected = false;  ///< its prompt and output exceed one replica's KV cache, or max_model_len
   [[nodiscard]] double ttft_s() const { return first_token_s - arrival_s; }
   /// Mean time per output token after the first, s (0 for a single output token).
   [[nodiscard]] double tpot_s() const {

@@ -2,9 +2,13 @@
 // exits 65 naming file, line, column and key, and writes nothing; same input gives the same bytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "tests/support/cli.hpp"
+#include "tests/support/results.hpp"
 
 namespace clustersim {
 namespace {
@@ -32,6 +36,48 @@ TEST(ShippedScenarios, EveryScenarioRunsAndWritesItsResults) {
     EXPECT_TRUE(fs::exists(out));
     EXPECT_TRUE(r.err.empty()) << r.err;
   }
+  fs::remove_all(dir);
+}
+
+TEST(ShippedScenarios, EveryServingScenarioRunsAndWritesItsResults) {
+  // scenarios/serving/: a synthetic stream and the Azure conversation trace's hour; each report gives the
+  // latency percentiles and the cost, and the file its /summary, /requests and /timeseries.
+  const auto scenarios = testing::shipped_scenarios(true);
+  ASSERT_GE(scenarios.size(), 2u);
+  const fs::path dir = temp_dir("serving");
+  for (const fs::path& scenario : scenarios) {
+    SCOPED_TRACE(scenario.string());
+    const fs::path out = dir / (scenario.stem().string() + ".h5");
+    const auto r = run_cli("run '" + scenario.string() + "' -o '" + out.string() + "'");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("TTFT        p50"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("per million output tokens"), std::string::npos) << r.out;
+    EXPECT_TRUE(r.err.empty()) << r.err;
+    const auto names = [&out](const char* group) {
+      std::vector<std::string> n;
+      for (const auto& c : sim::read_results_columns(out, group)) n.push_back(c.name);
+      return n;
+    };
+    const auto has = [](const std::vector<std::string>& v, const char* name) {
+      return std::find(v.begin(), v.end(), name) != v.end();
+    };
+    EXPECT_TRUE(has(names("requests"), "ttft_s"));
+    EXPECT_TRUE(has(names("timeseries"), "kv_occupancy"));
+    const auto requests = testing::summary_column<double>(out, "ttft_p99_s");
+    ASSERT_EQ(requests.size(), 1u);
+    EXPECT_GT(requests[0], 0.0);
+  }
+  // The same serving run twice gives the same bytes; a training-only command refuses it, located.
+  const std::string args = "run scenarios/serving/llama3-70b-nd-h100-tp4-20rps.toml -o '" + (dir / "a.h5").string() + "'";
+  ASSERT_EQ(run_cli(args).exit_code, 0);
+  const std::string first = testing::read_file(dir / "a.h5");
+  ASSERT_EQ(run_cli(args).exit_code, 0);
+  EXPECT_EQ(testing::read_file(dir / "a.h5"), first);
+  const auto sweep = run_cli("sweep scenarios/serving/llama3-70b-nd-h100-tp4-20rps.toml -o '" +
+                             (dir / "s.h5").string() + "'");
+  EXPECT_EQ(sweep.exit_code, 65);
+  EXPECT_NE(sweep.err.find("llama3-70b-nd-h100-tp4-20rps.toml:"), std::string::npos) << sweep.err;
+  EXPECT_NE(sweep.err.find("key 'serving': a serving scenario"), std::string::npos) << sweep.err;
   fs::remove_all(dir);
 }
 

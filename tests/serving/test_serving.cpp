@@ -16,6 +16,7 @@
 #include "models/network/topology.hpp"
 #include "models/serving/inference_model.hpp"
 #include "sim/serving/serving_simulation.hpp"
+#include "sim/serving/serving_summary.hpp"
 #include "sim/serving/tensor_parallel.hpp"
 #include "sim/serving/workload.hpp"
 #include "tests/support/models.hpp"
@@ -191,6 +192,38 @@ TEST(TensorParallel, AllReduceFollowsTheCollectiveModelOfTheVm) {
   // GB200: up to the rack's 72.
   const models::VmSize& gb = catalog().vm_size("Standard_ND128isr_NDR_GB200_v6");
   EXPECT_GT(tensor_parallel_all_reduce(gb, catalog().device("GB200"), 16)(units::Bytes(1e6)).value(), 0.0);
+}
+
+TEST(ServingSummary, PercentilesInterpolateAndTheSummaryCountsByHand) {
+  // NumPy's linear percentile: p50 of 1..4 = 2.5, p99 = 3.97; none: NaN.
+  EXPECT_DOUBLE_EQ(percentile({4, 1, 3, 2}, 50), 2.5);
+  EXPECT_NEAR(percentile({4, 1, 3, 2}, 99), 3.97, 1e-12);
+  EXPECT_DOUBLE_EQ(percentile({7}, 90), 7.0);
+  EXPECT_TRUE(std::isnan(percentile({}, 50)));
+  // Three requests over 10 s on 2 replicas of 4 GPUs packed on one 8-GPU VM at $80/h: one meets a 0.5 s TTFT
+  // target, one misses it, one was rejected.
+  ServingResult r;
+  r.makespan_s = 10.0;
+  r.busy_s = 10.0;
+  RequestOutcome fast, slow, big;
+  fast = {0.0, 0.2, 2.2, 100, 11, 0, 0, false};   // TTFT 0.2 s, TPOT 0.2 s
+  slow = {1.0, 2.0, 4.0, 100, 5, 1, 1, false};    // TTFT 1.0 s, TPOT 0.5 s, preempted once
+  big = {2.0, std::nan(""), std::nan(""), 9000, 100, 0, 0, true};
+  r.requests = {fast, slow, big};
+  const ServingSummary s = summarize_serving(r, LatencyTargets{0.5, std::nullopt}, 2, 4, 8, 80.0);
+  EXPECT_EQ(s.requests, 3);
+  EXPECT_EQ(s.completed, 2);
+  EXPECT_EQ(s.rejected, 1);
+  EXPECT_EQ(s.preemptions, 1);
+  EXPECT_DOUBLE_EQ(s.ttft_p50_s, 0.6);
+  EXPECT_DOUBLE_EQ(s.output_tokens_per_s, 1.6);            // 16 tokens / 10 s
+  EXPECT_DOUBLE_EQ(s.goodput_requests_per_s, 0.1);          // one within the target
+  EXPECT_DOUBLE_EQ(s.slo_attainment, 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(s.gpu_hours, 8 * 10.0 / 3600.0);
+  EXPECT_DOUBLE_EQ(s.usd, 80.0 * 10.0 / 3600.0);            // one VM
+  EXPECT_DOUBLE_EQ(s.usd_per_million_output_tokens, s.usd / 16.0 * 1e6);
+  EXPECT_DOUBLE_EQ(s.utilization, 0.5);
+  EXPECT_TRUE(std::isnan(summarize_serving(r, {}, 2, 4, 8, std::nullopt).usd));
 }
 
 // ---- workloads ----------------------------------------------------------------------------------------------

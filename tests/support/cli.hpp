@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -48,11 +49,17 @@ inline CliResult run_cli(const std::string& args) {
 }
 
 /// Every scenario shipped under scenarios/, sorted, as paths relative to the source directory.
-inline std::vector<std::filesystem::path> shipped_scenarios() {
+/// Every shipped scenario file under scenarios/, sorted: the training ones (`serving` false) or the serving
+/// ones under scenarios/serving/ (`serving` true).
+inline std::vector<std::filesystem::path> shipped_scenarios(bool serving = false) {
   std::vector<std::filesystem::path> files;
   const std::filesystem::path root = std::filesystem::path(CLUSTERSIM_SOURCE_DIR);
   for (const auto& e : std::filesystem::recursive_directory_iterator(root / "scenarios")) {
-    if (e.is_regular_file() && e.path().extension() == ".toml") files.push_back(e.path().lexically_relative(root));
+    if (!e.is_regular_file() || e.path().extension() != ".toml") continue;
+    const std::filesystem::path rel = e.path().lexically_relative(root);
+    if ((rel.begin()->string() == "scenarios" && std::next(rel.begin())->string() == "serving") == serving) {
+      files.push_back(rel);
+    }
   }
   std::sort(files.begin(), files.end());
   return files;

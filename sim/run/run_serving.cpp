@@ -1,0 +1,246 @@
+#include "sim/run/run_serving.hpp"
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <utility>
+
+#include "models/serving/inference_model.hpp"
+#include "sim/errors.hpp"
+#include "sim/format.hpp"
+#include "sim/serving/tensor_parallel.hpp"
+#include "sim/serving/workload.hpp"
+
+namespace clustersim::sim {
+namespace {
+
+/// serving.precision and kv_cache_dtype as the inference model's numerics.
+models::ServingNumerics numerics_of(const ServingFleetConfig& f) {
+  models::ServingNumerics n;
+  if (f.precision == "fp8") n = {models::Precision::fp8, 1.0, 2.0};
+  else if (f.precision == "fp16") n = {models::Precision::fp16, 2.0, 2.0};
+  else if (f.precision == "int8") n = {models::Precision::bf16, 1.0, 2.0};  // weight-only: 16-bit math
+  if (f.kv_cache_fp8) n.kv_bytes = 1.0;
+  return n;
+}
+
+LengthDistribution length_of(const LengthConfig& c, int64_t max_tokens) {
+  LengthDistribution d;
+  d.kind = c.kind == "uniform" ? LengthDistribution::Kind::uniform
+           : c.kind == "lognormal" ? LengthDistribution::Kind::lognormal
+                                   : LengthDistribution::Kind::fixed;
+  d.value = static_cast<double>(c.tokens);
+  d.median = static_cast<double>(c.tokens);
+  d.low = static_cast<double>(c.min);
+  d.high = static_cast<double>(c.max);
+  d.sigma = c.sigma;
+  d.max_tokens = max_tokens;
+  return d;
+}
+
+std::vector<ServingRequest> requests_of(const ServingScenario& sc) {
+  const WorkloadConfig& w = sc.workload;
+  if (w.trace) {
+    try {
+      return read_request_trace(*w.trace, w.duration_s);
+    } catch (const TraceError& e) {
+      throw DataError(std::string(e.what()) + " (workload.trace of " + sc.source_path.string() + ")");
+    }
+  }
+  SyntheticWorkload s;
+  s.arrivals.kind = w.arrival == "gamma" ? ArrivalProcess::Kind::gamma : ArrivalProcess::Kind::poisson;
+  s.arrivals.rate_per_s = w.rate_per_s;
+  s.arrivals.cv = w.arrival_cv;
+  s.prompt = length_of(w.prompt, sc.model.seq_length);
+  s.output = length_of(w.output, sc.model.seq_length);
+  s.duration_s = w.duration_s;
+  s.seed = sc.seed;
+  return generate_workload(s);
+}
+
+SummaryColumn real(std::string name, std::string units, std::string description, double v) {
+  return {std::move(name), std::move(units), std::move(description), std::vector<double>{v}};
+}
+SummaryColumn integer(std::string name, std::string units, std::string description, int64_t v) {
+  return {std::move(name), std::move(units), std::move(description), std::vector<int64_t>{v}};
+}
+
+}  // namespace
+
+ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog& catalog) {
+  const models::VmSize& vm = catalog.vm_size(sc.serving.vm_size);
+  const models::DeviceSpec& device = catalog.device(vm.device);
+  const ServingFleetConfig& f = sc.serving;
+  auto model = std::make_shared<const models::InferenceModel>(
+      sc.model, numerics_of(f), f.tensor, device, vm.device_share,
+      tensor_parallel_all_reduce(vm, device, f.tensor),
+      models::EngineOverhead{units::milliseconds(f.engine_overhead_ms),
+                             units::microseconds(f.engine_overhead_per_sequence_us)});
+  ServingRun run;
+  run.kv_cache_tokens = model->kv_cache_tokens(f.gpu_memory_utilization, f.max_num_batched_tokens, f.block_size);
+  run.weight_bytes_per_gpu = model->weight_bytes_per_gpu().value();
+  run.kv_bytes_per_token = model->kv_bytes_per_token_per_gpu().value();
+  if (run.kv_cache_tokens < f.block_size) {
+    throw DataError(sc.source_path.string() + ": the weights (" + printf_string("%.1f", run.weight_bytes_per_gpu / 1073741824.0) +
+                    " GiB per GPU at tensor " + std::to_string(f.tensor) + ") leave no KV cache in " +
+                    printf_string("%.0f %%", 100.0 * f.gpu_memory_utilization) + " of the " + vm.device +
+                    "'s memory: raise serving.tensor or choose a larger GPU");
+  }
+  models::IterationBatch one;
+  one.decode_sequences = 1;
+  one.decode_kv_tokens = 1024;
+  one.sampled_sequences = 1;
+  run.decode_step_s = model->iteration_time(one).total().value();
+
+  ServingSetup setup;
+  setup.model = model;
+  setup.policy = {f.max_num_seqs, f.max_num_batched_tokens, f.chunked_prefill, f.block_size};
+  setup.kv_cache_tokens = run.kv_cache_tokens;
+  setup.max_model_len = sc.model.seq_length;
+  setup.replicas = f.replicas;
+  setup.routing = f.routing == "round_robin" ? Routing::round_robin : Routing::least_outstanding;
+  setup.sample_interval_s = f.sample_interval_s;
+  run.result = simulate_serving(setup, requests_of(sc));
+  LatencyTargets targets;
+  if (sc.slo.ttft_p99_ms) targets.ttft_s = *sc.slo.ttft_p99_ms / 1e3;
+  if (sc.slo.tpot_p99_ms) targets.tpot_s = *sc.slo.tpot_p99_ms / 1e3;
+  run.summary = summarize_serving(run.result, targets, f.replicas, f.tensor, vm.devices_per_vm, f.vm_price_usd_per_hour);
+  run.vms = (f.replicas * f.tensor + vm.devices_per_vm - 1) / vm.devices_per_vm;
+  return run;
+}
+
+std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, const ServingRun& run) {
+  const ServingSummary& s = run.summary;
+  std::vector<SummaryColumn> c;
+  c.push_back({"scenario", "", "scenario name", std::vector<std::string>{sc.name}});
+  c.push_back({"vm_size", "", "VM size of the replicas", std::vector<std::string>{sc.serving.vm_size}});
+  c.push_back(integer("replicas", "1", "model replicas", sc.serving.replicas));
+  c.push_back(integer("tensor_parallel", "1", "GPUs per replica (tensor parallelism)", sc.serving.tensor));
+  c.push_back(integer("vms", "1", "VMs the replicas occupy", run.vms));
+  c.push_back(integer("kv_cache_tokens", "tokens", "KV-cache capacity of one replica", run.kv_cache_tokens));
+  c.push_back(real("weight_bytes_per_gpu", "B", "weights held by one GPU", run.weight_bytes_per_gpu));
+  c.push_back(real("decode_step_s", "s", "one sequence decoding at a 1,024-token context", run.decode_step_s));
+  c.push_back(integer("requests", "1", "requests of the workload", s.requests));
+  c.push_back(integer("completed", "1", "requests that finished", s.completed));
+  c.push_back(integer("rejected", "1", "requests longer than the model's context or one replica's KV cache",
+                      s.rejected));
+  c.push_back(integer("preemptions", "1", "recompute preemptions over all requests", s.preemptions));
+  c.push_back(real("ttft_mean_s", "s", "mean time to first token", s.ttft_mean_s));
+  c.push_back(real("ttft_p50_s", "s", "median time to first token", s.ttft_p50_s));
+  c.push_back(real("ttft_p90_s", "s", "90th percentile time to first token", s.ttft_p90_s));
+  c.push_back(real("ttft_p99_s", "s", "99th percentile time to first token", s.ttft_p99_s));
+  c.push_back(real("tpot_p50_s", "s", "median time per output token after the first", s.tpot_p50_s));
+  c.push_back(real("tpot_p90_s", "s", "90th percentile time per output token", s.tpot_p90_s));
+  c.push_back(real("tpot_p99_s", "s", "99th percentile time per output token", s.tpot_p99_s));
+  c.push_back(real("e2e_p50_s", "s", "median end-to-end latency", s.e2e_p50_s));
+  c.push_back(real("e2e_p90_s", "s", "90th percentile end-to-end latency", s.e2e_p90_s));
+  c.push_back(real("e2e_p99_s", "s", "99th percentile end-to-end latency", s.e2e_p99_s));
+  c.push_back(real("requests_per_s", "1/s", "completed requests per second of the makespan", s.requests_per_s));
+  c.push_back(real("output_tokens_per_s", "tokens/s", "generated tokens per second", s.output_tokens_per_s));
+  c.push_back(real("input_tokens_per_s", "tokens/s", "prompt tokens per second", s.input_tokens_per_s));
+  c.push_back(real("goodput_requests_per_s", "1/s", "completed requests within the [slo] targets per second",
+                   s.goodput_requests_per_s));
+  c.push_back(real("slo_attainment", "1", "share of all requests completed within the targets", s.slo_attainment));
+  c.push_back(real("kv_occupancy_mean", "1", "mean KV-cache occupancy over the samples", s.mean_kv_occupancy));
+  c.push_back(real("kv_occupancy_peak", "1", "highest KV-cache occupancy of a sample", s.peak_kv_occupancy));
+  c.push_back(integer("queue_peak", "1", "most requests waiting at a sample", s.peak_waiting));
+  c.push_back(real("utilization", "1", "share of the replicas' time in iterations", s.utilization));
+  c.push_back(real("makespan_s", "s", "first arrival (0) to the last finish", s.makespan_s));
+  c.push_back(real("gpu_hours", "GPU h", "GPUs x makespan", s.gpu_hours));
+  c.push_back(real("cost_usd", "USD", "VM-hours x on-demand price; NaN without a price", s.usd));
+  c.push_back(real("usd_per_million_output_tokens", "USD/Mtoken", "cost per million generated tokens; NaN without a price",
+                   s.usd_per_million_output_tokens));
+  c.push_back(integer("iterations", "1", "engine iterations over all replicas", run.result.iterations));
+  c.push_back(integer("fingerprint", "1", "the engine's determinism fingerprint (bit pattern)",
+                      static_cast<int64_t>(run.result.fingerprint)));
+  return c;
+}
+
+std::vector<SummaryColumn> serving_request_columns(const ServingRun& run) {
+  std::vector<double> arrival, first, finish, ttft, tpot, e2e;
+  std::vector<int64_t> prompt, output, replica, preemptions, rejected;
+  for (const RequestOutcome& o : run.result.requests) {
+    arrival.push_back(o.arrival_s);
+    first.push_back(o.first_token_s);
+    finish.push_back(o.finish_s);
+    ttft.push_back(o.ttft_s());
+    tpot.push_back(o.rejected ? std::numeric_limits<double>::quiet_NaN() : o.tpot_s());
+    e2e.push_back(o.e2e_s());
+    prompt.push_back(o.prompt_tokens);
+    output.push_back(o.output_tokens);
+    replica.push_back(o.replica);
+    preemptions.push_back(o.preemptions);
+    rejected.push_back(o.rejected ? 1 : 0);
+  }
+  return {{"arrival_s", "s", "arrival time", arrival},
+          {"first_token_s", "s", "first output token; NaN when rejected", first},
+          {"finish_s", "s", "last output token; NaN when rejected", finish},
+          {"ttft_s", "s", "time to first token", ttft},
+          {"tpot_s", "s", "time per output token after the first (0 for one token)", tpot},
+          {"e2e_s", "s", "arrival to last token", e2e},
+          {"prompt_tokens", "tokens", "prompt length", prompt},
+          {"output_tokens", "tokens", "output length", output},
+          {"replica", "1", "replica that served it", replica},
+          {"preemptions", "1", "times it was preempted and recomputed", preemptions},
+          {"rejected", "1", "1 when it exceeded the context or a replica's KV cache", rejected}};
+}
+
+std::vector<SummaryColumn> serving_sample_columns(const ServingRun& run) {
+  std::vector<double> time, kv;
+  std::vector<int64_t> waiting, running;
+  for (const ServingSample& x : run.result.samples) {
+    time.push_back(x.time_s);
+    waiting.push_back(x.waiting);
+    running.push_back(x.running);
+    kv.push_back(x.kv_occupancy);
+  }
+  return {{"time_s", "s", "sample time", time},
+          {"waiting", "1", "requests queued over all replicas", waiting},
+          {"running", "1", "sequences running over all replicas", running},
+          {"kv_occupancy", "1", "used / total KV blocks over all replicas", kv}};
+}
+
+std::string format_serving_summary(const ServingScenario& sc, const ServingRun& run) {
+  const ServingSummary& s = run.summary;
+  const ServingFleetConfig& f = sc.serving;
+  std::ostringstream out;
+  out << sc.name << "\n";
+  if (!sc.description.empty()) out << "  " << sc.description << "\n";
+  out << printf_string("fleet       %lld replicas x TP %lld on %lld x %s, %s weights%s\n",
+                       static_cast<long long>(f.replicas), static_cast<long long>(f.tensor),
+                       static_cast<long long>(run.vms), f.vm_size.c_str(), f.precision.c_str(),
+                       f.kv_cache_fp8 ? ", fp8 KV cache" : "");
+  out << printf_string("replica     %.1f GiB of weights per GPU, KV cache %lld tokens, one decode step %.2f ms\n",
+                       run.weight_bytes_per_gpu / 1073741824.0, static_cast<long long>(run.kv_cache_tokens),
+                       run.decode_step_s * 1e3);
+  out << printf_string("workload    %lld requests over %.1f s%s\n", static_cast<long long>(s.requests), s.makespan_s,
+                       sc.workload.trace ? (", trace " + sc.workload.trace->filename().string()).c_str() : "");
+  out << printf_string("TTFT        p50 %.3f s   p90 %.3f s   p99 %.3f s\n", s.ttft_p50_s, s.ttft_p90_s, s.ttft_p99_s);
+  out << printf_string("TPOT        p50 %.1f ms   p90 %.1f ms   p99 %.1f ms\n", s.tpot_p50_s * 1e3, s.tpot_p90_s * 1e3,
+                       s.tpot_p99_s * 1e3);
+  out << printf_string("end to end  p50 %.2f s   p90 %.2f s   p99 %.2f s\n", s.e2e_p50_s, s.e2e_p90_s, s.e2e_p99_s);
+  out << printf_string("throughput  %.2f requests/s, %.0f output tokens/s, %.0f prompt tokens/s\n", s.requests_per_s,
+                       s.output_tokens_per_s, s.input_tokens_per_s);
+  if (sc.slo.ttft_p99_ms || sc.slo.tpot_p99_ms) {
+    out << printf_string("SLO         %.1f %% of requests within", 100.0 * s.slo_attainment);
+    if (sc.slo.ttft_p99_ms) out << printf_string(" TTFT %.0f ms", *sc.slo.ttft_p99_ms);
+    if (sc.slo.tpot_p99_ms) out << printf_string(" TPOT %.0f ms", *sc.slo.tpot_p99_ms);
+    out << printf_string(": goodput %.2f requests/s\n", s.goodput_requests_per_s);
+  }
+  out << printf_string("engines     %.0f %% busy, KV cache %.0f %% mean / %.0f %% peak, queue peak %lld, %lld "
+                       "preemptions, %lld rejected\n",
+                       100.0 * s.utilization, 100.0 * s.mean_kv_occupancy, 100.0 * s.peak_kv_occupancy,
+                       static_cast<long long>(s.peak_waiting), static_cast<long long>(s.preemptions),
+                       static_cast<long long>(s.rejected));
+  if (std::isfinite(s.usd)) {
+    out << printf_string("cost        %.1f GPU-hours, $%.2f on demand: $%.3f per million output tokens\n", s.gpu_hours,
+                         s.usd, s.usd_per_million_output_tokens);
+  } else {
+    out << printf_string("cost        %.1f GPU-hours (no price for %s in the catalog)\n", s.gpu_hours, f.vm_size.c_str());
+  }
+  out << "uncertainty the serving model is not yet calibrated against published serving runs (docs/serving.md)\n";
+  return out.str();
+}
+
+}  // namespace clustersim::sim

@@ -1,0 +1,75 @@
+#include "sim/serving/serving_summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace clustersim::sim {
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(values.begin(), values.end());
+  const double h = static_cast<double>(values.size() - 1) * std::clamp(p, 0.0, 100.0) / 100.0;
+  const auto lo = static_cast<size_t>(std::floor(h));
+  const size_t hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (h - static_cast<double>(lo)) * (values[hi] - values[lo]);
+}
+
+ServingSummary summarize_serving(const ServingResult& result, const LatencyTargets& targets, int64_t replicas,
+                                 int64_t gpus_per_replica, int64_t gpus_per_vm,
+                                 std::optional<double> price_usd_per_vm_hour) {
+  ServingSummary s;
+  std::vector<double> ttft, tpot, e2e;
+  double output_tokens = 0, input_tokens = 0;
+  int64_t good = 0;
+  for (const RequestOutcome& o : result.requests) {
+    ++s.requests;
+    s.preemptions += o.preemptions;
+    if (o.rejected) {
+      ++s.rejected;
+      continue;
+    }
+    ++s.completed;
+    ttft.push_back(o.ttft_s());
+    e2e.push_back(o.e2e_s());
+    if (o.output_tokens > 1) tpot.push_back(o.tpot_s());
+    output_tokens += static_cast<double>(o.output_tokens);
+    input_tokens += static_cast<double>(o.prompt_tokens);
+    const bool meets = (!targets.ttft_s || o.ttft_s() <= *targets.ttft_s) &&
+                       (!targets.tpot_s || o.output_tokens <= 1 || o.tpot_s() <= *targets.tpot_s);
+    if (meets) ++good;
+  }
+  for (double& x : ttft) s.ttft_mean_s += x / static_cast<double>(ttft.size());
+  s.ttft_p50_s = percentile(ttft, 50);
+  s.ttft_p90_s = percentile(ttft, 90);
+  s.ttft_p99_s = percentile(ttft, 99);
+  s.tpot_p50_s = percentile(tpot, 50);
+  s.tpot_p90_s = percentile(tpot, 90);
+  s.tpot_p99_s = percentile(tpot, 99);
+  s.e2e_p50_s = percentile(e2e, 50);
+  s.e2e_p90_s = percentile(e2e, 90);
+  s.e2e_p99_s = percentile(e2e, 99);
+  s.makespan_s = result.makespan_s;
+  const double span = s.makespan_s > 0 ? s.makespan_s : std::numeric_limits<double>::quiet_NaN();
+  s.requests_per_s = static_cast<double>(s.completed) / span;
+  s.output_tokens_per_s = output_tokens / span;
+  s.input_tokens_per_s = input_tokens / span;
+  s.goodput_requests_per_s = static_cast<double>(good) / span;
+  s.slo_attainment = s.requests > 0 ? static_cast<double>(good) / static_cast<double>(s.requests) : 0.0;
+  for (const ServingSample& x : result.samples) {
+    s.mean_kv_occupancy += x.kv_occupancy / static_cast<double>(result.samples.size());
+    s.peak_kv_occupancy = std::max(s.peak_kv_occupancy, x.kv_occupancy);
+    s.peak_waiting = std::max(s.peak_waiting, x.waiting);
+  }
+  const int64_t gpus = replicas * gpus_per_replica;
+  const int64_t vms = (gpus + gpus_per_vm - 1) / gpus_per_vm;
+  s.gpu_hours = static_cast<double>(gpus) * s.makespan_s / 3600.0;
+  s.vm_hours = static_cast<double>(vms) * s.makespan_s / 3600.0;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  s.usd = price_usd_per_vm_hour ? s.vm_hours * *price_usd_per_vm_hour : nan;
+  s.usd_per_million_output_tokens = output_tokens > 0 ? s.usd / output_tokens * 1e6 : nan;
+  s.utilization = result.busy_s / (static_cast<double>(replicas) * span);
+  return s;
+}
+
+}  // namespace clustersim::sim

@@ -1,0 +1,54 @@
+// Statistics of a serving run (issue 15): latency percentiles, throughput, goodput against latency targets,
+// KV-cache and queue extremes, GPU-hours and cost per million tokens.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "sim/serving/serving_simulation.hpp"
+
+namespace clustersim::sim {
+
+/// The p-th percentile (0-100) of `values` with linear interpolation between the closest ranks (NumPy's default,
+/// "linear"): x[floor(h)] + (h - floor(h)) (x[floor(h) + 1] - x[floor(h)]), h = (n - 1) p / 100. NaN for none.
+double percentile(std::vector<double> values, double p);
+
+/// Latency targets: a request meets them when its TTFT and its TPOT are at or below the given ones.
+struct LatencyTargets {
+  std::optional<double> ttft_s;
+  std::optional<double> tpot_s;
+};
+
+/// What a planner reads off one serving run. Times in s; rates per s of the run's makespan (the first arrival
+/// at 0 to the last finish).
+struct ServingSummary {
+  int64_t requests = 0;
+  int64_t completed = 0;
+  int64_t rejected = 0;     ///< larger than one replica's KV cache
+  int64_t preemptions = 0;  ///< over all requests
+  double ttft_p50_s = 0, ttft_p90_s = 0, ttft_p99_s = 0, ttft_mean_s = 0;
+  double tpot_p50_s = 0, tpot_p90_s = 0, tpot_p99_s = 0;  ///< requests with more than one output token
+  double e2e_p50_s = 0, e2e_p90_s = 0, e2e_p99_s = 0;
+  double requests_per_s = 0;       ///< completed requests over the makespan
+  double output_tokens_per_s = 0;  ///< generated tokens over the makespan
+  double input_tokens_per_s = 0;   ///< prompt tokens of completed requests over the makespan
+  double goodput_requests_per_s = 0;  ///< completed requests that meet the targets (all completed without targets)
+  double slo_attainment = 0;          ///< of all requests, the share that completed within the targets
+  double mean_kv_occupancy = 0, peak_kv_occupancy = 0;
+  int64_t peak_waiting = 0;
+  double makespan_s = 0;
+  double gpu_hours = 0;               ///< GPUs x makespan
+  double vm_hours = 0;                ///< VMs x makespan
+  double usd = 0;                     ///< vm_hours x price; NaN without a price
+  double usd_per_million_output_tokens = 0;  ///< NaN without a price
+  double utilization = 0;             ///< replica-seconds in iterations / (replicas x makespan)
+};
+
+/// The summary of `result` on `replicas` replicas of `gpus_per_replica` GPUs each, packed on VMs of
+/// `gpus_per_vm` (a replica smaller than a VM shares it), at `price_usd_per_vm_hour` when known.
+ServingSummary summarize_serving(const ServingResult& result, const LatencyTargets& targets, int64_t replicas,
+                                 int64_t gpus_per_replica, int64_t gpus_per_vm,
+                                 std::optional<double> price_usd_per_vm_hour);
+
+}  // namespace clustersim::sim

@@ -1,0 +1,124 @@
+// Serving scenarios (issue 15): [serving], [workload] and [slo] with [model], their defaults and their located
+// errors; the two kinds of scenario keep to their own tables.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "models/hardware/catalog.hpp"
+#include "sim/io/scenario.hpp"
+
+namespace clustersim::sim {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kRoot = fs::path(CLUSTERSIM_SOURCE_DIR);
+const fs::path kSynthetic = kRoot / "scenarios" / "serving" / "llama3-70b-nd-h100-tp4-20rps.toml";
+const fs::path kTrace = kRoot / "scenarios" / "serving" / "llama2-70b-azure-conv-trace.toml";
+
+const models::Catalog& catalog() {
+  static const models::Catalog c = models::Catalog::load(models::Catalog::default_directory());
+  return c;
+}
+
+/// what() of the ScenarioError of loading `path` as a serving scenario with `overrides`.
+std::string error_of(const fs::path& path, const std::vector<std::string>& overrides) {
+  try {
+    (void)load_serving_scenario(path, overrides, catalog());
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a ScenarioError";
+  return {};
+}
+
+TEST(ServingScenario, LoadsTheFleetTheWorkloadAndTheTargets) {
+  EXPECT_TRUE(is_serving_scenario(kSynthetic));
+  EXPECT_FALSE(is_serving_scenario(kRoot / "scenarios" / "megatron" / "sc21-table1-1p7b-32gpus.toml"));
+  const ServingScenario s = load_serving_scenario(kSynthetic, {}, catalog());
+  EXPECT_EQ(s.model.num_layers, 80);
+  EXPECT_EQ(s.model.kv_heads(), 8);
+  EXPECT_TRUE(s.model.gated_mlp);
+  EXPECT_EQ(s.serving.vm_size, "Standard_ND96isr_H100_v5");
+  EXPECT_EQ(s.serving.replicas, 8);
+  EXPECT_EQ(s.serving.tensor, 4);
+  EXPECT_EQ(s.serving.max_num_seqs, 256);  // vLLM's defaults
+  EXPECT_EQ(s.serving.block_size, 16);
+  EXPECT_DOUBLE_EQ(s.serving.gpu_memory_utilization, 0.9);
+  ASSERT_TRUE(s.serving.vm_price_usd_per_hour);
+  EXPECT_DOUBLE_EQ(*s.serving.vm_price_usd_per_hour, 98.32);
+  EXPECT_DOUBLE_EQ(s.workload.rate_per_s, 20.0);
+  EXPECT_EQ(s.workload.prompt.kind, "lognormal");
+  EXPECT_EQ(s.workload.output.tokens, 256);
+  EXPECT_FALSE(s.workload.trace);
+  ASSERT_TRUE(s.slo.ttft_p99_ms);
+  EXPECT_DOUBLE_EQ(*s.slo.ttft_p99_ms, 2000.0);
+  EXPECT_NE(s.resolved_toml.find("[serving]"), std::string::npos);
+  // The trace resolves against the scenario's directory.
+  const ServingScenario t = load_serving_scenario(kTrace, {}, catalog());
+  ASSERT_TRUE(t.workload.trace);
+  EXPECT_EQ(*t.workload.trace, kTrace.parent_path() / "traces" / "AzureLLMInferenceTrace_conv.csv");
+}
+
+TEST(ServingScenario, BadFleetsAreLocated) {
+  std::string e = error_of(kSynthetic, {"serving.tensor=3"});
+  EXPECT_NE(e.find("--set:1:16: key 'serving.tensor': must divide model.num_attention_heads (64)"), std::string::npos)
+      << e;
+  e = error_of(kSynthetic, {"serving.tensor=16"});
+  EXPECT_NE(e.find("key 'serving.tensor': a replica's tensor-parallel GPUs share one NVLink domain: at most 8"),
+            std::string::npos)
+      << e;
+  e = error_of(kSynthetic, {"serving.vm_size=\"Standard_ND96isr_H100\""});
+  EXPECT_NE(e.find("key 'serving.vm_size': unknown VM size"), std::string::npos) << e;
+  e = error_of(kSynthetic, {"serving.vm_size=\"Standard_ND96amsr_A100_v4\"", "serving.precision=\"fp8\""});
+  EXPECT_NE(e.find("key 'serving.precision': the A100-SXM4-80GB of Standard_ND96amsr_A100_v4 has no fp8 math"),
+            std::string::npos)
+      << e;
+  e = error_of(kSynthetic, {"model.num_experts=8"});
+  EXPECT_NE(e.find("key 'model.num_experts': mixture-of-experts models are not modelled for serving yet"),
+            std::string::npos)
+      << e;
+}
+
+TEST(ServingScenario, WorkloadNeedsExactlyOneSourceAndSaneLengths) {
+  std::string e = error_of(kSynthetic, {"workload.trace=\"traces/AzureLLMInferenceTrace_code.csv\""});
+  EXPECT_NE(e.find("key 'workload.rate_per_s': give exactly one of workload.trace and workload.rate_per_s"),
+            std::string::npos)
+      << e;
+  e = error_of(kTrace, {"workload.trace=\"traces/missing.csv\""});
+  EXPECT_NE(e.find("--set:1:16: key 'workload.trace': cannot read the trace"), std::string::npos) << e;
+  e = error_of(kSynthetic, {"workload.prompt=\"uniform\""});
+  EXPECT_NE(e.find("key 'workload.prompt_min': required with workload.prompt = \"uniform\""), std::string::npos)
+      << e;
+  e = error_of(kSynthetic, {"workload.prompt=\"uniform\"", "workload.prompt_min=500", "workload.prompt_max=100"});
+  EXPECT_NE(e.find("--set:2:21: key 'workload.prompt_min': must not exceed workload.prompt_max"), std::string::npos)
+      << e;
+  e = error_of(kSynthetic, {"workload.rate_per_s=0"});
+  EXPECT_NE(e.find("key 'workload.rate_per_s'"), std::string::npos) << e;
+}
+
+TEST(ServingScenario, EachKindKeepsToItsTables) {
+  // A training table in a serving scenario, and a serving table in a training scenario, are errors at the table.
+  std::string e = error_of(kSynthetic, {"training.global_batch_size=8"});
+  EXPECT_NE(e.find("key 'training': a serving scenario ([serving]) has no [training]"), std::string::npos) << e;
+  try {
+    (void)load_scenario(kRoot / "scenarios" / "megatron" / "sc21-table1-1p7b-32gpus.toml", {"slo.ttft_p99_ms=100"},
+                        catalog());
+    ADD_FAILURE() << "expected a ScenarioError";
+  } catch (const ScenarioError& x) {
+    EXPECT_NE(std::string(x.what()).find("key 'slo': [slo] belongs to a serving scenario"), std::string::npos)
+        << x.what();
+  }
+  // A training load of a serving scenario stops at its [serving] header.
+  try {
+    (void)load_scenario(kSynthetic, {}, catalog());
+    ADD_FAILURE() << "expected a ScenarioError";
+  } catch (const ScenarioError& x) {
+    EXPECT_NE(std::string(x.what()).find("llama3-70b-nd-h100-tp4-20rps.toml:"), std::string::npos) << x.what();
+    EXPECT_EQ(x.key(), "serving");
+  }
+}
+
+}  // namespace
+}  // namespace clustersim::sim
