@@ -14,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include "models/hardware/catalog.hpp"
+#include "models/serving/inference_model.hpp"
 #include "models/parallelism/layout.hpp"
 #include "models/workload/transformer.hpp"
 #include "sim/io/framework_profiles.hpp"
@@ -459,6 +460,48 @@ class Loader {
       if (get_int("workload." + which + "_min") > get_int("workload." + which + "_max")) {
         fail_at("workload." + which + "_min", "must not exceed workload." + which + "_max");
       }
+    }
+    // The weights must leave a KV cache (InferenceModel::kv_cache_tokens, vLLM's memory profile).
+    {
+      models::ServingNumerics numerics;
+      numerics.weight_bytes = precision == "fp8" || precision == "int8" ? 1.0 : 2.0;
+      numerics.math = math;
+      numerics.kv_bytes = get_string("serving.kv_cache_dtype") == "fp8" ? 1.0 : 2.0;
+      const models::InferenceModel model(model_keys(), numerics, t, device, vm.device_share,
+                                         [](units::Bytes) { return units::Seconds(0.0); }, {});
+      if (model.kv_cache_tokens(get_double("serving.gpu_memory_utilization"), get_int("serving.max_num_batched_tokens"),
+                                get_int("serving.block_size")) < get_int("serving.block_size")) {
+        fail_at("serving.tensor", "the weights (" + std::to_string(static_cast<int64_t>(
+                                                        model.weight_bytes_per_gpu().value() / 1073741824.0 + 0.5)) +
+                                      " GiB per GPU at tensor " + std::to_string(t) + ") leave no KV cache on the " +
+                                      vm.device + ": raise serving.tensor or gpu_memory_utilization, or choose a "
+                                      "larger GPU");
+      }
+    }
+    // The simulation's budget: at most 2 million requests and 200 million output tokens (each about 10 s of one
+    // core: bench_serving simulates 360,518 requests of 264 output tokens on average in 2.5-3.8 s), and 1 million
+    // samples of the time series over the workload's duration.
+    if (!trace) {
+      const double requests = get_double("workload.rate_per_s") * get_double("workload.duration_s");
+      if (requests > 2e6) {
+        fail_at("workload.rate_per_s", "rate x duration = " + std::to_string(static_cast<int64_t>(requests)) +
+                                           " requests, above the simulation's budget of 2,000,000");
+      }
+      const std::string kind = get_string("workload.output");
+      const double seq = static_cast<double>(get_int("model.seq_length"));
+      double mean_output = static_cast<double>(get_int("workload.output_tokens"));
+      if (kind == "uniform") mean_output = static_cast<double>(get_int("workload.output_max"));
+      if (kind == "lognormal") {
+        const double sigma = get_double("workload.output_sigma");
+        mean_output *= std::exp(std::min(sigma * sigma / 2.0, 50.0));
+      }
+      if (requests * std::min(mean_output, seq) > 2e8) {
+        fail_at("workload.rate_per_s", "about " + std::to_string(static_cast<int64_t>(requests * std::min(mean_output, seq))) +
+                                           " output tokens, above the simulation's budget of 200,000,000");
+      }
+    }
+    if (get_double("workload.duration_s") / get_double("serving.sample_interval_s") > 1e6) {
+      fail_at("serving.sample_interval_s", "more than 1,000,000 samples over workload.duration_s");
     }
     serving_price_ = vm.price_usd_per_hour;
   }

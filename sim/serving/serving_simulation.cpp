@@ -19,6 +19,9 @@ void require(bool ok, const std::string& what) {
 
 int64_t blocks_for(int64_t tokens, int64_t block_size) { return (tokens + block_size - 1) / block_size; }
 
+/// The most samples of the time series a run records (an overloaded fleet's drain can outlast the workload).
+constexpr size_t kMaxSamples = size_t{1} << 20;
+
 /// Event priority of an idle engine's start: after the arrivals (priority 0) of the same instant.
 constexpr Priority kAfterArrivals = 1;
 
@@ -137,8 +140,8 @@ class Fleet {
     }
     x.kv_occupancy = total > 0 ? static_cast<double>(used) / static_cast<double>(total) : 0.0;
     result_.samples.push_back(x);
-    // Sample while work remains: requests still to arrive or unfinished.
-    if (arrived_all() && unfinished_ == 0) return;
+    // Sample while work remains (requests still to arrive or unfinished), up to kMaxSamples.
+    if ((arrived_all() && unfinished_ == 0) || result_.samples.size() >= kMaxSamples) return;
     sim_.schedule_in(Time::from_seconds(units::Seconds(setup_.sample_interval_s)), [this] { sample(); });
   }
 

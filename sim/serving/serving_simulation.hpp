@@ -84,7 +84,7 @@ struct ServingSample {
 
 struct ServingResult {
   std::vector<RequestOutcome> requests;  ///< in the order given
-  std::vector<ServingSample> samples;    ///< every sample_interval_s from 0 to the last finish
+  std::vector<ServingSample> samples;    ///< every sample_interval_s from 0 to the last finish (at most 2^20)
   int64_t iterations = 0;
   double busy_s = 0.0;      ///< replica-seconds spent in iterations
   double makespan_s = 0.0;  ///< the last request's finish (or the last arrival)

@@ -46,6 +46,7 @@
 #include "sim/output/step_report.hpp"
 #include "sim/run/exit_status.hpp"
 #include "sim/run/run_scenario.hpp"
+#include "sim/run/run_serving.hpp"
 
 namespace fs = std::filesystem;
 using namespace clustersim;
@@ -278,8 +279,27 @@ extern "C" void on_alarm(int) {
 
 enum class Outcome { ok, verdict, data_error, unlocated_data_error, internal_error };
 
+/// A serving scenario through the whole run path: load, run, report, /summary and its tables.
+void run_serving(const fs::path& file, const models::Catalog& catalog, const fs::path& out) {
+  const sim::ServingScenario sc = sim::load_serving_scenario(file, {}, catalog);
+  const sim::ServingRun run = sim::run_serving_scenario(sc, catalog);
+  (void)sim::format_serving_summary(sc, run);
+  sim::RunMetadata meta;
+  meta.software_version = "fuzz";
+  meta.git_sha = "fuzz";
+  meta.seed = sc.seed;
+  meta.scenario_toml = sc.resolved_toml;
+  sim::write_results_file(out.string(), meta, sim::serving_summary_columns(sc, run),
+                          {{"requests", "requests", sim::serving_request_columns(run)},
+                           {"timeseries", "samples", sim::serving_sample_columns(run)}});
+}
+
 Outcome run_one(const fs::path& file, const models::Catalog& catalog, const fs::path& out, std::string& message) {
   try {
+    if (sim::is_serving_scenario(file)) {
+      run_serving(file, catalog, out);
+      return Outcome::ok;
+    }
     const sim::Scenario sc = sim::load_scenario(file, {}, catalog);
     const sim::RunResult run = sim::run_scenario(sc, catalog);
     std::string text = sim::format_step_summary(sc, catalog, run.step, run.one_zone_report());

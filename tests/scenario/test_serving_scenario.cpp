@@ -81,6 +81,22 @@ TEST(ServingScenario, BadFleetsAreLocated) {
       << e;
 }
 
+TEST(ServingScenario, FleetsWithoutKvCacheAndRunsBeyondTheBudgetAreLocated) {
+  // Llama 3 70B's 132 GiB of bf16 weights on one 80 GB H100 leave no KV cache.
+  std::string e = error_of(kSynthetic, {"serving.tensor=1"});
+  EXPECT_NE(e.find("--set:1:16: key 'serving.tensor': the weights (131 GiB per GPU at tensor 1) leave no KV cache"),
+            std::string::npos)
+      << e;
+  e = error_of(kSynthetic, {"workload.rate_per_s=10000"});
+  EXPECT_NE(e.find("key 'workload.rate_per_s': rate x duration = 6000000 requests, above the simulation's budget"),
+            std::string::npos)
+      << e;
+  e = error_of(kSynthetic, {"workload.rate_per_s=3000", "workload.output=\"fixed\"", "workload.output_tokens=8000"});
+  EXPECT_NE(e.find("output tokens, above the simulation's budget of 200,000,000"), std::string::npos) << e;
+  e = error_of(kSynthetic, {"serving.sample_interval_s=0.0001"});
+  EXPECT_NE(e.find("key 'serving.sample_interval_s': more than 1,000,000 samples"), std::string::npos) << e;
+}
+
 TEST(ServingScenario, WorkloadNeedsExactlyOneSourceAndSaneLengths) {
   std::string e = error_of(kSynthetic, {"workload.trace=\"traces/AzureLLMInferenceTrace_code.csv\""});
   EXPECT_NE(e.find("key 'workload.rate_per_s': give exactly one of workload.trace and workload.rate_per_s"),
