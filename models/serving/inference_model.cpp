@@ -74,12 +74,15 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
   const int64_t t = tensor_;
   const int64_t h = m.hidden_size, a = m.num_attention_heads, d = m.head_dim(), f = m.ffn();
   const int64_t kv_heads_per_gpu = ceil_div(m.kv_heads(), t);
-  const double wb = numerics_.weight_bytes;
-  const Precision p = numerics_.math;
   constexpr double kActivationBytes = 2.0;  // bf16 activations
   // A GEMM [rows, n, k]: the tiled model, or for skinny shapes the roofline of its weights, activations and
   // output (the faster kernel wins, as cuBLAS's heuristic picks).
-  const auto gemm_time = [&](int64_t rows, int64_t n, int64_t k) {
+  const auto gemm_time = [&](int64_t rows, int64_t n, int64_t k, double wb = 0.0, Precision p = Precision::bf16,
+                             bool layer = true) {
+    if (layer) {
+      wb = numerics_.weight_bytes;
+      p = numerics_.math;
+    }
     const units::Seconds tiled = compute_.gemm_time({rows, n, k}, p, wb);
     if (rows > kSkinnyRows) return tiled;
     const double r = static_cast<double>(rows), nn = static_cast<double>(n), kk = static_cast<double>(k);
@@ -130,13 +133,13 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
   // sampler reading them (fp32).
   const int64_t sampled = std::max<int64_t>(b.sampled_sequences, 0);
   if (sampled > 0) {
-    it.gemm += gemm_time(sampled, m.vocab_size / t + (m.vocab_size % t != 0 ? 1 : 0), h);
+    it.gemm += gemm_time(sampled, m.vocab_size / t + (m.vocab_size % t != 0 ? 1 : 0), h, kEmbeddingBytes,
+                         Precision::bf16, false);
     const double logits = static_cast<double>(sampled) * static_cast<double>(m.vocab_size) * 4.0;
     it.memory_bound += compute_.memory_time(units::Bytes(logits));
     if (t > 1) it.communication += all_reduce_(units::Bytes(logits / static_cast<double>(t)));
   }
-  it.overhead = overhead_.fixed +
-                overhead_.per_sequence * static_cast<double>(b.decode_sequences + std::max<int64_t>(sampled, 0));
+  it.overhead = overhead_.fixed + overhead_.per_sequence * static_cast<double>(sampled);
   return it;
 }
 
@@ -150,7 +153,8 @@ units::Bytes InferenceModel::weight_bytes_per_gpu() const {
   const double per_layer = (attention + mlp) / static_cast<double>(tensor_) + 2.0 * h;  // norms replicated
   const double embeddings = static_cast<double>(m.vocab_size) * h * (m.tie_embeddings ? 1.0 : 2.0) /
                             static_cast<double>(tensor_);
-  return units::Bytes((static_cast<double>(m.num_layers) * per_layer + embeddings) * numerics_.weight_bytes);
+  return units::Bytes(static_cast<double>(m.num_layers) * per_layer * numerics_.weight_bytes +
+                      embeddings * kEmbeddingBytes);
 }
 
 units::Bytes InferenceModel::kv_bytes_per_token_per_gpu() const {
@@ -159,21 +163,23 @@ units::Bytes InferenceModel::kv_bytes_per_token_per_gpu() const {
                       numerics_.kv_bytes);
 }
 
-int64_t InferenceModel::kv_cache_tokens(double memory_utilization, int64_t max_batched_tokens,
-                                        int64_t block_size) const {
-  require(memory_utilization > 0 && memory_utilization <= 1, "memory utilization must be in (0, 1]");
-  require(max_batched_tokens >= 1 && block_size >= 1, "batched tokens and block size must be positive");
-  // The profile run's activations: one forward pass of max_batched_tokens holds a layer's widest tensors, the
-  // MLP's (gated: 2f / t) and the QKV output, in bf16, plus the fp32 logits of as many sequences.
+int64_t InferenceModel::kv_cache_tokens(const KvCacheBudget& budget) const {
+  require(budget.memory_fraction > 0 && budget.memory_fraction <= 1, "memory fraction must be in (0, 1]");
+  require(budget.max_batched_tokens >= 1 && budget.max_num_seqs >= 1 && budget.block_size >= 1,
+          "batched tokens, sequences and block size must be positive");
   const ModelConfig& m = model_;
-  const double T = static_cast<double>(max_batched_tokens);
+  const double T = static_cast<double>(budget.max_batched_tokens);
+  const double sampled = static_cast<double>(std::min(budget.max_batched_tokens, budget.max_num_seqs));
   const double widest = static_cast<double>((m.gated_mlp ? 3 : 2) * m.ffn() / tensor_ + 4 * m.hidden_size);
-  const double activations = T * widest * 2.0 + T * static_cast<double>(m.vocab_size) / static_cast<double>(tensor_) * 4.0;
-  const double free = memory_utilization * memory_capacity_.value() - weight_bytes_per_gpu().value() -
-                      activations - kNonTorchReserve.value();
+  const double activations =
+      T * widest * 2.0 + sampled * static_cast<double>(m.vocab_size) / static_cast<double>(tensor_) * 4.0;
+  const double held = weight_bytes_per_gpu().value() + activations + kNonTorchReserve.value();
+  const double capacity = memory_capacity_.value();
+  const double free = budget.of_free_memory ? budget.memory_fraction * (capacity - held)
+                                            : budget.memory_fraction * capacity - held;
   if (!(free > 0)) return 0;
   const auto tokens = static_cast<int64_t>(std::floor(free / kv_bytes_per_token_per_gpu().value()));
-  return tokens / block_size * block_size;
+  return tokens / budget.block_size * budget.block_size;
 }
 
 }  // namespace clustersim::models

@@ -67,10 +67,24 @@ struct IterationTime {
   [[nodiscard]] units::Seconds total() const { return gemm + attention + memory_bound + communication + overhead; }
 };
 
-/// Per-iteration CPU work of the engine: fixed + per_sequence x the batch's sequences.
+/// Per-iteration CPU work of the engine: fixed + per_sequence x the sequences that sample a token (decodes and
+/// completed prompts: sampling, detokenisation and output processing are per produced token).
 struct EngineOverhead {
   units::Seconds fixed = units::milliseconds(1.0);
   units::Seconds per_sequence = units::microseconds(10.0);
+};
+
+/// How an engine sizes its KV cache, per GPU. vLLM (`gpu_memory_utilization`, default 0.9): the fraction of the
+/// whole memory the engine may use, less the weights, the profile run's activations and the non-torch memory.
+/// TensorRT-LLM (`kv_cache_free_gpu_mem_fraction`, default 0.9) and LMDeploy (`cache_max_entry_count`, a
+/// fraction since v0.2): the fraction of the memory left free once the weights and the runtime's buffers are
+/// in place.
+struct KvCacheBudget {
+  double memory_fraction = 0.9;
+  bool of_free_memory = false;        ///< false: of the whole memory (vLLM); true: of what is free (TRT-LLM, LMDeploy)
+  int64_t max_batched_tokens = 8192;  ///< the widest forward pass the activations are sized for
+  int64_t max_num_seqs = 256;         ///< sequences sampled at once (the logits' rows)
+  int64_t block_size = 16;            ///< tokens per block: the cache holds whole blocks
 };
 
 /// Time of an all-reduce of the given bytes over the replica's tensor-parallel GPUs (zero when t = 1).
@@ -88,21 +102,29 @@ class InferenceModel {
   /// or an empty batch.
   [[nodiscard]] IterationTime iteration_time(const IterationBatch& batch) const;
 
-  /// Weights held by one GPU: the layers' and the embedding and LM head (untied: both) split t ways, B.
+  /// Weights held by one GPU: the layers' at the numerics' weight bytes, and the embedding and LM head (untied:
+  /// both) at kEmbeddingBytes, split t ways, B.
   [[nodiscard]] units::Bytes weight_bytes_per_gpu() const;
   /// KV-cache bytes one token takes on one GPU: 2 (K and V) x layers x ceil(g / t) x d x kv_bytes.
   [[nodiscard]] units::Bytes kv_bytes_per_token_per_gpu() const;
-  /// Tokens of KV cache one replica holds (vLLM's profile: memory_utilization x capacity, less the weights,
-  /// the activations of a forward pass of max_batched_tokens and the non-torch reserve), rounded down to whole
-  /// blocks of `block_size`; 0 when the weights leave no room.
-  [[nodiscard]] int64_t kv_cache_tokens(double memory_utilization, int64_t max_batched_tokens,
-                                        int64_t block_size) const;
+  /// Tokens of KV cache one replica holds under `budget`, rounded down to whole blocks; 0 when the weights
+  /// leave no room. The runtime's buffers: the activations of one forward pass of max_batched_tokens (a
+  /// layer's widest tensors, the MLP's and the QKV output, in bf16) and the fp32 logits of the sampled
+  /// sequences (min(max_batched_tokens, max_num_seqs) rows: engines compute logits only for the positions
+  /// they sample), and the non-torch reserve. Throws std::invalid_argument on a fraction outside (0, 1] or a
+  /// non-positive count.
+  [[nodiscard]] int64_t kv_cache_tokens(const KvCacheBudget& budget) const;
 
   [[nodiscard]] int64_t tensor() const { return tensor_; }
   [[nodiscard]] const ModelConfig& model() const { return model_; }
 
   InferenceModel(const InferenceModel&) = delete;  // compute_ points into device_
   InferenceModel& operator=(const InferenceModel&) = delete;
+
+  /// Bytes of an embedding or LM-head weight at every precision: fp8 and int8 quantization leave both in
+  /// 16 bits (TensorRT Model Optimizer's default configurations exclude `*lm_head*`; vLLM quantizes linear
+  /// layers, not ParallelLMHead or the embedding).
+  static constexpr double kEmbeddingBytes = 2.0;
 
   /// CUDA context, NCCL buffers and the allocator's slack that vLLM's memory profile counts as non-torch
   /// memory, per GPU: 1.5 GiB, an assumption (vLLM logs report 0.5-2 GiB on H100).

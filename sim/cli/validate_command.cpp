@@ -13,12 +13,53 @@
 #include "models/hardware/catalog.hpp"
 #include "sim/errors.hpp"
 #include "sim/output/atomic_file.hpp"
+#include "sim/validation/serving_validation.hpp"
 #include "sim/validation/validation.hpp"
 #include "sim/validation/validation_report.hpp"
 
 namespace po = boost::program_options;
 
 namespace clustersim::sim {
+
+namespace {
+
+/// The serving group: its rows with the engines' catalog overheads; with --fit the overheads fitted on the whole
+/// group; with --leave-one-out the leave-one-source-out check (docs/serving.md, "Validation").
+void run_serving_group(const po::variables_map& vm, const models::Catalog& catalog, int jobs) {
+  const std::filesystem::path dir = vm.count("serving")
+                                        ? std::filesystem::path(vm["serving"].as<std::string>())
+                                        : std::filesystem::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "validation-serving";
+  ServingValidationSuite suite;
+  try {
+    suite = ServingValidationSuite::load(dir, catalog);
+  } catch (const std::runtime_error& e) {
+    throw DataError(e.what());
+  }
+  const std::vector<ServingValidationRow> rows = suite.evaluate(catalog, jobs);
+  std::cout << "\nServing group: " << rows.size() << " published serving measurements in " << dir.string()
+            << " (engine overheads: models/serving/engine_profile.cpp)\n"
+            << format_serving_validation(rows);
+  if (!vm.count("fit") && !vm.count("leave-one-out")) return;
+  const std::vector<std::vector<double>> grid = suite.predict_grid(catalog, jobs);
+  if (vm.count("fit")) {
+    std::set<std::string> engines;
+    for (const ServingValidationRow& r : suite.rows()) {
+      if (r.modelled() && r.error.empty()) engines.insert(r.engine);
+    }
+    std::cout << "\nEngine overheads fitted on the whole serving group:\n";
+    for (const std::string& e : engines) {
+      const EngineFit f = suite.fit(grid, e);
+      std::printf("  %-13s %.2f ms + %.0f us per sampled sequence: %s\n", e.c_str(), f.overhead.fixed.value() * 1e3,
+                  f.overhead.per_sequence.value() * 1e6, f.in_sample.text().c_str());
+    }
+  }
+  if (vm.count("leave-one-out")) {
+    std::cout << "\nServing, leave one source out (refit the engines without the dataset, predict it):\n"
+              << format_serving_leave_one_out(leave_one_serving_dataset_out(suite, grid));
+  }
+}
+
+}  // namespace
 
 int run_validate_command(const std::vector<std::string>& args) {
   po::options_description options("clustersim validate [DIR] [options]");
@@ -29,6 +70,9 @@ int run_validate_command(const std::vector<std::string>& args) {
       ("leave-one-out", "leave-one-source-out: refit without each dataset, predict it")
       ("write-uncertainty", po::value<std::string>(),
        "with --leave-one-out: write the prediction bands (the catalog's prediction_uncertainty.toml) to this file")
+      ("serving", po::value<std::string>(),
+       "the serving group's scenarios (default: scenarios/validation-serving)")
+      ("no-serving", "leave out the serving group")
       ("catalog", po::value<std::string>(), "hardware catalog directory");
   po::options_description hidden;
   hidden.add_options()("directory", po::value<std::string>(), "validation scenarios");
@@ -94,6 +138,7 @@ int run_validate_command(const std::vector<std::string>& args) {
       std::cout << "\nprediction bands written to " << path.string() << "\n";
     }
   }
+  if (!vm.count("no-serving")) run_serving_group(vm, catalog, jobs);
   return 0;
 }
 

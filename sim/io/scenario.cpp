@@ -15,6 +15,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "models/serving/inference_model.hpp"
+#include "models/serving/engine_profile.hpp"
 #include "models/parallelism/layout.hpp"
 #include "models/workload/transformer.hpp"
 #include "sim/io/framework_profiles.hpp"
@@ -286,6 +287,12 @@ class Loader {
             fail(dotted, key_loc_of(dotted, entry.first),
                  "unknown key (keys of [" + key + "]: " + known_keys_of(key) + ")");
           }
+          if (!key_applies(dotted)) {
+            fail(dotted, key_loc_of(dotted, entry.first),
+                 serving_ ? "a training metric: a serving scenario's [reference] gives metric and value"
+                          : "a serving scenario's key: a training run's [reference] gives tflops_per_gpu, "
+                            "step_time_s, tokens_per_s_per_gpu or mfu");
+          }
         }
       } else if (detail::find_param(key) == nullptr) {
         fail(key, key_loc_of(key, k),
@@ -305,15 +312,25 @@ class Loader {
   /// Presence, type and allowed values of every key; fills `resolved_` with canonical values and defaults.
   void check_params() {
     for (const auto& p : detail::scenario_params()) {
-      if (applies(p.table())) check_param(p);
+      if (applies(p.table()) && key_applies(p.key)) check_param(p);
     }
+  }
+
+  /// Within a table both kinds share ([reference]), whether the key belongs to this kind: metric and value to
+  /// a serving scenario, the training metrics to a training run.
+  [[nodiscard]] bool key_applies(std::string_view dotted) const {
+    static constexpr std::string_view kServingOnly[] = {"reference.metric", "reference.value"};
+    static constexpr std::string_view kTrainingOnly[] = {"reference.tflops_per_gpu", "reference.step_time_s",
+                                                         "reference.tokens_per_s_per_gpu", "reference.mfu"};
+    const auto in = [dotted](const auto& list) { return std::find(std::begin(list), std::end(list), dotted) != std::end(list); };
+    return serving_ ? !in(kTrainingOnly) : !in(kServingOnly);
   }
 
   /// Whether the table's keys belong to this kind of scenario: a serving scenario has no training tables, a
   /// training scenario no serving tables; the root, [model], [simulation] and [sweep] belong to both.
   [[nodiscard]] bool applies(std::string_view table) const {
-    static constexpr std::string_view kTraining[] = {"training", "parallelism", "cluster", "network",
-                                                     "reference", "job",         "reliability", "cost"};
+    static constexpr std::string_view kTraining[] = {"training", "parallelism", "cluster",    "network",
+                                                     "job",      "reliability", "cost"};
     static constexpr std::string_view kServing[] = {"serving", "workload", "slo"};
     const auto in = [table](const auto& list) { return std::find(std::begin(list), std::end(list), table) != std::end(list); };
     return serving_ ? !in(kTraining) : !in(kServing);
@@ -441,9 +458,35 @@ class Loader {
       fail_at("serving.precision", "the " + vm.device + " of " + vm.name + " has no " + precision + " math");
     }
     const bool trace = has("workload.trace");
-    if (trace == has("workload.rate_per_s")) {
-      fail(trace ? "workload.rate_per_s" : "workload", trace ? loc_of("workload.rate_per_s") : table_loc("workload"),
-           "give exactly one of workload.trace and workload.rate_per_s");
+    const std::string arrival = get_string("workload.arrival");
+    const bool rated = arrival == "poisson" || arrival == "gamma";
+    if (trace) {
+      for (const char* k : {"workload.rate_per_s", "workload.requests", "workload.concurrency"}) {
+        if (has(k)) fail_at(k, "a trace gives the requests: drop workload.trace or this key");
+      }
+    } else if (rated && !has("workload.rate_per_s")) {
+      fail("workload.rate_per_s", table_loc("workload"),
+           "give workload.trace, or a synthetic stream's rate_per_s (arrival = \"" + arrival + "\")");
+    } else if (!rated) {
+      if (has("workload.rate_per_s")) {
+        fail_at("workload.rate_per_s", "arrival = \"" + arrival + "\" takes no rate: the requests are sent " +
+                                           (arrival == "offline" ? "at once" : "as earlier ones finish"));
+      }
+      if (!has("workload.requests")) {
+        fail("workload.requests", table_loc("workload"), "required with arrival = \"" + arrival + "\"");
+      }
+    }
+    if (arrival == "closed_loop" && !has("workload.concurrency")) {
+      fail("workload.concurrency", table_loc("workload"), "required with arrival = \"closed_loop\"");
+    }
+    if (arrival != "closed_loop" && has("workload.concurrency")) {
+      fail_at("workload.concurrency", "only a closed loop (arrival = \"closed_loop\") has a concurrency");
+    }
+    if (const toml::table* ref = resolved_table("reference"); ref != nullptr) {
+      if (!ref->contains("metric") || !ref->contains("value")) {
+        fail(ref->contains("metric") ? "reference.value" : "reference.metric", table_loc("reference"),
+             "a serving scenario's [reference] needs metric and value");
+      }
     }
     if (trace) {
       const std::filesystem::path file = path_.parent_path() / get_string("workload.trace");
@@ -469,8 +512,10 @@ class Loader {
       numerics.kv_bytes = get_string("serving.kv_cache_dtype") == "fp8" ? 1.0 : 2.0;
       const models::InferenceModel model(model_keys(), numerics, t, device, vm.device_share,
                                          [](units::Bytes) { return units::Seconds(0.0); }, {});
-      if (model.kv_cache_tokens(get_double("serving.gpu_memory_utilization"), get_int("serving.max_num_batched_tokens"),
-                                get_int("serving.block_size")) < get_int("serving.block_size")) {
+      if (model.kv_cache_tokens(models::kv_cache_budget(
+              get_string("serving.engine"), get_double("serving.gpu_memory_utilization"),
+              get_int("serving.max_num_batched_tokens"), get_int("serving.max_num_seqs"),
+              get_int("serving.block_size"))) < get_int("serving.block_size")) {
         fail_at("serving.tensor", "the weights (" + std::to_string(static_cast<int64_t>(
                                                         model.weight_bytes_per_gpu().value() / 1073741824.0 + 0.5)) +
                                       " GiB per GPU at tensor " + std::to_string(t) + ") leave no KV cache on the " +
@@ -482,7 +527,9 @@ class Loader {
     // core: bench_serving simulates 360,518 requests of 264 output tokens on average in 2.5-3.8 s), and 1 million
     // samples of the time series over the workload's duration.
     if (!trace) {
-      const double requests = get_double("workload.rate_per_s") * get_double("workload.duration_s");
+      const double requests = has("workload.requests")
+                                  ? static_cast<double>(get_int("workload.requests"))
+                                  : get_double("workload.rate_per_s") * get_double("workload.duration_s");
       if (requests > 2e6) {
         fail_at("workload.rate_per_s", "rate x duration = " + std::to_string(static_cast<int64_t>(requests)) +
                                            " requests, above the simulation's budget of 2,000,000");
@@ -500,10 +547,20 @@ class Loader {
                                            " output tokens, above the simulation's budget of 200,000,000");
       }
     }
-    if (get_double("workload.duration_s") / get_double("serving.sample_interval_s") > 1e6) {
-      fail_at("serving.sample_interval_s", "more than 1,000,000 samples over workload.duration_s");
+    const double span_s = !trace && has("workload.requests") && rated
+                              ? static_cast<double>(get_int("workload.requests")) / get_double("workload.rate_per_s")
+                              : get_double("workload.duration_s");
+    if (span_s / get_double("serving.sample_interval_s") > 1e6) {
+      fail_at("serving.sample_interval_s", "more than 1,000,000 samples over the workload's duration");
     }
     serving_price_ = vm.price_usd_per_hour;
+    const models::EngineProfile& engine = models::engine_profile(get_string("serving.engine"));
+    if (!has("serving.engine_overhead_ms")) {
+      set("serving.engine_overhead_ms", engine.overhead.fixed.value() * 1e3);
+    }
+    if (!has("serving.engine_overhead_per_sequence_us")) {
+      set("serving.engine_overhead_per_sequence_us", engine.overhead.per_sequence.value() * 1e6);
+    }
   }
 
   /// The serving scenario (after check_serving).
@@ -525,6 +582,7 @@ class Loader {
     f.block_size = get_int("serving.block_size");
     f.gpu_memory_utilization = get_double("serving.gpu_memory_utilization");
     f.routing = get_string("serving.routing");
+    f.engine = get_string("serving.engine");
     f.engine_overhead_ms = get_double("serving.engine_overhead_ms");
     f.engine_overhead_per_sequence_us = get_double("serving.engine_overhead_per_sequence_us");
     f.sample_interval_s = get_double("serving.sample_interval_s");
@@ -535,6 +593,8 @@ class Loader {
     w.arrival = get_string("workload.arrival");
     if (has("workload.rate_per_s")) w.rate_per_s = get_double("workload.rate_per_s");
     w.arrival_cv = get_double("workload.arrival_cv");
+    if (has("workload.requests")) w.requests = get_int("workload.requests");
+    if (has("workload.concurrency")) w.concurrency = get_int("workload.concurrency");
     for (auto [which, length] : {std::pair{std::string("prompt"), &w.prompt}, std::pair{std::string("output"), &w.output}}) {
       length->kind = get_string("workload." + which);
       length->tokens = get_int("workload." + which + "_tokens");
@@ -544,6 +604,15 @@ class Loader {
     }
     s.slo.ttft_p99_ms = get_optional_double("slo.ttft_p99_ms");
     s.slo.tpot_p99_ms = get_optional_double("slo.tpot_p99_ms");
+    if (resolved_table("reference") != nullptr) {
+      ServingReference r;
+      r.metric = get_string("reference.metric");
+      r.value = get_double("reference.value");
+      r.source = get_string("reference.source");
+      if (has("reference.dataset")) r.dataset = get_string("reference.dataset");
+      if (has("reference.exclude_reason")) r.exclude_reason = get_string("reference.exclude_reason");
+      s.reference = r;
+    }
     s.seed = static_cast<uint64_t>(get_int("simulation.seed"));
     s.source_path = path_;
     s.resolved_toml = resolved_text();

@@ -132,6 +132,7 @@ struct ServingFleetConfig {
   int64_t block_size = 16;
   double gpu_memory_utilization = 0.9;
   std::string routing = "least_outstanding";  ///< least_outstanding | round_robin
+  std::string engine = "vllm";                ///< models::engine_profiles(): vllm | tensorrt-llm | lmdeploy
   double engine_overhead_ms = 1.0;
   double engine_overhead_per_sequence_us = 10.0;
   double sample_interval_s = 1.0;
@@ -152,7 +153,9 @@ struct LengthConfig {
 struct WorkloadConfig {
   std::optional<std::filesystem::path> trace;  ///< resolved against the scenario's directory
   double duration_s = 60.0;
-  std::string arrival = "poisson";  ///< poisson | gamma
+  std::string arrival = "poisson";  ///< poisson | gamma | offline | closed_loop
+  std::optional<int64_t> requests;  ///< the stream's length in requests (offline, closed_loop; optional else)
+  int64_t concurrency = 0;          ///< closed_loop: clients in flight
   double rate_per_s = 0.0;          ///< synthetic streams only
   double arrival_cv = 1.0;
   LengthConfig prompt;
@@ -165,6 +168,15 @@ struct SloConfig {
   std::optional<double> tpot_p99_ms;
 };
 
+/// A serving scenario's published measurement ([reference] with metric and value).
+struct ServingReference {
+  std::string metric;  ///< one of reference.metric's choices: output_tokens_per_s, ttft_p50_ms, ...
+  double value = 0.0;  ///< in the unit the metric's name ends with
+  std::string source;
+  std::string dataset;
+  std::string exclude_reason;
+};
+
 /// A fully resolved, validated serving scenario.
 struct ServingScenario {
   int64_t schema_version = 1;
@@ -174,6 +186,7 @@ struct ServingScenario {
   ServingFleetConfig serving;
   WorkloadConfig workload;
   SloConfig slo;
+  std::optional<ServingReference> reference;
   uint64_t seed = 0;
   std::filesystem::path source_path;
   std::string resolved_toml;  ///< the scenario after --set overrides and defaults, as TOML text

@@ -39,8 +39,15 @@ constexpr std::array<std::string_view, 2> kStorages{"local_nvme", "parallel_fs"}
 // Must match the serving loader (sim/io/scenario.cpp, build_serving).
 constexpr std::array<std::string_view, 4> kServingPrecisions{"bf16", "fp16", "fp8", "int8"};
 constexpr std::array<std::string_view, 2> kKvDtypes{"auto", "fp8"};
+// Must match models::engine_profiles() (tests/scenario: ScenarioKeys.EnginesMatchTheProfiles).
+constexpr std::array<std::string_view, 3> kEngines{"vllm", "tensorrt-llm", "lmdeploy"};
 constexpr std::array<std::string_view, 2> kRoutings{"least_outstanding", "round_robin"};
-constexpr std::array<std::string_view, 2> kArrivals{"poisson", "gamma"};
+constexpr std::array<std::string_view, 4> kArrivals{"poisson", "gamma", "offline", "closed_loop"};
+// Must match ServingReference (sim/io/scenario.hpp) and serving_metric (sim/validation/serving_validation.cpp).
+constexpr std::array<std::string_view, 11> kServingMetrics{
+    "output_tokens_per_s", "output_tokens_per_s_per_gpu", "requests_per_s", "ttft_mean_ms", "ttft_p50_ms",
+    "ttft_p99_ms",         "tpot_mean_ms",                "tpot_p50_ms",    "e2e_mean_s",   "e2e_p50_s",
+    "e2e_p99_s"};
 constexpr std::array<std::string_view, 3> kLengths{"fixed", "uniform", "lognormal"};
 
 constexpr std::array kTables{
@@ -53,8 +60,9 @@ constexpr std::array kTables{
     TableSpec{"cluster", true, "The VMs the job runs on, their network fabric and their availability zones."},
     TableSpec{"network", false, "Collective algorithm choices (NCCL's, by default)."},
     TableSpec{"reference", false,
-              "A published measurement to compare the prediction with: `source` and at least one of "
-              "`tflops_per_gpu`, `step_time_s`, `tokens_per_s_per_gpu`, `mfu` (the first given is compared)."},
+              "A published measurement to compare the prediction with: `source` and, for a training run, at least "
+              "one of `tflops_per_gpu`, `step_time_s`, `tokens_per_s_per_gpu`, `mfu` (the first given is "
+              "compared); for a serving scenario `metric` and `value`."},
     TableSpec{"job", false,
               "The whole training run: `clustersim run` adds time and cost to train, with `[reliability]` and "
               "`[cost]`. Give `train_tokens` or `steps`."},
@@ -63,7 +71,7 @@ constexpr std::array kTables{
     TableSpec{"serving", false,
               "An LLM serving fleet instead of a training run (docs/serving.md): replicas of one VM size, each a "
               "continuous-batching engine with a paged KV cache. A scenario with [serving] has no [training], "
-              "[parallelism], [cluster], [network], [job], [reliability], [cost] or [reference], and needs "
+              "[parallelism], [cluster], [network], [job], [reliability] or [cost], and needs "
               "[workload]."},
     TableSpec{"workload", false,
               "The requests a serving scenario replays: synthetic (arrivals at rate_per_s, prompt and output "
@@ -403,6 +411,12 @@ constexpr std::array kParams{
               .help = "Training throughput per GPU: global_batch_size × seq_length / (step time × GPUs)."},
     ParamSpec{.key = "reference.mfu", .type = number, .unit = "fraction", .need = Need::optional, .lo = 0.0,
               .lo_open = true, .hi = 1.0, .hi_open = false, .help = "Model FLOPs utilisation."},
+    ParamSpec{.key = "reference.metric", .type = string, .need = Need::optional, .choices = kServingMetrics,
+              .help = "Serving scenarios: the measured statistic (output tokens/s of the fleet or per GPU, "
+                      "requests/s, TTFT / TPOT / end-to-end mean, median or p99)."},
+    ParamSpec{.key = "reference.value", .type = number, .unit = "the metric's", .need = Need::optional, .lo = 0.0,
+              .lo_open = true, .hi = kInf, .hi_open = true,
+              .help = "Serving scenarios: the measured value of reference.metric, in the unit its name ends with."},
     ParamSpec{.key = "reference.dataset", .type = string, .need = Need::optional, .non_empty = true,
               .help = "Short name of the published table the row belongs to (e.g. \"torchtitan-h100\"): the "
                       "validation suite groups, calibrates and leaves out rows by it."},
@@ -515,16 +529,22 @@ constexpr std::array kParams{
               .bound_reason = "1,024 tokens"},
     ParamSpec{.key = "serving.gpu_memory_utilization", .type = number, .unit = "fraction", .need = Need::defaulted,
               .default_text = "0.9", .lo = 0.0, .lo_open = true, .hi = 1.0,
-              .help = "Share of GPU memory the engine may use for weights, activations and KV cache (vLLM's)."},
+              .help = "The engine's memory fraction: vllm, of the whole GPU memory for weights, activations and KV "
+                      "cache (gpu_memory_utilization); tensorrt-llm and lmdeploy, of the memory left free after "
+                      "the weights and buffers, for the KV cache (kv_cache_free_gpu_mem_fraction, "
+                      "cache_max_entry_count)."},
     ParamSpec{.key = "serving.routing", .type = string, .need = Need::defaulted,
               .default_text = "\"least_outstanding\"", .choices = kRoutings,
               .help = "How the router picks a replica: fewest outstanding requests, or round robin."},
-    ParamSpec{.key = "serving.engine_overhead_ms", .type = number, .unit = "ms", .need = Need::defaulted,
-              .default_text = "1", .lo = 0.0, .hi = 1000.0,
-              .help = "CPU work of an engine per iteration (scheduling, inputs, sampling); an assumption until "
-                      "calibrated (docs/serving.md)."},
-    ParamSpec{.key = "serving.engine_overhead_per_sequence_us", .type = number, .unit = "us", .need = Need::defaulted,
-              .default_text = "10", .lo = 0.0, .hi = 1e6, .help = "The same per sequence of the iteration."},
+    ParamSpec{.key = "serving.engine", .type = string, .need = Need::defaulted, .default_text = "\"vllm\"",
+              .choices = kEngines,
+              .help = "The inference engine: its per-iteration CPU work (docs/serving.md, \"Engines\")."},
+    ParamSpec{.key = "serving.engine_overhead_ms", .type = number, .unit = "ms", .need = Need::derived,
+              .default_text = "the engine's", .lo = 0.0, .hi = 1000.0,
+              .help = "CPU work of the engine per iteration (scheduling, inputs, sampling, outputs)."},
+    ParamSpec{.key = "serving.engine_overhead_per_sequence_us", .type = number, .unit = "us", .need = Need::derived,
+              .default_text = "the engine's", .lo = 0.0, .hi = 1e6,
+              .help = "The same per sequence of the iteration."},
     ParamSpec{.key = "serving.sample_interval_s", .type = number, .unit = "s", .need = Need::defaulted,
               .default_text = "1", .lo = 0.0, .lo_open = true, .hi = 86400.0,
               .help = "Period of the queue and KV-cache time series."},
@@ -537,7 +557,19 @@ constexpr std::array kParams{
               .help = "Arrivals in [0, duration_s): the synthetic stream's length, or the trace's window.",
               .bound_reason = "1e6 s: 11.6 days of traffic"},
     ParamSpec{.key = "workload.arrival", .type = string, .need = Need::defaulted, .default_text = "\"poisson\"",
-              .choices = kArrivals, .help = "Arrival process: Poisson, or gamma gaps with coefficient of variation arrival_cv."},
+              .choices = kArrivals,
+              .help = "Arrival process: Poisson, or gamma gaps with coefficient of variation arrival_cv (both at "
+                      "rate_per_s); offline: all `requests` at time 0 (an offline throughput benchmark); "
+                      "closed_loop: `concurrency` clients, each sending its next request when the last finishes."},
+    ParamSpec{.key = "workload.requests", .type = integer, .unit = "requests", .need = Need::optional, .min_int = 1,
+              .max_int = 2000000,
+              .help = "The stream's length in requests (a benchmark's request count); required with offline and "
+                      "closed_loop; with a rate it replaces duration_s.",
+              .bound_reason = "the simulation's budget of 2,000,000 requests"},
+    ParamSpec{.key = "workload.concurrency", .type = integer, .unit = "requests", .need = Need::optional,
+              .min_int = 1, .max_int = 1000000,
+              .help = "closed_loop: requests in flight at once (genai-perf --concurrency).",
+              .bound_reason = "1,000,000 clients"},
     ParamSpec{.key = "workload.rate_per_s", .type = number, .unit = "requests/s", .need = Need::optional, .lo = 0.0,
               .lo_open = true, .hi = 1e6, .help = "Mean arrival rate; required without a trace.",
               .bound_reason = "1e6 requests/s"},

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <utility>
 
+#include "models/serving/engine_profile.hpp"
 #include "models/serving/inference_model.hpp"
 #include "sim/errors.hpp"
 #include "sim/format.hpp"
@@ -49,7 +50,10 @@ std::vector<ServingRequest> requests_of(const ServingScenario& sc) {
     }
   }
   SyntheticWorkload s;
-  s.arrivals.kind = w.arrival == "gamma" ? ArrivalProcess::Kind::gamma : ArrivalProcess::Kind::poisson;
+  s.arrivals.kind = w.arrival == "gamma"     ? ArrivalProcess::Kind::gamma
+                    : w.arrival == "poisson" ? ArrivalProcess::Kind::poisson
+                                             : ArrivalProcess::Kind::at_once;  // offline, closed_loop
+  s.requests = w.requests;
   s.arrivals.rate_per_s = w.rate_per_s;
   s.arrivals.cv = w.arrival_cv;
   s.prompt = length_of(w.prompt, sc.model.seq_length);
@@ -78,7 +82,8 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
       models::EngineOverhead{units::milliseconds(f.engine_overhead_ms),
                              units::microseconds(f.engine_overhead_per_sequence_us)});
   ServingRun run;
-  run.kv_cache_tokens = model->kv_cache_tokens(f.gpu_memory_utilization, f.max_num_batched_tokens, f.block_size);
+  run.kv_cache_tokens = model->kv_cache_tokens(models::kv_cache_budget(
+      f.engine, f.gpu_memory_utilization, f.max_num_batched_tokens, f.max_num_seqs, f.block_size));
   run.weight_bytes_per_gpu = model->weight_bytes_per_gpu().value();
   run.kv_bytes_per_token = model->kv_bytes_per_token_per_gpu().value();
   if (run.kv_cache_tokens < f.block_size) {
@@ -101,6 +106,7 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
   setup.replicas = f.replicas;
   setup.routing = f.routing == "round_robin" ? Routing::round_robin : Routing::least_outstanding;
   setup.sample_interval_s = f.sample_interval_s;
+  setup.concurrency = sc.workload.arrival == "closed_loop" ? sc.workload.concurrency : 0;
   run.result = simulate_serving(setup, requests_of(sc));
   LatencyTargets targets;
   if (sc.slo.ttft_p99_ms) targets.ttft_s = *sc.slo.ttft_p99_ms / 1e3;
@@ -130,9 +136,12 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, co
   c.push_back(real("ttft_p50_s", "s", "median time to first token", s.ttft_p50_s));
   c.push_back(real("ttft_p90_s", "s", "90th percentile time to first token", s.ttft_p90_s));
   c.push_back(real("ttft_p99_s", "s", "99th percentile time to first token", s.ttft_p99_s));
+  c.push_back(real("tpot_mean_s", "s", "mean over requests of the time per output token after the first",
+                   s.tpot_mean_s));
   c.push_back(real("tpot_p50_s", "s", "median time per output token after the first", s.tpot_p50_s));
   c.push_back(real("tpot_p90_s", "s", "90th percentile time per output token", s.tpot_p90_s));
   c.push_back(real("tpot_p99_s", "s", "99th percentile time per output token", s.tpot_p99_s));
+  c.push_back(real("e2e_mean_s", "s", "mean end-to-end latency", s.e2e_mean_s));
   c.push_back(real("e2e_p50_s", "s", "median end-to-end latency", s.e2e_p50_s));
   c.push_back(real("e2e_p90_s", "s", "90th percentile end-to-end latency", s.e2e_p90_s));
   c.push_back(real("e2e_p99_s", "s", "99th percentile end-to-end latency", s.e2e_p99_s));
@@ -151,6 +160,8 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, co
   c.push_back(real("cost_usd", "USD", "VM-hours x on-demand price; NaN without a price", s.usd));
   c.push_back(real("usd_per_million_output_tokens", "USD/Mtoken", "cost per million generated tokens; NaN without a price",
                    s.usd_per_million_output_tokens));
+  c.push_back(real("usd_per_million_tokens", "USD/Mtoken",
+                   "cost per million prompt and generated tokens; NaN without a price", s.usd_per_million_tokens));
   c.push_back(integer("iterations", "1", "engine iterations over all replicas", run.result.iterations));
   c.push_back(integer("fingerprint", "1", "the engine's determinism fingerprint (bit pattern)",
                       static_cast<int64_t>(run.result.fingerprint)));
@@ -234,12 +245,20 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
                        static_cast<long long>(s.peak_waiting), static_cast<long long>(s.preemptions),
                        static_cast<long long>(s.rejected));
   if (std::isfinite(s.usd)) {
-    out << printf_string("cost        %.1f GPU-hours, $%.2f on demand: $%.3f per million output tokens\n", s.gpu_hours,
-                         s.usd, s.usd_per_million_output_tokens);
+    out << printf_string("cost        %.1f GPU-hours, $%.2f on demand: $%.3f per million output tokens, $%.3f per "
+                         "million tokens (prompt and output)\n",
+                         s.gpu_hours, s.usd, s.usd_per_million_output_tokens, s.usd_per_million_tokens);
   } else {
     out << printf_string("cost        %.1f GPU-hours (no price for %s in the catalog)\n", s.gpu_hours, f.vm_size.c_str());
   }
-  out << "uncertainty the serving model is not yet calibrated against published serving runs (docs/serving.md)\n";
+  if (sc.reference) {
+    const double predicted = serving_metric(s, sc.reference->metric, f.replicas * f.tensor);
+    out << printf_string("reference   %s: measured %.4g, predicted %.4g (%+.1f %%), %s\n", sc.reference->metric.c_str(),
+                         sc.reference->value, predicted, 100.0 * (predicted / sc.reference->value - 1.0),
+                         sc.reference->source.c_str());
+  }
+  out << "uncertainty the engines' overheads are calibrated on published serving measurements; their errors, "
+         "left one source out, are in `make validate` and docs/serving.md (\"Validation\")\n";
   return out.str();
 }
 

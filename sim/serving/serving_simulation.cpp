@@ -92,11 +92,27 @@ class Fleet {
       o.prompt_tokens = q.prompt_tokens;
       o.output_tokens = q.output_tokens;
       o.first_token_s = o.finish_s = std::numeric_limits<double>::quiet_NaN();
-      sim_.schedule(Time::from_seconds(units::Seconds(q.arrival_s)), [this, i] { arrive(static_cast<int64_t>(i)); });
     }
+    // Open loop: every arrival at its time. Closed loop: the first `concurrency` now, each later one when an
+    // earlier request leaves (send_next).
+    const size_t first = setup_.concurrency > 0
+                             ? std::min(requests_.size(), static_cast<size_t>(setup_.concurrency))
+                             : requests_.size();
+    for (size_t i = 0; i < first; ++i) send(i, units::Seconds(setup_.concurrency > 0 ? 0.0 : requests_[i].arrival_s));
     sample();
     sim_.run();
     result_.fingerprint = sim_.fingerprint();
+  }
+
+  void send(size_t i, units::Seconds at) {
+    result_.requests[i].arrival_s = at.value();
+    sim_.schedule(Time::from_seconds(at), [this, i] { arrive(static_cast<int64_t>(i)); });
+    ++sent_;
+  }
+
+  /// A request left the fleet (finished or rejected): in a closed loop its client sends the next one now.
+  void left() {
+    if (setup_.concurrency > 0 && sent_ < requests_.size()) send(sent_, units::Seconds(now_s()));
   }
 
   void arrive(int64_t i) {
@@ -113,6 +129,7 @@ class Fleet {
         blocks_for(q.prompt_tokens + q.output_tokens, setup_.policy.block_size) > replicas_.front().total_blocks()) {
       result_.requests[static_cast<size_t>(i)].rejected = true;
       --unfinished_;
+      left();
       return;
     }
     Replica* target = nullptr;
@@ -146,6 +163,7 @@ class Fleet {
   }
 
   [[nodiscard]] bool arrived_all() const {
+    if (setup_.concurrency > 0) return sent_ == requests_.size();
     return requests_.empty() || now_s() >= requests_.back().arrival_s;
   }
   [[nodiscard]] double now_s() const { return sim_.now().to_seconds().value(); }
@@ -156,6 +174,7 @@ class Fleet {
   void finished() {
     --unfinished_;
     result_.makespan_s = std::max(result_.makespan_s, now_s());
+    left();
   }
 
  private:
@@ -167,6 +186,7 @@ class Fleet {
   Simulator sim_;
   int64_t next_replica_ = 0;
   int64_t unfinished_ = 0;
+  size_t sent_ = 0;  ///< requests scheduled to arrive
 };
 
 void Replica::enqueue(Sequence* s) {
@@ -308,12 +328,14 @@ ServingResult simulate_serving(const ServingSetup& setup, const std::vector<Serv
   require(setup.kv_cache_tokens >= p.block_size, "the KV cache holds less than one block");
   require(setup.sample_interval_s > 0, "the sample interval must be positive");
   require(setup.max_model_len >= 0, "max_model_len must be >= 0");
+  require(setup.concurrency >= 0, "concurrency must be >= 0");
   for (size_t i = 0; i < requests.size(); ++i) {
     const ServingRequest& q = requests[i];
     require(q.prompt_tokens >= 1 && q.output_tokens >= 1, "request " + std::to_string(i) +
                                                               ": prompt and output must be >= 1 token");
     require(std::isfinite(q.arrival_s) && q.arrival_s >= 0, "request " + std::to_string(i) + ": bad arrival time");
-    require(i == 0 || q.arrival_s >= requests[i - 1].arrival_s, "arrival times must be ascending");
+    require(setup.concurrency > 0 || i == 0 || q.arrival_s >= requests[i - 1].arrival_s,
+            "arrival times must be ascending");
   }
   ServingResult result;
   result.requests.resize(requests.size());

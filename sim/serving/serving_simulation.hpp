@@ -53,6 +53,11 @@ struct ServingSetup {
   int64_t replicas = 1;
   Routing routing = Routing::round_robin;
   double sample_interval_s = 1.0;  ///< period of the queue and KV-cache time series
+  /// 0: an open loop, each request arrives at its arrival_s. C > 0: a closed loop of C clients (a benchmark at
+  /// fixed concurrency: genai-perf / AIPerf --concurrency, vLLM benchmark_serving --max-concurrency): the first
+  /// C requests are sent at 0 and each later one the moment an earlier one finishes (or is rejected), in list
+  /// order; the requests' arrival_s are not used.
+  int64_t concurrency = 0;
 };
 
 /// What happened to one request. first_token_s and finish_s are NaN when it never got that far (it needs more

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace clustersim::sim {
 
@@ -13,6 +15,21 @@ double percentile(std::vector<double> values, double p) {
   const auto lo = static_cast<size_t>(std::floor(h));
   const size_t hi = std::min(lo + 1, values.size() - 1);
   return values[lo] + (h - static_cast<double>(lo)) * (values[hi] - values[lo]);
+}
+
+double serving_metric(const ServingSummary& s, std::string_view metric, int64_t gpus) {
+  if (metric == "output_tokens_per_s") return s.output_tokens_per_s;
+  if (metric == "output_tokens_per_s_per_gpu") return s.output_tokens_per_s / static_cast<double>(gpus);
+  if (metric == "requests_per_s") return s.requests_per_s;
+  if (metric == "ttft_mean_ms") return s.ttft_mean_s * 1e3;
+  if (metric == "ttft_p50_ms") return s.ttft_p50_s * 1e3;
+  if (metric == "ttft_p99_ms") return s.ttft_p99_s * 1e3;
+  if (metric == "tpot_mean_ms") return s.tpot_mean_s * 1e3;
+  if (metric == "tpot_p50_ms") return s.tpot_p50_s * 1e3;
+  if (metric == "e2e_mean_s") return s.e2e_mean_s;
+  if (metric == "e2e_p50_s") return s.e2e_p50_s;
+  if (metric == "e2e_p99_s") return s.e2e_p99_s;
+  throw std::invalid_argument("serving_metric: unknown metric '" + std::string(metric) + "'");
 }
 
 ServingSummary summarize_serving(const ServingResult& result, const LatencyTargets& targets, int64_t replicas,
@@ -39,7 +56,9 @@ ServingSummary summarize_serving(const ServingResult& result, const LatencyTarge
                        (!targets.tpot_s || o.output_tokens <= 1 || o.tpot_s() <= *targets.tpot_s);
     if (meets) ++good;
   }
-  for (double& x : ttft) s.ttft_mean_s += x / static_cast<double>(ttft.size());
+  for (double x : ttft) s.ttft_mean_s += x / static_cast<double>(ttft.size());
+  for (double x : tpot) s.tpot_mean_s += x / static_cast<double>(tpot.size());
+  for (double x : e2e) s.e2e_mean_s += x / static_cast<double>(e2e.size());
   s.ttft_p50_s = percentile(ttft, 50);
   s.ttft_p90_s = percentile(ttft, 90);
   s.ttft_p99_s = percentile(ttft, 99);
@@ -68,6 +87,7 @@ ServingSummary summarize_serving(const ServingResult& result, const LatencyTarge
   const double nan = std::numeric_limits<double>::quiet_NaN();
   s.usd = price_usd_per_vm_hour ? s.vm_hours * *price_usd_per_vm_hour : nan;
   s.usd_per_million_output_tokens = output_tokens > 0 ? s.usd / output_tokens * 1e6 : nan;
+  s.usd_per_million_tokens = output_tokens + input_tokens > 0 ? s.usd / (output_tokens + input_tokens) * 1e6 : nan;
   s.utilization = result.busy_s / (static_cast<double>(replicas) * span);
   return s;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "sim/serving/serving_simulation.hpp"
@@ -28,8 +29,9 @@ struct ServingSummary {
   int64_t rejected = 0;     ///< larger than one replica's KV cache
   int64_t preemptions = 0;  ///< over all requests
   double ttft_p50_s = 0, ttft_p90_s = 0, ttft_p99_s = 0, ttft_mean_s = 0;
-  double tpot_p50_s = 0, tpot_p90_s = 0, tpot_p99_s = 0;  ///< requests with more than one output token
-  double e2e_p50_s = 0, e2e_p90_s = 0, e2e_p99_s = 0;
+  /// Requests with more than one output token; the mean is over requests (genai-perf's inter-token latency).
+  double tpot_p50_s = 0, tpot_p90_s = 0, tpot_p99_s = 0, tpot_mean_s = 0;
+  double e2e_p50_s = 0, e2e_p90_s = 0, e2e_p99_s = 0, e2e_mean_s = 0;
   double requests_per_s = 0;       ///< completed requests over the makespan
   double output_tokens_per_s = 0;  ///< generated tokens over the makespan
   double input_tokens_per_s = 0;   ///< prompt tokens of completed requests over the makespan
@@ -42,8 +44,15 @@ struct ServingSummary {
   double vm_hours = 0;                ///< VMs x makespan
   double usd = 0;                     ///< vm_hours x price; NaN without a price
   double usd_per_million_output_tokens = 0;  ///< NaN without a price
+  double usd_per_million_tokens = 0;         ///< over prompt and output tokens of completed requests; NaN without a price
   double utilization = 0;             ///< replica-seconds in iterations / (replicas x makespan)
 };
+
+/// The value of a published benchmark's statistic in `s` (a fleet of `gpus` GPUs), in the unit the name ends
+/// with: output_tokens_per_s, output_tokens_per_s_per_gpu, requests_per_s, ttft_mean_ms, ttft_p50_ms,
+/// ttft_p99_ms, tpot_mean_ms, tpot_p50_ms, e2e_mean_s, e2e_p50_s, e2e_p99_s (the choices of reference.metric).
+/// Throws std::invalid_argument for another name.
+double serving_metric(const ServingSummary& s, std::string_view metric, int64_t gpus);
 
 /// The summary of `result` on `replicas` replicas of `gpus_per_replica` GPUs each, packed on VMs of
 /// `gpus_per_vm` (a replica smaller than a VM shares it), at `price_usd_per_vm_hour` when known.

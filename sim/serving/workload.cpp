@@ -85,20 +85,26 @@ std::optional<double> parse_timestamp(std::string_view s) {
 }  // namespace
 
 std::vector<ServingRequest> generate_workload(const SyntheticWorkload& w) {
-  require(w.arrivals.rate_per_s > 0 && std::isfinite(w.arrivals.rate_per_s), "the arrival rate must be positive");
-  require(w.arrivals.cv > 0 && std::isfinite(w.arrivals.cv), "the arrivals' cv must be positive");
-  require(w.duration_s > 0 && std::isfinite(w.duration_s), "the duration must be positive");
+  const bool at_once = w.arrivals.kind == ArrivalProcess::Kind::at_once;
+  require(!at_once || w.requests.has_value(), "arrivals at once need a request count");
+  require(!w.requests || *w.requests >= 1, "the request count must be >= 1");
+  if (!at_once) {
+    require(w.arrivals.rate_per_s > 0 && std::isfinite(w.arrivals.rate_per_s), "the arrival rate must be positive");
+    require(w.arrivals.cv > 0 && std::isfinite(w.arrivals.cv), "the arrivals' cv must be positive");
+    require(w.duration_s > 0 && std::isfinite(w.duration_s), "the duration must be positive");
+  }
   check(w.prompt, "prompt");
   check(w.output, "output");
   RandomStream gaps(w.seed, 0, kArrivalStream), prompts(w.seed, 0, kPromptStream), outputs(w.seed, 0, kOutputStream);
-  const double mean_gap = 1.0 / w.arrivals.rate_per_s;
+  const double mean_gap = at_once ? 0.0 : 1.0 / w.arrivals.rate_per_s;
   const double shape = 1.0 / (w.arrivals.cv * w.arrivals.cv);
   std::vector<ServingRequest> out;
+  if (w.requests) out.reserve(static_cast<size_t>(*w.requests));
   double t = 0.0;
-  while (true) {
-    t += w.arrivals.kind == ArrivalProcess::Kind::poisson ? gaps.exponential_mean(mean_gap)
-                                                          : gaps.gamma(shape, mean_gap / shape);
-    if (t >= w.duration_s) break;
+  while (!w.requests || static_cast<int64_t>(out.size()) < *w.requests) {
+    if (w.arrivals.kind == ArrivalProcess::Kind::poisson) t += gaps.exponential_mean(mean_gap);
+    if (w.arrivals.kind == ArrivalProcess::Kind::gamma) t += gaps.gamma(shape, mean_gap / shape);
+    if (!w.requests && t >= w.duration_s) break;
     out.push_back({t, draw(w.prompt, prompts), draw(w.output, outputs)});
   }
   return out;

@@ -28,9 +28,11 @@ struct LengthDistribution {
 };
 
 /// Request arrivals at `rate_per_s` on average: Poisson (exponential gaps), or gamma gaps with coefficient of
-/// variation `cv` (> 1 bursty, 1 Poisson, < 1 smoother: shape 1 / cv^2).
+/// variation `cv` (> 1 bursty, 1 Poisson, < 1 smoother: shape 1 / cv^2); or every request at time 0, `at_once`:
+/// an offline benchmark that queues its whole dataset (trtllm-bench throughput, vLLM benchmark_throughput,
+/// MLPerf Offline), or the request list of a closed loop (ServingSetup::concurrency), which sends them itself.
 struct ArrivalProcess {
-  enum class Kind { poisson, gamma };
+  enum class Kind { poisson, gamma, at_once };
   Kind kind = Kind::poisson;
   double rate_per_s = 1.0;
   double cv = 1.0;
@@ -41,12 +43,15 @@ struct SyntheticWorkload {
   LengthDistribution prompt;
   LengthDistribution output;
   double duration_s = 60.0;  ///< arrivals in [0, duration_s)
+  /// When set, the stream is this many requests (and duration_s does not end it): a benchmark's request count.
+  std::optional<int64_t> requests;
   uint64_t seed = 0;
 };
 
 /// The requests of `w`, in arrival order. Arrival gaps, prompt and output lengths come from three independent
 /// RandomStreams of `seed` (streams 1, 2, 3), so the same workload and seed give the same requests on every
-/// platform. Throws std::invalid_argument on a non-positive rate, cv, duration, sigma or median, or low > high.
+/// platform. at_once arrivals need `requests` and take no rate. Throws std::invalid_argument on a non-positive
+/// rate, cv, duration, request count, sigma or median, low > high, or at_once without a request count.
 std::vector<ServingRequest> generate_workload(const SyntheticWorkload& w);
 
 /// Bad trace input: what() is "FILE:LINE: message".

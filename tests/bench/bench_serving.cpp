@@ -26,7 +26,7 @@ void BM_ServeOneHourAt100PerSecond(benchmark::State& state) {
                                                                models::EngineOverhead{});
   setup.replicas = state.range(0);
   setup.routing = sim::Routing::least_outstanding;
-  setup.kv_cache_tokens = setup.model->kv_cache_tokens(0.9, setup.policy.max_num_batched_tokens, 16);
+  setup.kv_cache_tokens = setup.model->kv_cache_tokens({0.9, false, setup.policy.max_num_batched_tokens, setup.policy.max_num_seqs, 16});
   std::mt19937_64 rng(1);
   std::exponential_distribution<double> gap(100.0);
   std::uniform_int_distribution<int64_t> prompt(128, 2048), output(16, 512);

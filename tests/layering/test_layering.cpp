@@ -44,7 +44,7 @@ const std::map<std::string, std::set<std::string>> kAllowed{
     {"output", {"core", "base", "models", "engine", "io", "step", "job", "serving"}},
     {"run", {"core", "base", "models", "engine", "io", "step", "job", "serving", "output"}},
     {"sweep", {"core", "base", "models", "engine", "io", "step", "job", "serving", "output", "run"}},
-    {"validation", {"core", "base", "models", "engine", "io", "step", "job", "serving", "output"}},
+    {"validation", {"core", "base", "models", "engine", "io", "step", "job", "serving", "output", "run"}},
     {"cli", {"core", "base", "models", "engine", "io", "step", "job", "serving", "output", "run", "sweep",
              "validation"}},
 };

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
+#include "models/serving/engine_profile.hpp"
 #include "sim/io/scenario.hpp"
 
 namespace clustersim::sim {
@@ -99,7 +100,7 @@ TEST(ServingScenario, FleetsWithoutKvCacheAndRunsBeyondTheBudgetAreLocated) {
 
 TEST(ServingScenario, WorkloadNeedsExactlyOneSourceAndSaneLengths) {
   std::string e = error_of(kSynthetic, {"workload.trace=\"traces/AzureLLMInferenceTrace_code.csv\""});
-  EXPECT_NE(e.find("key 'workload.rate_per_s': give exactly one of workload.trace and workload.rate_per_s"),
+  EXPECT_NE(e.find("key 'workload.rate_per_s': a trace gives the requests: drop workload.trace or this key"),
             std::string::npos)
       << e;
   e = error_of(kTrace, {"workload.trace=\"traces/missing.csv\""});
@@ -112,6 +113,70 @@ TEST(ServingScenario, WorkloadNeedsExactlyOneSourceAndSaneLengths) {
       << e;
   e = error_of(kSynthetic, {"workload.rate_per_s=0"});
   EXPECT_NE(e.find("key 'workload.rate_per_s'"), std::string::npos) << e;
+}
+
+TEST(ServingScenario, BenchmarkWorkloadsNeedTheirCounts) {
+  // offline and closed_loop send `requests` requests and take no rate; a closed loop needs its concurrency.
+  const std::vector<std::string> offline = {"workload.arrival=\"offline\"", "workload.rate_per_s=1"};
+  std::string e = error_of(kSynthetic, offline);
+  EXPECT_NE(e.find("key 'workload.rate_per_s': arrival = \"offline\" takes no rate"), std::string::npos) << e;
+  const fs::path row = kRoot / "scenarios" / "validation-serving" / "nim-llm-benchmarking-perf-66.toml";
+  const ServingScenario closed = load_serving_scenario(row, {}, catalog());
+  EXPECT_EQ(closed.workload.arrival, "closed_loop");
+  EXPECT_EQ(closed.workload.concurrency, 50);
+  EXPECT_EQ(closed.workload.requests, 500);
+  e = error_of(row, {"workload.arrival=\"offline\""});
+  EXPECT_NE(e.find("key 'workload.concurrency': only a closed loop"), std::string::npos) << e;
+  const fs::path offline_row = kRoot / "scenarios" / "validation-serving" / "trtllm-perf-overview-v017-01.toml";
+  e = error_of(offline_row, {"workload.arrival=\"closed_loop\""});
+  EXPECT_NE(e.find("key 'workload.concurrency': required with arrival = \"closed_loop\""), std::string::npos) << e;
+  e = error_of(offline_row, {"workload.requests=0"});
+  EXPECT_NE(e.find("key 'workload.requests'"), std::string::npos) << e;
+}
+
+TEST(ServingScenario, EnginesSetTheOverheadAndTheKvBudget) {
+  const fs::path row = kRoot / "scenarios" / "validation-serving" / "trtllm-perf-overview-v017-01.toml";
+  const ServingScenario trt = load_serving_scenario(row, {}, catalog());
+  EXPECT_EQ(trt.serving.engine, "tensorrt-llm");
+  const models::EngineProfile& p = models::engine_profile("tensorrt-llm");
+  EXPECT_DOUBLE_EQ(trt.serving.engine_overhead_ms, p.overhead.fixed.value() * 1e3);
+  EXPECT_DOUBLE_EQ(trt.serving.engine_overhead_per_sequence_us, p.overhead.per_sequence.value() * 1e6);
+  // A scenario's own overhead wins over the engine's.
+  const ServingScenario own = load_serving_scenario(row, {"serving.engine_overhead_ms=0.25"}, catalog());
+  EXPECT_DOUBLE_EQ(own.serving.engine_overhead_ms, 0.25);
+  std::string e = error_of(row, {"serving.engine=\"sglang\""});
+  EXPECT_NE(e.find("key 'serving.engine'"), std::string::npos) << e;
+  // The loader's choices are the profiles' names.
+  std::vector<std::string> names;
+  for (const models::EngineProfile& q : models::engine_profiles()) names.emplace_back(q.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"vllm", "tensorrt-llm", "lmdeploy"}));
+  EXPECT_FALSE(models::kv_cache_budget("vllm", 0.9, 8192, 256, 16).of_free_memory);
+  EXPECT_TRUE(models::kv_cache_budget("tensorrt-llm", 0.9, 8192, 256, 16).of_free_memory);
+}
+
+TEST(ServingScenario, ReferencesKeepToTheirKind) {
+  const fs::path row = kRoot / "scenarios" / "validation-serving" / "trtllm-perf-overview-v017-01.toml";
+  const ServingScenario s = load_serving_scenario(row, {}, catalog());
+  ASSERT_TRUE(s.reference);
+  EXPECT_EQ(s.reference->metric, "output_tokens_per_s");
+  EXPECT_DOUBLE_EQ(s.reference->value, 28836.77);
+  EXPECT_EQ(s.reference->dataset, "trtllm_perf_overview_v0.17");
+  std::string e = error_of(row, {"reference.tflops_per_gpu=100"});
+  EXPECT_NE(e.find("key 'reference.tflops_per_gpu': a training metric"), std::string::npos) << e;
+  e = error_of(row, {"reference.metric=\"ttft_p42_ms\""});
+  EXPECT_NE(e.find("key 'reference.metric'"), std::string::npos) << e;
+  e = error_of(kSynthetic, {"reference.source=\"a paper\"", "reference.metric=\"ttft_p50_ms\""});
+  EXPECT_NE(e.find("key 'reference.value': a serving scenario's [reference] needs metric and value"),
+            std::string::npos)
+      << e;
+  try {
+    (void)load_scenario(kRoot / "scenarios" / "megatron" / "sc21-table1-1p7b-32gpus.toml",
+                        {"reference.metric=\"ttft_p50_ms\""}, catalog());
+    ADD_FAILURE() << "expected a ScenarioError";
+  } catch (const ScenarioError& x) {
+    EXPECT_NE(std::string(x.what()).find("key 'reference.metric': a serving scenario's key"), std::string::npos)
+        << x.what();
+  }
 }
 
 TEST(ServingScenario, EachKindKeepsToItsTables) {

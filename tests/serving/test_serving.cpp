@@ -63,11 +63,11 @@ TEST(InferenceModel, KvCacheIsWhatTheWeightsAndActivationsLeave) {
   // 2 (K, V) x 32 layers x 32 heads x 128 x 2 bytes = 512 KiB per token.
   EXPECT_DOUBLE_EQ(model->kv_bytes_per_token_per_gpu().value(), 2.0 * 32 * 32 * 128 * 2);
   const double capacity = catalog().device("H100-SXM5-80GB").memory_capacity.value();
-  const double activations = 8192.0 * (3 * 11008 + 4 * 4096) * 2.0 + 8192.0 * 32000 * 4.0;
+  const double activations = 8192.0 * (3 * 11008 + 4 * 4096) * 2.0 + 256.0 * 32000 * 4.0;
   const double free = 0.9 * capacity - model->weight_bytes_per_gpu().value() - activations -
                       models::InferenceModel::kNonTorchReserve.value();
   const auto tokens = static_cast<int64_t>(std::floor(free / (2.0 * 32 * 32 * 128 * 2))) / 16 * 16;
-  EXPECT_EQ(model->kv_cache_tokens(0.9, 8192, 16), tokens);
+  EXPECT_EQ(model->kv_cache_tokens({0.9, false, 8192, 256, 16}), tokens);
   EXPECT_GT(tokens, 80000);  // about 40 GB of cache on an 80 GB H100 for a 13.5 GB model
   // Tensor parallelism splits the heads and so the cache per token.
   const models::InferenceModel tp2(llama2_7b(), {}, 2, catalog().device("H100-SXM5-80GB"), 1.0,
@@ -84,7 +84,7 @@ TEST(ServingSimulation, OneAtATimeAtLowLoadIsAnMD1Queue) {
   ServingSetup setup;
   setup.model = h100_7b();
   setup.policy.max_num_seqs = 1;
-  setup.kv_cache_tokens = setup.model->kv_cache_tokens(0.9, setup.policy.max_num_batched_tokens, 16);
+  setup.kv_cache_tokens = setup.model->kv_cache_tokens({0.9, false, setup.policy.max_num_batched_tokens, setup.policy.max_num_seqs, 16});
   models::IterationBatch b;
   b.prefill_tokens = 512;
   b.prefill_attention_pairs = models::prefill_attention_pairs(0, 512);
@@ -303,7 +303,7 @@ TEST(Workload, AzureTraceReplaysRelativeToItsFirstRequest) {
   // It runs: the 200 code requests on one Llama 2 7B replica of an H100.
   ServingSetup setup;
   setup.model = h100_7b();
-  setup.kv_cache_tokens = setup.model->kv_cache_tokens(0.9, setup.policy.max_num_batched_tokens, 16);
+  setup.kv_cache_tokens = setup.model->kv_cache_tokens({0.9, false, setup.policy.max_num_batched_tokens, setup.policy.max_num_seqs, 16});
   const ServingResult served = simulate_serving(setup, read_request_trace(kTraces / "azure_code_2023_first200.csv"));
   for (const RequestOutcome& o : served.requests) {
     EXPECT_FALSE(o.rejected);
@@ -342,6 +342,68 @@ TEST(Workload, BadTracesNameTheFileAndLine) {
   for (const char* f : {"trace-header.csv", "trace-zero.csv", "trace-order.csv", "trace-stamp.csv"}) {
     std::filesystem::remove(dir / f);
   }
+}
+
+TEST(ServingSimulation, AClosedLoopSendsEachRequestWhenAnEarlierOneLeaves) {
+  ServingSetup setup;
+  setup.model = h100_7b();
+  setup.kv_cache_tokens = setup.model->kv_cache_tokens({0.9, false, 8192, 256, 16});
+  std::vector<ServingRequest> requests(6, ServingRequest{0.0, 100, 20});
+  // One client: every request arrives the moment the one before finishes.
+  setup.concurrency = 1;
+  const ServingResult one = simulate_serving(setup, requests);
+  EXPECT_DOUBLE_EQ(one.requests[0].arrival_s, 0.0);
+  for (size_t i = 1; i < requests.size(); ++i) {
+    EXPECT_DOUBLE_EQ(one.requests[i].arrival_s, one.requests[i - 1].finish_s) << i;
+  }
+  // Three clients: never more than three requests in the fleet, and the first three sent at once.
+  setup.concurrency = 3;
+  const ServingResult three = simulate_serving(setup, requests);
+  for (size_t i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(three.requests[i].arrival_s, 0.0);
+  for (const RequestOutcome& o : three.requests) {
+    int64_t in_flight = 0;
+    for (const RequestOutcome& q : three.requests) {
+      if (q.arrival_s <= o.arrival_s && q.finish_s > o.arrival_s) ++in_flight;
+    }
+    EXPECT_LE(in_flight, 3);
+  }
+  EXPECT_LT(three.makespan_s, one.makespan_s);  // batching three at a time is faster than one by one
+}
+
+TEST(Workload, OfflineAndCountedStreams) {
+  SyntheticWorkload w;
+  w.arrivals.kind = ArrivalProcess::Kind::at_once;
+  w.requests = 50;
+  const std::vector<ServingRequest> offline = generate_workload(w);
+  ASSERT_EQ(offline.size(), 50u);
+  for (const ServingRequest& q : offline) EXPECT_EQ(q.arrival_s, 0.0);
+  w.requests.reset();
+  EXPECT_THROW((void)generate_workload(w), std::invalid_argument);  // at once needs a count
+  // A Poisson stream of a given count ignores the duration.
+  w.arrivals = {ArrivalProcess::Kind::poisson, 100.0, 1.0};
+  w.requests = 1000;
+  w.duration_s = 1.0;
+  EXPECT_EQ(generate_workload(w).size(), 1000u);
+}
+
+TEST(InferenceModel, EnginesSizeTheirKvCacheTheirWay) {
+  const auto model = h100_7b();
+  const double capacity = catalog().device("H100-SXM5-80GB").memory_capacity.value();
+  const double held = model->weight_bytes_per_gpu().value() + 8192.0 * (3 * 11008 + 4 * 4096) * 2.0 +
+                      256.0 * 32000 * 4.0 + models::InferenceModel::kNonTorchReserve.value();
+  const double per_token = model->kv_bytes_per_token_per_gpu().value();
+  // vLLM: the fraction of the whole memory, less what the weights and buffers hold.
+  EXPECT_EQ(model->kv_cache_tokens({0.9, false, 8192, 256, 16}),
+            static_cast<int64_t>(std::floor((0.9 * capacity - held) / per_token)) / 16 * 16);
+  // TensorRT-LLM and LMDeploy: the fraction of what is left free.
+  EXPECT_EQ(model->kv_cache_tokens({0.9, true, 8192, 256, 16}),
+            static_cast<int64_t>(std::floor(0.9 * (capacity - held) / per_token)) / 16 * 16);
+  // fp8 weights: the layers in one byte, the embedding and LM head in two.
+  const models::InferenceModel fp8(llama2_7b(), {models::Precision::fp8, 1.0, 1.0}, 1,
+                                   catalog().device("H100-SXM5-80GB"), 1.0, [](units::Bytes) { return units::Seconds(0); },
+                                   {});
+  EXPECT_NEAR(fp8.weight_bytes_per_gpu().value(),
+              (model->weight_bytes_per_gpu().value() - 2.0 * 2 * 32000 * 4096) / 2.0 + 2.0 * 2 * 32000 * 4096, 1.0);
 }
 
 }  // namespace

@@ -48,16 +48,17 @@ inline CliResult run_cli(const std::string& args) {
   return r;
 }
 
-/// Every scenario shipped under scenarios/, sorted, as paths relative to the source directory.
-/// Every shipped scenario file under scenarios/, sorted: the training ones (`serving` false) or the serving
-/// ones under scenarios/serving/ (`serving` true).
+/// Every shipped scenario file under scenarios/, sorted, as paths relative to the source directory: the training
+/// ones (`serving` false) or the serving ones, under scenarios/serving/ and scenarios/validation-serving/
+/// (`serving` true).
 inline std::vector<std::filesystem::path> shipped_scenarios(bool serving = false) {
   std::vector<std::filesystem::path> files;
   const std::filesystem::path root = std::filesystem::path(CLUSTERSIM_SOURCE_DIR);
   for (const auto& e : std::filesystem::recursive_directory_iterator(root / "scenarios")) {
     if (!e.is_regular_file() || e.path().extension() != ".toml") continue;
     const std::filesystem::path rel = e.path().lexically_relative(root);
-    if ((rel.begin()->string() == "scenarios" && std::next(rel.begin())->string() == "serving") == serving) {
+    const std::string top = std::next(rel.begin())->string();
+    if ((top == "serving" || top == "validation-serving") == serving) {
       files.push_back(rel);
     }
   }

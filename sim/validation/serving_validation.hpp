@@ -1,0 +1,124 @@
+// The serving validation group (issue 15): every published serving measurement under
+// scenarios/validation-serving/ (analysis/validation/generate_serving_scenarios.py writes them from
+// analysis/validation/serving_benchmarks.csv) run through `clustersim run`'s recipe (run_serving_scenario) and
+// compared with its [reference] metric; the calibration of the engines' per-iteration CPU overhead on them; and
+// its leave-one-source-out check (docs/serving.md, "Validation").
+//
+// Calibration. One physical parameter pair per inference engine (models::engine_profiles): the fixed and the
+// per-sampled-sequence CPU work of an iteration. Each engine's pair is fitted on that engine's modelled rows by
+// minimising the mean |error| over a grid (kFixedGridMs x kPerSequenceGridUs: deterministic, and the objective
+// is flat enough that a finer search buys nothing). Leave-one-source-out: for each dataset S, every engine S
+// has rows of is refitted without S; an engine only S calibrates takes the pair of the engine with the most
+// other rows, fitted without S. The device rates are the catalog's microbenchmarks, not fitted here.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/serving/inference_model.hpp"
+#include "sim/io/scenario.hpp"
+
+namespace clustersim::models {
+class Catalog;
+}
+
+namespace clustersim::sim {
+
+/// One published serving measurement and the model's prediction of it.
+struct ServingValidationRow {
+  std::filesystem::path file;
+  std::string name;             ///< the scenario file's stem
+  std::string dataset;          ///< reference.dataset
+  std::string engine;           ///< serving.engine
+  std::string device;           ///< the VM's device
+  std::string metric;           ///< reference.metric
+  std::string exclude_reason;   ///< non-empty: reported, left out of the summaries and fits
+  double measured = 0.0;
+  std::optional<double> predicted;
+  std::string error;            ///< why there is no prediction
+  [[nodiscard]] bool modelled() const { return exclude_reason.empty(); }
+  /// predicted / measured - 1; NaN without a prediction.
+  [[nodiscard]] double relative_error() const;
+  /// Whether the metric is a throughput (tokens or requests per second) rather than a latency.
+  [[nodiscard]] bool throughput() const;
+};
+
+/// Errors of the modelled rows of `rows` accepted by `keep` (all when empty): rows compared, rows failed,
+/// mean, max and RMS |predicted / measured - 1|, rows within 15 %.
+struct ServingErrorSummary {
+  int rows = 0;
+  int failed = 0;
+  int within_15_percent = 0;
+  double mean_abs = 0.0, max_abs = 0.0, rms = 0.0;
+  [[nodiscard]] std::string text() const;
+};
+ServingErrorSummary summarize_serving_rows(const std::vector<ServingValidationRow>& rows,
+                                           const std::function<bool(const ServingValidationRow&)>& keep = {});
+
+/// Engine overheads by engine name, replacing the scenarios' for those engines.
+using EngineOverheads = std::map<std::string, models::EngineOverhead>;
+
+/// One engine's fitted overhead.
+struct EngineFit {
+  std::string engine;
+  models::EngineOverhead overhead;
+  ServingErrorSummary in_sample;
+};
+
+class ServingValidationSuite {
+ public:
+  /// Loads every *.toml under `directory` (sorted). A scenario that does not load, or has no [reference],
+  /// becomes a row with its error. Throws std::runtime_error when the directory cannot be read.
+  static ServingValidationSuite load(const std::filesystem::path& directory, const models::Catalog& catalog);
+
+  [[nodiscard]] size_t size() const { return rows_.size(); }
+
+  /// Predicts the rows `select` accepts (all when empty), with `overheads` replacing the engines' overheads,
+  /// on up to `threads` threads; the result, in file order, does not depend on the thread count.
+  [[nodiscard]] std::vector<ServingValidationRow> evaluate(const models::Catalog& catalog, int threads = 1,
+                                                           const EngineOverheads& overheads = {},
+                                                           const std::function<bool(size_t)>& select = {}) const;
+
+  /// Every modelled row predicted at every point of the overhead grid (kFixedGridMs x kPerSequenceGridUs), for
+  /// the fits: a row's prediction does not depend on which rows a fit uses.
+  [[nodiscard]] std::vector<std::vector<double>> predict_grid(const models::Catalog& catalog, int threads = 1) const;
+
+  /// Fits `engine`'s overhead on its modelled rows accepted by `use` (all when empty), from `grid`
+  /// (predict_grid). Throws std::invalid_argument when no row qualifies.
+  [[nodiscard]] EngineFit fit(const std::vector<std::vector<double>>& grid, const std::string& engine,
+                              const std::function<bool(const ServingValidationRow&)>& use = {}) const;
+
+  [[nodiscard]] const std::vector<ServingValidationRow>& rows() const { return rows_; }
+
+  static constexpr double kFixedGridMs[] = {0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0};
+  static constexpr double kPerSequenceGridUs[] = {0.0, 1.0, 3.0, 10.0, 30.0};
+
+ private:
+  std::vector<std::optional<ServingScenario>> scenarios_;
+  std::vector<ServingValidationRow> rows_;
+};
+
+/// One dataset held out: its rows predicted with the engines refitted on the other datasets.
+struct HeldOutServingDataset {
+  std::string dataset;
+  std::vector<EngineFit> fits;
+  std::vector<ServingValidationRow> rows;
+  ServingErrorSummary summary;
+};
+
+/// Leave-one-source-out over every dataset with modelled rows.
+std::vector<HeldOutServingDataset> leave_one_serving_dataset_out(const ServingValidationSuite& suite,
+                                                                 const std::vector<std::vector<double>>& grid);
+
+/// The rows grouped by dataset with their errors, each group's summary, the summary by engine and by kind
+/// (throughput, latency) and overall.
+std::string format_serving_validation(const std::vector<ServingValidationRow>& rows);
+/// One line per held-out dataset (its refitted engines and errors), then the summary over every held-out row.
+std::string format_serving_leave_one_out(const std::vector<HeldOutServingDataset>& held_out);
+
+}  // namespace clustersim::sim
