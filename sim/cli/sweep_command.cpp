@@ -262,7 +262,7 @@ void set_up_sweep(const std::vector<std::string>& args, const SweepRanks& ranks,
   s.meta.git_sha = git_sha();
   s.meta.command_line = canonical_command_line(vm);
   s.meta.seed = s.sweep->base.simulation.seed;
-  s.meta.scenario_toml = s.sweep->base.resolved_toml;
+  s.meta.scenario_toml = s.sweep->resolved_toml();
 
   std::string fingerprint_text = s.meta.command_line + "\n" + std::to_string(s.shard.index) + "/" +
                                  std::to_string(s.shard.count) + "\n";
@@ -394,7 +394,9 @@ int sweep_main(const std::vector<std::string>& args, SweepRanks& ranks) {
     said << ": " << ok << " ok, " << oom << " out_of_memory, " << invalid << " invalid";
     if (resumed > 0) said << " (" << resumed << " resumed from " << s.sidecar_path.string() << ")";
     said << "\n";
-    if (sweep.spec.auto_parallelism || sweep.spec.objective_given) said << format_ranking(sweep, ordered);
+    if (sweep.spec.auto_parallelism || sweep.spec.objective_given || sweep.serving) {
+      said << format_ranking(sweep, ordered);
+    }
     said << "wrote " << s.output.string() << "\n";
     if (s.json) std::cout << sweep_json(table, sweep.spec.objective, rank_points(sweep, ordered)) << "\n";
     return 0;

@@ -72,6 +72,12 @@ SummaryColumn integer(std::string name, std::string units, std::string descripti
 
 }  // namespace
 
+bool meets_slo(const SloConfig& slo, const ServingSummary& s) {
+  const bool ttft = !slo.ttft_p99_ms || s.ttft_p99_s * 1e3 <= *slo.ttft_p99_ms;
+  const bool tpot = !slo.tpot_p99_ms || !std::isfinite(s.tpot_p99_s) || s.tpot_p99_s * 1e3 <= *slo.tpot_p99_ms;
+  return s.completed > 0 && ttft && tpot;
+}
+
 ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog& catalog) {
   const models::VmSize& vm = catalog.vm_size(sc.serving.vm_size);
   const models::DeviceSpec& device = catalog.device(vm.device);
@@ -160,6 +166,9 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, co
   c.push_back(real("cost_usd", "USD", "VM-hours x on-demand price; NaN without a price", s.usd));
   c.push_back(real("usd_per_million_output_tokens", "USD/Mtoken", "cost per million generated tokens; NaN without a price",
                    s.usd_per_million_output_tokens));
+  c.push_back(real("meets_slo", "1",
+                   "1 when the p99 TTFT and p99 TPOT are at or below the [slo] targets (1 without targets), else 0",
+                   meets_slo(sc.slo, s) ? 1.0 : 0.0));
   c.push_back(real("usd_per_million_tokens", "USD/Mtoken",
                    "cost per million prompt and generated tokens; NaN without a price", s.usd_per_million_tokens));
   c.push_back(integer("iterations", "1", "engine iterations over all replicas", run.result.iterations));

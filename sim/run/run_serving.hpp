@@ -32,6 +32,11 @@ struct ServingRun {
 /// models.
 ServingRun run_serving_scenario(const ServingScenario& scenario, const models::Catalog& catalog);
 
+/// Whether the fleet meets the scenario's targets: some request completed, the p99 TTFT at or below
+/// slo.ttft_p99_ms and the p99 TPOT at or below slo.tpot_p99_ms (a target not given is met). The ranking of
+/// a serving sweep (cost_per_mtoken_under_slo) puts these fleets first.
+bool meets_slo(const SloConfig& slo, const ServingSummary& summary);
+
 /// The run's /summary row (docs/hdf5-schema.md, "Serving runs").
 std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& scenario, const ServingRun& run);
 /// One row per request (/requests): arrival, first token, finish, TTFT, TPOT, end to end, lengths, replica,

@@ -369,6 +369,7 @@ std::string_view to_string(SweepObjective o) {
     case SweepObjective::step_time: return "step_time";
     case SweepObjective::cost_per_token: return "cost_per_token";
     case SweepObjective::time_to_train: return "time_to_train";
+    case SweepObjective::cost_per_mtoken_under_slo: return "cost_per_mtoken_under_slo";
   }
   return "?";
 }
@@ -378,6 +379,7 @@ std::string_view objective_column(SweepObjective o, bool has_job) {
     case SweepObjective::step_time: return "step_time_s";
     case SweepObjective::cost_per_token: return has_job ? "job_usd_per_million_tokens" : "usd_per_million_tokens";
     case SweepObjective::time_to_train: return "time_to_train_mean_h";
+    case SweepObjective::cost_per_mtoken_under_slo: return "usd_per_million_output_tokens";
   }
   return "step_time_s";
 }
@@ -402,6 +404,8 @@ SweepSpec read_sweep(const std::filesystem::path& scenario) {
                         "TOML syntax error: " + std::string(e.description()));
   }
   SweepSpec spec;
+  // A serving scenario has one objective, and it is its default.
+  if (doc.get("serving") != nullptr) spec.objective = SweepObjective::cost_per_mtoken_under_slo;
   const toml::node* sweep_node = doc.get("sweep");
   if (sweep_node == nullptr) return spec;
   const toml::table* sweep = sweep_node->as_table();
@@ -419,17 +423,24 @@ SweepSpec read_sweep(const std::filesystem::path& scenario) {
     } else if (name == "objective") {
       const std::string value = node.is_string() ? node.as_string()->get() : std::string();
       bool known = false;
-      for (const SweepObjective o :
-           {SweepObjective::step_time, SweepObjective::cost_per_token, SweepObjective::time_to_train}) {
+      for (const SweepObjective o : {SweepObjective::step_time, SweepObjective::cost_per_token,
+                                     SweepObjective::time_to_train, SweepObjective::cost_per_mtoken_under_slo}) {
         if (to_string(o) == value) {
           spec.objective = o;
           known = true;
         }
       }
+      const bool serving = doc.get("serving") != nullptr;
       if (!known) {
         fail(scenario, pos_of(node.source()), "sweep.objective",
-             "expected \"step_time\", \"cost_per_token\" or \"time_to_train\"" +
+             std::string(serving ? "expected \"cost_per_mtoken_under_slo\""
+                                 : "expected \"step_time\", \"cost_per_token\" or \"time_to_train\"") +
                  (node.is_string() ? ", got " + toml_string(value) : std::string()));
+      }
+      if (serving != (spec.objective == SweepObjective::cost_per_mtoken_under_slo)) {
+        fail(scenario, pos_of(node.source()), "sweep.objective",
+             serving ? "a serving scenario's sweep ranks by \"cost_per_mtoken_under_slo\""
+                     : "cost_per_mtoken_under_slo ranks serving fleets: it needs a [serving] scenario");
       }
       if (spec.objective == SweepObjective::time_to_train && doc.get("job") == nullptr) {
         fail(scenario, pos_of(node.source()), "sweep.objective",
@@ -437,6 +448,10 @@ SweepSpec read_sweep(const std::filesystem::path& scenario) {
       }
       spec.objective_given = true;
     } else if (name == "parallelism" && node.is_string()) {
+      if (doc.get("serving") != nullptr) {
+        fail(scenario, pos_of(node.source()), "sweep.parallelism",
+             "a serving scenario has no training layout to search: sweep serving.tensor and serving.replicas");
+      }
       if (node.as_string()->get() != "auto") {
         fail(scenario, pos_of(node.source()), "sweep.parallelism",
              "the only value is \"auto\", got " + toml_string(node.as_string()->get()));

@@ -71,11 +71,14 @@ struct SweepPoint {
 /// What a sweep's ranking minimises ([sweep] objective): the step time; the cost of a million training tokens
 /// (the job's mean cost, spot prices and interruptions included, when the scenario has a [job]; else the VMs'
 /// on-demand price over the step time); or the job's mean wall time to train (needs a [job]).
-enum class SweepObjective { step_time, cost_per_token, time_to_train };
-/// "step_time" | "cost_per_token" | "time_to_train".
+/// A serving scenario's sweep ranks by cost_per_mtoken_under_slo: the on-demand cost of a million output tokens,
+/// the fleets that meet the scenario's [slo] (p99 TTFT and p99 TPOT at or below the targets) first.
+enum class SweepObjective { step_time, cost_per_token, time_to_train, cost_per_mtoken_under_slo };
+/// "step_time" | "cost_per_token" | "time_to_train" | "cost_per_mtoken_under_slo".
 std::string_view to_string(SweepObjective o);
 /// The /summary column `o` ranks by, lower first: step_time_s; cost_per_token: job_usd_per_million_tokens with a
-/// [job] (`has_job`), else usd_per_million_tokens; time_to_train: time_to_train_mean_h.
+/// [job] (`has_job`), else usd_per_million_tokens; time_to_train: time_to_train_mean_h;
+/// cost_per_mtoken_under_slo: usd_per_million_output_tokens.
 std::string_view objective_column(SweepObjective o, bool has_job);
 
 struct SweepSpec {

@@ -13,6 +13,7 @@
 #include "models/hardware/catalog.hpp"
 #include "sim/io/scenario_params.hpp"
 #include "sim/run/run_scenario.hpp"
+#include "sim/run/run_serving.hpp"
 #include "sim/sweep/distribution.hpp"
 
 namespace clustersim::sim {
@@ -34,10 +35,14 @@ LoadedSweep load_sweep(const std::filesystem::path& scenario, const std::vector<
   s.scenario = scenario;
   s.overrides = overrides;
   s.document = ScenarioDocument::read(scenario);
-  s.base = load_scenario(s.document, overrides, catalog);
+  if (is_serving_scenario(scenario)) {
+    s.serving = load_serving_scenario(scenario, overrides, catalog);
+  } else {
+    s.base = load_scenario(s.document, overrides, catalog);
+  }
   s.spec = read_sweep(scenario);
   if (!s.spec.auto_parallelism) {
-    s.points = expand_sweep(s.spec, scenario, s.base.simulation.seed, catalog);
+    s.points = expand_sweep(s.spec, scenario, s.serving ? s.serving->seed : s.base.simulation.seed, catalog);
     return s;
   }
   // Layouts are enumerated for each grid point with the --set overrides in force.
@@ -63,10 +68,19 @@ SweepRow SweepPointRunner::run(const SweepPoint& point) {
   overrides.push_back("simulation.seed=" + std::to_string(point.seed));
   for (const SweptValue& v : point.values) overrides.push_back(v.override_text());
   try {
-    const Scenario sc = load_scenario(sweep_.document, overrides, catalog_);
-    const RunResult run = run_scenario(sc, catalog_, simulator_);
-    const std::vector<SummaryColumn> columns = run_summary_columns(sc, run);
-    const StepReport& report = run.step;
+    std::vector<SummaryColumn> columns;
+    bool fits = true;
+    std::string verdict;
+    if (sweep_.serving) {
+      const ServingScenario sc = load_serving_scenario(sweep_.scenario, overrides, catalog_);
+      columns = serving_summary_columns(sc, run_serving_scenario(sc, catalog_));
+    } else {
+      const Scenario sc = load_scenario(sweep_.document, overrides, catalog_);
+      const RunResult run = run_scenario(sc, catalog_, simulator_);
+      columns = run_summary_columns(sc, run);
+      fits = run.step.memory.fits;
+      verdict = run.step.memory.verdict;
+    }
     SweepMetaList meta;
     for (const SummaryColumn& c : columns) {
       std::visit(
@@ -85,8 +99,8 @@ SweepRow SweepPointRunner::run(const SweepPoint& point) {
     }
     if (!last_meta_ || *last_meta_ != meta) last_meta_ = std::make_shared<const SweepMetaList>(std::move(meta));
     row.meta = last_meta_;
-    row.status = report.memory.fits ? "ok" : "out_of_memory";
-    row.reason = report.memory.fits ? std::string() : report.memory.verdict;
+    row.status = fits ? "ok" : "out_of_memory";
+    row.reason = fits ? std::string() : verdict;
   } catch (const ScenarioError& e) {
     invalid(row, e.what());
   } catch (const std::invalid_argument& e) {

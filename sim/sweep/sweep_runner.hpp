@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -27,12 +28,16 @@ struct LoadedSweep {
   std::filesystem::path scenario;
   ScenarioDocument document;           ///< the scenario file, parsed once for all points
   std::vector<std::string> overrides;  ///< --set
-  Scenario base;
+  Scenario base;                       ///< a training scenario (default-constructed for a serving one)
+  std::optional<ServingScenario> serving;  ///< a serving scenario's base (with the overrides)
   SweepSpec spec;
   std::vector<SweepPoint> points;
+  /// The base scenario's resolved TOML (the results file's /metadata).
+  [[nodiscard]] const std::string& resolved_toml() const { return serving ? serving->resolved_toml : base.resolved_toml; }
 };
 
-/// Loads `scenario` with `overrides` (--set) and expands its [sweep] into points; for parallelism = "auto",
+/// Loads `scenario` with `overrides` (--set) and expands its [sweep] into points (a serving scenario: with
+/// load_serving_scenario, its points run run_serving_scenario); for parallelism = "auto",
 /// the layouts of each grid point (enumerate_layouts, with the overrides in force) numbered in order.
 /// Throws ScenarioError / CatalogError like load_scenario. `jobs` threads check the layouts.
 LoadedSweep load_sweep(const std::filesystem::path& scenario, const std::vector<std::string>& overrides,
@@ -63,7 +68,8 @@ struct SweepRow {
 
 /// Runs points one at a time with its own StepSimulator (one per thread): the point's overrides on top of the
 /// sweep's, simulation.seed = the point's seed; the step (and, for a multi-zone cluster, the single-zone
-/// reference), then the job when the scenario has one. Invalid points (ScenarioError, std::invalid_argument,
+/// reference), then the job when the scenario has one; a serving sweep's point, run_serving_scenario (its rows
+/// are "ok": whether the fleet meets the SLO is its meets_slo column). Invalid points (ScenarioError, std::invalid_argument,
 /// std::out_of_range) become rows with status "invalid"; other exceptions propagate.
 class SweepPointRunner {
  public:

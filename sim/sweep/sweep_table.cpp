@@ -266,8 +266,55 @@ std::string objective_text(SweepObjective o, double v) {
     case SweepObjective::step_time: return printf_string("%.3f s", v);
     case SweepObjective::cost_per_token: return printf_string("$%.4f/Mtok", v);
     case SweepObjective::time_to_train: return printf_string("%.1f h", v);
+    case SweepObjective::cost_per_mtoken_under_slo: return printf_string("$%.3f/Mtok", v);
   }
   return "-";
+}
+
+/// A serving sweep's ranking: cost per million output tokens, the fleets that meet the SLO first, with their
+/// p99 latencies and the share of requests within the targets.
+std::string format_serving_ranking(const LoadedSweep& sweep, const std::vector<const SweepRow*>& ranked) {
+  std::ostringstream out;
+  const auto grid_of = [&](const SweepRow* r) {
+    std::string grid;
+    for (const SweptValue& v : sweep.points[static_cast<size_t>(r->index)].values) {
+      grid += (grid.empty() ? "" : " ") + v.override_text();
+    }
+    return grid;
+  };
+  const auto slo = [&] {
+    std::string t;
+    if (sweep.serving->slo.ttft_p99_ms) t += printf_string("p99 TTFT <= %.0f ms", *sweep.serving->slo.ttft_p99_ms);
+    if (sweep.serving->slo.tpot_p99_ms) {
+      t += printf_string("%sp99 TPOT <= %.0f ms", t.empty() ? "" : ", ", *sweep.serving->slo.tpot_p99_ms);
+    }
+    return t.empty() ? std::string("no [slo] targets") : t;
+  }();
+  out << "fleets ranked by cost per million output tokens, those that meet the SLO (" << slo << ") first (best "
+      << std::min<size_t>(10, ranked.size()) << " of " << ranked.size() << " simulated):\n";
+  out << "rank  run        $/Mtok   p99 TTFT   p99 TPOT   within SLO   meets   grid point\n";
+  for (size_t i = 0; i < std::min<size_t>(10, ranked.size()); ++i) {
+    const SweepRow* r = ranked[i];
+    out << printf_string("%4zu %4lld %13s %8.3f s %7.1f ms %10.1f %%   %-5s   %s\n", i + 1,
+                         static_cast<long long>(r->index),
+                         objective_text(SweepObjective::cost_per_mtoken_under_slo,
+                                        result_of(r, "usd_per_million_output_tokens"))
+                             .c_str(),
+                         result_of(r, "ttft_p99_s"), result_of(r, "tpot_p99_s") * 1e3,
+                         100.0 * result_of(r, "slo_attainment"), result_of(r, "meets_slo") == 1.0 ? "yes" : "no",
+                         grid_of(r).c_str());
+  }
+  const auto best = std::find_if(ranked.begin(), ranked.end(),
+                                 [](const SweepRow* r) { return result_of(r, "meets_slo") == 1.0; });
+  if (best == ranked.end()) {
+    out << "no fleet meets the SLO\n";
+  } else {
+    out << "cheapest fleet that meets the SLO: run " << (*best)->index << " (" << grid_of(*best) << "): "
+        << objective_text(SweepObjective::cost_per_mtoken_under_slo,
+                          result_of(*best, "usd_per_million_output_tokens"))
+        << "\n";
+  }
+  return out.str();
 }
 
 }  // namespace
@@ -282,7 +329,9 @@ std::vector<const SweepRow*> rank_points(const LoadedSweep& sweep, const std::ve
   std::vector<Ranked> ranked;
   for (const SweepRow* r : rows) {
     if (!r->meta) continue;  // invalid: nothing simulated
-    ranked.push_back({r->status == "ok", result_of(r, column), r});
+    // A serving fleet "fits" when it meets the SLO.
+    const bool fits = r->status == "ok" && (!sweep.serving || result_of(r, "meets_slo") == 1.0);
+    ranked.push_back({fits, result_of(r, column), r});
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
     if (a.fits != b.fits) return a.fits;
@@ -300,6 +349,7 @@ std::string format_ranking(const LoadedSweep& sweep, const std::vector<const Swe
   const SweepObjective objective = sweep.spec.objective;
   const std::string column(objective_column(objective, sweep.base.job.has_value()));
   const std::vector<const SweepRow*> ranked = rank_points(sweep, rows);
+  if (sweep.serving) return format_serving_ranking(sweep, ranked);
   const auto value = [&](const SweepRow* r, std::string_view key) {
     const SweptValue* v = sweep.points[static_cast<size_t>(r->index)].find(key);
     return v != nullptr ? toml_literal(v->value) : std::string("-");

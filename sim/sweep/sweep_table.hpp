@@ -62,13 +62,16 @@ struct MergedSweep {
 MergedSweep merge_sweep_files(const std::vector<std::filesystem::path>& shards);
 
 /// The simulated points of `rows` (invalid ones left out) ranked by the sweep's objective ([sweep] objective,
-/// objective_column): those that fit in memory first, each group by the objective's value, lowest first, points
-/// without a value (no price for cost_per_token) last; ties keep the order of `rows`.
+/// objective_column): those that fit in memory (a serving fleet: that meet the SLO, the meets_slo column) first,
+/// each group by the objective's value, lowest first, points without a value (no price for cost_per_token) last;
+/// ties keep the order of `rows`.
 std::vector<const SweepRow*> rank_points(const LoadedSweep& sweep, const std::vector<const SweepRow*>& rows);
 
 /// The ranking as text: the 10 best of rank_points (run; for parallelism = "auto" the layout: TP, [CP,] PP, DP,
 /// [EP,] micro batch, virtual stages and the memory-saving knobs; step time; the objective when it is not the
-/// step time; status; the grid point), then the best point that fits.
+/// step time; status; the grid point), then the best point that fits. A serving sweep's: the cost per million
+/// output tokens, p99 TTFT and TPOT, the share within the SLO and the grid point, then the cheapest fleet that
+/// meets the SLO.
 std::string format_ranking(const LoadedSweep& sweep, const std::vector<const SweepRow*>& rows);
 
 }  // namespace clustersim::sim

@@ -67,17 +67,19 @@ TEST(ShippedScenarios, EveryServingScenarioRunsAndWritesItsResults) {
     ASSERT_EQ(requests.size(), 1u);
     EXPECT_GT(requests[0], 0.0);
   }
-  // The same serving run twice gives the same bytes; a training-only command refuses it, located.
+  // The same serving run twice gives the same bytes; `sweep` ranks a serving sweep's fleets.
   const std::string args = "run scenarios/serving/llama3-70b-nd-h100-tp4-20rps.toml -o '" + (dir / "a.h5").string() + "'";
   ASSERT_EQ(run_cli(args).exit_code, 0);
   const std::string first = testing::read_file(dir / "a.h5");
   ASSERT_EQ(run_cli(args).exit_code, 0);
   EXPECT_EQ(testing::read_file(dir / "a.h5"), first);
-  const auto sweep = run_cli("sweep scenarios/serving/llama3-70b-nd-h100-tp4-20rps.toml -o '" +
+  const auto sweep = run_cli("sweep scenarios/sweeps/llama3-70b-serving-fleet.toml --set workload.duration_s=60 -o '" +
                              (dir / "s.h5").string() + "'");
-  EXPECT_EQ(sweep.exit_code, 65);
-  EXPECT_NE(sweep.err.find("llama3-70b-nd-h100-tp4-20rps.toml:"), std::string::npos) << sweep.err;
-  EXPECT_NE(sweep.err.find("key 'serving': a serving scenario"), std::string::npos) << sweep.err;
+  EXPECT_EQ(sweep.exit_code, 0) << sweep.err;
+  EXPECT_NE(sweep.out.find("18 points: 18 ok"), std::string::npos) << sweep.out;
+  EXPECT_NE(sweep.out.find("cheapest fleet that meets the SLO: run "), std::string::npos) << sweep.out;
+  const auto costs = testing::summary_column<double>(dir / "s.h5", "usd_per_million_output_tokens");
+  EXPECT_EQ(costs.size(), 18u);
   fs::remove_all(dir);
 }
 
