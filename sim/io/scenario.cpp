@@ -553,6 +553,35 @@ class Loader {
     if (span_s / get_double("serving.sample_interval_s") > 1e6) {
       fail_at("serving.sample_interval_s", "more than 1,000,000 samples over the workload's duration");
     }
+    // Autoscaling: min_replicas and max_replicas together, min <= replicas <= max; spot replicas of a fixed fleet.
+    if (has("serving.min_replicas") != has("serving.max_replicas")) {
+      const std::string missing = has("serving.min_replicas") ? "serving.max_replicas" : "serving.min_replicas";
+      fail(missing, table_loc("serving"), "autoscaling needs both serving.min_replicas and serving.max_replicas");
+    }
+    if (has("serving.max_replicas")) {
+      const int64_t lo = get_int("serving.min_replicas"), hi = get_int("serving.max_replicas");
+      const int64_t r = get_int("serving.replicas");
+      if (lo > hi) fail_at("serving.min_replicas", "must not exceed serving.max_replicas (" + std::to_string(hi) + ")");
+      if (r < lo || r > hi) {
+        fail_at("serving.replicas", "the replicas at time 0 must be within [min_replicas, max_replicas] = [" +
+                                        std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(r));
+      }
+      if (get_int("serving.spot_replicas") > 0) {
+        fail_at("serving.spot_replicas", "spot replicas with autoscaling are not modelled yet: give a fixed fleet");
+      }
+    }
+    if (has("serving.max_replicas")) {
+      // The autoscaler visits every replica slot at each decision: at most 1e8 visits (about a second).
+      const double decisions = get_double("workload.duration_s") / get_double("serving.autoscale_interval_s");
+      if (static_cast<double>(get_int("serving.max_replicas")) * decisions > 1e8) {
+        fail_at("serving.autoscale_interval_s", "max_replicas x decisions over workload.duration_s exceeds the "
+                                                "simulation's budget of 100,000,000: raise the interval");
+      }
+    }
+    if (get_int("serving.spot_replicas") > get_int("serving.replicas")) {
+      fail_at("serving.spot_replicas", "must not exceed serving.replicas (" +
+                                           std::to_string(get_int("serving.replicas")) + ")");
+    }
     serving_price_ = vm.price_usd_per_hour;
     const models::EngineProfile& engine = models::engine_profile(get_string("serving.engine"));
     if (!has("serving.engine_overhead_ms")) {
@@ -587,6 +616,17 @@ class Loader {
     f.engine_overhead_per_sequence_us = get_double("serving.engine_overhead_per_sequence_us");
     f.sample_interval_s = get_double("serving.sample_interval_s");
     f.vm_price_usd_per_hour = serving_price_;
+    if (has("serving.min_replicas")) f.min_replicas = get_int("serving.min_replicas");
+    if (has("serving.max_replicas")) f.max_replicas = get_int("serving.max_replicas");
+    f.target_outstanding_per_replica = get_double("serving.target_outstanding_per_replica");
+    f.autoscale_interval_s = get_double("serving.autoscale_interval_s");
+    f.scale_down_window_s = get_double("serving.scale_down_window_s");
+    f.provisioning_s = get_double("serving.provisioning_s");
+    f.spot_replicas = get_int("serving.spot_replicas");
+    f.spot_eviction_rate_per_hour = get_double("serving.spot_eviction_rate_per_hour");
+    f.spot_reprovision_mean_s = get_double("serving.spot_reprovision_mean_s");
+    f.spot_notice_s = get_double("serving.spot_notice_s");
+    f.spot_discount = get_double("serving.spot_discount");
     WorkloadConfig& w = s.workload;
     if (has("workload.trace")) w.trace = path_.parent_path() / get_string("workload.trace");
     w.duration_s = get_double("workload.duration_s");

@@ -137,6 +137,17 @@ struct ServingFleetConfig {
   double engine_overhead_per_sequence_us = 10.0;
   double sample_interval_s = 1.0;
   std::optional<double> vm_price_usd_per_hour;  ///< the catalog's pay-as-you-go price, when it has one
+  std::optional<int64_t> min_replicas;  ///< autoscaling when both are given
+  std::optional<int64_t> max_replicas;
+  double target_outstanding_per_replica = 16.0;
+  double autoscale_interval_s = 15.0;
+  double scale_down_window_s = 300.0;
+  double provisioning_s = 300.0;
+  int64_t spot_replicas = 0;
+  double spot_eviction_rate_per_hour = 0.05;
+  double spot_reprovision_mean_s = 1800.0;
+  double spot_notice_s = 30.0;
+  double spot_discount = 0.7;
 };
 
 /// One token-length distribution of [workload]: fixed `tokens`, uniform [min, max], or lognormal with median

@@ -113,11 +113,27 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
   setup.routing = f.routing == "round_robin" ? Routing::round_robin : Routing::least_outstanding;
   setup.sample_interval_s = f.sample_interval_s;
   setup.concurrency = sc.workload.arrival == "closed_loop" ? sc.workload.concurrency : 0;
+  setup.provisioning_s = f.provisioning_s;
+  if (f.min_replicas && f.max_replicas) {
+    setup.autoscaling = ServingAutoscaling{*f.min_replicas, *f.max_replicas, f.target_outstanding_per_replica,
+                                           f.autoscale_interval_s, f.scale_down_window_s};
+  }
+  if (f.spot_replicas > 0) {
+    SpotReplicas& spot = setup.spot;
+    spot.replicas = f.spot_replicas;
+    spot.replicas_per_vm = std::max<int64_t>(1, vm.devices_per_vm / f.tensor);
+    spot.vms_per_replica = std::max<int64_t>(1, (f.tensor + vm.devices_per_vm - 1) / vm.devices_per_vm);
+    spot.eviction_rate_per_hour = f.spot_eviction_rate_per_hour;
+    spot.reprovision_mean_s = f.spot_reprovision_mean_s;
+    spot.notice_s = f.spot_notice_s;
+    spot.seed = sc.seed;
+  }
   run.result = simulate_serving(setup, requests_of(sc));
   LatencyTargets targets;
   if (sc.slo.ttft_p99_ms) targets.ttft_s = *sc.slo.ttft_p99_ms / 1e3;
   if (sc.slo.tpot_p99_ms) targets.tpot_s = *sc.slo.tpot_p99_ms / 1e3;
-  run.summary = summarize_serving(run.result, targets, f.replicas, f.tensor, vm.devices_per_vm, f.vm_price_usd_per_hour);
+  run.summary = summarize_serving(run.result, targets, f.replicas, f.tensor, vm.devices_per_vm, f.vm_price_usd_per_hour,
+                                  f.spot_discount);
   run.vms = (f.replicas * f.tensor + vm.devices_per_vm - 1) / vm.devices_per_vm;
   return run;
 }
@@ -166,6 +182,13 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, co
   c.push_back(real("cost_usd", "USD", "VM-hours x on-demand price; NaN without a price", s.usd));
   c.push_back(real("usd_per_million_output_tokens", "USD/Mtoken", "cost per million generated tokens; NaN without a price",
                    s.usd_per_million_output_tokens));
+  c.push_back(real("replica_hours", "replica h", "replicas billed (provisioning, serving, draining) x time",
+                   s.replica_hours));
+  c.push_back(real("mean_replicas", "replicas", "replica_hours / makespan (autoscaling: the mean fleet)",
+                   s.mean_replicas));
+  c.push_back(integer("evictions", "1", "spot VM evictions during the run", s.evictions));
+  c.push_back(integer("restarted_requests", "1", "requests that started again after their replica's eviction",
+                      s.restarted_requests));
   c.push_back(real("meets_slo", "1",
                    "1 when the p99 TTFT and p99 TPOT are at or below the [slo] targets (1 without targets), else 0",
                    meets_slo(sc.slo, s) ? 1.0 : 0.0));
@@ -208,17 +231,21 @@ std::vector<SummaryColumn> serving_request_columns(const ServingRun& run) {
 
 std::vector<SummaryColumn> serving_sample_columns(const ServingRun& run) {
   std::vector<double> time, kv;
-  std::vector<int64_t> waiting, running;
+  std::vector<int64_t> waiting, running, replicas, provisioning;
   for (const ServingSample& x : run.result.samples) {
     time.push_back(x.time_s);
     waiting.push_back(x.waiting);
     running.push_back(x.running);
     kv.push_back(x.kv_occupancy);
+    replicas.push_back(x.replicas);
+    provisioning.push_back(x.provisioning);
   }
   return {{"time_s", "s", "sample time", time},
-          {"waiting", "1", "requests queued over all replicas", waiting},
+          {"waiting", "1", "requests queued (at the router and the replicas)", waiting},
           {"running", "1", "sequences running over all replicas", running},
-          {"kv_occupancy", "1", "used / total KV blocks over all replicas", kv}};
+          {"kv_occupancy", "1", "used / total KV blocks over the replicas not stopped", kv},
+          {"replicas", "1", "replicas serving", replicas},
+          {"provisioning", "1", "replicas starting", provisioning}};
 }
 
 std::string format_serving_summary(const ServingScenario& sc, const ServingRun& run) {
@@ -253,10 +280,24 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
                        100.0 * s.utilization, 100.0 * s.mean_kv_occupancy, 100.0 * s.peak_kv_occupancy,
                        static_cast<long long>(s.peak_waiting), static_cast<long long>(s.preemptions),
                        static_cast<long long>(s.rejected));
+  if (f.min_replicas && f.max_replicas) {
+    out << printf_string("autoscaling %lld-%lld replicas at %.0f outstanding requests each: %.1f on average, "
+                         "%.1f replica-hours\n",
+                         static_cast<long long>(*f.min_replicas), static_cast<long long>(*f.max_replicas),
+                         f.target_outstanding_per_replica, s.mean_replicas, s.replica_hours);
+  }
+  if (f.spot_replicas > 0) {
+    out << printf_string("spot        %lld of %lld replicas on spot at %.0f %% off: %lld eviction(s), %lld request(s) "
+                         "started again\n",
+                         static_cast<long long>(f.spot_replicas), static_cast<long long>(f.replicas),
+                         100.0 * f.spot_discount, static_cast<long long>(s.evictions),
+                         static_cast<long long>(s.restarted_requests));
+  }
   if (std::isfinite(s.usd)) {
-    out << printf_string("cost        %.1f GPU-hours, $%.2f on demand: $%.3f per million output tokens, $%.3f per "
+    out << printf_string("cost        %.1f GPU-hours, $%.2f %s: $%.3f per million output tokens, $%.3f per "
                          "million tokens (prompt and output)\n",
-                         s.gpu_hours, s.usd, s.usd_per_million_output_tokens, s.usd_per_million_tokens);
+                         s.gpu_hours, s.usd, f.spot_replicas > 0 ? "on demand and spot" : "on demand",
+                         s.usd_per_million_output_tokens, s.usd_per_million_tokens);
   } else {
     out << printf_string("cost        %.1f GPU-hours (no price for %s in the catalog)\n", s.gpu_hours, f.vm_size.c_str());
   }

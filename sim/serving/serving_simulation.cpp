@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/engine/random_stream.hpp"
 #include "sim/engine/simulator.hpp"
 
 namespace clustersim::sim {
@@ -47,15 +48,30 @@ struct Work {
 
 class Fleet;
 
+/// A replica's life: provisioning (billed, not serving), serving, draining (no new requests: scaled down or
+/// warned of an eviction), stopped (not billed).
+enum class ReplicaState { provisioning, serving, draining, stopped };
+
 class Replica {
  public:
-  Replica(Fleet& fleet, int64_t id, int64_t total_blocks) : fleet_(fleet), id_(id), total_blocks_(total_blocks) {}
+  Replica(Fleet& fleet, int64_t id, int64_t total_blocks, bool spot)
+      : fleet_(fleet), id_(id), total_blocks_(total_blocks), spot_(spot) {}
   void enqueue(Sequence* s);
   [[nodiscard]] int64_t outstanding() const { return static_cast<int64_t>(waiting_.size() + running_.size()); }
   [[nodiscard]] int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
   [[nodiscard]] int64_t running() const { return static_cast<int64_t>(running_.size()); }
   [[nodiscard]] int64_t used_blocks() const { return used_blocks_; }
   [[nodiscard]] int64_t total_blocks() const { return total_blocks_; }
+  [[nodiscard]] ReplicaState state() const { return state_; }
+  [[nodiscard]] bool spot() const { return spot_; }
+  [[nodiscard]] int64_t id() const { return id_; }
+  /// Sets the state, keeping the bill: billed from leaving `stopped` until entering it.
+  void set_state(ReplicaState next);
+  /// Stops the replica now (an eviction): frees its KV cache and hands back its unfinished sequences, which
+  /// will compute their prompt and the tokens they generated again. A pending iteration is abandoned.
+  std::vector<Sequence*> evict();
+  /// Seconds billed up to `until` (the makespan).
+  [[nodiscard]] double billed_s(double until) const;
 
  private:
   void start_iteration();
@@ -67,21 +83,32 @@ class Replica {
   Fleet& fleet_;
   int64_t id_;
   int64_t total_blocks_;
+  bool spot_;
   int64_t used_blocks_ = 0;
   bool busy_ = false;
+  uint64_t epoch_ = 0;  ///< bumped by evict(): events of an abandoned iteration do nothing
+  ReplicaState state_ = ReplicaState::serving;
+  double billed_since_s_ = 0.0;  ///< when the current billing interval started (not stopped)
+  std::vector<std::pair<double, double>> billed_;  ///< closed billing intervals [from, to), s
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;  ///< in admission order
   std::vector<Work> batch_;
   double started_s_ = 0.0;
 };
 
+/// Random stream of the spot evictions (the workload uses streams 1-3).
+constexpr uint64_t kEvictionStream = 4;
+
 class Fleet {
  public:
   Fleet(const ServingSetup& setup, const std::vector<ServingRequest>& requests, ServingResult& result)
-      : setup_(setup), requests_(requests), result_(result), sequences_(requests.size()) {
+      : setup_(setup), requests_(requests), result_(result), sequences_(requests.size()),
+        evictions_(setup.spot.seed, 0, kEvictionStream) {
     const int64_t blocks = setup.kv_cache_tokens / setup.policy.block_size;
-    replicas_.reserve(static_cast<size_t>(setup.replicas));  // replicas capture `this` in their events
-    for (int64_t r = 0; r < setup.replicas; ++r) replicas_.emplace_back(*this, r, blocks);
+    const int64_t slots = setup.autoscaling ? setup.autoscaling->max_replicas : setup.replicas;
+    replicas_.reserve(static_cast<size_t>(slots));  // replicas capture `this` in their events
+    for (int64_t r = 0; r < slots; ++r) replicas_.emplace_back(*this, r, blocks, r < setup.spot.replicas);
+    for (int64_t r = setup.replicas; r < slots; ++r) replicas_[static_cast<size_t>(r)].set_state(ReplicaState::stopped);
   }
 
   void run() {
@@ -99,9 +126,17 @@ class Fleet {
                              ? std::min(requests_.size(), static_cast<size_t>(setup_.concurrency))
                              : requests_.size();
     for (size_t i = 0; i < first; ++i) send(i, units::Seconds(setup_.concurrency > 0 ? 0.0 : requests_[i].arrival_s));
+    // Spot VMs: each group of replicas that share one (or one replica spanning several) draws its eviction.
+    for (int64_t r = 0; r < setup_.spot.replicas; r += group_size()) schedule_eviction(r);
+    // The autoscaler's window starts with the fleet at time 0: no scale-down before a window has passed.
+    if (setup_.autoscaling) desires_.push_back({0.0, setup_.replicas});
+    if (setup_.autoscaling) sim_.schedule_in(Time::from_seconds(units::Seconds(setup_.autoscaling->interval_s)), [this] { autoscale(); });
     sample();
     sim_.run();
     result_.fingerprint = sim_.fingerprint();
+    if (setup_.autoscaling || setup_.spot.replicas > 0) {
+      for (const Replica& r : replicas_) result_.usage.push_back({r.billed_s(result_.makespan_s), r.spot()});
+    }
   }
 
   void send(size_t i, units::Seconds at) {
@@ -132,36 +167,181 @@ class Fleet {
       left();
       return;
     }
+    route(&s);
+  }
+
+  /// Sends `s` to a serving replica (round robin, or the fewest outstanding requests); with none serving, it
+  /// waits at the router until one is.
+  void route(Sequence* s) {
     Replica* target = nullptr;
     if (setup_.routing == Routing::round_robin) {
-      target = &replicas_[static_cast<size_t>(next_replica_)];
-      next_replica_ = (next_replica_ + 1) % setup_.replicas;
+      for (size_t k = 0; k < replicas_.size() && target == nullptr; ++k) {
+        Replica& r = replicas_[static_cast<size_t>(next_replica_)];
+        next_replica_ = (next_replica_ + 1) % static_cast<int64_t>(replicas_.size());
+        if (r.state() == ReplicaState::serving) target = &r;
+      }
     } else {
       for (Replica& r : replicas_) {
+        if (r.state() != ReplicaState::serving) continue;
         if (target == nullptr || r.outstanding() < target->outstanding()) target = &r;
       }
     }
-    result_.requests[static_cast<size_t>(i)].replica = static_cast<int64_t>(target - replicas_.data());
-    target->enqueue(&s);
+    if (target == nullptr) {
+      unrouted_.push_back(s);
+      return;
+    }
+    result_.requests[static_cast<size_t>(s->index)].replica = target->id();
+    target->enqueue(s);
+  }
+
+  /// A replica starts serving: the requests waiting at the router go out again.
+  void serving(Replica& r) {
+    r.set_state(ReplicaState::serving);
+    std::deque<Sequence*> waiting;
+    waiting.swap(unrouted_);
+    for (Sequence* s : waiting) route(s);
+  }
+
+  /// Starts `r` (stopped): serving after the provisioning time.
+  void provision(Replica& r) {
+    r.set_state(ReplicaState::provisioning);
+    sim_.schedule_in(Time::from_seconds(units::Seconds(setup_.provisioning_s)), [this, &r] {
+      if (r.state() == ReplicaState::provisioning) serving(r);
+    });
+  }
+
+  /// A draining replica finished its last request: it stops.
+  void drained(Replica& r) { r.set_state(ReplicaState::stopped); }
+
+  // Spot evictions. A group: the replicas of one spot VM, or one replica spanning several VMs.
+  [[nodiscard]] int64_t group_size() const { return std::max<int64_t>(1, setup_.spot.replicas_per_vm); }
+
+  void schedule_eviction(int64_t first) {
+    if (work_done()) return;
+    const double rate_per_s = setup_.spot.eviction_rate_per_hour * static_cast<double>(setup_.spot.vms_per_replica) / 3600.0;
+    if (!(rate_per_s > 0)) return;
+    const double at = evictions_.exponential_mean(1.0 / rate_per_s);
+    const double notice = std::min(setup_.spot.notice_s, at);
+    sim_.schedule_in(Time::from_seconds(units::Seconds(at - notice)), [this, first, notice] {
+      for_group(first, [](Replica& r) {
+        if (r.state() == ReplicaState::serving || r.state() == ReplicaState::provisioning) {
+          r.set_state(ReplicaState::draining);
+        }
+      });
+      sim_.schedule_in(Time::from_seconds(units::Seconds(notice)), [this, first] { evict(first); });
+    });
+  }
+
+  void evict(int64_t first) {
+    if (!work_done()) ++result_.evictions;
+    std::vector<Sequence*> orphans;
+    for_group(first, [&](Replica& r) {
+      for (Sequence* s : r.evict()) orphans.push_back(s);
+    });
+    for (Sequence* s : orphans) {
+      ++result_.requests[static_cast<size_t>(s->index)].evictions;
+      route(s);
+    }
+    if (work_done()) return;
+    // Capacity comes back after the wait for spot capacity, then the replicas provision; the next eviction is
+    // drawn from then.
+    const double wait = evictions_.exponential_mean(setup_.spot.reprovision_mean_s);
+    sim_.schedule_in(Time::from_seconds(units::Seconds(wait)), [this, first] {
+      if (work_done()) return;
+      for_group(first, [this](Replica& r) { provision(r); });
+      sim_.schedule_in(Time::from_seconds(units::Seconds(setup_.provisioning_s)), [this, first] { schedule_eviction(first); });
+    });
+  }
+
+  template <typename F>
+  void for_group(int64_t first, const F& f) {
+    const int64_t last = std::min(first + group_size(), setup_.spot.replicas);
+    for (int64_t r = first; r < last; ++r) f(replicas_[static_cast<size_t>(r)]);
+  }
+
+  /// The autoscaler's step (ServingAutoscaling): the desired count from the outstanding requests, up at once,
+  /// down to the highest desire of the stabilization window.
+  void autoscale() {
+    if (work_done()) return;
+    const ServingAutoscaling& a = *setup_.autoscaling;
+    int64_t outstanding = static_cast<int64_t>(unrouted_.size());
+    int64_t current = 0;  // provisioning or serving
+    for (const Replica& r : replicas_) {
+      outstanding += r.outstanding();
+      if (r.state() == ReplicaState::serving || r.state() == ReplicaState::provisioning) ++current;
+    }
+    const auto desired = std::clamp<int64_t>(
+        static_cast<int64_t>(std::ceil(static_cast<double>(outstanding) / a.target_outstanding_per_replica)),
+        a.min_replicas, a.max_replicas);
+    const double now = now_s();
+    desires_.push_back({now, desired});
+    while (!desires_.empty() && desires_.front().first < now - a.scale_down_window_s) desires_.pop_front();
+    int64_t down_to = desired;
+    for (const auto& d : desires_) down_to = std::max(down_to, d.second);
+    if (desired > current) {
+      int64_t add = desired - current;
+      // A draining replica comes back first (it is warm), then stopped slots provision.
+      for (Replica& r : replicas_) {
+        if (add > 0 && r.state() == ReplicaState::draining) {
+          serving(r);
+          --add;
+        }
+      }
+      for (Replica& r : replicas_) {
+        if (add > 0 && r.state() == ReplicaState::stopped) {
+          provision(r);
+          --add;
+        }
+      }
+    } else if (down_to < current) {
+      int64_t remove = current - down_to;
+      // Provisioning replicas stop first, then the serving ones with the fewest outstanding requests drain.
+      for (Replica& r : replicas_) {
+        if (remove > 0 && r.state() == ReplicaState::provisioning) {
+          r.set_state(ReplicaState::stopped);
+          --remove;
+        }
+      }
+      while (remove > 0) {
+        Replica* idlest = nullptr;
+        for (Replica& r : replicas_) {
+          if (r.state() != ReplicaState::serving) continue;
+          if (idlest == nullptr || r.outstanding() < idlest->outstanding()) idlest = &r;
+        }
+        if (idlest == nullptr) break;
+        if (idlest->outstanding() == 0) {
+          idlest->set_state(ReplicaState::stopped);
+        } else {
+          idlest->set_state(ReplicaState::draining);
+        }
+        --remove;
+      }
+    }
+    sim_.schedule_in(Time::from_seconds(units::Seconds(a.interval_s)), [this] { autoscale(); });
   }
 
   void sample() {
     ServingSample x;
     x.time_s = now_s();
     int64_t used = 0, total = 0;
+    x.waiting = static_cast<int64_t>(unrouted_.size());
     for (const Replica& r : replicas_) {
       x.waiting += r.waiting();
       x.running += r.running();
+      if (r.state() == ReplicaState::serving) ++x.replicas;
+      if (r.state() == ReplicaState::provisioning) ++x.provisioning;
+      if (r.state() == ReplicaState::stopped) continue;
       used += r.used_blocks();
       total += r.total_blocks();
     }
     x.kv_occupancy = total > 0 ? static_cast<double>(used) / static_cast<double>(total) : 0.0;
     result_.samples.push_back(x);
     // Sample while work remains (requests still to arrive or unfinished), up to kMaxSamples.
-    if ((arrived_all() && unfinished_ == 0) || result_.samples.size() >= kMaxSamples) return;
+    if (work_done() || result_.samples.size() >= kMaxSamples) return;
     sim_.schedule_in(Time::from_seconds(units::Seconds(setup_.sample_interval_s)), [this] { sample(); });
   }
 
+  [[nodiscard]] bool work_done() const { return arrived_all() && unfinished_ == 0; }
   [[nodiscard]] bool arrived_all() const {
     if (setup_.concurrency > 0) return sent_ == requests_.size();
     return requests_.empty() || now_s() >= requests_.back().arrival_s;
@@ -183,11 +363,46 @@ class Fleet {
   ServingResult& result_;
   std::vector<Sequence> sequences_;
   std::vector<Replica> replicas_;
+  std::deque<Sequence*> unrouted_;  ///< arrived while no replica was serving
+  std::deque<std::pair<double, int64_t>> desires_;  ///< the autoscaler's recent (time, desired count)
+  RandomStream evictions_;
   Simulator sim_;
   int64_t next_replica_ = 0;
   int64_t unfinished_ = 0;
   size_t sent_ = 0;  ///< requests scheduled to arrive
 };
+
+void Replica::set_state(ReplicaState next) {
+  const double now = fleet_.now_s();
+  if (state_ == ReplicaState::stopped && next != ReplicaState::stopped) billed_since_s_ = now;
+  if (state_ != ReplicaState::stopped && next == ReplicaState::stopped) billed_.emplace_back(billed_since_s_, now);
+  state_ = next;
+}
+
+double Replica::billed_s(double until) const {
+  // Each interval clipped at `until`: what happened after the last request is not the workload's.
+  double b = 0.0;
+  for (const auto& [from, to] : billed_) b += std::max(0.0, std::min(to, until) - from);
+  if (state_ != ReplicaState::stopped) b += std::max(0.0, until - billed_since_s_);
+  return b;
+}
+
+std::vector<Sequence*> Replica::evict() {
+  std::vector<Sequence*> out(running_.begin(), running_.end());
+  out.insert(out.end(), waiting_.begin(), waiting_.end());
+  for (Sequence* s : out) {
+    free(*s);
+    s->prompt = fleet_.outcome(*s).prompt_tokens + s->generated;
+    s->computed = 0;
+  }
+  running_.clear();
+  waiting_.clear();
+  batch_.clear();
+  busy_ = false;
+  ++epoch_;
+  set_state(ReplicaState::stopped);
+  return out;
+}
 
 void Replica::enqueue(Sequence* s) {
   waiting_.push_back(s);
@@ -195,7 +410,8 @@ void Replica::enqueue(Sequence* s) {
   // at the same time), as a real engine's loop picks up all requests waiting at the start of its step.
   if (!busy_) {
     busy_ = true;
-    fleet_.simulator().schedule(fleet_.simulator().now(), [this] { start_iteration(); }, kAfterArrivals);
+    fleet_.simulator().schedule(
+        fleet_.simulator().now(), [this, e = epoch_] { if (e == epoch_) start_iteration(); }, kAfterArrivals);
   }
 }
 
@@ -266,6 +482,7 @@ void Replica::start_iteration() {
   }
   if (batch_.empty()) {
     busy_ = false;
+    if (state_ == ReplicaState::draining && outstanding() == 0) fleet_.drained(*this);
     return;
   }
   models::IterationBatch b;
@@ -285,7 +502,9 @@ void Replica::start_iteration() {
   started_s_ = fleet_.now_s();
   ++fleet_.result().iterations;
   fleet_.simulator().mix_into_fingerprint(static_cast<uint64_t>(id_));
-  fleet_.simulator().schedule_in(Time::from_seconds(duration), [this] { finish_iteration(); });
+  fleet_.simulator().schedule_in(Time::from_seconds(duration), [this, e = epoch_] {
+    if (e == epoch_) finish_iteration();
+  });
 }
 
 void Replica::finish_iteration() {
@@ -329,6 +548,20 @@ ServingResult simulate_serving(const ServingSetup& setup, const std::vector<Serv
   require(setup.sample_interval_s > 0, "the sample interval must be positive");
   require(setup.max_model_len >= 0, "max_model_len must be >= 0");
   require(setup.concurrency >= 0, "concurrency must be >= 0");
+  require(setup.provisioning_s >= 0 && std::isfinite(setup.provisioning_s), "the provisioning time must be >= 0");
+  if (setup.autoscaling) {
+    const ServingAutoscaling& a = *setup.autoscaling;
+    require(a.min_replicas >= 1 && a.min_replicas <= setup.replicas && setup.replicas <= a.max_replicas,
+            "autoscaling needs 1 <= min_replicas <= replicas <= max_replicas");
+    require(a.target_outstanding_per_replica > 0 && a.interval_s > 0 && a.scale_down_window_s >= 0,
+            "autoscaling needs a positive target and interval and a non-negative window");
+  }
+  const SpotReplicas& spot = setup.spot;
+  require(spot.replicas >= 0 && spot.replicas <= setup.replicas, "spot replicas must be in [0, replicas]");
+  require(spot.replicas == 0 || !setup.autoscaling, "spot replicas with autoscaling are not modelled");
+  require(spot.replicas_per_vm >= 1 && spot.vms_per_replica >= 1, "spot grouping must be >= 1");
+  require(spot.eviction_rate_per_hour >= 0 && spot.reprovision_mean_s >= 0 && spot.notice_s >= 0,
+          "spot rates and times must be >= 0");
   for (size_t i = 0; i < requests.size(); ++i) {
     const ServingRequest& q = requests[i];
     require(q.prompt_tokens >= 1 && q.output_tokens >= 1, "request " + std::to_string(i) +

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "models/serving/inference_model.hpp"
@@ -44,6 +45,36 @@ struct EnginePolicy {
 /// How the router picks a replica for an arriving request.
 enum class Routing { round_robin, least_outstanding };
 
+/// Replicas that follow the load (Kubernetes' Horizontal Pod Autoscaler rule, kubernetes.io "Horizontal Pod
+/// Autoscaling": desired = ceil(metric / target), evaluated every sync period, a scale-down taking the highest
+/// recommendation of a stabilization window). The metric is the requests outstanding in the fleet (queued at the
+/// router and at the replicas, and running): desired = ceil(outstanding / target_outstanding_per_replica),
+/// clamped to [min_replicas, max_replicas]. A new replica serves after ServingSetup::provisioning_s; a replica
+/// scaled down takes no new requests and stops when its last one finishes.
+struct ServingAutoscaling {
+  int64_t min_replicas = 1;
+  int64_t max_replicas = 1;
+  double target_outstanding_per_replica = 16.0;
+  double interval_s = 15.0;              ///< the HPA's default sync period
+  double scale_down_window_s = 300.0;    ///< the HPA's default scale-down stabilization window
+};
+
+/// Replicas on spot VMs: the first `replicas` replica slots. A spot VM is evicted at `eviction_rate_per_hour`
+/// (a Poisson process, as the job model's); after `notice_s` of notice (Azure Scheduled Events: 30 s for a spot
+/// eviction) in which its replicas take no new requests, they stop, and their unfinished requests go back to the
+/// router and start again (their prompt and the tokens already generated recomputed). Capacity comes back after an
+/// exponential wait of mean `reprovision_mean_s`, then ServingSetup::provisioning_s. Replicas that share a VM are
+/// evicted together; a replica wider than a VM is evicted when any of its VMs is.
+struct SpotReplicas {
+  int64_t replicas = 0;
+  int64_t replicas_per_vm = 1;  ///< replicas sharing one VM (1 when a replica fills a VM or more)
+  int64_t vms_per_replica = 1;  ///< VMs one replica spans (1 when it fits one)
+  double eviction_rate_per_hour = 0.05;
+  double reprovision_mean_s = 1800.0;
+  double notice_s = 30.0;
+  uint64_t seed = 0;
+};
+
 /// What simulate_serving runs.
 struct ServingSetup {
   std::shared_ptr<const models::InferenceModel> model;
@@ -58,6 +89,11 @@ struct ServingSetup {
   /// C requests are sent at 0 and each later one the moment an earlier one finishes (or is rejected), in list
   /// order; the requests' arrival_s are not used.
   int64_t concurrency = 0;
+  /// Load-following replicas; `replicas` is then the count at time 0 (within [min, max]).
+  std::optional<ServingAutoscaling> autoscaling;
+  SpotReplicas spot;
+  /// From a replica's start (VM allocated) to serving: VM boot, weights loaded, engine warmed up, s.
+  double provisioning_s = 0.0;
 };
 
 /// What happened to one request. first_token_s and finish_s are NaN when it never got that far (it needs more
@@ -71,6 +107,7 @@ struct RequestOutcome {
   int64_t replica = 0;
   int64_t preemptions = 0;
   bool rejected = false;  ///< its prompt and output exceed one replica's KV cache, or max_model_len
+  int64_t evictions = 0;  ///< times its replica was evicted while it was there (it started again elsewhere)
   [[nodiscard]] double ttft_s() const { return first_token_s - arrival_s; }
   /// Mean time per output token after the first, s (0 for a single output token).
   [[nodiscard]] double tpot_s() const {
@@ -85,6 +122,14 @@ struct ServingSample {
   int64_t waiting = 0;        ///< queued requests over all replicas
   int64_t running = 0;        ///< running sequences over all replicas
   double kv_occupancy = 0.0;  ///< used / total KV blocks over all replicas
+  int64_t replicas = 0;       ///< replicas serving (taking requests)
+  int64_t provisioning = 0;   ///< replicas starting
+};
+
+/// One replica slot's bill: the seconds it was provisioned, serving or draining, up to the makespan.
+struct ReplicaUsage {
+  double billed_s = 0.0;
+  bool spot = false;
 };
 
 struct ServingResult {
@@ -94,11 +139,15 @@ struct ServingResult {
   double busy_s = 0.0;      ///< replica-seconds spent in iterations
   double makespan_s = 0.0;  ///< the last request's finish (or the last arrival)
   uint64_t fingerprint = 0; ///< the engine's determinism fingerprint
+  std::vector<ReplicaUsage> usage;  ///< per replica slot (autoscaling or spot runs; empty otherwise)
+  int64_t evictions = 0;            ///< spot VM evictions before the makespan
 };
 
 /// Simulates `requests` (arrival times ascending, else std::invalid_argument) on the setup's replicas. Throws
 /// std::invalid_argument on a setup without a model, replicas < 1, a non-positive limit, a KV cache smaller
-/// than one block, or a request with prompt or output < 1.
+/// than one block, a request with prompt or output < 1, autoscaling limits out of order (min < 1, min >
+/// replicas > max, non-positive target or interval), more spot replicas than replicas, spot with autoscaling, or
+/// a negative rate or time.
 ServingResult simulate_serving(const ServingSetup& setup, const std::vector<ServingRequest>& requests);
 
 }  // namespace clustersim::sim

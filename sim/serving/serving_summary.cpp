@@ -34,7 +34,7 @@ double serving_metric(const ServingSummary& s, std::string_view metric, int64_t 
 
 ServingSummary summarize_serving(const ServingResult& result, const LatencyTargets& targets, int64_t replicas,
                                  int64_t gpus_per_replica, int64_t gpus_per_vm,
-                                 std::optional<double> price_usd_per_vm_hour) {
+                                 std::optional<double> price_usd_per_vm_hour, double spot_discount) {
   ServingSummary s;
   std::vector<double> ttft, tpot, e2e;
   double output_tokens = 0, input_tokens = 0;
@@ -42,6 +42,7 @@ ServingSummary summarize_serving(const ServingResult& result, const LatencyTarge
   for (const RequestOutcome& o : result.requests) {
     ++s.requests;
     s.preemptions += o.preemptions;
+    if (o.evictions > 0) ++s.restarted_requests;
     if (o.rejected) {
       ++s.rejected;
       continue;
@@ -80,15 +81,32 @@ ServingSummary summarize_serving(const ServingResult& result, const LatencyTarge
     s.peak_kv_occupancy = std::max(s.peak_kv_occupancy, x.kv_occupancy);
     s.peak_waiting = std::max(s.peak_waiting, x.waiting);
   }
-  const int64_t gpus = replicas * gpus_per_replica;
-  const int64_t vms = (gpus + gpus_per_vm - 1) / gpus_per_vm;
-  s.gpu_hours = static_cast<double>(gpus) * s.makespan_s / 3600.0;
-  s.vm_hours = static_cast<double>(vms) * s.makespan_s / 3600.0;
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  s.usd = price_usd_per_vm_hour ? s.vm_hours * *price_usd_per_vm_hour : nan;
+  s.evictions = result.evictions;
+  const double share = static_cast<double>(gpus_per_replica) / static_cast<double>(gpus_per_vm);
+  if (result.usage.empty()) {
+    const int64_t gpus = replicas * gpus_per_replica;
+    const int64_t vms = (gpus + gpus_per_vm - 1) / gpus_per_vm;
+    s.replica_hours = static_cast<double>(replicas) * s.makespan_s / 3600.0;
+    s.gpu_hours = static_cast<double>(gpus) * s.makespan_s / 3600.0;
+    s.vm_hours = static_cast<double>(vms) * s.makespan_s / 3600.0;
+    s.usd = price_usd_per_vm_hour ? s.vm_hours * *price_usd_per_vm_hour : nan;
+  } else {
+    double paid_vm_hours = 0.0;  // spot hours at their discount
+    for (const ReplicaUsage& u : result.usage) {
+      const double hours = u.billed_s / 3600.0;
+      s.replica_hours += hours;
+      s.vm_hours += hours * share;
+      paid_vm_hours += hours * share * (u.spot ? 1.0 - spot_discount : 1.0);
+    }
+    s.gpu_hours = s.replica_hours * static_cast<double>(gpus_per_replica);
+    s.usd = price_usd_per_vm_hour ? paid_vm_hours * *price_usd_per_vm_hour : nan;
+  }
+  s.mean_replicas = s.makespan_s > 0 ? s.replica_hours * 3600.0 / s.makespan_s : 0.0;
   s.usd_per_million_output_tokens = output_tokens > 0 ? s.usd / output_tokens * 1e6 : nan;
   s.usd_per_million_tokens = output_tokens + input_tokens > 0 ? s.usd / (output_tokens + input_tokens) * 1e6 : nan;
-  s.utilization = result.busy_s / (static_cast<double>(replicas) * span);
+  s.utilization = result.usage.empty() ? result.busy_s / (static_cast<double>(replicas) * span)
+                                       : result.busy_s / (s.replica_hours * 3600.0);
   return s;
 }
 

@@ -45,7 +45,11 @@ struct ServingSummary {
   double usd = 0;                     ///< vm_hours x price; NaN without a price
   double usd_per_million_output_tokens = 0;  ///< NaN without a price
   double usd_per_million_tokens = 0;         ///< over prompt and output tokens of completed requests; NaN without a price
-  double utilization = 0;             ///< replica-seconds in iterations / (replicas x makespan)
+  double utilization = 0;             ///< replica-seconds in iterations / billed replica-seconds
+  double replica_hours = 0;           ///< replicas billed (provisioning, serving, draining) x time, to the makespan
+  double mean_replicas = 0;           ///< replica_hours / makespan
+  int64_t evictions = 0;              ///< spot VM evictions
+  int64_t restarted_requests = 0;     ///< requests that started again after their replica's eviction
 };
 
 /// The value of a published benchmark's statistic in `s` (a fleet of `gpus` GPUs), in the unit the name ends
@@ -55,9 +59,12 @@ struct ServingSummary {
 double serving_metric(const ServingSummary& s, std::string_view metric, int64_t gpus);
 
 /// The summary of `result` on `replicas` replicas of `gpus_per_replica` GPUs each, packed on VMs of
-/// `gpus_per_vm` (a replica smaller than a VM shares it), at `price_usd_per_vm_hour` when known.
+/// `gpus_per_vm` (a replica smaller than a VM shares it), at `price_usd_per_vm_hour` when known. A fixed
+/// on-demand fleet rents whole VMs for the makespan; with autoscaling or spot replicas (result.usage) each
+/// replica pays its share of a VM (gpus_per_replica / gpus_per_vm) for its billed time, a spot one at
+/// (1 - spot_discount) of the price.
 ServingSummary summarize_serving(const ServingResult& result, const LatencyTargets& targets, int64_t replicas,
                                  int64_t gpus_per_replica, int64_t gpus_per_vm,
-                                 std::optional<double> price_usd_per_vm_hour);
+                                 std::optional<double> price_usd_per_vm_hour, double spot_discount = 0.0);
 
 }  // namespace clustersim::sim

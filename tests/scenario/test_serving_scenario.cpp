@@ -154,6 +154,35 @@ TEST(ServingScenario, EnginesSetTheOverheadAndTheKvBudget) {
   EXPECT_TRUE(models::kv_cache_budget("tensorrt-llm", 0.9, 8192, 256, 16).of_free_memory);
 }
 
+TEST(ServingScenario, AutoscalingAndSpotReplicasAreChecked) {
+  const ServingScenario a = load_serving_scenario(
+      kSynthetic, {"serving.min_replicas=2", "serving.max_replicas=12", "serving.replicas=4"}, catalog());
+  EXPECT_EQ(a.serving.min_replicas, 2);
+  EXPECT_EQ(a.serving.max_replicas, 12);
+  EXPECT_DOUBLE_EQ(a.serving.target_outstanding_per_replica, 16.0);
+  EXPECT_DOUBLE_EQ(a.serving.autoscale_interval_s, 15.0);
+  EXPECT_DOUBLE_EQ(a.serving.scale_down_window_s, 300.0);
+  std::string e = error_of(kSynthetic, {"serving.max_replicas=12"});
+  EXPECT_NE(e.find("key 'serving.min_replicas': autoscaling needs both"), std::string::npos) << e;
+  e = error_of(kSynthetic, {"serving.min_replicas=10", "serving.max_replicas=12"});
+  EXPECT_NE(e.find("key 'serving.replicas': the replicas at time 0 must be within [min_replicas, max_replicas] = "
+                   "[10, 12], got 8"),
+            std::string::npos)
+      << e;
+  e = error_of(kSynthetic, {"serving.min_replicas=2", "serving.max_replicas=12", "serving.spot_replicas=1"});
+  EXPECT_NE(e.find("key 'serving.spot_replicas': spot replicas with autoscaling are not modelled yet"),
+            std::string::npos)
+      << e;
+  e = error_of(kSynthetic, {"serving.spot_replicas=9"});
+  EXPECT_NE(e.find("key 'serving.spot_replicas': must not exceed serving.replicas (8)"), std::string::npos) << e;
+  e = error_of(kSynthetic, {"serving.min_replicas=1", "serving.max_replicas=100000", "serving.autoscale_interval_s=0.01"});
+  EXPECT_NE(e.find("key 'serving.autoscale_interval_s'"), std::string::npos) << e;
+  const ServingScenario spot = load_serving_scenario(kSynthetic, {"serving.spot_replicas=4"}, catalog());
+  EXPECT_EQ(spot.serving.spot_replicas, 4);
+  EXPECT_DOUBLE_EQ(spot.serving.spot_discount, 0.7);
+  EXPECT_DOUBLE_EQ(spot.serving.spot_notice_s, 30.0);
+}
+
 TEST(ServingScenario, ReferencesKeepToTheirKind) {
   const fs::path row = kRoot / "scenarios" / "validation-serving" / "trtllm-perf-overview-v017-01.toml";
   const ServingScenario s = load_serving_scenario(row, {}, catalog());

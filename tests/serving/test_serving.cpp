@@ -406,5 +406,104 @@ TEST(InferenceModel, EnginesSizeTheirKvCacheTheirWay) {
               (model->weight_bytes_per_gpu().value() - 2.0 * 2 * 32000 * 4096) / 2.0 + 2.0 * 2 * 32000 * 4096, 1.0);
 }
 
+/// A step load: `low` requests/s, then `high` from 600 s to 1,200 s, then `low` again until 1,800 s; 200-token
+/// prompts, 100-token outputs.
+std::vector<ServingRequest> step_load(double low, double high) {
+  std::vector<ServingRequest> out;
+  std::mt19937_64 rng(7);
+  double t = 0.0;
+  while (t < 1800.0) {
+    const double rate = t >= 600.0 && t < 1200.0 ? high : low;
+    t += std::exponential_distribution<double>(rate)(rng);
+    if (t < 1800.0) out.push_back({t, 200, 100});
+  }
+  return out;
+}
+
+TEST(ServingSimulation, TheAutoscalerFollowsTheLoadAndBillsWhatRuns) {
+  ServingSetup setup;
+  setup.model = h100_7b();
+  setup.kv_cache_tokens = setup.model->kv_cache_tokens({0.9, false, 8192, 256, 16});
+  setup.policy.max_num_seqs = 8;  // a small engine, so that the load needs several
+  setup.replicas = 1;
+  setup.autoscaling = ServingAutoscaling{1, 6, 8.0, 15.0, 120.0};
+  setup.provisioning_s = 60.0;
+  setup.sample_interval_s = 10.0;
+  const std::vector<ServingRequest> requests = step_load(2.0, 40.0);
+  const ServingResult r = simulate_serving(setup, requests);
+  int64_t peak_early = 0, peak_burst = 0, late = 0;
+  for (const ServingSample& x : r.samples) {
+    if (x.time_s < 500) peak_early = std::max(peak_early, x.replicas);
+    if (x.time_s >= 700 && x.time_s < 1200) peak_burst = std::max(peak_burst, x.replicas);
+    if (x.time_s >= 1700 && x.time_s < 1800) late = x.replicas;
+  }
+  EXPECT_LE(peak_early, 2);      // light load: one replica (two while the first window passes)
+  EXPECT_EQ(peak_burst, 6);      // the burst takes every replica it may
+  EXPECT_LE(late, 2);            // and they go once the window has passed
+  ASSERT_EQ(r.usage.size(), 6u);  // one bill per slot
+  double billed = 0;
+  for (const ReplicaUsage& u : r.usage) {
+    EXPECT_LE(u.billed_s, r.makespan_s + 1e-9);
+    billed += u.billed_s;
+  }
+  EXPECT_GT(billed, r.makespan_s);        // more than one replica for the whole run
+  EXPECT_LT(billed, 6.0 * r.makespan_s);  // less than all of them
+  for (const RequestOutcome& o : r.requests) EXPECT_TRUE(std::isfinite(o.finish_s));
+  // The summary: replica-hours are the bills; the cost is each replica's share of a VM (8 GPUs) for its time.
+  const ServingSummary s = summarize_serving(r, {}, 1, 1, 8, 80.0);
+  EXPECT_NEAR(s.replica_hours, billed / 3600.0, 1e-9);
+  EXPECT_NEAR(s.usd, billed / 3600.0 / 8.0 * 80.0, 1e-9);
+  EXPECT_NEAR(s.mean_replicas, billed / r.makespan_s, 1e-9);
+  setup.autoscaling->min_replicas = 2;  // min above the count at time 0
+  EXPECT_THROW((void)simulate_serving(setup, requests), std::invalid_argument);
+}
+
+TEST(ServingSimulation, SpotEvictionsRestartTheirRequestsAndCutTheBill) {
+  ServingSetup setup;
+  setup.model = h100_7b();
+  setup.kv_cache_tokens = setup.model->kv_cache_tokens({0.9, false, 8192, 256, 16});
+  setup.replicas = 4;
+  setup.provisioning_s = 60.0;
+  // Two spot replicas, one per VM, evicted about every 3 minutes without notice.
+  setup.spot = {2, 1, 1, 20.0, 300.0, 0.0, 11};
+  const std::vector<ServingRequest> requests = step_load(10.0, 10.0);
+  const ServingResult r = simulate_serving(setup, requests);
+  EXPECT_GT(r.evictions, 2);
+  int64_t restarted = 0;
+  for (const RequestOutcome& o : r.requests) {
+    EXPECT_TRUE(std::isfinite(o.finish_s));  // no request is lost: it starts again elsewhere
+    if (o.evictions > 0) {
+      ++restarted;
+      EXPECT_LT(o.replica, setup.replicas);
+    }
+  }
+  EXPECT_GT(restarted, 0);
+  {
+    // Azure's 30 s notice: the requests of a few seconds finish before the VM goes.
+    ServingSetup noticed = setup;
+    noticed.spot.notice_s = 30.0;
+    const ServingResult n = simulate_serving(noticed, requests);
+    EXPECT_GT(n.evictions, 2);
+    for (const RequestOutcome& o : n.requests) EXPECT_EQ(o.evictions, 0);
+  }
+  ASSERT_EQ(r.usage.size(), 4u);
+  EXPECT_NEAR(r.usage[2].billed_s, r.makespan_s, 1e-9);  // on demand: the whole run
+  EXPECT_LT(r.usage[0].billed_s, r.makespan_s);          // spot: not while evicted
+  EXPECT_TRUE(r.usage[0].spot);
+  EXPECT_FALSE(r.usage[3].spot);
+  // The same seed gives the same run; another seed other evictions.
+  EXPECT_EQ(simulate_serving(setup, requests).fingerprint, r.fingerprint);
+  setup.spot.seed = 12;
+  EXPECT_NE(simulate_serving(setup, requests).fingerprint, r.fingerprint);
+  // Without evictions, spot replicas bill the whole run at the discount.
+  setup.spot.eviction_rate_per_hour = 0.0;
+  const ServingResult calm = simulate_serving(setup, requests);
+  const ServingSummary s = summarize_serving(calm, {}, 4, 1, 8, 80.0, 0.7);
+  EXPECT_EQ(calm.evictions, 0);
+  EXPECT_NEAR(s.usd, calm.makespan_s / 3600.0 * 80.0 / 8.0 * (2 + 2 * 0.3), 1e-9);
+  setup.spot.replicas = 5;
+  EXPECT_THROW((void)simulate_serving(setup, requests), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace clustersim::sim

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <string>
 
+#include "sim/io/scenario.hpp"
+
 namespace clustersim::testing {
 
 /// Outcome of one command: exit status and the captured stdout and stderr.
@@ -49,16 +51,14 @@ inline CliResult run_cli(const std::string& args) {
 }
 
 /// Every shipped scenario file under scenarios/, sorted, as paths relative to the source directory: the training
-/// ones (`serving` false) or the serving ones, under scenarios/serving/ and scenarios/validation-serving/
-/// (`serving` true).
+/// ones (`serving` false) or the serving ones (a [serving] table, sim::is_serving_scenario; `serving` true).
 inline std::vector<std::filesystem::path> shipped_scenarios(bool serving = false) {
   std::vector<std::filesystem::path> files;
   const std::filesystem::path root = std::filesystem::path(CLUSTERSIM_SOURCE_DIR);
   for (const auto& e : std::filesystem::recursive_directory_iterator(root / "scenarios")) {
     if (!e.is_regular_file() || e.path().extension() != ".toml") continue;
     const std::filesystem::path rel = e.path().lexically_relative(root);
-    const std::string top = std::next(rel.begin())->string();
-    if ((top == "serving" || top == "validation-serving") == serving) {
+    if (sim::is_serving_scenario(e.path()) == serving) {
       files.push_back(rel);
     }
   }
