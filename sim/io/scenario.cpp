@@ -578,6 +578,17 @@ class Loader {
                                                 "simulation's budget of 100,000,000: raise the interval");
       }
     }
+    if (get_int("serving.spot_replicas") > 0) {
+      // Each eviction re-routes a replica's requests: at most 1,000,000 expected over the workload's duration.
+      const double evictions = static_cast<double>(get_int("serving.spot_replicas")) *
+                               get_double("serving.spot_eviction_rate_per_hour") * get_double("workload.duration_s") /
+                               3600.0;
+      if (evictions > 1e6) {
+        fail_at("serving.spot_eviction_rate_per_hour", "about " + std::to_string(static_cast<int64_t>(evictions)) +
+                                                           " evictions over workload.duration_s, above the "
+                                                           "simulation's budget of 1,000,000");
+      }
+    }
     if (get_int("serving.spot_replicas") > get_int("serving.replicas")) {
       fail_at("serving.spot_replicas", "must not exceed serving.replicas (" +
                                            std::to_string(get_int("serving.replicas")) + ")");
