@@ -163,6 +163,17 @@ units::Bytes InferenceModel::kv_bytes_per_token_per_gpu() const {
                       numerics_.kv_bytes);
 }
 
+ServingNumerics serving_numerics(std::string_view precision, bool kv_cache_fp8) {
+  ServingNumerics n;
+  if (precision == "bf16") n = {Precision::bf16, 2.0, 2.0};
+  else if (precision == "fp16") n = {Precision::fp16, 2.0, 2.0};
+  else if (precision == "fp8") n = {Precision::fp8, 1.0, 2.0};
+  else if (precision == "int8") n = {Precision::fp16, 1.0, 2.0};
+  else throw std::invalid_argument("serving precision must be bf16, fp16, fp8 or int8, got '" + std::string(precision) + "'");
+  if (kv_cache_fp8) n.kv_bytes = 1.0;
+  return n;
+}
+
 int64_t InferenceModel::kv_cache_tokens(const KvCacheBudget& budget) const {
   require(budget.memory_fraction > 0 && budget.memory_fraction <= 1, "memory fraction must be in (0, 1]");
   require(budget.max_batched_tokens >= 1 && budget.max_num_seqs >= 1 && budget.block_size >= 1,

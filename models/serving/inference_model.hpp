@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string_view>
 
 #include "models/compute/compute_model.hpp"
 #include "models/hardware/catalog.hpp"
@@ -43,6 +44,12 @@ struct ServingNumerics {
   double weight_bytes = 2.0;
   double kv_bytes = 2.0;
 };
+
+/// The numerics of serving.precision (bf16 | fp16 | fp8 | int8) with an fp8 KV cache or not: bf16 and fp16 in
+/// 2-byte weights; fp8 W8A8 in fp8 math and 1-byte weights; int8 weight-only (W8A16: the AWQ/GPTQ/Marlin kernels
+/// dequantize to fp16 activations, which every GPU has) in fp16 math and 1-byte weights. Throws
+/// std::invalid_argument for another precision.
+ServingNumerics serving_numerics(std::string_view precision, bool kv_cache_fp8);
 
 /// One iteration's batch on one replica.
 struct IterationBatch {

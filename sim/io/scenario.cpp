@@ -450,12 +450,14 @@ class Loader {
                                     std::to_string(domain) + " on " + vm.name + ", got " + std::to_string(t));
     }
     const std::string precision = get_string("serving.precision");
-    const models::Precision math = precision == "fp8" ? models::Precision::fp8
-                                   : precision == "fp16" ? models::Precision::fp16
-                                                         : models::Precision::bf16;
+    const models::ServingNumerics numerics =
+        models::serving_numerics(precision, get_string("serving.kv_cache_dtype") == "fp8");
+    const models::Precision math = numerics.math;
     const auto peak = device.peak.find(math);
     if (peak == device.peak.end() || !(peak->second.value() > 0.0)) {
-      fail_at("serving.precision", "the " + vm.device + " of " + vm.name + " has no " + precision + " math");
+      fail_at("serving.precision", "the " + vm.device + " of " + vm.name + " has no " +
+                                       std::string(models::to_string(math)) + " math (serving.precision = \"" +
+                                       precision + "\")");
     }
     const bool trace = has("workload.trace");
     const std::string arrival = get_string("workload.arrival");
@@ -506,10 +508,6 @@ class Loader {
     }
     // The weights must leave a KV cache (InferenceModel::kv_cache_tokens, vLLM's memory profile).
     {
-      models::ServingNumerics numerics;
-      numerics.weight_bytes = precision == "fp8" || precision == "int8" ? 1.0 : 2.0;
-      numerics.math = math;
-      numerics.kv_bytes = get_string("serving.kv_cache_dtype") == "fp8" ? 1.0 : 2.0;
       const models::InferenceModel model(model_keys(), numerics, t, device, vm.device_share,
                                          [](units::Bytes) { return units::Seconds(0.0); }, {});
       if (model.kv_cache_tokens(models::kv_cache_budget(

@@ -513,7 +513,7 @@ constexpr std::array kParams{
     ParamSpec{.key = "serving.precision", .type = string, .need = Need::defaulted, .default_text = "\"bf16\"",
               .choices = kServingPrecisions,
               .help = "Weights and GEMM math: bf16 or fp16 (2-byte weights), fp8 (W8A8, fp8 GEMMs), int8 (weight-only "
-                      "W8A16: 1-byte weights, 16-bit math)."},
+                      "W8A16: 1-byte weights, fp16 math)."},
     ParamSpec{.key = "serving.kv_cache_dtype", .type = string, .need = Need::defaulted, .default_text = "\"auto\"",
               .choices = kKvDtypes, .help = "KV cache elements: auto (2 bytes) or fp8 (1 byte; vLLM --kv-cache-dtype)."},
     ParamSpec{.key = "serving.max_num_seqs", .type = integer, .unit = "sequences", .need = Need::defaulted,

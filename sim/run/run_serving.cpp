@@ -16,16 +16,6 @@
 namespace clustersim::sim {
 namespace {
 
-/// serving.precision and kv_cache_dtype as the inference model's numerics.
-models::ServingNumerics numerics_of(const ServingFleetConfig& f) {
-  models::ServingNumerics n;
-  if (f.precision == "fp8") n = {models::Precision::fp8, 1.0, 2.0};
-  else if (f.precision == "fp16") n = {models::Precision::fp16, 2.0, 2.0};
-  else if (f.precision == "int8") n = {models::Precision::bf16, 1.0, 2.0};  // weight-only: 16-bit math
-  if (f.kv_cache_fp8) n.kv_bytes = 1.0;
-  return n;
-}
-
 LengthDistribution length_of(const LengthConfig& c, int64_t max_tokens) {
   LengthDistribution d;
   d.kind = c.kind == "uniform" ? LengthDistribution::Kind::uniform
@@ -83,7 +73,7 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
   const models::DeviceSpec& device = catalog.device(vm.device);
   const ServingFleetConfig& f = sc.serving;
   auto model = std::make_shared<const models::InferenceModel>(
-      sc.model, numerics_of(f), f.tensor, device, vm.device_share,
+      sc.model, models::serving_numerics(f.precision, f.kv_cache_fp8), f.tensor, device, vm.device_share,
       tensor_parallel_all_reduce(vm, device, f.tensor),
       models::EngineOverhead{units::milliseconds(f.engine_overhead_ms),
                              units::microseconds(f.engine_overhead_per_sequence_us)});
