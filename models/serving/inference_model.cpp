@@ -74,7 +74,8 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
   const int64_t t = tensor_;
   const int64_t h = m.hidden_size, a = m.num_attention_heads, d = m.head_dim(), f = m.ffn();
   const int64_t kv_heads_per_gpu = ceil_div(m.kv_heads(), t);
-  constexpr double kActivationBytes = 2.0;  // bf16 activations
+  constexpr double kActivationBytes = 2.0;  // 16-bit activations
+  const Precision activations = numerics_.activations();
   // A GEMM [rows, n, k]: the tiled model, or for skinny shapes the roofline of its weights, activations and
   // output (the faster kernel wins, as cuBLAS's heuristic picks).
   const auto gemm_time = [&](int64_t rows, int64_t n, int64_t k, double wb = 0.0, Precision p = Precision::bf16,
@@ -103,7 +104,7 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
   if (b.prefill_tokens > 0) {
     const units::Flops flops(4.0 * b.prefill_attention_pairs * static_cast<double>(d) *
                              static_cast<double>(a / t));
-    attention += compute_.attention_time(flops, Precision::bf16, attention_kernel_);
+    attention += compute_.attention_time(flops, activations, attention_kernel_);
   }
   if (b.decode_sequences > 0) {
     // PagedAttention reads each sequence's K and V once (and writes the new token's).
@@ -134,7 +135,7 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
   const int64_t sampled = std::max<int64_t>(b.sampled_sequences, 0);
   if (sampled > 0) {
     it.gemm += gemm_time(sampled, m.vocab_size / t + (m.vocab_size % t != 0 ? 1 : 0), h, kEmbeddingBytes,
-                         Precision::bf16, false);
+                         activations, false);
     const double logits = static_cast<double>(sampled) * static_cast<double>(m.vocab_size) * 4.0;
     it.memory_bound += compute_.memory_time(units::Bytes(logits));
     if (t > 1) it.communication += all_reduce_(units::Bytes(logits / static_cast<double>(t)));

@@ -43,6 +43,8 @@ struct ServingNumerics {
   Precision math = Precision::bf16;
   double weight_bytes = 2.0;
   double kv_bytes = 2.0;
+  /// The 16-bit type of the activations, attention and LM head: the GEMMs' own, or bf16 when they run in fp8.
+  [[nodiscard]] Precision activations() const { return math == Precision::fp8 ? Precision::bf16 : math; }
 };
 
 /// The numerics of serving.precision (bf16 | fp16 | fp8 | int8) with an fp8 KV cache or not: bf16 and fp16 in

@@ -452,12 +452,13 @@ class Loader {
     const std::string precision = get_string("serving.precision");
     const models::ServingNumerics numerics =
         models::serving_numerics(precision, get_string("serving.kv_cache_dtype") == "fp8");
-    const models::Precision math = numerics.math;
-    const auto peak = device.peak.find(math);
-    if (peak == device.peak.end() || !(peak->second.value() > 0.0)) {
-      fail_at("serving.precision", "the " + vm.device + " of " + vm.name + " has no " +
-                                       std::string(models::to_string(math)) + " math (serving.precision = \"" +
-                                       precision + "\")");
+    for (const models::Precision math : {numerics.math, numerics.activations()}) {
+      const auto peak = device.peak.find(math);
+      if (peak == device.peak.end() || !(peak->second.value() > 0.0)) {
+        fail_at("serving.precision", "the " + vm.device + " of " + vm.name + " has no " +
+                                         std::string(models::to_string(math)) + " math (serving.precision = \"" +
+                                         precision + "\")");
+      }
     }
     const bool trace = has("workload.trace");
     const std::string arrival = get_string("workload.arrival");

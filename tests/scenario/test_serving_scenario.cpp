@@ -183,6 +183,22 @@ TEST(ServingScenario, AutoscalingAndSpotReplicasAreChecked) {
   EXPECT_DOUBLE_EQ(spot.serving.spot_notice_s, 30.0);
 }
 
+TEST(ServingScenario, PrecisionsNeedTheirMathOnTheDevice) {
+  // The T4 has fp16 tensor cores but no bf16: bf16 is an error at the key; int8 weight-only runs fp16 math.
+  std::string e = error_of(kSynthetic, {"serving.vm_size=\"Standard_NC4as_T4_v3\"", "serving.tensor=1"});
+  EXPECT_NE(e.find("key 'serving.precision': the T4 of Standard_NC4as_T4_v3 has no bf16 math"), std::string::npos)
+      << e;
+  const fs::path seven_b = kRoot / "scenarios" / "sweeps" / "llama2-7b-serving-which-vm.toml";
+  const ServingScenario t4 = load_serving_scenario(
+      seven_b, {"serving.vm_size=\"Standard_NC4as_T4_v3\"", "serving.precision=\"int8\""}, catalog());
+  EXPECT_EQ(models::serving_numerics(t4.serving.precision, false).math, models::Precision::fp16);
+  // fp16 weights of a 7B leave no KV cache in the T4's 16 GB.
+  e = error_of(seven_b, {"serving.vm_size=\"Standard_NC4as_T4_v3\"", "serving.precision=\"fp16\""});
+  EXPECT_NE(e.find("key 'serving.tensor': the weights (13 GiB per GPU at tensor 1) leave no KV cache"),
+            std::string::npos)
+      << e;
+}
+
 TEST(ServingScenario, ReferencesKeepToTheirKind) {
   const fs::path row = kRoot / "scenarios" / "validation-serving" / "trtllm-perf-overview-v017-01.toml";
   const ServingScenario s = load_serving_scenario(row, {}, catalog());
