@@ -588,6 +588,19 @@ class Loader {
                                                            "simulation's budget of 1,000,000");
       }
     }
+    {
+      // Zones: at most one per replica slot; an outage loses one of several.
+      const int64_t slots = has("serving.max_replicas") ? get_int("serving.max_replicas") : get_int("serving.replicas");
+      if (get_int("serving.zones") > slots) {
+        fail_at("serving.zones", "more zones than replicas (" + std::to_string(slots) + ")");
+      }
+      if (has("serving.zone_outage_duration_s") && !has("serving.zone_outage_start_s")) {
+        fail_at("serving.zone_outage_duration_s", "needs serving.zone_outage_start_s");
+      }
+      if (has("serving.zone_outage_start_s") && get_int("serving.zones") < 2) {
+        fail_at("serving.zone_outage_start_s", "losing the only zone stops the whole fleet: give serving.zones >= 2");
+      }
+    }
     if (get_int("serving.spot_replicas") > get_int("serving.replicas")) {
       fail_at("serving.spot_replicas", "must not exceed serving.replicas (" +
                                            std::to_string(get_int("serving.replicas")) + ")");
@@ -637,6 +650,9 @@ class Loader {
     f.spot_reprovision_mean_s = get_double("serving.spot_reprovision_mean_s");
     f.spot_notice_s = get_double("serving.spot_notice_s");
     f.spot_discount = get_double("serving.spot_discount");
+    f.zones = get_int("serving.zones");
+    f.zone_outage_start_s = get_optional_double("serving.zone_outage_start_s");
+    f.zone_outage_duration_s = get_optional_double("serving.zone_outage_duration_s");
     WorkloadConfig& w = s.workload;
     if (has("workload.trace")) w.trace = path_.parent_path() / get_string("workload.trace");
     w.duration_s = get_double("workload.duration_s");

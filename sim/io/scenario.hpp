@@ -148,6 +148,9 @@ struct ServingFleetConfig {
   double spot_reprovision_mean_s = 1800.0;
   double spot_notice_s = 30.0;
   double spot_discount = 0.7;
+  int64_t zones = 1;
+  std::optional<double> zone_outage_start_s;
+  std::optional<double> zone_outage_duration_s;
 };
 
 /// One token-length distribution of [workload]: fixed `tokens`, uniform [min, max], or lognormal with median

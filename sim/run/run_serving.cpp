@@ -104,6 +104,9 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
   setup.sample_interval_s = f.sample_interval_s;
   setup.concurrency = sc.workload.arrival == "closed_loop" ? sc.workload.concurrency : 0;
   setup.provisioning_s = f.provisioning_s;
+  setup.zones.zones = f.zones;
+  setup.zones.outage_start_s = f.zone_outage_start_s;
+  if (f.zone_outage_duration_s) setup.zones.outage_duration_s = *f.zone_outage_duration_s;
   if (f.min_replicas && f.max_replicas) {
     setup.autoscaling = ServingAutoscaling{*f.min_replicas, *f.max_replicas, f.target_outstanding_per_replica,
                                            f.autoscale_interval_s, f.scale_down_window_s};
@@ -177,6 +180,7 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, co
   c.push_back(real("mean_replicas", "replicas", "replica_hours / makespan (autoscaling: the mean fleet)",
                    s.mean_replicas));
   c.push_back(integer("evictions", "1", "spot VM evictions during the run", s.evictions));
+  c.push_back(integer("unserved", "1", "requests not finished when the simulation ended", s.unserved));
   c.push_back(integer("restarted_requests", "1", "requests that started again after their replica's eviction",
                       s.restarted_requests));
   c.push_back(real("meets_slo", "1",
@@ -275,6 +279,14 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
                          "%.1f replica-hours\n",
                          static_cast<long long>(*f.min_replicas), static_cast<long long>(*f.max_replicas),
                          f.target_outstanding_per_replica, s.mean_replicas, s.replica_hours);
+  }
+  if (f.zone_outage_start_s) {
+    out << printf_string("zones       %lld; zone 0 lost at %.0f s for %s: %lld request(s) started again elsewhere, "
+                         "%lld unserved\n",
+                         static_cast<long long>(f.zones), *f.zone_outage_start_s,
+                         f.zone_outage_duration_s ? printf_string("%.0f s", *f.zone_outage_duration_s).c_str()
+                                                  : "the rest of the run",
+                         static_cast<long long>(s.restarted_requests), static_cast<long long>(s.unserved));
   }
   if (f.spot_replicas > 0) {
     out << printf_string("spot        %lld of %lld replicas on spot at %.0f %% off: %lld eviction(s), %lld request(s) "

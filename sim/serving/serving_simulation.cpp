@@ -130,11 +130,14 @@ class Fleet {
     for (int64_t r = 0; r < setup_.spot.replicas; r += group_size()) schedule_eviction(r);
     // The autoscaler's window starts with the fleet at time 0: no scale-down before a window has passed.
     if (setup_.autoscaling) desires_.push_back({0.0, setup_.replicas});
+    if (setup_.zones.outage_start_s) {
+      sim_.schedule(Time::from_seconds(units::Seconds(*setup_.zones.outage_start_s)), [this] { lose_zone(); });
+    }
     if (setup_.autoscaling) sim_.schedule_in(Time::from_seconds(units::Seconds(setup_.autoscaling->interval_s)), [this] { autoscale(); });
     sample();
     sim_.run();
     result_.fingerprint = sim_.fingerprint();
-    if (setup_.autoscaling || setup_.spot.replicas > 0) {
+    if (setup_.autoscaling || setup_.spot.replicas > 0 || setup_.zones.outage_start_s) {
       for (const Replica& r : replicas_) result_.usage.push_back({r.billed_s(result_.makespan_s), r.spot()});
     }
   }
@@ -202,8 +205,32 @@ class Fleet {
     for (Sequence* s : waiting) route(s);
   }
 
-  /// Starts `r` (stopped): serving after the provisioning time.
+  /// Zone 0 is lost: its replicas stop now and their requests go elsewhere; it may return after the outage.
+  void lose_zone() {
+    zone_down_ = true;
+    std::vector<Sequence*> orphans;
+    for (Replica& r : replicas_) {
+      if (zone_of(r) != 0 || r.state() == ReplicaState::stopped) continue;
+      for (Sequence* s : r.evict()) orphans.push_back(s);
+    }
+    for (Sequence* s : orphans) {
+      ++result_.requests[static_cast<size_t>(s->index)].evictions;
+      route(s);
+    }
+    if (!std::isfinite(setup_.zones.outage_duration_s)) return;
+    sim_.schedule_in(Time::from_seconds(units::Seconds(setup_.zones.outage_duration_s)), [this] {
+      zone_down_ = false;
+      if (setup_.autoscaling || work_done()) return;  // an autoscaler starts what it wants
+      for (Replica& r : replicas_) {
+        if (zone_of(r) == 0 && r.state() == ReplicaState::stopped) provision(r);
+      }
+    });
+  }
+  [[nodiscard]] int64_t zone_of(const Replica& r) const { return r.id() % setup_.zones.zones; }
+
+  /// Starts `r` (stopped): serving after the provisioning time; not while its zone is lost.
   void provision(Replica& r) {
+    if (zone_down_ && zone_of(r) == 0) return;
     r.set_state(ReplicaState::provisioning);
     sim_.schedule_in(Time::from_seconds(units::Seconds(setup_.provisioning_s)), [this, &r] {
       if (r.state() == ReplicaState::provisioning) serving(r);
@@ -288,7 +315,7 @@ class Fleet {
         }
       }
       for (Replica& r : replicas_) {
-        if (add > 0 && r.state() == ReplicaState::stopped) {
+        if (add > 0 && r.state() == ReplicaState::stopped && !(zone_down_ && zone_of(r) == 0)) {
           provision(r);
           --add;
         }
@@ -366,6 +393,7 @@ class Fleet {
   std::deque<Sequence*> unrouted_;  ///< arrived while no replica was serving
   std::deque<std::pair<double, int64_t>> desires_;  ///< the autoscaler's recent (time, desired count)
   RandomStream evictions_;
+  bool zone_down_ = false;  ///< zone 0 lost (ServingZones)
   Simulator sim_;
   int64_t next_replica_ = 0;
   int64_t unfinished_ = 0;
@@ -562,6 +590,10 @@ ServingResult simulate_serving(const ServingSetup& setup, const std::vector<Serv
   require(spot.replicas_per_vm >= 1 && spot.vms_per_replica >= 1, "spot grouping must be >= 1");
   require(spot.eviction_rate_per_hour >= 0 && spot.reprovision_mean_s >= 0 && spot.notice_s >= 0,
           "spot rates and times must be >= 0");
+  const int64_t slots = setup.autoscaling ? setup.autoscaling->max_replicas : setup.replicas;
+  require(setup.zones.zones >= 1 && setup.zones.zones <= slots, "zones must be in [1, replica slots]");
+  require(!setup.zones.outage_start_s || (*setup.zones.outage_start_s >= 0 && setup.zones.outage_duration_s > 0),
+          "a zone outage needs a start >= 0 and a positive duration");
   for (size_t i = 0; i < requests.size(); ++i) {
     const ServingRequest& q = requests[i];
     require(q.prompt_tokens >= 1 && q.output_tokens >= 1, "request " + std::to_string(i) +

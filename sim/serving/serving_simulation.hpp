@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -75,6 +76,16 @@ struct SpotReplicas {
   uint64_t seed = 0;
 };
 
+/// Replicas spread over availability zones (replica r in zone r mod zones), and the loss of zone 0 for a while:
+/// at outage_start_s its replicas stop at once (no notice) and their unfinished requests go to the other zones;
+/// after outage_duration_s the zone's replica slots may start again (a fixed fleet's start at once, serving after
+/// ServingSetup::provisioning_s; an autoscaler's when it wants them).
+struct ServingZones {
+  int64_t zones = 1;
+  std::optional<double> outage_start_s;
+  double outage_duration_s = std::numeric_limits<double>::infinity();
+};
+
 /// What simulate_serving runs.
 struct ServingSetup {
   std::shared_ptr<const models::InferenceModel> model;
@@ -92,6 +103,7 @@ struct ServingSetup {
   /// Load-following replicas; `replicas` is then the count at time 0 (within [min, max]).
   std::optional<ServingAutoscaling> autoscaling;
   SpotReplicas spot;
+  ServingZones zones;
   /// From a replica's start (VM allocated) to serving: VM boot, weights loaded, engine warmed up, s.
   double provisioning_s = 0.0;
 };
@@ -139,15 +151,15 @@ struct ServingResult {
   double busy_s = 0.0;      ///< replica-seconds spent in iterations
   double makespan_s = 0.0;  ///< the last request's finish (or the last arrival)
   uint64_t fingerprint = 0; ///< the engine's determinism fingerprint
-  std::vector<ReplicaUsage> usage;  ///< per replica slot (autoscaling or spot runs; empty otherwise)
+  std::vector<ReplicaUsage> usage;  ///< per replica slot (autoscaling, spot or zone-outage runs; empty otherwise)
   int64_t evictions = 0;            ///< spot VM evictions before the makespan
 };
 
 /// Simulates `requests` (arrival times ascending, else std::invalid_argument) on the setup's replicas. Throws
 /// std::invalid_argument on a setup without a model, replicas < 1, a non-positive limit, a KV cache smaller
 /// than one block, a request with prompt or output < 1, autoscaling limits out of order (min < 1, min >
-/// replicas > max, non-positive target or interval), more spot replicas than replicas, spot with autoscaling, or
-/// a negative rate or time.
+/// replicas > max, non-positive target or interval), more spot replicas than replicas, spot with autoscaling,
+/// zones < 1 or more zones than replica slots, or a negative rate or time.
 ServingResult simulate_serving(const ServingSetup& setup, const std::vector<ServingRequest>& requests);
 
 }  // namespace clustersim::sim

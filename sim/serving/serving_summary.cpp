@@ -47,6 +47,10 @@ ServingSummary summarize_serving(const ServingResult& result, const LatencyTarge
       ++s.rejected;
       continue;
     }
+    if (!std::isfinite(o.finish_s)) {  // never served: no replica came back before the simulation ended
+      ++s.unserved;
+      continue;
+    }
     ++s.completed;
     ttft.push_back(o.ttft_s());
     e2e.push_back(o.e2e_s());

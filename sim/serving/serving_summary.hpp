@@ -27,6 +27,7 @@ struct ServingSummary {
   int64_t requests = 0;
   int64_t completed = 0;
   int64_t rejected = 0;     ///< larger than one replica's KV cache
+  int64_t unserved = 0;     ///< not finished when the simulation ended (every replica lost)
   int64_t preemptions = 0;  ///< over all requests
   double ttft_p50_s = 0, ttft_p90_s = 0, ttft_p99_s = 0, ttft_mean_s = 0;
   /// Requests with more than one output token; the mean is over requests (genai-perf's inter-token latency).
@@ -60,7 +61,7 @@ double serving_metric(const ServingSummary& s, std::string_view metric, int64_t 
 
 /// The summary of `result` on `replicas` replicas of `gpus_per_replica` GPUs each, packed on VMs of
 /// `gpus_per_vm` (a replica smaller than a VM shares it), at `price_usd_per_vm_hour` when known. A fixed
-/// on-demand fleet rents whole VMs for the makespan; with autoscaling or spot replicas (result.usage) each
+/// on-demand fleet rents whole VMs for the makespan; with autoscaling, spot replicas or a zone outage (result.usage) each
 /// replica pays its share of a VM (gpus_per_replica / gpus_per_vm) for its billed time, a spot one at
 /// (1 - spot_discount) of the price.
 ServingSummary summarize_serving(const ServingResult& result, const LatencyTargets& targets, int64_t replicas,

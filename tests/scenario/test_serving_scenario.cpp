@@ -177,6 +177,17 @@ TEST(ServingScenario, AutoscalingAndSpotReplicasAreChecked) {
   EXPECT_NE(e.find("key 'serving.spot_replicas': must not exceed serving.replicas (8)"), std::string::npos) << e;
   e = error_of(kSynthetic, {"serving.min_replicas=1", "serving.max_replicas=100000", "serving.autoscale_interval_s=0.01"});
   EXPECT_NE(e.find("key 'serving.autoscale_interval_s'"), std::string::npos) << e;
+  e = error_of(kSynthetic, {"serving.zone_outage_start_s=60"});
+  EXPECT_NE(e.find("key 'serving.zone_outage_start_s': losing the only zone stops the whole fleet"), std::string::npos)
+      << e;
+  e = error_of(kSynthetic, {"serving.zones=9"});
+  EXPECT_NE(e.find("key 'serving.zones': more zones than replicas (8)"), std::string::npos) << e;
+  e = error_of(kSynthetic, {"serving.zones=2", "serving.zone_outage_duration_s=60"});
+  EXPECT_NE(e.find("key 'serving.zone_outage_duration_s': needs serving.zone_outage_start_s"), std::string::npos) << e;
+  const ServingScenario zoned = load_serving_scenario(
+      kSynthetic, {"serving.zones=2", "serving.zone_outage_start_s=60", "serving.zone_outage_duration_s=600"}, catalog());
+  EXPECT_EQ(zoned.serving.zones, 2);
+  EXPECT_EQ(zoned.serving.zone_outage_start_s, 60.0);
   const ServingScenario spot = load_serving_scenario(kSynthetic, {"serving.spot_replicas=4"}, catalog());
   EXPECT_EQ(spot.serving.spot_replicas, 4);
   EXPECT_DOUBLE_EQ(spot.serving.spot_discount, 0.7);

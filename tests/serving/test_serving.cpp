@@ -505,5 +505,43 @@ TEST(ServingSimulation, SpotEvictionsRestartTheirRequestsAndCutTheBill) {
   EXPECT_THROW((void)simulate_serving(setup, requests), std::invalid_argument);
 }
 
+TEST(ServingSimulation, ALostZoneSendsItsRequestsToTheOthersAndComesBack) {
+  ServingSetup setup;
+  setup.model = h100_7b();
+  setup.kv_cache_tokens = setup.model->kv_cache_tokens({0.9, false, 8192, 256, 16});
+  setup.replicas = 4;
+  setup.provisioning_s = 60.0;
+  setup.sample_interval_s = 10.0;
+  setup.zones = {2, 600.0, 300.0};  // zone 0 (replicas 0 and 2) lost from 600 s to 900 s
+  const std::vector<ServingRequest> requests = step_load(20.0, 20.0);
+  const ServingResult r = simulate_serving(setup, requests);
+  for (const ServingSample& x : r.samples) {
+    if (x.time_s > 600 && x.time_s < 900) {
+      EXPECT_EQ(x.replicas, 2) << x.time_s;  // lost
+    }
+    if (x.time_s > 900 && x.time_s < 960) {
+      EXPECT_EQ(x.provisioning, 2) << x.time_s;  // starting again
+    }
+    if (x.time_s > 970 && x.time_s < 1700) {
+      EXPECT_EQ(x.replicas, 4) << x.time_s;  // back
+    }
+  }
+  int64_t restarted = 0;
+  for (const RequestOutcome& o : r.requests) {
+    EXPECT_TRUE(std::isfinite(o.finish_s));
+    if (o.evictions > 0) {
+      ++restarted;
+      EXPECT_EQ(o.replica % 2, 1);  // finished in zone 1
+    }
+  }
+  EXPECT_GT(restarted, 0);  // no notice: the requests running in zone 0 started again
+  // Zone 0's replicas bill 600 s less the outage and the start: makespan - 300 s.
+  ASSERT_EQ(r.usage.size(), 4u);
+  EXPECT_NEAR(r.usage[0].billed_s, r.makespan_s - 300.0, 1e-6);
+  EXPECT_NEAR(r.usage[1].billed_s, r.makespan_s, 1e-9);
+  setup.zones.zones = 5;  // more zones than replicas
+  EXPECT_THROW((void)simulate_serving(setup, requests), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace clustersim::sim
