@@ -260,11 +260,13 @@ class Fleet {
   }
 
   void evict(int64_t first) {
-    if (!work_done()) ++result_.evictions;
     std::vector<Sequence*> orphans;
+    bool live = false;  // a VM that is there (not already lost with its zone)
     for_group(first, [&](Replica& r) {
+      live = live || r.state() != ReplicaState::stopped;
       for (Sequence* s : r.evict()) orphans.push_back(s);
     });
+    if (live && !work_done()) ++result_.evictions;
     for (Sequence* s : orphans) {
       ++result_.requests[static_cast<size_t>(s->index)].evictions;
       route(s);
