@@ -261,9 +261,9 @@ class Fleet {
 
   void evict(int64_t first) {
     std::vector<Sequence*> orphans;
-    bool live = false;  // a VM that is there (not already lost with its zone)
+    bool live = false;  // a VM that is there (not lost with its zone)
     for_group(first, [&](Replica& r) {
-      live = live || r.state() != ReplicaState::stopped;
+      live = live || !(zone_down_ && zone_of(r) == 0);
       for (Sequence* s : r.evict()) orphans.push_back(s);
     });
     if (live && !work_done()) ++result_.evictions;
