@@ -188,6 +188,7 @@ EngineFit ServingValidationSuite::fit(const std::vector<std::vector<double>>& gr
   EngineFit f;
   f.engine = engine;
   f.overhead = grid_overhead(best);
+  f.grid_point = best;
   std::vector<ServingValidationRow> fitted;
   for (size_t i : used) {
     ServingValidationRow r = rows_[i];
@@ -238,13 +239,7 @@ std::vector<HeldOutServingDataset> leave_one_serving_dataset_out(const ServingVa
       if (r.dataset != held) continue;
       ServingValidationRow p = r;
       for (const EngineFit& f : h.fits) {
-        if (f.engine != r.engine) continue;
-        for (size_t g = 0; g < kGridPoints; ++g) {
-          const models::EngineOverhead o = grid_overhead(g);
-          if (o.fixed == f.overhead.fixed && o.per_sequence == f.overhead.per_sequence && std::isfinite(grid[i][g])) {
-            p.predicted = grid[i][g];
-          }
-        }
+        if (f.engine == r.engine && std::isfinite(grid[i][f.grid_point])) p.predicted = grid[i][f.grid_point];
       }
       h.rows.push_back(std::move(p));
     }

@@ -67,6 +67,7 @@ using EngineOverheads = std::map<std::string, models::EngineOverhead>;
 struct EngineFit {
   std::string engine;
   models::EngineOverhead overhead;
+  size_t grid_point = 0;  ///< the overhead's column in predict_grid's table
   ServingErrorSummary in_sample;
 };
 
