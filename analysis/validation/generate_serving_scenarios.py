@@ -101,6 +101,59 @@ SKIPPED = {
 }
 
 
+# Total memory of one GPU as NVML reports it (nvidia-smi's "Total" in MiB), which trtllm-bench's heuristic reads:
+# H100 SXM5 80GB 81559 MiB, H200 SXM 143771 MiB, A100 SXM4 80GB 81920 MiB.
+NVML_TOTAL_MIB = {"h100": 81559, "h200": 143771, "a100": 81920}
+
+
+def nvml_total_gib(gpu):
+    g = gpu.lower()
+    for key, mib in NVML_TOTAL_MIB.items():
+        if key in g:
+            return mib / 1024.0
+    raise ValueError("no NVML memory size for " + gpu)
+
+
+def param_count(model_key):
+    """Parameters of a Llama-shaped model (untied embedding and LM head, gated MLP, two norms per layer)."""
+    layers, h, a, g, f, vocab, _, _ = MODELS[model_key]
+    d = h // a
+    per_layer = h * (a + 2 * g) * d + a * d * h + 3 * h * f + 2 * h
+    return layers * per_layer + 2 * vocab * h + h
+
+
+def trtllm_bench_build_limits(model_key, gpu, tp, fp8_weights, fp8_kv, isl, osl, fraction=0.95):
+    """(max_batch_size, max_num_tokens) that `trtllm-bench build` picks for a dataset of fixed lengths: the
+    build heuristic of tensorrt_llm/bench/build/tuning.py (calc_engine_setting and finetune_setting, the
+    version without the optimistic-tuning switch, TensorRT-LLM 0.16-0.18): the KV cache holds
+    0.95 x (NVML total x GPUs - params x weight bytes) at 2 x layers x max(tp, kv heads) x head dim x KV bytes
+    per token (GiB over GB, as the source mixes them); its requests of isl + osl tokens, capped at 4096, round
+    up to a batch limit (to 32 under 256, to 128 under 1024, else to 256; at least 64), and that many requests
+    times (1 + isl / osl) tokens, capped at 32768, round up to the token limit (to 256 under 4096, at least
+    2048; to 512 under 8192; else to 1024)."""
+    import math
+    layers, h, a, g, _, _, _, _ = MODELS[model_key]
+    byte_per_token = 2 * layers * max(tp, g) * (h // a) * (1 if fp8_kv else 2) / 1024 ** 3
+    engine_gb = param_count(model_key) / 1000 ** 3 * (1 if fp8_weights else 2)
+    available = nvml_total_gib(gpu) * tp - engine_gb
+    requests = available * fraction / byte_per_token / (isl + osl)
+    raw_bs = min(requests, 4096)
+    raw_token = min(raw_bs * (1 + isl / osl), 32768)
+    if raw_bs < 256:
+        max_bs = max(64, 32 * math.ceil(raw_bs / 32))
+    elif raw_bs < 1024:
+        max_bs = 128 * math.ceil(raw_bs / 128)
+    else:
+        max_bs = 256 * math.ceil(raw_bs / 256)
+    if raw_token < 4096:
+        max_token = max(2048, 256 * math.ceil(raw_token / 256))
+    elif raw_token < 8192:
+        max_token = 512 * math.ceil(raw_token / 512)
+    else:
+        max_token = 1024 * math.ceil(raw_token / 1024)
+    return max_bs, max_token
+
+
 def workload(row):
     """The [workload] and [serving] limits the benchmark ran, and notes, or None with a reason."""
     src = row["source_id"]
@@ -114,12 +167,15 @@ def workload(row):
     m = re.search(r"num_requests=(\d+)", batch)
     if src.startswith("trtllm_perf_overview_v0"):
         w.update(arrival="offline", requests=int(m.group(1)))
-        # trtllm-bench's build heuristics pick the engine's limits; the doc does not publish them. Assumed: the
-        # executor's default max_num_tokens 8192 and a batch limit the KV cache binds first.
-        serving.update(max_num_seqs=4096, max_num_batched_tokens=8192, gpu_memory_utilization=0.95)
-        notes.append("trtllm-bench throughput: every request queued at once; max batch and max tokens are the "
-                     "build heuristics' (not published): assumed 4096 sequences and 8192 tokens, the KV cache at "
-                     "kv_cache_free_gpu_mem_fraction 0.95")
+        # trtllm-bench build picks the engine's limits from the dataset's lengths (its heuristic, reproduced).
+        precision, kv = precision_of(row)
+        tp = int(row["tensor_parallel"].split()[0])
+        max_bs, max_tokens = trtllm_bench_build_limits(model_of(row["model"]), row["gpu"], tp, precision == "fp8",
+                                                       kv == "fp8", w["prompt_tokens"], w["output_tokens"])
+        serving.update(max_num_seqs=max_bs, max_num_batched_tokens=max_tokens, gpu_memory_utilization=0.95)
+        notes.append("trtllm-bench throughput: every request queued at once; max batch %d and max tokens %d as "
+                     "trtllm-bench build's heuristic picks them for these lengths (tensorrt_llm/bench/build/"
+                     "tuning.py), the KV cache at kv_cache_free_gpu_mem_fraction 0.95" % (max_bs, max_tokens))
     elif src.startswith("trtllm_perf_overview_online"):
         w["requests"] = 500
         if rate == "inf":

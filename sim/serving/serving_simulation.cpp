@@ -134,7 +134,9 @@ class Fleet {
       sim_.schedule(Time::from_seconds(units::Seconds(*setup_.zones.outage_start_s)), [this] { lose_zone(); });
     }
     if (setup_.autoscaling) sim_.schedule_in(Time::from_seconds(units::Seconds(setup_.autoscaling->interval_s)), [this] { autoscale(); });
-    sample();
+    // The first sample runs after the arrivals at time 0 (events at one time run in insertion order), so an
+    // offline batch shows its queue.
+    sim_.schedule(Time::from_seconds(units::Seconds(0.0)), [this] { sample(); });
     sim_.run();
     result_.fingerprint = sim_.fingerprint();
     if (setup_.autoscaling || setup_.spot.replicas > 0 || setup_.zones.outage_start_s) {
@@ -159,6 +161,7 @@ class Fleet {
     s.index = i;
     s.prompt = q.prompt_tokens;
     s.output = q.output_tokens;
+    ++arrived_;
     ++unfinished_;
     // A request that can never fit one replica's KV cache (its whole context), or longer than the engine's
     // max_model_len, is rejected on arrival (vLLM refuses it).
@@ -371,10 +374,7 @@ class Fleet {
   }
 
   [[nodiscard]] bool work_done() const { return arrived_all() && unfinished_ == 0; }
-  [[nodiscard]] bool arrived_all() const {
-    if (setup_.concurrency > 0) return sent_ == requests_.size();
-    return requests_.empty() || now_s() >= requests_.back().arrival_s;
-  }
+  [[nodiscard]] bool arrived_all() const { return arrived_ == requests_.size(); }
   [[nodiscard]] double now_s() const { return sim_.now().to_seconds().value(); }
   Simulator& simulator() { return sim_; }
   const ServingSetup& setup() const { return setup_; }
@@ -399,7 +399,8 @@ class Fleet {
   Simulator sim_;
   int64_t next_replica_ = 0;
   int64_t unfinished_ = 0;
-  size_t sent_ = 0;  ///< requests scheduled to arrive
+  size_t sent_ = 0;     ///< requests scheduled to arrive
+  size_t arrived_ = 0;  ///< requests that have arrived
 };
 
 void Replica::set_state(ReplicaState next) {

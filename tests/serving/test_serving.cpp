@@ -344,6 +344,24 @@ TEST(Workload, BadTracesNameTheFileAndLine) {
   }
 }
 
+TEST(ServingSimulation, AnOfflineBatchIsSampledFromItsQueueToItsEnd) {
+  // Every request at time 0: the first sample sees all of them (queued or running) and the samples cover the
+  // run, as for a stream. (The first sample once ran before the arrivals and ended the series at t = 0.)
+  ServingSetup setup;
+  setup.model = h100_7b();
+  setup.kv_cache_tokens = 4096;
+  setup.sample_interval_s = 0.05;
+  const std::vector<ServingRequest> requests(40, ServingRequest{0.0, 500, 50});
+  const ServingResult r = simulate_serving(setup, requests);
+  ASSERT_GE(r.samples.size(), 2u);
+  EXPECT_EQ(r.samples.front().time_s, 0.0);
+  EXPECT_EQ(r.samples.front().waiting + r.samples.front().running, 40);
+  EXPECT_GE(r.samples.back().time_s + setup.sample_interval_s, r.makespan_s);
+  const bool cache_used = std::any_of(r.samples.begin(), r.samples.end(),
+                                      [](const ServingSample& x) { return x.kv_occupancy > 0.5; });
+  EXPECT_TRUE(cache_used);
+}
+
 TEST(ServingSimulation, AClosedLoopSendsEachRequestWhenAnEarlierOneLeaves) {
   ServingSetup setup;
   setup.model = h100_7b();
