@@ -172,10 +172,12 @@ def workload(row):
         tp = int(row["tensor_parallel"].split()[0])
         max_bs, max_tokens = trtllm_bench_build_limits(model_of(row["model"]), row["gpu"], tp, precision == "fp8",
                                                        kv == "fp8", w["prompt_tokens"], w["output_tokens"])
-        serving.update(max_num_seqs=max_bs, max_num_batched_tokens=max_tokens, gpu_memory_utilization=0.95)
+        serving.update(max_num_seqs=max_bs, max_num_batched_tokens=max_tokens, gpu_memory_utilization=0.95,
+                       capacity_scheduler_policy="max_utilization")
         notes.append("trtllm-bench throughput: every request queued at once; max batch %d and max tokens %d as "
                      "trtllm-bench build's heuristic picks them for these lengths (tensorrt_llm/bench/build/"
-                     "tuning.py), the KV cache at kv_cache_free_gpu_mem_fraction 0.95" % (max_bs, max_tokens))
+                     "tuning.py), the KV cache at kv_cache_free_gpu_mem_fraction 0.95, and trtllm-bench's "
+                     "MAX_UTILIZATION scheduler (tensorrt_llm/bench/dataclasses/configuration.py)" % (max_bs, max_tokens))
     elif src.startswith("trtllm_perf_overview_online"):
         w["requests"] = 500
         if rate == "inf":
@@ -190,6 +192,11 @@ def workload(row):
         serving.update(max_num_seqs=b, chunked_prefill=False,
                        max_num_batched_tokens=max(8192, b * int(row["input_tokens"])))
         notes.append("static batching: the batch of %d prefilled at once, then decoded to the end" % b)
+        if src.startswith("trtllm_performance_md"):
+            # gptSessionBenchmark allocates the KV cache its batch needs (batch x (input + output)), not a
+            # fraction of the free memory: the published batch sizes are those that fit.
+            serving["gpu_memory_utilization"] = 1.0
+            notes.append("gptSessionBenchmark sizes the KV cache for its whole batch (all the free memory here)")
     elif src.startswith("nim"):
         c = int(re.search(r"concurrency (\d+)", batch).group(1))
         w.update(arrival="closed_loop", concurrency=c, requests=max(100, 10 * c))
@@ -283,7 +290,8 @@ def scenario(index, row):
     gpus = int(row["gpus"])
     if gpus > tp:
         lines.append("replicas = %d" % (gpus // tp))
-    for k in ("max_num_seqs", "max_num_batched_tokens", "chunked_prefill", "gpu_memory_utilization"):
+    for k in ("max_num_seqs", "max_num_batched_tokens", "chunked_prefill", "gpu_memory_utilization",
+              "capacity_scheduler_policy"):
         if k in limits:
             lines.append("%s = %s" % (k, toml_value(limits[k])))
     lines += ["", "[workload]"]

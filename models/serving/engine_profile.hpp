@@ -12,10 +12,26 @@
 
 namespace clustersim::models {
 
+/// How an engine admits requests into its KV cache, in TensorRT-LLM's names (CapacitySchedulerPolicy, TensorRT-LLM
+/// docs "Useful Runtime Options"):
+///   max_utilization      a request is admitted when its prompt's blocks are free; blocks are added as it decodes,
+///                        and when none is free the newest running request is preempted and later recomputed
+///                        (vLLM's scheduler, Kwon et al. SOSP 2023; TensorRT-LLM's MAX_UTILIZATION pauses it);
+///   guaranteed_no_evict  a request is admitted only when the blocks of its prompt and of all its output tokens are
+///                        free, and holds them to its end: nothing is ever preempted (TensorRT-LLM's default).
+enum class CapacityPolicy { max_utilization, guaranteed_no_evict };
+
+/// serving.capacity_scheduler_policy's names, in CapacityPolicy's order.
+inline constexpr std::string_view kCapacityPolicyNames[] = {"max_utilization", "guaranteed_no_evict"};
+
+/// The policy named `name`. Throws std::invalid_argument for another name.
+CapacityPolicy capacity_policy(std::string_view name);
+
 struct EngineProfile {
   std::string_view name;      ///< serving.engine
   EngineOverhead overhead;    ///< per iteration: fixed + per_sequence x the batch's sequences
   bool kv_of_free_memory;     ///< KvCacheBudget::of_free_memory: how the engine reads its memory fraction
+  CapacityPolicy admission;   ///< the engine's default capacity scheduler policy
   std::string_view basis;     ///< where the values come from (docs/serving.md, "Engines")
 };
 

@@ -613,6 +613,10 @@ class Loader {
     if (!has("serving.engine_overhead_per_sequence_us")) {
       set("serving.engine_overhead_per_sequence_us", engine.overhead.per_sequence.value() * 1e6);
     }
+    if (!has("serving.capacity_scheduler_policy")) {
+      set("serving.capacity_scheduler_policy",
+          std::string(models::kCapacityPolicyNames[static_cast<size_t>(engine.admission)]));
+    }
   }
 
   /// The serving scenario (after check_serving).
@@ -635,6 +639,7 @@ class Loader {
     f.gpu_memory_utilization = get_double("serving.gpu_memory_utilization");
     f.routing = get_string("serving.routing");
     f.engine = get_string("serving.engine");
+    f.capacity_scheduler_policy = get_string("serving.capacity_scheduler_policy");
     f.engine_overhead_ms = get_double("serving.engine_overhead_ms");
     f.engine_overhead_per_sequence_us = get_double("serving.engine_overhead_per_sequence_us");
     f.sample_interval_s = get_double("serving.sample_interval_s");

@@ -133,6 +133,7 @@ struct ServingFleetConfig {
   double gpu_memory_utilization = 0.9;
   std::string routing = "least_outstanding";  ///< least_outstanding | round_robin
   std::string engine = "vllm";                ///< models::engine_profiles(): vllm | tensorrt-llm | lmdeploy
+  std::string capacity_scheduler_policy = "max_utilization";  ///< models::kCapacityPolicyNames (default: the engine's)
   double engine_overhead_ms = 1.0;
   double engine_overhead_per_sequence_us = 10.0;
   double sample_interval_s = 1.0;

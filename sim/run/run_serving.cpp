@@ -96,7 +96,8 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
 
   ServingSetup setup;
   setup.model = model;
-  setup.policy = {f.max_num_seqs, f.max_num_batched_tokens, f.chunked_prefill, f.block_size};
+  setup.policy = {f.max_num_seqs, f.max_num_batched_tokens, f.chunked_prefill, f.block_size,
+                  models::capacity_policy(f.capacity_scheduler_policy)};
   setup.kv_cache_tokens = run.kv_cache_tokens;
   setup.max_model_len = sc.model.seq_length;
   setup.replicas = f.replicas;

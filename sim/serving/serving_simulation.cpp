@@ -504,7 +504,12 @@ void Replica::start_iteration() {
     Sequence* s = waiting_.front();
     const int64_t left = s->prompt - s->computed;
     if (!policy.chunked_prefill && left > budget) break;
-    if (!grow(*s, s->prompt + 1)) break;
+    // max_utilization: the prompt and the first output token's slot; guaranteed_no_evict: every token it will
+    // hold, so that its decodes never need a block (a request is never preempted under it).
+    const int64_t reserve = policy.admission == models::CapacityPolicy::guaranteed_no_evict
+                                ? fleet_.outcome(*s).prompt_tokens + s->output
+                                : s->prompt + 1;
+    if (!grow(*s, reserve)) break;
     waiting_.pop_front();
     running_.push_back(s);
     const int64_t chunk = std::min(left, budget);

@@ -23,6 +23,7 @@
 #include <optional>
 #include <vector>
 
+#include "models/serving/engine_profile.hpp"
 #include "models/serving/inference_model.hpp"
 #include "models/units.hpp"
 
@@ -41,6 +42,10 @@ struct EnginePolicy {
   int64_t max_num_batched_tokens = 8192; ///< tokens per iteration (--max-num-batched-tokens)
   bool chunked_prefill = true;           ///< split prompts over iterations (--enable-chunked-prefill)
   int64_t block_size = 16;               ///< tokens per KV-cache block (--block-size, default 16)
+  /// KV-cache admission (models::CapacityPolicy): max_utilization admits on the prompt's blocks and preempts the
+  /// newest when the cache is full; guaranteed_no_evict admits only with the blocks of the prompt and the whole
+  /// output free, held to the end, and never preempts.
+  models::CapacityPolicy admission = models::CapacityPolicy::max_utilization;
 };
 
 /// How the router picks a replica for an arriving request.

@@ -110,10 +110,12 @@ TEST(ServingSimulation, OneAtATimeAtLowLoadIsAnMD1Queue) {
 }
 
 /// Requests all arriving at 0 on a replica with a KV cache of `tokens`, without engine overhead.
-ServingResult at_once(int64_t tokens, const std::vector<std::pair<int64_t, int64_t>>& prompt_output) {
+ServingResult at_once(int64_t tokens, const std::vector<std::pair<int64_t, int64_t>>& prompt_output,
+                      models::CapacityPolicy admission = models::CapacityPolicy::max_utilization) {
   ServingSetup setup;
   setup.model = h100_7b(models::EngineOverhead{units::Seconds(0.0), units::Seconds(0.0)});
   setup.kv_cache_tokens = tokens;
+  setup.policy.admission = admission;
   std::vector<ServingRequest> requests;
   for (const auto& [prompt, output] : prompt_output) requests.push_back({0.0, prompt, output});
   return simulate_serving(setup, requests);
@@ -144,6 +146,19 @@ TEST(ServingSimulation, AFullCachePreemptsTheNewestWhichRecomputes) {
   const ServingResult big = at_once(64, {{60, 10}});
   EXPECT_TRUE(big.requests[0].rejected);
   EXPECT_TRUE(std::isnan(big.requests[0].finish_s));
+}
+
+TEST(ServingSimulation, GuaranteedNoEvictReservesTheWholeOutputAndNeverPreempts) {
+  // The two requests of the test above, under TensorRT-LLM's default: each needs blocks for 30 + 20 tokens (4 of
+  // 16) before it starts, so the second waits for the first to finish instead of being preempted.
+  const ServingResult r = at_once(64, {{30, 20}, {30, 20}}, models::CapacityPolicy::guaranteed_no_evict);
+  for (const RequestOutcome& o : r.requests) EXPECT_EQ(o.preemptions, 0);
+  EXPECT_GE(r.requests[1].first_token_s, r.requests[0].finish_s);
+  EXPECT_EQ(r.iterations, 40);  // one prefill and 19 decodes each, one after the other
+  // Where the whole outputs fit, both run together as under max_utilization.
+  const ServingResult both = at_once(128, {{30, 20}, {30, 20}}, models::CapacityPolicy::guaranteed_no_evict);
+  EXPECT_DOUBLE_EQ(both.requests[0].finish_s, both.requests[1].finish_s);
+  EXPECT_EQ(both.iterations, 20);
 }
 
 TEST(ServingSimulation, SameInputGivesTheSameRun) {
