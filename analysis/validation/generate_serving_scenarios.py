@@ -173,11 +173,12 @@ def workload(row):
         max_bs, max_tokens = trtllm_bench_build_limits(model_of(row["model"]), row["gpu"], tp, precision == "fp8",
                                                        kv == "fp8", w["prompt_tokens"], w["output_tokens"])
         serving.update(max_num_seqs=max_bs, max_num_batched_tokens=max_tokens, gpu_memory_utilization=0.95,
-                       capacity_scheduler_policy="max_utilization")
+                       capacity_scheduler_policy="guaranteed_no_evict")
         notes.append("trtllm-bench throughput: every request queued at once; max batch %d and max tokens %d as "
                      "trtllm-bench build's heuristic picks them for these lengths (tensorrt_llm/bench/build/"
-                     "tuning.py), the KV cache at kv_cache_free_gpu_mem_fraction 0.95, and trtllm-bench's "
-                     "MAX_UTILIZATION scheduler (tensorrt_llm/bench/dataclasses/configuration.py)" % (max_bs, max_tokens))
+                     "tuning.py), the KV cache at kv_cache_free_gpu_mem_fraction 0.95, and the GUARANTEED_NO_EVICT "
+                     "scheduler trtllm-bench throughput sets (tensorrt_llm/bench/benchmark/throughput.py: "
+                     "scheduler_policy = IFBSchedulingPolicy.NO_EVICT)" % (max_bs, max_tokens))
     elif src.startswith("trtllm_perf_overview_online"):
         w["requests"] = 500
         if rate == "inf":

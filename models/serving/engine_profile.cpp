@@ -16,8 +16,9 @@ using units::milliseconds;
 // preparation, sampling and output processing, and the launch gaps between the kernels.
 // Admission: vLLM allocates blocks as sequences grow and preempts the newest by recomputation (vLLM docs,
 // "Preemption"); TensorRT-LLM's executor defaults to GUARANTEED_NO_EVICT (SchedulerConfig in the LLM API and the
-// runtime docs; trtllm-bench overrides it with MAX_UTILIZATION); LMDeploy's TurboMind allocates blocks as
-// sequences grow and evicts inactive ones when short (its SequenceManager), the on-demand case.
+// runtime docs), and trtllm-bench throughput sets it too (tensorrt_llm/bench/benchmark/throughput.py); LMDeploy's
+// TurboMind allocates blocks as sequences grow and evicts inactive ones when short (its SequenceManager), the
+// on-demand case.
 const std::array kProfiles{
     EngineProfile{"vllm", {milliseconds(1.5), microseconds(10.0)}, false, CapacityPolicy::max_utilization,
                   "fitted on 2 rows of one source (vLLM's Buildkite latency tests, H200): weakly determined; a "

@@ -547,7 +547,7 @@ constexpr std::array kParams{
               .help = "KV-cache admission (TensorRT-LLM's names): max_utilization admits on the prompt's blocks and "
                       "preempts the newest request when the cache fills (vllm, lmdeploy); guaranteed_no_evict "
                       "admits only with blocks for the prompt and the whole output, never preempting "
-                      "(tensorrt-llm's default; trtllm-bench runs max_utilization)."},
+                      "(tensorrt-llm's default, and trtllm-bench's)."},
     ParamSpec{.key = "serving.engine_overhead_ms", .type = number, .unit = "ms", .need = Need::derived,
               .default_text = "the engine's", .lo = 0.0, .hi = 1000.0,
               .help = "CPU work of the engine per iteration (scheduling, inputs, sampling, outputs)."},

@@ -153,11 +153,13 @@ TEST(ServingScenario, EnginesSetTheOverheadAndTheKvBudget) {
   EXPECT_FALSE(models::kv_cache_budget("vllm", 0.9, 8192, 256, 16).of_free_memory);
   EXPECT_TRUE(models::kv_cache_budget("tensorrt-llm", 0.9, 8192, 256, 16).of_free_memory);
   // The capacity scheduler policy: the engine's default (TensorRT-LLM's GUARANTEED_NO_EVICT, vLLM's on-demand
-  // blocks), or the scenario's (trtllm-bench's rows name max_utilization).
+  // blocks), or the scenario's.
   const ServingScenario trt_default =
       load_serving_scenario(kRoot / "scenarios" / "validation-serving" / "nim-llm-benchmarking-perf-63.toml", {}, catalog());
   EXPECT_EQ(trt_default.serving.capacity_scheduler_policy, "guaranteed_no_evict");
-  EXPECT_EQ(trt.serving.capacity_scheduler_policy, "max_utilization");
+  EXPECT_EQ(load_serving_scenario(row, {"serving.capacity_scheduler_policy=\"max_utilization\""}, catalog())
+                .serving.capacity_scheduler_policy,
+            "max_utilization");
   EXPECT_EQ(load_serving_scenario(kSynthetic, {}, catalog()).serving.capacity_scheduler_policy, "max_utilization");
   e = error_of(row, {"serving.capacity_scheduler_policy=\"static_batch\""});
   EXPECT_NE(e.find("key 'serving.capacity_scheduler_policy'"), std::string::npos) << e;
