@@ -29,6 +29,7 @@ MODELS = {
     "llama3.1-8b": (32, 4096, 32, 8, 14336, 128256, 131072, "Llama 3.1 8B (Dubey et al. 2024, Table 3)"),
     "llama3.1-70b": (80, 8192, 64, 8, 28672, 128256, 131072, "Llama 3.1 70B (Dubey et al. 2024, Table 3)"),
     "llama3-70b": (80, 8192, 64, 8, 28672, 128256, 8192, "Llama 3 70B (Dubey et al. 2024, Table 3)"),
+    "llama3.1-405b": (126, 16384, 128, 8, 53248, 128256, 131072, "Llama 3.1 405B (Dubey et al. 2024, Table 3)"),
     "llama3.3-70b": (80, 8192, 64, 8, 28672, 128256, 131072, "Llama 3.3 70B Instruct (the Llama 3.1 70B shape)"),
     "llama2-7b": (32, 4096, 32, 32, 11008, 32000, 4096, "Llama 2 7B (Touvron et al. 2023)"),
     "llama2-13b": (40, 5120, 40, 40, 13824, 32000, 4096, "Llama 2 13B (Touvron et al. 2023)"),
@@ -42,6 +43,8 @@ def model_of(name):
         return "llama3.1-8b"
     if "3.1 70b" in n:
         return "llama3.1-70b"
+    if "3.1 405b" in n:
+        return "llama3.1-405b"
     if "3.3 70b" in n:
         return "llama3.3-70b"
     if "llama 3 70b" in n:
