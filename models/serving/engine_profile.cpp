@@ -25,8 +25,9 @@ const std::array kProfiles{
                   "Python scheduler and output processing per step (Srivatsa et al., WukLab 2024; vLLM v0.6.0 "
                   "release blog, 2024-09: the GPU idle for over half of a Llama 3 8B step in v0.5.3)"},
     EngineProfile{"tensorrt-llm", {milliseconds(1.5), microseconds(3.0)}, true, CapacityPolicy::guaranteed_no_evict,
-                  "fitted on 50 rows of four sources (TensorRT-LLM perf-overview v0.17 and v0.14 online, "
-                  "performance.md v0.6.1, NIM 1.8.0): the C++ executor's in-flight batching"},
+                  "fitted on 165 rows of four sources (TensorRT-LLM perf-overview v0.17 and v0.14 online, "
+                  "performance.md v0.6.1, NIM 1.8.0; refitted 2026-11-27, unchanged): the C++ executor's in-flight "
+                  "batching"},
     EngineProfile{"lmdeploy", {milliseconds(1.0), microseconds(30.0)}, true, CapacityPolicy::max_utilization,
                   "fitted on 9 rows of one source (LMDeploy v0.1.0a1 on A100): TurboMind's C++ persistent batch"},
 };

@@ -27,7 +27,14 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// waves (NVIDIA cuBLAS documentation, cublasLtMatmulAlgoGetHeuristic; TensorRT-LLM's and vLLM's GEMV paths).
 constexpr int64_t kSkinnyRows = 64;
 
+constexpr double kActivationBytes = 2.0;  // 16-bit activations
+
 }  // namespace
+
+double moe_experts_touched(int64_t tokens, int64_t experts, int64_t topk) {
+  const double e = static_cast<double>(experts);
+  return e * (1.0 - std::pow(1.0 - static_cast<double>(topk) / e, static_cast<double>(tokens)));
+}
 
 double prefill_attention_pairs(int64_t cached, int64_t chunk) {
   const double c = static_cast<double>(chunk);
@@ -46,8 +53,7 @@ InferenceModel::InferenceModel(const ModelConfig& model, ServingNumerics numeric
       overhead_(overhead),
       memory_capacity_(device.memory_capacity * device_share),
       attention_kernel_(device.flash_attention_3 ? AttentionKernel::flash3 : AttentionKernel::flash2) {
-  require(!model.moe() && !model.multi_latent_attention,
-          "mixture-of-experts and multi-latent-attention models are not modelled for serving yet");
+  require(!model.multi_latent_attention, "multi-latent-attention models are not modelled for serving yet");
   require(model.num_layers >= 1 && model.hidden_size >= 1 && model.num_attention_heads >= 1 &&
               model.vocab_size >= 1,
           "layers, width, heads and vocabulary must be positive");
@@ -59,9 +65,63 @@ InferenceModel::InferenceModel(const ModelConfig& model, ServingNumerics numeric
           "tensor " + std::to_string(tensor) + " neither divides nor is a multiple of the " + std::to_string(g) +
               " key/value heads");
   require(model.ffn() % tensor == 0, "tensor does not divide the MLP width " + std::to_string(model.ffn()));
+  if (model.moe()) {
+    require(model.moe_router_topk >= 1 && model.moe_router_topk <= model.num_experts,
+            "moe_router_topk must be in [1, num_experts]");
+    require(model.expert_ffn() % tensor == 0 && model.moe_shared_expert_intermediate_size % tensor == 0,
+            "tensor does not divide the experts' MLP width " + std::to_string(model.expert_ffn()));
+  }
   require(numerics.weight_bytes > 0 && numerics.kv_bytes > 0, "weight and KV bytes must be positive");
   require(tensor == 1 || static_cast<bool>(all_reduce_), "tensor > 1 needs an all-reduce time");
   (void)compute_.peak(numerics.math);  // std::out_of_range when the device lacks the precision
+}
+
+units::Seconds InferenceModel::weight_gemm_time(int64_t rows, int64_t n, int64_t k, int64_t batch,
+                                               double weight_bytes, Precision p) const {
+  const units::Seconds tiled = compute_.gemm_time({rows, n, k, batch}, p, weight_bytes);
+  if (rows > kSkinnyRows) return tiled;
+  const double all_rows = static_cast<double>(rows * batch), nn = static_cast<double>(n),
+               kk = static_cast<double>(k);
+  const units::Bytes bytes(static_cast<double>(batch) * weight_bytes * kk * nn +
+                           kActivationBytes * (all_rows * kk + all_rows * nn));
+  const units::Seconds roofline =
+      std::max(units::Seconds(2.0 * all_rows * nn * kk / compute_.measured_matmul(p).value()),
+               units::Seconds(bytes.value() / compute_.achievable_memory_bandwidth().value())) +
+      ComputeModel::kKernelOverhead;
+  return std::min(tiled, roofline);
+}
+
+InferenceModel::MoeLayerTime InferenceModel::moe_layer_time(int64_t tokens) const {
+  const ModelConfig& m = model_;
+  const int64_t t = tensor_, h = m.hidden_size, fe = m.expert_ffn() / t, gated = m.gated_mlp ? 2 : 1;
+  const int64_t assignments = tokens * m.moe_router_topk;  // (token, expert) pairs
+  // The fused MoE kernel runs one grouped GEMM over the experts that received tokens, each padded to its own
+  // row tiles: the expected count of experts touched, and the assignments spread evenly over them.
+  const int64_t touched = std::clamp<int64_t>(
+      std::llround(moe_experts_touched(tokens, m.num_experts, m.moe_router_topk)), 1, m.num_experts);
+  const int64_t rows = ceil_div(assignments, touched);
+  MoeLayerTime r;
+  r.gemm = weight_gemm_time(tokens, m.num_experts, h, 1, kEmbeddingBytes, numerics_.activations()) +  // router
+           weight_gemm_time(rows, gated * fe, h, touched, numerics_.weight_bytes, numerics_.math) +
+           weight_gemm_time(rows, h, fe, touched, numerics_.weight_bytes, numerics_.math);
+  const int64_t fs = m.moe_shared_expert_intermediate_size / t;
+  if (fs > 0) {
+    r.gemm += weight_gemm_time(tokens, gated * fs, h, 1, numerics_.weight_bytes, numerics_.math) +
+              weight_gemm_time(tokens, h, fs, 1, numerics_.weight_bytes, numerics_.math);
+  }
+  // The router's softmax and top-k over fp32 logits, the permutation of the tokens to their experts and back
+  // (weighted by the router's scores: read and write T h and T k h each way), and the experts' activation.
+  const double T = static_cast<double>(tokens), A = static_cast<double>(assignments);
+  const double width = static_cast<double>(h);
+  r.memory_bound = compute_.memory_time(units::Bytes(T * static_cast<double>(m.num_experts) * 4.0 * 2.0)) +
+                   2.0 * compute_.memory_time(units::Bytes(kActivationBytes * width * (T + A))) +
+                   compute_.memory_time(units::Bytes(A * kActivationBytes * static_cast<double>(fe) *
+                                                     (m.gated_mlp ? 3.0 : 2.0)));
+  if (fs > 0) {
+    r.memory_bound += compute_.memory_time(units::Bytes(T * kActivationBytes * static_cast<double>(fs) *
+                                                        (m.gated_mlp ? 3.0 : 2.0)));
+  }
+  return r;
 }
 
 IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
@@ -74,32 +134,18 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
   const int64_t t = tensor_;
   const int64_t h = m.hidden_size, a = m.num_attention_heads, d = m.head_dim(), f = m.ffn();
   const int64_t kv_heads_per_gpu = ceil_div(m.kv_heads(), t);
-  constexpr double kActivationBytes = 2.0;  // 16-bit activations
   const Precision activations = numerics_.activations();
-  // A GEMM [rows, n, k]: the tiled model, or for skinny shapes the roofline of its weights, activations and
-  // output (the faster kernel wins, as cuBLAS's heuristic picks).
-  const auto gemm_time = [&](int64_t rows, int64_t n, int64_t k, double wb = 0.0, Precision p = Precision::bf16,
-                             bool layer = true) {
-    if (layer) {
-      wb = numerics_.weight_bytes;
-      p = numerics_.math;
-    }
-    const units::Seconds tiled = compute_.gemm_time({rows, n, k}, p, wb);
-    if (rows > kSkinnyRows) return tiled;
-    const double r = static_cast<double>(rows), nn = static_cast<double>(n), kk = static_cast<double>(k);
-    const units::Bytes bytes(wb * kk * nn + kActivationBytes * (r * kk + r * nn));
-    const units::Seconds roofline =
-        std::max(units::Seconds(2.0 * r * nn * kk / compute_.measured_matmul(p).value()),
-                 units::Seconds(bytes.value() / compute_.achievable_memory_bandwidth().value())) +
-        ComputeModel::kKernelOverhead;
-    return std::min(tiled, roofline);
+  // A layer's GEMM [rows, n, k] at the layer numerics.
+  const auto gemm_time = [&](int64_t rows, int64_t n, int64_t k) {
+    return weight_gemm_time(rows, n, k, 1, numerics_.weight_bytes, numerics_.math);
   };
 
   IterationTime it;
-  // One layer; every layer is alike.
-  units::Seconds gemm = gemm_time(tokens, (a / t + 2 * kv_heads_per_gpu) * d, h) +
-                        gemm_time(tokens, h, a / t * d) + gemm_time(tokens, (m.gated_mlp ? 2 : 1) * f / t, h) +
-                        gemm_time(tokens, h, f / t);
+  const int64_t gated = m.gated_mlp ? 2 : 1;
+  // One layer's attention projections; every layer has them.
+  units::Seconds gemm = gemm_time(tokens, (a / t + 2 * kv_heads_per_gpu) * d, h) + gemm_time(tokens, h, a / t * d);
+  // A dense layer's MLP.
+  const units::Seconds dense_mlp = gemm_time(tokens, gated * f / t, h) + gemm_time(tokens, h, f / t);
   units::Seconds attention{0.0};
   if (b.prefill_tokens > 0) {
     const units::Flops flops(4.0 * b.prefill_attention_pairs * static_cast<double>(d) *
@@ -120,22 +166,29 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
   const double act = static_cast<double>(f / t) * (m.gated_mlp ? 3.0 : 2.0);
   units::Seconds element = compute_.memory_time(units::Bytes(T * kActivationBytes * 4.0 * width)) +
                            compute_.memory_time(units::Bytes(T * kActivationBytes * 6.0 * width)) +
-                           compute_.memory_time(units::Bytes(T * kActivationBytes * 2.0 * qk)) +
-                           compute_.memory_time(units::Bytes(T * kActivationBytes * act));
+                           compute_.memory_time(units::Bytes(T * kActivationBytes * 2.0 * qk));
+  const units::Seconds dense_act = compute_.memory_time(units::Bytes(T * kActivationBytes * act));
   units::Seconds comm{0.0};
   if (t > 1) comm = 2.0 * all_reduce_(units::Bytes(T * kActivationBytes * width));
 
   const double layers = static_cast<double>(m.num_layers);
-  it.gemm = layers * gemm;
+  const int64_t moe_layers = m.moe_layers_in(0, m.num_layers);
+  const double dense_layers = static_cast<double>(m.num_layers - moe_layers);
+  it.gemm = layers * gemm + dense_layers * dense_mlp;
   it.attention = layers * attention;
-  it.memory_bound = layers * element;
+  it.memory_bound = layers * element + dense_layers * dense_act;
   it.communication = layers * comm;
+  if (moe_layers > 0) {
+    const MoeLayerTime moe = moe_layer_time(tokens);
+    it.gemm += static_cast<double>(moe_layers) * moe.gemm;
+    it.memory_bound += static_cast<double>(moe_layers) * moe.memory_bound;
+  }
   // The LM head over the sequences that sample, the logits gathered from the tensor-parallel ranks and the
   // sampler reading them (fp32).
   const int64_t sampled = std::max<int64_t>(b.sampled_sequences, 0);
   if (sampled > 0) {
-    it.gemm += gemm_time(sampled, m.vocab_size / t + (m.vocab_size % t != 0 ? 1 : 0), h, kEmbeddingBytes,
-                         activations, false);
+    it.gemm += weight_gemm_time(sampled, m.vocab_size / t + (m.vocab_size % t != 0 ? 1 : 0), h, 1, kEmbeddingBytes,
+                                activations);
     const double logits = static_cast<double>(sampled) * static_cast<double>(m.vocab_size) * 4.0;
     it.memory_bound += compute_.memory_time(units::Bytes(logits));
     if (t > 1) it.communication += all_reduce_(units::Bytes(logits / static_cast<double>(t)));
@@ -150,11 +203,21 @@ units::Bytes InferenceModel::weight_bytes_per_gpu() const {
   const double a = static_cast<double>(m.num_attention_heads), g = static_cast<double>(m.kv_heads());
   const double f = static_cast<double>(m.ffn());
   const double attention = h * (a + 2.0 * g) * d + a * d * h;
-  const double mlp = (m.gated_mlp ? 3.0 : 2.0) * h * f;
-  const double per_layer = (attention + mlp) / static_cast<double>(tensor_) + 2.0 * h;  // norms replicated
-  const double embeddings = static_cast<double>(m.vocab_size) * h * (m.tie_embeddings ? 1.0 : 2.0) /
-                            static_cast<double>(tensor_);
-  return units::Bytes(static_cast<double>(m.num_layers) * per_layer * numerics_.weight_bytes +
+  const double matrices = m.gated_mlp ? 3.0 : 2.0;
+  const double tp = static_cast<double>(tensor_);
+  const double dense = (attention + matrices * h * f) / tp + 2.0 * h;  // norms replicated
+  // An MoE layer: every expert (each split t ways, TensorRT-LLM's and vLLM's default tensor-parallel experts),
+  // the shared expert and the router (replicated, 16 bits: kEmbeddingBytes).
+  const double moe = (attention + matrices * h *
+                                      (static_cast<double>(m.num_experts) * static_cast<double>(m.expert_ffn()) +
+                                       static_cast<double>(m.moe_shared_expert_intermediate_size))) /
+                         tp +
+                     2.0 * h;
+  const double router = h * static_cast<double>(m.num_experts) * kEmbeddingBytes;
+  const double moe_layers = static_cast<double>(m.moe_layers_in(0, m.num_layers));
+  const double dense_layers = static_cast<double>(m.num_layers) - moe_layers;
+  const double embeddings = static_cast<double>(m.vocab_size) * h * (m.tie_embeddings ? 1.0 : 2.0) / tp;
+  return units::Bytes((dense_layers * dense + moe_layers * moe) * numerics_.weight_bytes + moe_layers * router +
                       embeddings * kEmbeddingBytes);
 }
 
@@ -182,7 +245,9 @@ int64_t InferenceModel::kv_cache_tokens(const KvCacheBudget& budget) const {
   const ModelConfig& m = model_;
   const double T = static_cast<double>(budget.max_batched_tokens);
   const double sampled = static_cast<double>(std::min(budget.max_batched_tokens, budget.max_num_seqs));
-  const double widest = static_cast<double>((m.gated_mlp ? 3 : 2) * m.ffn() / tensor_ + 4 * m.hidden_size);
+  // A layer's widest tensors: the MLP's (an MoE layer's, for its k copies of each token) and the QKV output's.
+  const int64_t mlp = m.moe() ? std::max(m.ffn(), m.moe_router_topk * m.expert_ffn()) : m.ffn();
+  const double widest = static_cast<double>((m.gated_mlp ? 3 : 2) * mlp / tensor_ + 4 * m.hidden_size);
   const double activations =
       T * widest * 2.0 + sampled * static_cast<double>(m.vocab_size) / static_cast<double>(tensor_) * 4.0;
   const double held = weight_bytes_per_gpu().value() + activations + kNonTorchReserve.value();

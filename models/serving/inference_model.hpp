@@ -14,6 +14,12 @@
 //   element-wise two RMSNorm/LayerNorms, two residual adds, RoPE on q and k, the activation: memory-bound
 //               on their reads and writes;
 //   TP comm     two all-reduces of T x h activations (bf16) per layer when t > 1 (Megatron);
+// A mixture-of-experts layer (Mixtral; Jiang et al. 2024) replaces the MLP with a router [T, E, h], the routed
+// experts as one grouped GEMM over the experts that received tokens (each expert split t ways: TensorRT-LLM's
+// Mapping and vLLM's fused MoE shard experts by tensor parallelism unless expert parallelism is asked for), an
+// optional shared expert, and the permutation of the T k (token, expert) pairs to their experts and back. With
+// uniform routing, T tokens of top-k over E experts touch E (1 - (1 - k / E)^T) experts in expectation: a small
+// decode batch reads only those experts' weights, a large one all of them.
 // plus the LM head for the sampled sequences [S, V / t, h] and its logits gathered, and a per-iteration engine
 // overhead (scheduling, input preparation, sampling, output processing on the CPU) of a + b x sequences:
 // vLLM's iteration overhead is a large share of a decode step (Srivatsa et al., "Is the GPU half-empty or
@@ -66,6 +72,10 @@ struct IterationBatch {
 /// attends to the cached ones and to itself and the earlier new ones, chunk x cached + chunk (chunk + 1) / 2.
 double prefill_attention_pairs(int64_t cached, int64_t chunk);
 
+/// Experts that receive at least one of `tokens` tokens when each picks `topk` of `experts` uniformly, in
+/// expectation: experts x (1 - (1 - topk / experts)^tokens).
+double moe_experts_touched(int64_t tokens, int64_t experts, int64_t topk);
+
 /// Where an iteration's time goes, s.
 struct IterationTime {
   units::Seconds gemm;           ///< the layers' GEMMs and the LM head
@@ -101,9 +111,10 @@ using AllReduceTime = std::function<units::Seconds(units::Bytes)>;
 
 class InferenceModel {
  public:
-  /// Throws std::invalid_argument for an MoE or multi-latent-attention model (not modelled yet), tensor < 1 or
-  /// not dividing the heads, the key/value heads (or being a multiple of them) and the MLP width, non-positive
-  /// byte widths, a missing all_reduce with tensor > 1; std::out_of_range when the device lacks `math`.
+  /// Throws std::invalid_argument for a multi-latent-attention model (not modelled yet), tensor < 1 or not
+  /// dividing the heads, the key/value heads (or being a multiple of them) and the MLP and experts' widths,
+  /// moe_router_topk outside [1, num_experts], non-positive byte widths, a missing all_reduce with tensor > 1;
+  /// std::out_of_range when the device lacks `math`.
   InferenceModel(const ModelConfig& model, ServingNumerics numerics, int64_t tensor, const DeviceSpec& device,
                  double device_share, AllReduceTime all_reduce, EngineOverhead overhead);
 
@@ -111,8 +122,9 @@ class InferenceModel {
   /// or an empty batch.
   [[nodiscard]] IterationTime iteration_time(const IterationBatch& batch) const;
 
-  /// Weights held by one GPU: the layers' at the numerics' weight bytes, and the embedding and LM head (untied:
-  /// both) at kEmbeddingBytes, split t ways, B.
+  /// Weights held by one GPU: the layers' at the numerics' weight bytes (an MoE layer: all its experts, split t
+  /// ways, and its router at kEmbeddingBytes), and the embedding and LM head (untied: both) at kEmbeddingBytes,
+  /// split t ways, B.
   [[nodiscard]] units::Bytes weight_bytes_per_gpu() const;
   /// KV-cache bytes one token takes on one GPU: 2 (K and V) x layers x ceil(g / t) x d x kv_bytes.
   [[nodiscard]] units::Bytes kv_bytes_per_token_per_gpu() const;
@@ -140,6 +152,18 @@ class InferenceModel {
   static constexpr units::Bytes kNonTorchReserve = units::gib(1.5);
 
  private:
+  /// One MoE layer's routed GEMMs (router, experts, shared expert) and memory-bound kernels.
+  struct MoeLayerTime {
+    units::Seconds gemm{0.0};
+    units::Seconds memory_bound{0.0};
+  };
+  [[nodiscard]] MoeLayerTime moe_layer_time(int64_t tokens) const;
+  /// A GEMM of `batch` instances of [rows, n, k] with weights of `weight_bytes` per element at math precision p:
+  /// the tiled model, or for skinny shapes (rows <= 64) the faster of it and the roofline of the weights,
+  /// 16-bit activations and output (cuBLAS's heuristics and the engines' GEMV / split-K paths).
+  [[nodiscard]] units::Seconds weight_gemm_time(int64_t rows, int64_t n, int64_t k, int64_t batch,
+                                                double weight_bytes, Precision p) const;
+
   ModelConfig model_;
   ServingNumerics numerics_;
   int64_t tensor_;

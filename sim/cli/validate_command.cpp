@@ -23,18 +23,25 @@ namespace clustersim::sim {
 
 namespace {
 
-/// The serving group: its rows with the engines' catalog overheads; with --fit the overheads fitted on the whole
-/// group; with --leave-one-out the leave-one-source-out check (docs/serving.md, "Validation").
-void run_serving_group(const po::variables_map& vm, const models::Catalog& catalog, int jobs) {
-  const std::filesystem::path dir = vm.count("serving")
-                                        ? std::filesystem::path(vm["serving"].as<std::string>())
-                                        : std::filesystem::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "validation-serving";
-  ServingValidationSuite suite;
+ServingValidationSuite load_serving_suite(const std::filesystem::path& dir, const models::Catalog& catalog) {
   try {
-    suite = ServingValidationSuite::load(dir, catalog);
+    return ServingValidationSuite::load(dir, catalog);
   } catch (const std::runtime_error& e) {
     throw DataError(e.what());
   }
+}
+
+/// The serving group: its rows with the engines' catalog overheads; with --fit the overheads fitted on the whole
+/// group; with --leave-one-out the leave-one-source-out check (docs/serving.md, "Validation"). Then the
+/// mixture-of-experts rows, predicted with those overheads and never fitted on.
+void run_serving_group(const po::variables_map& vm, const models::Catalog& catalog, int jobs) {
+  const std::filesystem::path source(CLUSTERSIM_SOURCE_DIR);
+  const std::filesystem::path dir = vm.count("serving") ? std::filesystem::path(vm["serving"].as<std::string>())
+                                                        : source / "scenarios" / "validation-serving";
+  const std::filesystem::path moe_dir = vm.count("serving-moe")
+                                            ? std::filesystem::path(vm["serving-moe"].as<std::string>())
+                                            : source / "scenarios" / "validation-serving-moe";
+  const ServingValidationSuite suite = load_serving_suite(dir, catalog);
   const std::vector<ServingValidationRow> rows = suite.evaluate(catalog, jobs);
   std::cout << "\nServing group: " << rows.size() << " published serving measurements in " << dir.string()
             << " (engine overheads: models/serving/engine_profile.cpp)\n"
@@ -57,6 +64,11 @@ void run_serving_group(const po::variables_map& vm, const models::Catalog& catal
     std::cout << "\nServing, leave one source out (refit the engines without the dataset, predict it):\n"
               << format_serving_leave_one_out(leave_one_serving_dataset_out(suite, grid));
   }
+  if (!std::filesystem::is_directory(moe_dir)) return;
+  const ServingValidationSuite moe = load_serving_suite(moe_dir, catalog);
+  std::cout << "\nMixture-of-experts serving rows: " << moe.size() << " published measurements in "
+            << moe_dir.string() << ", predicted with the engines' overheads above (not fitted on)\n"
+            << format_serving_validation(moe.evaluate(catalog, jobs));
 }
 
 }  // namespace
@@ -72,6 +84,9 @@ int run_validate_command(const std::vector<std::string>& args) {
        "with --leave-one-out: write the prediction bands (the catalog's prediction_uncertainty.toml) to this file")
       ("serving", po::value<std::string>(),
        "the serving group's scenarios (default: scenarios/validation-serving)")
+      ("serving-moe", po::value<std::string>(),
+       "the mixture-of-experts serving rows, predicted and never fitted on (default: "
+       "scenarios/validation-serving-moe)")
       ("no-serving", "leave out the serving group")
       ("catalog", po::value<std::string>(), "hardware catalog directory");
   po::options_description hidden;

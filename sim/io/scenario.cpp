@@ -419,9 +419,6 @@ class Loader {
   /// A serving scenario's cross-checks (load_serving_scenario).
   void check_serving(const models::Catalog& catalog) {
     check_model_shape();
-    if (get_int("model.num_experts") > 0) {
-      fail_at("model.num_experts", "mixture-of-experts models are not modelled for serving yet");
-    }
     if (get_bool("model.multi_latent_attention")) {
       fail_at("model.multi_latent_attention", "multi-latent attention is not modelled for serving yet");
     }
@@ -443,6 +440,16 @@ class Loader {
     if (get_int("model.ffn_hidden_size") % t != 0) {
       fail_at("serving.tensor", "must divide model.ffn_hidden_size (" +
                                     std::to_string(get_int("model.ffn_hidden_size")) + "), got " + std::to_string(t));
+    }
+    if (get_int("model.num_experts") > 0) {
+      // Tensor-parallel experts: each expert's MLP (and the shared expert's) is split t ways.
+      for (const char* k : {"model.moe_ffn_hidden_size", "model.moe_shared_expert_intermediate_size"}) {
+        if (get_int(k) % t != 0) {
+          fail_at("serving.tensor", "must divide " + std::string(k) + " (" + std::to_string(get_int(k)) +
+                                        "): a replica splits each expert over its tensor-parallel GPUs, got " +
+                                        std::to_string(t));
+        }
+      }
     }
     const int64_t domain = vm.domain_gpus(vm.nvlink_domain_vms);
     if (t > domain) {

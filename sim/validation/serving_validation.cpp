@@ -59,6 +59,7 @@ double ServingValidationRow::relative_error() const { return predicted ? *predic
 bool ServingValidationRow::throughput() const { return metric.find("_per_s") != std::string::npos; }
 
 std::string ServingErrorSummary::text() const {
+  if (rows == 0 && failed == 0) return "no rows";
   std::string s = printf_string("mean |error| %.1f %%, max %.1f %%, RMS %.1f %%, %d of %d within 15 %%",
                                 100.0 * mean_abs, 100.0 * max_abs, 100.0 * rms, within_15_percent, rows);
   if (failed > 0) s += printf_string(" (%d failed)", failed);

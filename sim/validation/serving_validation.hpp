@@ -55,6 +55,7 @@ struct ServingErrorSummary {
   int failed = 0;
   int within_15_percent = 0;
   double mean_abs = 0.0, max_abs = 0.0, rms = 0.0;
+  /// "mean |error| ..., k of n within 15 %" (and the failed rows), or "no rows".
   [[nodiscard]] std::string text() const;
 };
 ServingErrorSummary summarize_serving_rows(const std::vector<ServingValidationRow>& rows,

@@ -76,10 +76,15 @@ TEST(ServingScenario, BadFleetsAreLocated) {
   EXPECT_NE(e.find("key 'serving.precision': the A100-SXM4-80GB of Standard_ND96amsr_A100_v4 has no fp8 math"),
             std::string::npos)
       << e;
-  e = error_of(kSynthetic, {"model.num_experts=8"});
-  EXPECT_NE(e.find("key 'model.num_experts': mixture-of-experts models are not modelled for serving yet"),
+  e = error_of(kSynthetic, {"model.multi_latent_attention=true"});
+  EXPECT_NE(e.find("key 'model.multi_latent_attention': multi-latent attention is not modelled for serving yet"),
             std::string::npos)
       << e;
+  // Mixture of experts: each expert is split over the replica's tensor-parallel GPUs.
+  const ServingScenario moe = load_serving_scenario(kSynthetic, {"model.num_experts=8", "model.moe_ffn_hidden_size=3584"}, catalog());
+  EXPECT_EQ(moe.model.num_experts, 8);
+  e = error_of(kSynthetic, {"model.num_experts=8", "model.moe_ffn_hidden_size=1001"});
+  EXPECT_NE(e.find("key 'serving.tensor': must divide model.moe_ffn_hidden_size (1001)"), std::string::npos) << e;
 }
 
 TEST(ServingScenario, FleetsWithoutKvCacheAndRunsBeyondTheBudgetAreLocated) {

@@ -58,6 +58,45 @@ TEST(InferenceModel, DecodeAtBatchOneReadsTheWeightsOnceAtTheMemoryBandwidth) {
   EXPECT_NEAR(model->weight_bytes_per_gpu().value(), bytes + 2.0 * 32000 * h + 2.0 * 32 * 2 * h, 1.0);
 }
 
+TEST(InferenceModel, AnMoeDecodeReadsOnlyTheExpertsItsTokensPick) {
+  // Mixtral 8x7B's shape (Jiang et al. 2024): 8 experts, top 2. One decoding sequence touches 2 experts per
+  // layer, so the GEMMs read the attention weights, the router and two experts' weights: the same bytes as a
+  // dense model of twice the MLP width, plus the router (16 bits) and one kernel more per layer.
+  EXPECT_DOUBLE_EQ(models::moe_experts_touched(1, 8, 2), 2.0);
+  EXPECT_DOUBLE_EQ(models::moe_experts_touched(0, 8, 2), 0.0);
+  EXPECT_NEAR(models::moe_experts_touched(64, 8, 2), 8.0, 1e-6);  // a batch of 64 touches every expert
+  models::ModelConfig mixtral = llama2_7b();
+  mixtral.num_query_groups = 8;
+  mixtral.ffn_hidden_size = 14336;
+  mixtral.vocab_size = 32000;
+  mixtral.num_experts = 8;
+  mixtral.moe_router_topk = 2;
+  const models::DeviceSpec& h100 = catalog().device("H100-SXM5-80GB");
+  const models::InferenceModel moe(mixtral, {}, 1, h100, 1.0, nullptr, {});
+  models::IterationBatch b;
+  b.decode_sequences = 1;
+  b.decode_kv_tokens = 100;
+  b.sampled_sequences = 1;
+  const double h = 4096, f = 14336, kv = 8 * 128;
+  const double attention = h * (h + 2 * kv) + h * h;
+  const double bytes = 2.0 * (32 * (attention + 2 * 3 * h * f + 8 * h) + 32000 * h);
+  const double bandwidth = h100.achievable_memory_bandwidth.value();
+  const double kernels = 32 * 5 + 1;  // QKV, output, router, experts' gate+up and down; the LM head
+  const double expected = bytes / bandwidth + kernels * models::ComputeModel::kKernelOverhead.value();
+  EXPECT_NEAR(moe.iteration_time(b).gemm.value(), expected, 0.01 * expected);
+  // It holds all eight experts: 46.7 billion parameters (Mixtral's count), in bf16.
+  EXPECT_NEAR(moe.weight_bytes_per_gpu().value() / 2.0, 46.7e9, 0.1e9);
+  // A batch of 256 decodes reads every expert once: far less than 128 times one sequence's experts.
+  b.decode_sequences = 256;
+  b.decode_kv_tokens = 256 * 100;
+  b.sampled_sequences = 256;
+  EXPECT_LT(moe.iteration_time(b).gemm.value(), 4.0 * expected);
+  // Tensor parallelism must divide the experts' width (a located loader error names it first).
+  mixtral.moe_ffn_hidden_size = 1001;
+  EXPECT_THROW(models::InferenceModel(mixtral, {}, 2, h100, 1.0, [](units::Bytes) { return units::Seconds(0); }, {}),
+               std::invalid_argument);
+}
+
 TEST(InferenceModel, KvCacheIsWhatTheWeightsAndActivationsLeave) {
   const auto model = h100_7b();
   // 2 (K, V) x 32 layers x 32 heads x 128 x 2 bytes = 512 KiB per token.
