@@ -442,6 +442,11 @@ class Loader {
                                     std::to_string(get_int("model.ffn_hidden_size")) + "), got " + std::to_string(t));
     }
     if (get_int("model.num_experts") > 0) {
+      if (get_int("model.moe_router_topk") > get_int("model.num_experts")) {
+        fail_at("model.moe_router_topk", "must not exceed model.num_experts (" +
+                                             std::to_string(get_int("model.num_experts")) + "), got " +
+                                             std::to_string(get_int("model.moe_router_topk")));
+      }
       // Tensor-parallel experts: each expert's MLP (and the shared expert's) is split t ways.
       for (const char* k : {"model.moe_ffn_hidden_size", "model.moe_shared_expert_intermediate_size"}) {
         if (get_int(k) % t != 0) {

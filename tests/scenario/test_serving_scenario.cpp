@@ -85,6 +85,8 @@ TEST(ServingScenario, BadFleetsAreLocated) {
   EXPECT_EQ(moe.model.num_experts, 8);
   e = error_of(kSynthetic, {"model.num_experts=8", "model.moe_ffn_hidden_size=1001"});
   EXPECT_NE(e.find("key 'serving.tensor': must divide model.moe_ffn_hidden_size (1001)"), std::string::npos) << e;
+  e = error_of(kSynthetic, {"model.num_experts=8", "model.moe_router_topk=9"});
+  EXPECT_NE(e.find("key 'model.moe_router_topk': must not exceed model.num_experts (8)"), std::string::npos) << e;
 }
 
 TEST(ServingScenario, FleetsWithoutKvCacheAndRunsBeyondTheBudgetAreLocated) {
