@@ -43,10 +43,11 @@ double prefill_attention_pairs(int64_t cached, int64_t chunk) {
 
 InferenceModel::InferenceModel(const ModelConfig& model, ServingNumerics numerics, int64_t tensor,
                                const DeviceSpec& device, double device_share, AllReduceTime all_reduce,
-                               EngineOverhead overhead)
+                               EngineOverhead overhead, PipelineStages pipeline)
     : model_(model),
       numerics_(numerics),
       tensor_(tensor),
+      pipeline_(std::move(pipeline)),
       device_(at_microbenchmark_rates(device)),
       compute_(device_, device_share),
       all_reduce_(std::move(all_reduce)),
@@ -73,6 +74,9 @@ InferenceModel::InferenceModel(const ModelConfig& model, ServingNumerics numeric
   }
   require(numerics.weight_bytes > 0 && numerics.kv_bytes > 0, "weight and KV bytes must be positive");
   require(tensor == 1 || static_cast<bool>(all_reduce_), "tensor > 1 needs an all-reduce time");
+  require(pipeline_.stages >= 1 && pipeline_.stages <= model.num_layers,
+          "pipeline stages must be in [1, layers], got " + std::to_string(pipeline_.stages));
+  require(pipeline_.stages == 1 || static_cast<bool>(pipeline_.send), "pipeline stages > 1 need a send time");
   (void)compute_.peak(numerics.math);  // std::out_of_range when the device lacks the precision
 }
 
@@ -193,6 +197,8 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
     it.memory_bound += compute_.memory_time(units::Bytes(logits));
     if (t > 1) it.communication += all_reduce_(units::Bytes(logits / static_cast<double>(t)));
   }
+  // Pipeline stages: the batch's hidden states and residual (2 x T x h, 16 bits) cross every boundary in turn.
+  if (pipeline_.stages > 1) it.communication += pipeline_.send(units::Bytes(2.0 * T * kActivationBytes * width));
   it.overhead = overhead_.fixed + overhead_.per_sequence * static_cast<double>(sampled);
   return it;
 }
@@ -214,15 +220,20 @@ units::Bytes InferenceModel::weight_bytes_per_gpu() const {
                          tp +
                      2.0 * h;
   const double router = h * static_cast<double>(m.num_experts) * kEmbeddingBytes;
-  const double moe_layers = static_cast<double>(m.moe_layers_in(0, m.num_layers));
-  const double dense_layers = static_cast<double>(m.num_layers) - moe_layers;
-  const double embeddings = static_cast<double>(m.vocab_size) * h * (m.tie_embeddings ? 1.0 : 2.0) / tp;
+  // The fullest stage: the first ceil(L / p) layers (MoE layers counted among them as the model places them).
+  const int64_t stage_layers = ceil_div(m.num_layers, pipeline_.stages);
+  const double moe_layers = static_cast<double>(m.moe_layers_in(0, stage_layers));
+  const double dense_layers = static_cast<double>(stage_layers) - moe_layers;
+  // One stage holds the embedding and the LM head (one table when tied); with stages, the first holds the
+  // embedding and the last the LM head.
+  const double tables = pipeline_.stages > 1 || m.tie_embeddings ? 1.0 : 2.0;
+  const double embeddings = static_cast<double>(m.vocab_size) * h * tables / tp;
   return units::Bytes((dense_layers * dense + moe_layers * moe) * numerics_.weight_bytes + moe_layers * router +
                       embeddings * kEmbeddingBytes);
 }
 
 units::Bytes InferenceModel::kv_bytes_per_token_per_gpu() const {
-  return units::Bytes(2.0 * static_cast<double>(model_.num_layers) *
+  return units::Bytes(2.0 * static_cast<double>(ceil_div(model_.num_layers, pipeline_.stages)) *
                       static_cast<double>(ceil_div(model_.kv_heads(), tensor_) * model_.head_dim()) *
                       numerics_.kv_bytes);
 }

@@ -109,24 +109,36 @@ struct KvCacheBudget {
 /// Time of an all-reduce of the given bytes over the replica's tensor-parallel GPUs (zero when t = 1).
 using AllReduceTime = std::function<units::Seconds(units::Bytes)>;
 
+/// Pipeline parallelism inside a replica (vLLM --pipeline-parallel-size): `stages` groups of t GPUs, each holding
+/// a contiguous ceil(layers / stages) layers (the first stage the embedding, the last the LM head), and
+/// `send`, the time to pass an activation of the given bytes (per tensor-parallel rank) over all stages'
+/// boundaries, one after the other. One iteration's batch passes through every stage in turn, so its latency is
+/// the whole model's kernels plus the sends; the engine keeps `stages` batches in flight (vLLM's virtual engines,
+/// sim/serving) to keep every stage busy.
+struct PipelineStages {
+  int64_t stages = 1;
+  std::function<units::Seconds(units::Bytes)> send;  ///< over the stages - 1 boundaries; needed when stages > 1
+};
+
 class InferenceModel {
  public:
   /// Throws std::invalid_argument for a multi-latent-attention model (not modelled yet), tensor < 1 or not
   /// dividing the heads, the key/value heads (or being a multiple of them) and the MLP and experts' widths,
   /// moe_router_topk outside [1, num_experts], non-positive byte widths, a missing all_reduce with tensor > 1;
-  /// std::out_of_range when the device lacks `math`.
+  /// pipeline stages < 1 or above the layers, or a missing send with stages > 1; std::out_of_range when the device
+  /// lacks `math`.
   InferenceModel(const ModelConfig& model, ServingNumerics numerics, int64_t tensor, const DeviceSpec& device,
-                 double device_share, AllReduceTime all_reduce, EngineOverhead overhead);
+                 double device_share, AllReduceTime all_reduce, EngineOverhead overhead, PipelineStages pipeline = {});
 
   /// The time of one iteration of `batch` (at least one token). Throws std::invalid_argument on negative counts
   /// or an empty batch.
   [[nodiscard]] IterationTime iteration_time(const IterationBatch& batch) const;
 
-  /// Weights held by one GPU: the layers' at the numerics' weight bytes (an MoE layer: all its experts, split t
-  /// ways, and its router at kEmbeddingBytes), and the embedding and LM head (untied: both) at kEmbeddingBytes,
-  /// split t ways, B.
+  /// Weights held by one GPU (of the fullest pipeline stage): the layers' at the numerics' weight bytes (an MoE
+  /// layer: all its experts, split t ways, and its router at kEmbeddingBytes), and the embedding and LM head
+  /// (untied and one stage: both) at kEmbeddingBytes, split t ways, B.
   [[nodiscard]] units::Bytes weight_bytes_per_gpu() const;
-  /// KV-cache bytes one token takes on one GPU: 2 (K and V) x layers x ceil(g / t) x d x kv_bytes.
+  /// KV-cache bytes one token takes on one GPU: 2 (K and V) x ceil(layers / stages) x ceil(g / t) x d x kv_bytes.
   [[nodiscard]] units::Bytes kv_bytes_per_token_per_gpu() const;
   /// Tokens of KV cache one replica holds under `budget`, rounded down to whole blocks; 0 when the weights
   /// leave no room. The runtime's buffers: the activations of one forward pass of max_batched_tokens (a
@@ -137,6 +149,7 @@ class InferenceModel {
   [[nodiscard]] int64_t kv_cache_tokens(const KvCacheBudget& budget) const;
 
   [[nodiscard]] int64_t tensor() const { return tensor_; }
+  [[nodiscard]] int64_t pipeline() const { return pipeline_.stages; }
   [[nodiscard]] const ModelConfig& model() const { return model_; }
 
   InferenceModel(const InferenceModel&) = delete;  // compute_ points into device_
@@ -167,6 +180,7 @@ class InferenceModel {
   ModelConfig model_;
   ServingNumerics numerics_;
   int64_t tensor_;
+  PipelineStages pipeline_;
   DeviceSpec device_;     ///< at its microbenchmark rates; compute_ points to it (declared before it)
   ComputeModel compute_;
   AllReduceTime all_reduce_;

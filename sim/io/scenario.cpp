@@ -456,6 +456,25 @@ class Loader {
         }
       }
     }
+    const int64_t stages = get_int("serving.pipeline");
+    if (stages > 1) {
+      if (stages > get_int("model.num_layers")) {
+        fail_at("serving.pipeline", "must not exceed model.num_layers (" + std::to_string(get_int("model.num_layers")) +
+                                        "), got " + std::to_string(stages));
+      }
+      if (t * stages > vm.devices_per_vm && vm.devices_per_vm % t != 0) {
+        fail_at("serving.pipeline", "the replica's " + std::to_string(t * stages) + " GPUs span VMs of " +
+                                        std::to_string(vm.devices_per_vm) + " GPUs, and a tensor-parallel group of " +
+                                        std::to_string(t) + " would straddle two: use a tensor that divides " +
+                                        std::to_string(vm.devices_per_vm));
+      }
+      for (const char* k : {"serving.min_replicas", "serving.zone_outage_start_s"}) {
+        if (has(k)) fail_at(k, "not modelled with serving.pipeline > 1 yet");
+      }
+      if (get_int("serving.spot_replicas") > 0) {
+        fail_at("serving.spot_replicas", "not modelled with serving.pipeline > 1 yet");
+      }
+    }
     const int64_t domain = vm.domain_gpus(vm.nvlink_domain_vms);
     if (t > domain) {
       fail_at("serving.tensor", "a replica's tensor-parallel GPUs share one NVLink domain: at most " +
@@ -521,17 +540,20 @@ class Loader {
     }
     // The weights must leave a KV cache (InferenceModel::kv_cache_tokens, vLLM's memory profile).
     {
-      const models::InferenceModel model(model_keys(), numerics, t, device, vm.device_share,
-                                         [](units::Bytes) { return units::Seconds(0.0); }, {});
+      const auto free_comm = [](units::Bytes) { return units::Seconds(0.0); };
+      const models::InferenceModel model(model_keys(), numerics, t, device, vm.device_share, free_comm, {},
+                                         {stages, free_comm});
       if (model.kv_cache_tokens(models::kv_cache_budget(
               get_string("serving.engine"), get_double("serving.gpu_memory_utilization"),
               get_int("serving.max_num_batched_tokens"), get_int("serving.max_num_seqs"),
-              get_int("serving.block_size"))) < get_int("serving.block_size")) {
+              get_int("serving.block_size"))) / stages < get_int("serving.block_size")) {
         fail_at("serving.tensor", "the weights (" + std::to_string(static_cast<int64_t>(
                                                         model.weight_bytes_per_gpu().value() / 1073741824.0 + 0.5)) +
-                                      " GiB per GPU at tensor " + std::to_string(t) + ") leave no KV cache on the " +
-                                      vm.device + ": raise serving.tensor or gpu_memory_utilization, or choose a "
-                                      "larger GPU");
+                                      " GiB per GPU at tensor " + std::to_string(t) +
+                                      (stages > 1 ? " x pipeline " + std::to_string(stages) : std::string()) +
+                                      ") leave no KV cache on the " + vm.device +
+                                      ": raise serving.tensor (or serving.pipeline) or gpu_memory_utilization, or "
+                                      "choose a larger GPU");
       }
     }
     // The simulation's budget: at most 2 million requests and 200 million output tokens (each about 10 s of one
@@ -642,6 +664,7 @@ class Loader {
     f.vm_size = get_string("serving.vm_size");
     f.replicas = get_int("serving.replicas");
     f.tensor = get_int("serving.tensor");
+    f.pipeline = get_int("serving.pipeline");
     f.precision = get_string("serving.precision");
     f.kv_cache_fp8 = get_string("serving.kv_cache_dtype") == "fp8";
     f.max_num_seqs = get_int("serving.max_num_seqs");

@@ -124,6 +124,9 @@ struct ServingFleetConfig {
   std::string vm_size;
   int64_t replicas = 1;
   int64_t tensor = 1;
+  int64_t pipeline = 1;  ///< pipeline stages per replica (vLLM --pipeline-parallel-size)
+  /// GPUs of one replica: tensor x pipeline.
+  [[nodiscard]] int64_t gpus_per_replica() const { return tensor * pipeline; }
   std::string precision = "bf16";  ///< bf16 | fp16 | fp8 | int8
   bool kv_cache_fp8 = false;
   int64_t max_num_seqs = 256;

@@ -513,6 +513,12 @@ constexpr std::array kParams{
               .min_int = 1, .max_int = 72,
               .help = "Tensor-parallel GPUs per replica, inside one NVLink domain of the VM size; divides the heads.",
               .bound_reason = "72: the largest NVLink domain (GB200 NVL72)"},
+    ParamSpec{.key = "serving.pipeline", .type = integer, .unit = "stages", .need = Need::defaulted,
+              .default_text = "1", .min_int = 1, .max_int = 128,
+              .help = "Pipeline stages per replica (vLLM --pipeline-parallel-size): a replica is tensor x pipeline "
+                      "GPUs over the fewest VMs, the layers split evenly; with stages > 1 it keeps that many "
+                      "batches in flight (virtual engines). Not with autoscaling, spot replicas or a zone outage.",
+              .bound_reason = "128 stages: beyond any published deployment"},
     ParamSpec{.key = "serving.precision", .type = string, .need = Need::defaulted, .default_text = "\"bf16\"",
               .choices = kServingPrecisions,
               .help = "Weights and GEMM math: bf16 or fp16 (2-byte weights), fp8 (W8A8, fp8 GEMMs), int8 (weight-only "

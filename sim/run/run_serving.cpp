@@ -72,17 +72,20 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
   const models::VmSize& vm = catalog.vm_size(sc.serving.vm_size);
   const models::DeviceSpec& device = catalog.device(vm.device);
   const ServingFleetConfig& f = sc.serving;
+  models::PipelineStages stages{f.pipeline, nullptr};
+  if (f.pipeline > 1) stages.send = pipeline_stage_send(vm, device, f.tensor, f.pipeline);
   auto model = std::make_shared<const models::InferenceModel>(
       sc.model, models::serving_numerics(f.precision, f.kv_cache_fp8), f.tensor, device, vm.device_share,
       tensor_parallel_all_reduce(vm, device, f.tensor),
       models::EngineOverhead{units::milliseconds(f.engine_overhead_ms),
-                             units::microseconds(f.engine_overhead_per_sequence_us)});
+                             units::microseconds(f.engine_overhead_per_sequence_us)},
+      std::move(stages));
   ServingRun run;
   run.kv_cache_tokens = model->kv_cache_tokens(models::kv_cache_budget(
       f.engine, f.gpu_memory_utilization, f.max_num_batched_tokens, f.max_num_seqs, f.block_size));
   run.weight_bytes_per_gpu = model->weight_bytes_per_gpu().value();
   run.kv_bytes_per_token = model->kv_bytes_per_token_per_gpu().value();
-  if (run.kv_cache_tokens < f.block_size) {
+  if (run.kv_cache_tokens / f.pipeline < f.block_size) {
     throw DataError(sc.source_path.string() + ": the weights (" + printf_string("%.1f", run.weight_bytes_per_gpu / 1073741824.0) +
                     " GiB per GPU at tensor " + std::to_string(f.tensor) + ") leave no KV cache in " +
                     printf_string("%.0f %%", 100.0 * f.gpu_memory_utilization) + " of the " + vm.device +
@@ -98,9 +101,12 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
   setup.model = model;
   setup.policy = {f.max_num_seqs, f.max_num_batched_tokens, f.chunked_prefill, f.block_size,
                   models::capacity_policy(f.capacity_scheduler_policy)};
-  setup.kv_cache_tokens = run.kv_cache_tokens;
+  // A pipelined replica runs `pipeline` virtual engines (vLLM: one scheduler per in-flight batch, each with its
+  // share of the replica's cache blocks): the engine simulates each as a replica of its own, whose iteration
+  // takes the whole pipeline's latency.
+  setup.kv_cache_tokens = run.kv_cache_tokens / f.pipeline / f.block_size * f.block_size;
   setup.max_model_len = sc.model.seq_length;
-  setup.replicas = f.replicas;
+  setup.replicas = f.replicas * f.pipeline;
   setup.routing = f.routing == "round_robin" ? Routing::round_robin : Routing::least_outstanding;
   setup.sample_interval_s = f.sample_interval_s;
   setup.concurrency = sc.workload.arrival == "closed_loop" ? sc.workload.concurrency : 0;
@@ -123,12 +129,19 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
     spot.seed = sc.seed;
   }
   run.result = simulate_serving(setup, requests_of(sc));
+  if (f.pipeline > 1) {
+    // Back from virtual engines to replicas: the replica of each request, and busy time per replica.
+    for (RequestOutcome& o : run.result.requests) {
+      if (o.replica >= 0) o.replica /= f.pipeline;
+    }
+    run.result.busy_s /= static_cast<double>(f.pipeline);
+  }
   LatencyTargets targets;
   if (sc.slo.ttft_p99_ms) targets.ttft_s = *sc.slo.ttft_p99_ms / 1e3;
   if (sc.slo.tpot_p99_ms) targets.tpot_s = *sc.slo.tpot_p99_ms / 1e3;
-  run.summary = summarize_serving(run.result, targets, f.replicas, f.tensor, vm.devices_per_vm, f.vm_price_usd_per_hour,
-                                  f.spot_discount);
-  run.vms = (f.replicas * f.tensor + vm.devices_per_vm - 1) / vm.devices_per_vm;
+  run.summary = summarize_serving(run.result, targets, f.replicas, f.gpus_per_replica(), vm.devices_per_vm,
+                                  f.vm_price_usd_per_hour, f.spot_discount);
+  run.vms = (f.replicas * f.gpus_per_replica() + vm.devices_per_vm - 1) / vm.devices_per_vm;
   return run;
 }
 
@@ -138,7 +151,8 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, co
   c.push_back({"scenario", "", "scenario name", std::vector<std::string>{sc.name}});
   c.push_back({"vm_size", "", "VM size of the replicas", std::vector<std::string>{sc.serving.vm_size}});
   c.push_back(integer("replicas", "1", "model replicas", sc.serving.replicas));
-  c.push_back(integer("tensor_parallel", "1", "GPUs per replica (tensor parallelism)", sc.serving.tensor));
+  c.push_back(integer("tensor_parallel", "1", "tensor-parallel GPUs per pipeline stage", sc.serving.tensor));
+  c.push_back(integer("pipeline_parallel", "1", "pipeline stages per replica", sc.serving.pipeline));
   c.push_back(integer("vms", "1", "VMs the replicas occupy", run.vms));
   c.push_back(integer("kv_cache_tokens", "tokens", "KV-cache capacity of one replica", run.kv_cache_tokens));
   c.push_back(real("weight_bytes_per_gpu", "B", "weights held by one GPU", run.weight_bytes_per_gpu));
@@ -249,8 +263,9 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
   std::ostringstream out;
   out << sc.name << "\n";
   if (!sc.description.empty()) out << "  " << sc.description << "\n";
-  out << printf_string("fleet       %lld replicas x TP %lld on %lld x %s, %s weights%s\n",
+  out << printf_string("fleet       %lld replicas x TP %lld%s on %lld x %s, %s weights%s\n",
                        static_cast<long long>(f.replicas), static_cast<long long>(f.tensor),
+                       f.pipeline > 1 ? (" x PP " + std::to_string(f.pipeline)).c_str() : "",
                        static_cast<long long>(run.vms), f.vm_size.c_str(), f.precision.c_str(),
                        f.kv_cache_fp8 ? ", fp8 KV cache" : "");
   out << printf_string("replica     %.1f GiB of weights per GPU, KV cache %lld tokens, one decode step %.2f ms\n",
@@ -305,7 +320,7 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
     out << printf_string("cost        %.1f GPU-hours (no price for %s in the catalog)\n", s.gpu_hours, f.vm_size.c_str());
   }
   if (sc.reference) {
-    const double predicted = serving_metric(s, sc.reference->metric, f.replicas * f.tensor);
+    const double predicted = serving_metric(s, sc.reference->metric, f.replicas * f.gpus_per_replica());
     out << printf_string("reference   %s: measured %.4g, predicted %.4g (%+.1f %%), %s\n", sc.reference->metric.c_str(),
                          sc.reference->value, predicted, 100.0 * (predicted / sc.reference->value - 1.0),
                          sc.reference->source.c_str());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "models/hardware/catalog.hpp"
 #include "models/serving/inference_model.hpp"
@@ -18,5 +19,14 @@ namespace clustersim::sim {
 /// topology and collective model otherwise.
 models::AllReduceTime tensor_parallel_all_reduce(const models::VmSize& vm, const models::DeviceSpec& device,
                                                  int64_t tensor);
+
+/// The sends of a replica's pipeline: `stages` groups of `tensor` GPUs laid out in order over the fewest VMs of
+/// `vm` (stage s on GPUs s t .. s t + t - 1), each boundary a send of the given bytes from every rank of one stage
+/// to the same rank of the next (NVLink inside a VM, the VM's scale-out network between VMs; the collective
+/// model's send_recv), the boundaries one after the other: their summed time, tabulated as the all-reduce above.
+/// Throws std::invalid_argument when tensor < 1, stages < 2, or a tensor-parallel group would span two VMs.
+std::function<units::Seconds(units::Bytes)> pipeline_stage_send(const models::VmSize& vm,
+                                                                const models::DeviceSpec& device, int64_t tensor,
+                                                                int64_t stages);
 
 }  // namespace clustersim::sim

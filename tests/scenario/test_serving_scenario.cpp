@@ -85,6 +85,15 @@ TEST(ServingScenario, BadFleetsAreLocated) {
   EXPECT_EQ(moe.model.num_experts, 8);
   e = error_of(kSynthetic, {"model.num_experts=8", "model.moe_ffn_hidden_size=1001"});
   EXPECT_NE(e.find("key 'serving.tensor': must divide model.moe_ffn_hidden_size (1001)"), std::string::npos) << e;
+  // Pipeline stages: at most the layers, tensor-parallel groups inside one VM, and not (yet) with a changing fleet.
+  const ServingScenario pp = load_serving_scenario(kSynthetic, {"serving.tensor=8", "serving.pipeline=2"}, catalog());
+  EXPECT_EQ(pp.serving.gpus_per_replica(), 16);
+  e = error_of(kSynthetic, {"serving.pipeline=81"});
+  EXPECT_NE(e.find("key 'serving.pipeline': must not exceed model.num_layers (80)"), std::string::npos) << e;
+  e = error_of(kSynthetic, {"serving.pipeline=2", "serving.min_replicas=1", "serving.max_replicas=4"});
+  EXPECT_NE(e.find("key 'serving.min_replicas': not modelled with serving.pipeline > 1 yet"), std::string::npos) << e;
+  e = error_of(kSynthetic, {"serving.pipeline=2", "serving.spot_replicas=1"});
+  EXPECT_NE(e.find("key 'serving.spot_replicas': not modelled with serving.pipeline > 1 yet"), std::string::npos) << e;
   e = error_of(kSynthetic, {"model.num_experts=8", "model.moe_router_topk=9"});
   EXPECT_NE(e.find("key 'model.moe_router_topk': must not exceed model.num_experts (8)"), std::string::npos) << e;
 }

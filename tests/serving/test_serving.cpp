@@ -97,6 +97,40 @@ TEST(InferenceModel, AnMoeDecodeReadsOnlyTheExpertsItsTokensPick) {
                std::invalid_argument);
 }
 
+TEST(InferenceModel, PipelineStagesSplitTheLayersAndAddTheirSends) {
+  // Llama 2 7B in two stages of one GPU: each GPU holds 16 layers and one of the two vocabulary tables, a token's
+  // KV cache is half as wide per GPU, and one iteration runs the same kernels as one stage of 32 layers plus the
+  // send of the hidden states and residual (2 x T x h, 16 bits) over the boundary.
+  const auto one = h100_7b();
+  const models::DeviceSpec& h100 = catalog().device("H100-SXM5-80GB");
+  double sent_bytes = 0;
+  const models::InferenceModel two(llama2_7b(), {}, 1, h100, 1.0, nullptr, {},
+                                   {2, [&sent_bytes](units::Bytes b) {
+                                      sent_bytes = b.value();
+                                      return units::Seconds(1e-4);
+                                    }});
+  const double h = 4096, layer = 2.0 * (h * 3 * h + h * h + 3 * h * 11008 + 2 * h);
+  EXPECT_NEAR(two.weight_bytes_per_gpu().value(), 16 * layer + 2.0 * 32000 * h, 1.0);
+  EXPECT_NEAR(one->weight_bytes_per_gpu().value(), 32 * layer + 2.0 * 2 * 32000 * h, 1.0);
+  EXPECT_DOUBLE_EQ(two.kv_bytes_per_token_per_gpu().value(), one->kv_bytes_per_token_per_gpu().value() / 2);
+  models::IterationBatch b;
+  b.prefill_tokens = 500;
+  b.prefill_attention_pairs = models::prefill_attention_pairs(0, 500);
+  b.sampled_sequences = 1;
+  const models::IterationTime t1 = one->iteration_time(b), t2 = two.iteration_time(b);
+  EXPECT_DOUBLE_EQ(t2.gemm.value(), t1.gemm.value());
+  EXPECT_DOUBLE_EQ(t2.attention.value(), t1.attention.value());
+  EXPECT_DOUBLE_EQ(t2.communication.value(), t1.communication.value() + 1e-4);
+  EXPECT_DOUBLE_EQ(sent_bytes, 2.0 * 500 * h * 2.0);
+  // Twice the cache per replica: each GPU's share of a token is half.
+  EXPECT_GT(two.kv_cache_tokens({0.9, false, 8192, 256, 16}), 2 * one->kv_cache_tokens({0.9, false, 8192, 256, 16}));
+  EXPECT_THROW(models::InferenceModel(llama2_7b(), {}, 1, h100, 1.0, nullptr, {}, {2, nullptr}), std::invalid_argument);
+  EXPECT_THROW(models::InferenceModel(llama2_7b(), {}, 1, h100, 1.0, nullptr, {}, {33, [](units::Bytes) {
+                                        return units::Seconds(0);
+                                      }}),
+               std::invalid_argument);
+}
+
 TEST(InferenceModel, KvCacheIsWhatTheWeightsAndActivationsLeave) {
   const auto model = h100_7b();
   // 2 (K, V) x 32 layers x 32 heads x 128 x 2 bytes = 512 KiB per token.
@@ -243,6 +277,14 @@ TEST(TensorParallel, AllReduceFollowsTheCollectiveModelOfTheVm) {
   EXPECT_EQ(tensor_parallel_all_reduce(vm, h100, 1)(units::Bytes(1e6)).value(), 0.0);
   // A replica's group stays in one NVLink domain: 16 GPUs of ND H100 v5 is two VMs.
   EXPECT_THROW((void)tensor_parallel_all_reduce(vm, h100, 16), std::invalid_argument);
+  // Pipeline sends: two stages of TP 4 in one VM cross NVLink; two of TP 8 cross the VMs' InfiniBand, slower.
+  const auto nvlink = pipeline_stage_send(vm, h100, 4, 2), infiniband = pipeline_stage_send(vm, h100, 8, 2);
+  EXPECT_GT(nvlink(units::Bytes(64e6)).value(), 0.0);
+  EXPECT_GT(infiniband(units::Bytes(64e6)).value(), 2.0 * nvlink(units::Bytes(64e6)).value());
+  // Four stages of TP 8 cross three boundaries, one after the other.
+  EXPECT_NEAR(pipeline_stage_send(vm, h100, 8, 4)(units::Bytes(64e6)).value(), 3.0 * infiniband(units::Bytes(64e6)).value(),
+              0.05 * infiniband(units::Bytes(64e6)).value());
+  EXPECT_THROW((void)pipeline_stage_send(vm, h100, 3, 4), std::invalid_argument);  // a TP group across two VMs
   // GB200: up to the rack's 72.
   const models::VmSize& gb = catalog().vm_size("Standard_ND128isr_NDR_GB200_v6");
   EXPECT_GT(tensor_parallel_all_reduce(gb, catalog().device("GB200"), 16)(units::Bytes(1e6)).value(), 0.0);
