@@ -48,6 +48,7 @@ InferenceModel::InferenceModel(const ModelConfig& model, ServingNumerics numeric
       numerics_(numerics),
       tensor_(tensor),
       pipeline_(std::move(pipeline)),
+      moe_layers_(model.moe_layers_in(0, model.num_layers)),
       device_(at_microbenchmark_rates(device)),
       compute_(device_, device_share),
       all_reduce_(std::move(all_reduce)),
@@ -176,7 +177,7 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
   if (t > 1) comm = 2.0 * all_reduce_(units::Bytes(T * kActivationBytes * width));
 
   const double layers = static_cast<double>(m.num_layers);
-  const int64_t moe_layers = m.moe_layers_in(0, m.num_layers);
+  const int64_t moe_layers = moe_layers_;
   const double dense_layers = static_cast<double>(m.num_layers - moe_layers);
   it.gemm = layers * gemm + dense_layers * dense_mlp;
   it.attention = layers * attention;

@@ -181,6 +181,7 @@ class InferenceModel {
   ServingNumerics numerics_;
   int64_t tensor_;
   PipelineStages pipeline_;
+  int64_t moe_layers_;  ///< MoE layers of the model (iteration_time runs every layer: all of them)
   DeviceSpec device_;     ///< at its microbenchmark rates; compute_ points to it (declared before it)
   ComputeModel compute_;
   AllReduceTime all_reduce_;
