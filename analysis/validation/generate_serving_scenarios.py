@@ -158,18 +158,14 @@ def trtllm_bench_build_limits(model_key, gpu, tp, fp8_weights, fp8_kv, isl, osl,
     requests = available * fraction / byte_per_token / (isl + osl)
     raw_bs = min(requests, 4096)
     raw_token = min(raw_bs * (1 + isl / osl), 32768)
-    if raw_bs < 256:
-        max_bs = max(64, 32 * math.ceil(raw_bs / 32))
-    elif raw_bs < 1024:
-        max_bs = 128 * math.ceil(raw_bs / 128)
-    else:
-        max_bs = 256 * math.ceil(raw_bs / 256)
-    if raw_token < 4096:
-        max_token = max(2048, 256 * math.ceil(raw_token / 256))
-    elif raw_token < 8192:
-        max_token = 512 * math.ceil(raw_token / 512)
-    else:
-        max_token = 1024 * math.ceil(raw_token / 1024)
+
+    def round_up(x, bands, floor):
+        """x rounded up to the step of the first band (upper limit, step) it is below, at least `floor`."""
+        step = next(step for limit, step in bands if x < limit)
+        return max(floor, step * math.ceil(x / step))
+
+    max_bs = round_up(raw_bs, [(256, 32), (1024, 128), (math.inf, 256)], 64)
+    max_token = round_up(raw_token, [(4096, 256), (8192, 512), (math.inf, 1024)], 2048)
     return max_bs, max_token
 
 
