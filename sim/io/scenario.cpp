@@ -366,6 +366,11 @@ class Loader {
       fail_at("model.num_query_groups", "must divide model.num_attention_heads (" + std::to_string(heads) +
                                             "), got " + std::to_string(groups));
     }
+    const int64_t experts = get_int("model.num_experts");
+    if (experts > 0 && get_int("model.moe_router_topk") > experts) {
+      fail_at("model.moe_router_topk", "must not exceed model.num_experts (" + std::to_string(experts) + "), got " +
+                                           std::to_string(get_int("model.moe_router_topk")));
+    }
   }
 
   /// Defaults computed from other keys of [model] and [training], and the model's training rules.
@@ -397,10 +402,6 @@ class Loader {
       if (framework != "megatron-core" && framework != "nemo") {
         fail_at("model.num_experts", "MoE is modelled as Megatron-Core runs it: needs training.framework "
                                      "megatron-core or nemo, got " + framework);
-      }
-      if (get_int("model.moe_router_topk") > experts) {
-        fail_at("model.moe_router_topk", "must not exceed model.num_experts (" + std::to_string(experts) + "), got " +
-                                             std::to_string(get_int("model.moe_router_topk")));
       }
       if (get_int("model.num_dense_layers_first") >= get_int("model.num_layers")) {
         fail_at("model.num_dense_layers_first", "must leave an MoE layer: fewer than model.num_layers (" +
@@ -442,11 +443,6 @@ class Loader {
                                     std::to_string(get_int("model.ffn_hidden_size")) + "), got " + std::to_string(t));
     }
     if (get_int("model.num_experts") > 0) {
-      if (get_int("model.moe_router_topk") > get_int("model.num_experts")) {
-        fail_at("model.moe_router_topk", "must not exceed model.num_experts (" +
-                                             std::to_string(get_int("model.num_experts")) + "), got " +
-                                             std::to_string(get_int("model.moe_router_topk")));
-      }
       // Tensor-parallel experts: each expert's MLP (and the shared expert's) is split t ways.
       for (const char* k : {"model.moe_ffn_hidden_size", "model.moe_shared_expert_intermediate_size"}) {
         if (get_int(k) % t != 0) {

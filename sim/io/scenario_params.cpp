@@ -43,8 +43,6 @@ constexpr std::array<std::string_view, 2> kKvDtypes{"auto", "fp8"};
 // Must match models::engine_profiles() (tests/scenario: ScenarioKeys.EnginesMatchTheProfiles).
 constexpr std::array<std::string_view, 3> kEngines{"vllm", "tensorrt-llm", "lmdeploy"};
 constexpr std::array<std::string_view, 2> kRoutings{"least_outstanding", "round_robin"};
-constexpr std::array<std::string_view, 2> kCapacityPolicies{models::kCapacityPolicyNames[0],
-                                                            models::kCapacityPolicyNames[1]};
 constexpr std::array<std::string_view, 4> kArrivals{"poisson", "gamma", "offline", "closed_loop"};
 // Must match ServingReference (sim/io/scenario.hpp) and serving_metric (sim/validation/serving_validation.cpp).
 constexpr std::array<std::string_view, 11> kServingMetrics{
@@ -549,7 +547,7 @@ constexpr std::array kParams{
               .choices = kEngines,
               .help = "The inference engine: its per-iteration CPU work (docs/serving.md, \"Engines\")."},
     ParamSpec{.key = "serving.capacity_scheduler_policy", .type = string, .need = Need::derived,
-              .default_text = "the engine's", .choices = kCapacityPolicies,
+              .default_text = "the engine's", .choices = models::kCapacityPolicyNames,
               .help = "KV-cache admission (TensorRT-LLM's names): max_utilization admits on the prompt's blocks and "
                       "preempts the newest request when the cache fills (vllm, lmdeploy); guaranteed_no_evict "
                       "admits only with blocks for the prompt and the whole output, never preempting "
