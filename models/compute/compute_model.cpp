@@ -5,6 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "models/compute/measured_gemm.hpp"
+
 namespace clustersim::models {
 
 namespace {
@@ -46,33 +48,59 @@ units::FlopsPerSecond ComputeModel::measured_matmul(Precision p) const {
   return device_->peak_for(p) * (fraction * share_);
 }
 
-units::Seconds ComputeModel::gemm_time(const GemmShape& s, Precision p, double element_bytes,
-                                       double output_bytes) const {
+units::Seconds ComputeModel::roofline_gemm_time(const GemmShape& s, int64_t sm_count, units::FlopsPerSecond rate,
+                                                units::BytesPerSecond bandwidth, double element_bytes,
+                                                double output_bytes) {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.batch <= 0) {
     throw std::invalid_argument("ComputeModel::gemm_time: GEMM dimensions must be >= 1");
   }
-  const int64_t sms = std::max<int64_t>(1, device_->sm_count);
-  const units::FlopsPerSecond rate = achievable_matmul(p);
+  if (!(rate.value() > 0.0) || !(bandwidth.value() > 0.0)) {
+    throw std::invalid_argument("ComputeModel::roofline_gemm_time: rate and bandwidth must be positive");
+  }
+  const int64_t sms = std::max<int64_t>(1, sm_count);
   constexpr double kFullReuse = 128.0 * 128.0 / (128.0 + 128.0);
-  units::Seconds math(std::numeric_limits<double>::infinity());
+  const double m = static_cast<double>(s.m), n = static_cast<double>(s.n), k = static_cast<double>(s.k),
+               batch = static_cast<double>(s.batch);
+  const double out_bytes = output_bytes < 0.0 ? element_bytes : output_bytes;
+  const double operand_bytes = batch * ((m * k + k * n) * element_bytes + m * n * out_bytes);
+  units::Seconds best(std::numeric_limits<double>::infinity());
   for (const Tile& tile : kTiles) {
     const int64_t tiles_m = ceil_div(s.m, tile.rows);
     const int64_t tiles_n = ceil_div(s.n, tile.columns);
-    const int64_t tiles = tiles_m * tiles_n * s.batch;
-    const int64_t waves = ceil_div(tiles, sms);
-    const double wave_eff = static_cast<double>(tiles) / static_cast<double>(waves * sms);
-    const double tile_eff = (static_cast<double>(s.m) * static_cast<double>(s.n)) /
-                            (static_cast<double>(tiles_m * tile.rows) * static_cast<double>(tiles_n * tile.columns));
+    const double tile_eff = (m * n) / (static_cast<double>(tiles_m * tile.rows) *
+                                       static_cast<double>(tiles_n * tile.columns));
     const double reuse = static_cast<double>(tile.rows * tile.columns) / static_cast<double>(tile.rows + tile.columns);
     const double reuse_eff = std::min(1.0, reuse / kFullReuse);
-    math = std::min(math, s.flops() / (rate * (wave_eff * tile_eff * reuse_eff)));
+    for (const int64_t split : kSplitK) {
+      if (split > 1 && s.k / split < kMinSplitKSlice) break;
+      const int64_t tiles = tiles_m * tiles_n * s.batch * split;
+      const int64_t waves = ceil_div(tiles, sms);
+      const double wave_eff = static_cast<double>(tiles) / static_cast<double>(waves * sms);
+      const units::Seconds math = s.flops() / (rate * (wave_eff * tile_eff * reuse_eff));
+      // Split-K writes s fp32 partial outputs and reads them back to sum them.
+      const double partials = split > 1 ? 8.0 * static_cast<double>(split) * batch * m * n : 0.0;
+      const units::Seconds memory = units::Bytes(operand_bytes + partials) / bandwidth;
+      best = std::min(best, std::max(math, memory));
+    }
   }
-  const double inputs = static_cast<double>(s.batch) * (static_cast<double>(s.m) * static_cast<double>(s.k) +
-                                                       static_cast<double>(s.k) * static_cast<double>(s.n));
-  const double outputs = static_cast<double>(s.batch) * static_cast<double>(s.m) * static_cast<double>(s.n);
-  const double out_bytes = output_bytes < 0.0 ? element_bytes : output_bytes;
-  const units::Seconds memory = units::Bytes(inputs * element_bytes + outputs * out_bytes) / memory_bandwidth_;
-  return std::max(math, memory) + kKernelOverhead;
+  return best + kKernelOverhead;
+}
+
+units::Seconds ComputeModel::gemm_time(const GemmShape& s, Precision p, double element_bytes,
+                                       double output_bytes) const {
+  if (device_->gemm_correction) {
+    // A measured table: the roofline at the measured rates, times the measured correction of the shape. The
+    // operand traffic streams at the triad rate (the table's GEMMs say how close a GEMM gets to it). The table
+    // measures 16-bit GEMMs: their rate is the measurement's, with no fitted fraction; another precision (fp8)
+    // keeps the 16-bit shape correction on its own measured maximum and the device's training fraction.
+    const bool measured_precision = p == Precision::bf16 || p == Precision::fp16;
+    const units::Seconds roofline = roofline_gemm_time(
+        s, device_->sm_count, measured_precision ? measured_matmul(p) : achievable_matmul(p),
+        device_->achievable_memory_bandwidth * share_, element_bytes, output_bytes);
+    return roofline * device_->gemm_correction->ratio(s.m, s.n, s.k);
+  }
+  return roofline_gemm_time(s, device_->sm_count, achievable_matmul(p), memory_bandwidth_, element_bytes,
+                            output_bytes);
 }
 
 units::FlopsPerSecond ComputeModel::gemm_rate(const GemmShape& shape, Precision p, double element_bytes) const {
@@ -92,13 +120,26 @@ units::Seconds ComputeModel::fused_compute_time(units::Flops flops, Precision p,
 
 units::FlopsPerSecond ComputeModel::attention_rate(Precision p, AttentionKernel kernel) const {
   std::optional<units::FlopsPerSecond> measured = device_->flash_attention_2;
-  if (kernel == AttentionKernel::flash3 && device_->flash_attention_3) measured = device_->flash_attention_3;
+  if (kernel != AttentionKernel::flash2 && device_->flash_attention_3) measured = device_->flash_attention_3;
   if (!measured) return measured_matmul(p) * (kFlashAttentionEfficiency * device_->training_matmul_fraction);
   return *measured * (share_ * device_->training_matmul_fraction);
 }
 
+units::FlopsPerSecond ComputeModel::attention_rate(Precision p, const AttentionCall& call) const {
+  if (device_->attention_table) {
+    if (const auto rate = device_->attention_table->rate(call)) {
+      return *rate * (device_->attention_table_clock_ratio * share_);
+    }
+  }
+  return attention_rate(p, call.kernel);
+}
+
 units::Seconds ComputeModel::attention_time(units::Flops flops, Precision p, AttentionKernel kernel) const {
   return flops / attention_rate(p, kernel) + kKernelOverhead;
+}
+
+units::Seconds ComputeModel::attention_time(units::Flops flops, Precision p, const AttentionCall& call) const {
+  return flops / attention_rate(p, call) + kKernelOverhead;
 }
 
 }  // namespace clustersim::models

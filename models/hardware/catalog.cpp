@@ -1,6 +1,10 @@
 // Loader and validator of the hardware catalog (devices.toml, vm_sizes.toml). Schema: docs/catalog.md.
 #include "models/hardware/catalog.hpp"
 
+#include "models/compute/compute_model.hpp"
+#include "models/compute/measured_attention.hpp"
+#include "models/compute/measured_gemm.hpp"
+
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -38,6 +42,10 @@ constexpr auto kDeviceKeys = std::to_array<std::string_view>({
     "achievable_matmul_fp16_tflops",
     "flash_attention_2_tflops",
     "flash_attention_3_tflops",
+    "gemm_table",
+    "gemm_table_device",
+    "attention_table",
+    "attention_table_device",
     "memory_gb",
     "memory_gib",
     "memory_bandwidth_tb_per_s",
@@ -384,6 +392,23 @@ DeviceSpec read_device(const std::string& file, const std::string& name, const t
 
   d.tdp_watts = r.positive("tdp_watts");
   d.estimates = r.estimates();
+
+  // Measured GEMM kernel times (models/compute/measured_gemm.hpp): the file, relative to the catalog directory,
+  // and the device it was measured on (this one unless named). Read and checked here; the correction surface is
+  // built once every device is known (Catalog::load).
+  if (t.contains("gemm_table")) {
+    d.gemm_table = r.required_string("gemm_table");
+    d.gemm_table_device = t.contains("gemm_table_device") ? r.required_string("gemm_table_device") : name;
+  } else if (t.contains("gemm_table_device")) {
+    r.fail_at("gemm_table_device", "names the device of a gemm_table, and the entry has no gemm_table");
+  }
+  if (t.contains("attention_table")) {
+    d.attention_table_file = r.required_string("attention_table");
+    d.attention_table_device =
+        t.contains("attention_table_device") ? r.required_string("attention_table_device") : name;
+  } else if (t.contains("attention_table_device")) {
+    r.fail_at("attention_table_device", "names the device of an attention_table, and the entry has no attention_table");
+  }
   return d;
 }
 
@@ -467,6 +492,63 @@ VmSize read_vm(const std::string& file, const std::string& name, const toml::tab
   return v;
 }
 
+/// Builds each measured GEMM table's correction surface once, on the roofline of the device it was measured on
+/// at that device's measured rates, and gives it to every device that names the table. Throws CatalogError
+/// naming the file and device on an unreadable table, an unknown or table-less measuring device.
+void attach_gemm_tables(const std::string& devices_file, const fs::path& directory,
+                        std::map<std::string, DeviceSpec>& devices) {
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<const MeasuredGemmCorrection>> built;
+  for (auto& [name, d] : devices) {
+    if (d.gemm_table.empty()) continue;
+    const auto where = devices_file + ": device '" + name + "': ";
+    const auto on = devices.find(d.gemm_table_device);
+    if (on == devices.end()) {
+      throw CatalogError(where + "gemm_table_device: unknown device '" + d.gemm_table_device + "'");
+    }
+    auto& correction = built[{d.gemm_table, d.gemm_table_device}];
+    if (!correction) {
+      const DeviceSpec& measured_on = on->second;
+      std::vector<GemmMeasurement> rows;
+      try {
+        rows = read_gemm_table((directory / d.gemm_table).string());
+      } catch (const std::runtime_error& e) {
+        throw CatalogError(where + "gemm_table: " + e.what());
+      }
+      const units::FlopsPerSecond rate = measured_on.achievable_matmul_bf16;
+      const units::BytesPerSecond bandwidth = measured_on.achievable_memory_bandwidth;
+      const int64_t sms = measured_on.sm_count;
+      correction = std::make_shared<const MeasuredGemmCorrection>(
+          rows,
+          [&](int64_t m, int64_t n, int64_t k) {
+            return ComputeModel::roofline_gemm_time({m, n, k, 1}, sms, rate, bandwidth, 2.0, 2.0);
+          },
+          d.gemm_table + " (measured on " + d.gemm_table_device + ")");
+    }
+    d.gemm_correction = correction;
+  }
+  std::map<std::string, std::shared_ptr<const MeasuredAttention>> attention;
+  for (auto& [name, d] : devices) {
+    if (d.attention_table_file.empty()) continue;
+    const auto where = devices_file + ": device '" + name + "': ";
+    const auto on = devices.find(d.attention_table_device);
+    if (on == devices.end()) {
+      throw CatalogError(where + "attention_table_device: unknown device '" + d.attention_table_device + "'");
+    }
+    auto& table = attention[d.attention_table_file];
+    if (!table) {
+      try {
+        table = std::make_shared<const MeasuredAttention>(
+            read_attention_table((directory / d.attention_table_file).string()),
+            d.attention_table_file + " (measured on " + d.attention_table_device + ")");
+      } catch (const std::runtime_error& e) {
+        throw CatalogError(where + "attention_table: " + e.what());
+      }
+    }
+    d.attention_table = table;
+    d.attention_table_clock_ratio = d.achievable_matmul_bf16 / on->second.achievable_matmul_bf16;
+  }
+}
+
 }  // namespace
 
 units::FlopsPerSecond DeviceSpec::peak_for(Precision p) const {
@@ -504,6 +586,8 @@ Catalog Catalog::load(const std::filesystem::path& directory) {
     devices.emplace(name, read_device(devices_file, name, *table));
   }
 
+  attach_gemm_tables(devices_file, directory, devices);
+
   const toml::table vms_doc = parse_catalog_file(vms_path);
   std::map<std::string, VmSize> vms;
   for (const auto& [name, table] : entries(vms_file, vms_doc, "VM size")) {
@@ -521,20 +605,25 @@ Catalog Catalog::load(const std::filesystem::path& directory) {
     for (const auto& [key, table] : entries(bands_file, bands_doc, "prediction band")) {
       const EntryReader r(bands_file, key, *table, kBandKeys);
       const auto slash = key.find('/');
-      if (slash == std::string::npos || slash == 0 || slash + 1 == key.size()) {
-        throw CatalogError(bands_file + ": key '" + key + "': expected \"GROUP/FAMILY\" (\"*\" for any)");
+      const auto second = slash == std::string::npos ? std::string::npos : key.find('/', slash + 1);
+      const std::string workload = second == std::string::npos ? std::string() : key.substr(second + 1);
+      if (slash == std::string::npos || slash == 0 || second == std::string::npos || second == slash + 1 ||
+          (workload != "dense" && workload != "context-parallel" && workload != "moe")) {
+        throw CatalogError(bands_file + ": key '" + key +
+                           "': expected \"GROUP/FAMILY/WORKLOAD\" (\"*\" for any group or family; workload "
+                           "dense, context-parallel or moe)");
       }
       PredictionBand band;
       band.rms_relative_error = r.positive("rms_relative_error");
       band.max_relative_error = r.positive("max_relative_error");
       band.rows = r.positive_count("rows");
       band.scope = key;
-      const std::string group = key.substr(0, slash), family = key.substr(slash + 1);
+      const std::string group = key.substr(0, slash), family_workload = key.substr(slash + 1);
       for (auto& [name, device] : devices) {
         if (group == "*") {
-          device.prediction_bands.emplace("suite:" + family, band);
+          device.prediction_bands.emplace("suite:" + family_workload, band);
         } else if (device.calibration_group == group) {
-          device.prediction_bands[family] = band;
+          device.prediction_bands[family_workload] = band;
         }
       }
     }
@@ -542,12 +631,13 @@ Catalog Catalog::load(const std::filesystem::path& directory) {
   return Catalog(std::move(devices), std::move(vms));
 }
 
-std::optional<PredictionBand> DeviceSpec::prediction_band(const std::string& framework_family) const {
+std::optional<PredictionBand> DeviceSpec::prediction_band(const std::string& framework_family,
+                                                          const std::string& workload) const {
   // No published training run on a CPU exists in the validation suite: the GPU suite's errors say nothing about a
   // CPU's estimated rates, so a CPU has no band.
   if (kind == DeviceKind::cpu) return std::nullopt;
-  for (const std::string& key : {framework_family, std::string("*"), "suite:" + framework_family,
-                                 std::string("suite:*")}) {
+  const std::string w = "/" + workload;
+  for (const std::string& key : {framework_family + w, "*" + w, "suite:" + framework_family + w, "suite:*" + w}) {
     if (auto it = prediction_bands.find(key); it != prediction_bands.end()) return it->second;
   }
   return std::nullopt;

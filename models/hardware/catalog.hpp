@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -21,6 +22,9 @@ namespace clustersim::models {
 
 enum class DeviceKind { gpu, cpu };
 
+class MeasuredGemmCorrection;  // models/compute/measured_gemm.hpp
+class MeasuredAttention;       // models/compute/measured_attention.hpp
+
 /// Fabric joining the devices inside one VM.
 enum class IntraNodeFabric {
   nvswitch,         ///< NVLink through NVSwitch: every GPU one hop from the switch at its NVLink rate
@@ -32,13 +36,14 @@ enum class IntraNodeFabric {
 };
 
 /// How far to trust a step-time prediction: the spread of the validation suite's leave-one-source-out errors
-/// over the published runs of one calibration group and framework family (catalog prediction_uncertainty.toml,
-/// written by `clustersim validate --leave-one-out --write-uncertainty`).
+/// over the published runs of one calibration group, framework family and workload (catalog
+/// prediction_uncertainty.toml, written by `clustersim validate --leave-one-out --write-uncertainty`). Workloads:
+/// "dense", "context-parallel", "moe" (a mixture-of-experts run, with or without context parallelism).
 struct PredictionBand {
   double rms_relative_error = 0.0;  ///< RMS of predicted / measured - 1 over the held-out rows
   double max_relative_error = 0.0;  ///< the largest of them
   int rows = 0;                     ///< published runs behind it
-  std::string scope;                ///< "ampere/megatron", or "*/*" for the fallback over every run
+  std::string scope;                ///< "ampere/megatron/dense", or "*/*/moe" for the suite's MoE runs
 };
 
 /// One compute device type: a GPU model or a CPU socket slice.
@@ -60,6 +65,22 @@ struct DeviceSpec {
   /// The same for the Hopper-generation fused attention kernels (FlashAttention-3, cuDNN's fused attention
   /// behind Transformer Engine), where the device has them and a measurement exists.
   std::optional<units::FlopsPerSecond> flash_attention_3;
+  /// Measured GEMM kernel times of this chip as a correction surface over the roofline
+  /// (models/compute/measured_gemm.hpp), where the catalog names a table (`gemm_table`); null otherwise. Shared
+  /// by the devices whose table was measured on the same device (H100 SXM, H200 and the 500 W H100 share one).
+  std::shared_ptr<const MeasuredGemmCorrection> gemm_correction;
+  /// The catalog's gemm_table file (relative to the catalog directory) and the device it was measured on; ""
+  /// when the device has no measured table.
+  std::string gemm_table;
+  std::string gemm_table_device;
+  /// Measured fused-attention rates over sequence length and head dimension (models/compute/measured_attention.hpp),
+  /// where the catalog names a table (`attention_table`, measured on `attention_table_device`); null otherwise.
+  std::shared_ptr<const MeasuredAttention> attention_table;
+  std::string attention_table_file;
+  std::string attention_table_device;
+  /// This device's bf16 matmul maximum over that of the device its attention table was measured on: the same
+  /// chip at other clocks (the 500 W H100) runs the measured kernels at that ratio (1 without a table).
+  double attention_table_clock_ratio = 1.0;
   /// Memory capacity (HBM for GPUs, DRAM for the CPU device), bytes.
   units::Bytes memory_capacity;
   /// Display only: the source quotes the capacity in GiB (memory_gib) rather than decimal GB (memory_gb).
@@ -85,14 +106,17 @@ struct DeviceSpec {
   /// leave-one-source-out refit of a group with a single source): the nearest hardware, e.g. the 700 W H100's
   /// group for a power-capped H100. Empty: the largest other group.
   std::string calibration_fallback;
-  /// Prediction bands of the device's calibration group by framework family ("megatron", "fsdp", "deepspeed",
-  /// "*" for the group as a whole), and of the whole suite where the group has none (catalog
+  /// Prediction bands of the device's calibration group keyed "FAMILY/WORKLOAD" (family "megatron", "fsdp",
+  /// "deepspeed" or "*" for the group as a whole), and of the whole suite keyed "suite:FAMILY/WORKLOAD" (catalog
   /// prediction_uncertainty.toml; empty when the catalog has no such file).
   std::map<std::string, PredictionBand> prediction_bands;
 
-  /// The band for `framework_family`: the group's band for that family, else the group's "*", else the
-  /// suite's; nullopt when the catalog has none.
-  [[nodiscard]] std::optional<PredictionBand> prediction_band(const std::string& framework_family) const;
+  /// The band of a run of `framework_family` and `workload` ("dense", "context-parallel", "moe"): the group's for
+  /// that family, else the group's over every family, else the suite's for the family, else the suite's over
+  /// every family, each of the run's own workload: a mixture-of-experts run never borrows the dense runs' band.
+  /// nullopt when the catalog has none of that workload (and for a CPU).
+  [[nodiscard]] std::optional<PredictionBand> prediction_band(const std::string& framework_family,
+                                                              const std::string& workload = "dense") const;
   /// Device-to-fabric bandwidth per direction (NVLink: half the datasheet bidirectional figure), B/s.
   units::BytesPerSecond fabric_bandwidth_per_direction;
   double tdp_watts = 0.0;

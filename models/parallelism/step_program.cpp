@@ -36,7 +36,9 @@ units::Seconds op_time(const Op& op, const ComputeModel& compute, Precision p) {
     }
     case OpClass::memory_bound: return compute.memory_time(op.bytes);
     case OpClass::fused_attention:
-      return compute.attention_time(op.flops * op.executed_fraction, math_precision(p), op.attention_kernel);
+      return compute.attention_time(op.flops * op.executed_fraction, math_precision(p),
+                                    AttentionCall{op.attention_kernel, op.attention_backward, op.attention_head_dim,
+                                                  op.attention_causal, op.attention_key_length});
   }
   return units::Seconds(0.0);
 }
@@ -445,6 +447,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   options.tensor = par.tensor;
   options.sequence_parallel = par.sequence_parallel;
   options.context = par.context;
+  options.context_comm = par.context_comm;
   const LayerWork layer = transformer_layer(model, setup.training, options);
   const LayerWork head = lm_head(model, setup.training, options);
   const LayerWork embed = embedding(model, setup.training, options);

@@ -127,10 +127,17 @@ std::optional<KernelFusion> parse_kernel_fusion(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view to_string(AttentionKernel k) { return k == AttentionKernel::flash3 ? "flash3" : "flash2"; }
+std::string_view to_string(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::flash2: return "flash2";
+    case AttentionKernel::flash3: return "flash3";
+    case AttentionKernel::cudnn: return "cudnn";
+  }
+  return "flash2";
+}
 
 std::optional<AttentionKernel> parse_attention_kernel(std::string_view name) {
-  for (AttentionKernel k : {AttentionKernel::flash2, AttentionKernel::flash3}) {
+  for (AttentionKernel k : {AttentionKernel::flash2, AttentionKernel::flash3, AttentionKernel::cudnn}) {
     if (to_string(k) == name) return k;
   }
   return std::nullopt;

@@ -123,13 +123,15 @@ std::string_view to_string(KernelFusion f);
 std::optional<KernelFusion> parse_kernel_fusion(std::string_view name);
 
 /// Which fused attention kernel runs when flash_attention is on: FlashAttention-2 (PyTorch's
-/// scaled_dot_product_attention flash backend, the flash-attn package 2.x), or the Hopper-generation kernels
-/// (FlashAttention-3, cuDNN fused attention behind Transformer Engine), which use Hopper's asynchronous
-/// tensor-core instructions (Shah et al. 2024); on other GPUs flash3 runs at the FlashAttention-2 rate.
-enum class AttentionKernel { flash2, flash3 };
+/// scaled_dot_product_attention flash backend, the flash-attn package 2.x), FlashAttention-3 (the flash-attn
+/// package's Hopper kernels, Shah et al. 2024), or cuDNN's fused attention (Transformer Engine's default
+/// FusedAttention backend, which Megatron-Core and NeMo run). The Hopper kernels use its asynchronous tensor-core
+/// instructions; each runs at the device's measured rate for it (measured_attention.hpp), and a device without a
+/// measurement of flash3 or cudnn runs them at its FlashAttention-2 rate.
+enum class AttentionKernel { flash2, flash3, cudnn };
 
 std::string_view to_string(AttentionKernel k);
-/// Parses "flash2" | "flash3"; std::nullopt otherwise.
+/// Parses "flash2" | "flash3" | "cudnn"; std::nullopt otherwise.
 std::optional<AttentionKernel> parse_attention_kernel(std::string_view name);
 
 /// Canonical name as written in scenario files: "none" | "selective" | "full" | "selective_op".

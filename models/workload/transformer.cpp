@@ -67,6 +67,7 @@ void append_backward(const Op& f, std::vector<Op>& out) {
       Op b = f;
       b.name = f.name + "_bwd";
       b.flops = f.flops * 2.5;
+      b.attention_backward = true;
       out.push_back(b);
       return;
     }
@@ -274,6 +275,8 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
                                         : units::Flops(4.0 * d(b) * d(heads) * d(s_q) * d(s) * d(hd));
     fa.executed_fraction = causal_attention_fraction(s);
     fa.attention_kernel = tr.attention_kernel;
+    fa.attention_head_dim = m.multi_latent_attention ? dqk : hd;
+    fa.attention_key_length = o.context > 1 && o.context_comm == ContextComm::p2p ? s / o.context : s;
     fw.push_back(fa);
   } else {
     // Scores S = Q K^T per head; fused scale-mask-softmax reads S and writes P; dropout reads P and writes

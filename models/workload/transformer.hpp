@@ -90,6 +90,13 @@ struct Op {
   /// read and written at 4 bytes each (ComputeModel::gemm_time's output_bytes = 8).
   bool accumulates_fp32 = false;
   AttentionKernel attention_kernel = AttentionKernel::flash2;  ///< for fused attention
+  /// Fused attention: the kernel call as measured tables are keyed (ComputeModel::attention_time): head
+  /// dimension of the queries and keys, the keys one call iterates over (the sequence; with ring attention the
+  /// context-parallel block of s / c), a causal mask, and whether this is the backward kernel.
+  int64_t attention_head_dim = 128;
+  int64_t attention_key_length = 0;
+  bool attention_causal = true;
+  bool attention_backward = false;
 };
 
 /// Tensor-parallel communication of one pass of one layer: `count` collectives of `bytes_each` (the full
@@ -163,6 +170,9 @@ struct LayerOptions {
   /// attention does 1/c of the work; attention computes its s / c queries against all s keys: 1/c of the
   /// full s x s work, the causal share of it balanced over the ranks (chunks r and 2c - 1 - r).
   int64_t context = 1;
+  /// How the context-parallel ranks exchange K/V: with ring attention (p2p) each attention call covers one block
+  /// of s / c keys; with all_gather one call covers all s.
+  ContextComm context_comm = ContextComm::p2p;
   /// An MoE layer (the MLP replaced by the router, the routed experts and the shared expert), laid out over
   /// `expert` x `expert_tensor` folded ranks (ParallelismConfig::expert).
   bool moe = false;

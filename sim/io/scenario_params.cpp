@@ -25,7 +25,7 @@ constexpr std::array<std::string_view, 7> kFrameworkChoices{"megatron-core", "ne
                                                            "megatron-lm-2021", "fsdp", "fsdp2", "deepspeed"};
 constexpr std::array<std::string_view, 3> kReduceDtypes{"fp32", "bf16", "fp16"};
 // Must match models::parse_attention_kernel.
-constexpr std::array<std::string_view, 2> kAttentionKernels{"flash2", "flash3"};
+constexpr std::array<std::string_view, 3> kAttentionKernels{"flash2", "flash3", "cudnn"};
 // Must match models::FabricKind and models::parse_collective_algorithm (tests/scenario checks them).
 constexpr std::array<std::string_view, 3> kFabrics{"single_switch", "fat_tree", "rail_optimized"};
 constexpr std::array<std::string_view, 5> kAllReduceAlgorithms{"auto", "ring", "tree", "hierarchical", "nvls"};
@@ -271,9 +271,11 @@ constexpr std::array kParams{
                       "attention core runs as one kernel."},
     ParamSpec{.key = "training.attention_kernel", .type = string, .need = Need::defaulted,
               .default_text = "\"flash2\"", .choices = kAttentionKernels,
-              .help = "With flash_attention: flash2 (FlashAttention-2, PyTorch's scaled_dot_product_attention) or "
-                      "flash3 (Hopper's FlashAttention-3 / cuDNN fused attention via Transformer Engine; the "
-                      "flash2 rate on GPUs without it). Each runs at the device's measured rate (catalog)."},
+              .help = "With flash_attention: flash2 (FlashAttention-2, PyTorch's scaled_dot_product_attention), "
+                      "flash3 (FlashAttention-3, Hopper) or cudnn (cuDNN fused attention, Transformer Engine's "
+                      "default backend). Each runs at the device's measured rate over sequence length and head "
+                      "dimension (catalog kernels/attention_*.csv); flash3 and cudnn at the flash2 rate on GPUs "
+                      "without their measurement."},
     ParamSpec{.key = "training.gradient_accumulation_fusion", .type = boolean, .need = Need::defaulted,
               .default_text = "true",
               .help = "Weight-gradient GEMMs accumulate into the main gradient (Megatron "
