@@ -239,7 +239,7 @@ def nemo(rows_out):
         recompute = "selective" if model == "gpt3-175b" and not nemo2 else "none"
         assumptions = [
             "the recipe's software settings (header) as the nemo framework profile sets them: Transformer Engine, "
-            "cuDNN fused attention, distributed optimizer with overlapped reduce-scatter and all-gather, "
+            "its fused attention, distributed optimizer with overlapped reduce-scatter and all-gather, "
             "TP communication overlap, overlapped p2p with interleaving; FP8 for the linear layers",
             "gradient reduction in bf16 (distributed_fused_adam grad_sync_dtype: bf16 in the performance configs)"
             if not nemo2 else "gradient reduction in bf16, as in NeMo's performance recipes",
@@ -249,6 +249,16 @@ def nemo(rows_out):
         if cp > 1:
             assumptions.append("context parallelism as Megatron-Core runs it by default: ring attention with "
                                "point-to-point K/V exchange (--cp-comm-type p2p) and load-balanced causal chunks")
+        # Which attention kernel Transformer Engine ran: TE's backend selection prefers cuDNN's fused attention on
+        # Hopper ("Disabling FlashAttention to give FusedAttention preference on Hopper+ for performance reasons",
+        # transformer_engine/pytorch/attention get_attention_backend), the nemo profile's cudnn. NeMo 24.03.01 is
+        # built on NGC PyTorch 24.03 with Transformer Engine 1.4, from before that preference: its DotProductAttention
+        # ran flash-attn 2 where it was installed.
+        early_te = release < "24.07"
+        if early_te:
+            assumptions.append("NeMo 24.03.01's Transformer Engine 1.4 runs FlashAttention-2 (flash-attn) for "
+                               "causal bf16 attention: its preference for cuDNN fused attention on Hopper came later "
+                               "(attention_kernel flash2)")
         name = f"{dataset}-{r['id']}"
         header = [
             f"Validation, NeMo performance summary ({'Megatron-Bridge' if release >= '25.09' else 'NeMo'} "
@@ -271,6 +281,7 @@ def nemo(rows_out):
             ("training", {
                 "framework": "nemo", "global_batch_size": gbs, "micro_batch_size": mbs, "precision": "fp8",
                 "activation_recompute": recompute, "grad_reduce_dtype": "bf16",
+                "attention_kernel": "flash2" if early_te else None,
             }),
             ("parallelism", {
                 "tensor": tp, "context": cp if cp > 1 else None, "pipeline": pp, "data": data,
