@@ -70,4 +70,10 @@ const char* framework_family(Framework framework) {
   return "megatron";
 }
 
+const char* validation_workload(const ModelConfig& model, const ParallelismConfig& parallelism) {
+  if (model.moe()) return "moe";
+  if (parallelism.context > 1) return "context-parallel";
+  return "dense";
+}
+
 }  // namespace clustersim::models

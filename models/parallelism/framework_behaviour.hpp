@@ -5,6 +5,7 @@
 // sim/io/framework_profiles.cpp.)
 #pragma once
 
+#include "models/parallelism/plan.hpp"
 #include "models/workload/model_config.hpp"
 
 namespace clustersim::models {
@@ -66,5 +67,10 @@ FrameworkBehaviour behaviour_of(Framework framework);
 /// The family `framework` belongs to for prediction bands (catalog prediction_uncertainty.toml): "megatron"
 /// (Megatron-LM, Megatron-Core, NeMo), "fsdp" (FSDP1, FSDP2) or "deepspeed".
 const char* framework_family(Framework framework);
+
+/// The workload a run belongs to for prediction bands and the validation suite's groups: "moe" (model.num_experts
+/// > 0, with or without context parallelism), "context-parallel" (parallelism.context > 1) or "dense". Each has
+/// its own held-out errors (catalog prediction_uncertainty.toml): the model is weakest on MoE.
+const char* validation_workload(const ModelConfig& model, const ParallelismConfig& parallelism);
 
 }  // namespace clustersim::models

@@ -115,7 +115,8 @@ StepReport StepSimulator::simulate(const models::StepSetup& setup, const models:
   r.hfu = r.tflops_per_gpu / peak_tflops;
   r.crosses_zones = program.crosses_zones;
   r.memory = models::estimate_memory(setup, device);
-  r.prediction_band = device.prediction_band(models::framework_family(setup.training.framework));
+  r.prediction_band = device.prediction_band(models::framework_family(setup.training.framework),
+                                             models::validation_workload(setup.model, setup.parallelism));
   return r;
 }
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "models/hardware/catalog.hpp"
+#include "models/parallelism/framework_behaviour.hpp"
 #include "sim/step/step_simulation.hpp"
 
 namespace clustersim::sim {
@@ -75,8 +76,7 @@ ValidationSuite ValidationSuite::load(const fs::path& directory, const models::C
       row.calibration_group = catalog.device(vm.device).calibration_group;
       row.framework = std::string(models::to_string(sc.training.framework));
       row.gpus = sc.parallelism.gpus();
-      if (sc.parallelism.context > 1) row.workload = "context-parallel";
-      if (sc.model.moe()) row.workload = "moe";
+      row.workload = models::validation_workload(sc.model, sc.parallelism);
       if (sc.reference) {
         row.dataset = sc.reference->dataset;
         row.source = sc.reference->source;

@@ -25,9 +25,10 @@ std::string format_leave_one_out(const std::vector<HeldOutDataset>& held_out);
 ErrorSummary leave_one_out_summary(const std::vector<HeldOutDataset>& held_out);
 
 /// The catalog's prediction_uncertainty.toml from leave-one-source-out results: one table per
-/// "GROUP/FAMILY" (calibration group, framework family of models::framework_family), per "GROUP/*", per
-/// "*/FAMILY" and "*/*", each with rms_relative_error, max_relative_error (|predicted / measured - 1| of the
-/// held-out modelled rows) and rows. Throws std::invalid_argument on a row whose framework is unknown.
+/// "GROUP/FAMILY/WORKLOAD" (calibration group, framework family of models::framework_family, workload of
+/// models::validation_workload), per "GROUP/*/WORKLOAD", per "*/FAMILY/WORKLOAD" and "*/*/WORKLOAD", each with
+/// rms_relative_error, max_relative_error (|predicted / measured - 1| of the held-out modelled rows) and rows.
+/// Throws std::invalid_argument on a row whose framework is unknown.
 std::string format_prediction_uncertainty(const std::vector<HeldOutDataset>& held_out);
 
 }  // namespace clustersim::sim

@@ -167,21 +167,25 @@ sim::ValidationRow held_out_row(const std::string& group, const std::string& fra
   return r;
 }
 
-// The prediction bands: leave-one-source-out errors per calibration group and framework family, written as the
-// catalog's prediction_uncertainty.toml, read back by Catalog::load, and looked up for a run as
-// group/family -> group/* -> */family -> */*. Two hopper Megatron-family rows at +3 % and -4 %: RMS
-// sqrt((9 + 16) / 2) % = 3.536 %, max 4 %; one ampere FSDP row at +10 %.
+// The prediction bands: leave-one-source-out errors per calibration group, framework family and workload, written
+// as the catalog's prediction_uncertainty.toml, read back by Catalog::load, and looked up for a run as
+// group/family -> group/* -> */family -> */*, each of the run's own workload. Two hopper Megatron-family dense rows
+// at +3 % and -4 %: RMS sqrt((9 + 16) / 2) % = 3.536 %, max 4 %; one ampere FSDP dense row at +10 %; one hopper
+// Megatron-family MoE row at +30 %.
 TEST(PredictionBands, WrittenFromHeldOutRowsAndReadBackByTheCatalog) {
-  sim::HeldOutDataset a, b;
+  sim::HeldOutDataset a, b, moe;
   a.rows = {held_out_row("hopper", "nemo", 0.03), held_out_row("hopper", "megatron-core", -0.04)};
   b.rows = {held_out_row("ampere", "fsdp2", 0.10)};
-  const std::string text = sim::format_prediction_uncertainty({a, b});
+  moe.rows = {held_out_row("hopper", "nemo", 0.30)};
+  moe.rows[0].workload = "moe";
+  const std::string text = sim::format_prediction_uncertainty({a, b, moe});
   const auto dir = std::filesystem::temp_directory_path() / "clustersim-bands-test";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const auto shipped = models::Catalog::default_directory();
   std::filesystem::copy_file(shipped / "devices.toml", dir / "devices.toml");
   std::filesystem::copy_file(shipped / "vm_sizes.toml", dir / "vm_sizes.toml");
+  std::filesystem::copy(shipped / "kernels", dir / "kernels", std::filesystem::copy_options::recursive);
   {
     std::ofstream out(dir / "prediction_uncertainty.toml");
     out << text;
@@ -192,13 +196,20 @@ TEST(PredictionBands, WrittenFromHeldOutRowsAndReadBackByTheCatalog) {
   EXPECT_NEAR(megatron->rms_relative_error, std::sqrt((0.03 * 0.03 + 0.04 * 0.04) / 2.0), 1e-4);
   EXPECT_NEAR(megatron->max_relative_error, 0.04, 1e-4);
   EXPECT_EQ(megatron->rows, 2);
-  EXPECT_EQ(megatron->scope, "hopper/megatron");
+  EXPECT_EQ(megatron->scope, "hopper/megatron/dense");
   // No hopper FSDP row: the hopper group's band over every family.
-  EXPECT_EQ(c.device("H100-SXM5-80GB").prediction_band("fsdp")->scope, "hopper/*");
+  EXPECT_EQ(c.device("H100-SXM5-80GB").prediction_band("fsdp")->scope, "hopper/*/dense");
   // A device of a group without rows: the suite's band for its family, then the suite's over all.
   EXPECT_EQ(c.device("MI300X").prediction_band("fsdp")->rows, 1);
   EXPECT_NEAR(c.device("MI300X").prediction_band("fsdp")->rms_relative_error, 0.10, 1e-4);
   EXPECT_EQ(c.device("MI300X").prediction_band("deepspeed")->rows, 3);
+  // A mixture-of-experts run takes the MoE rows' band, never the dense one; no context-parallel row: none.
+  const auto mixture = c.device("H100-SXM5-80GB").prediction_band("megatron", "moe");
+  ASSERT_TRUE(mixture.has_value());
+  EXPECT_NEAR(mixture->rms_relative_error, 0.30, 1e-4);
+  EXPECT_EQ(mixture->scope, "hopper/megatron/moe");
+  EXPECT_EQ(c.device("MI300X").prediction_band("fsdp", "moe")->scope, "*/*/moe");
+  EXPECT_FALSE(c.device("H100-SXM5-80GB").prediction_band("megatron", "context-parallel").has_value());
   std::filesystem::remove_all(dir);
   // An unknown framework is an error, not a silently dropped row.
   sim::HeldOutDataset bad;
