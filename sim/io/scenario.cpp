@@ -289,9 +289,10 @@ class Loader {
           }
           if (!key_applies(dotted)) {
             fail(dotted, key_loc_of(dotted, entry.first),
-                 serving_ ? "a training metric: a serving scenario's [reference] gives metric and value"
-                          : "a serving scenario's key: a training run's [reference] gives tflops_per_gpu, "
-                            "step_time_s, tokens_per_s_per_gpu or mfu");
+                 !serving_ ? "a serving scenario's key: a training run's [reference] gives tflops_per_gpu, "
+                             "step_time_s, tokens_per_s_per_gpu or mfu"
+                 : key == "simulation" ? "a training run's key: the variability of a synchronous training step"
+                                       : "a training metric: a serving scenario's [reference] gives metric and value");
           }
         }
       } else if (detail::find_param(key) == nullptr) {
@@ -316,12 +317,14 @@ class Loader {
     }
   }
 
-  /// Within a table both kinds share ([reference]), whether the key belongs to this kind: metric and value to
-  /// a serving scenario, the training metrics to a training run.
+  /// Within a table both kinds share ([reference], [simulation]), whether the key belongs to this kind: metric
+  /// and value to a serving scenario, the training metrics and the step's variability to a training run.
   [[nodiscard]] bool key_applies(std::string_view dotted) const {
     static constexpr std::string_view kServingOnly[] = {"reference.metric", "reference.value"};
-    static constexpr std::string_view kTrainingOnly[] = {"reference.tflops_per_gpu", "reference.step_time_s",
-                                                         "reference.tokens_per_s_per_gpu", "reference.mfu"};
+    static constexpr std::string_view kTrainingOnly[] = {
+        "reference.tflops_per_gpu",  "reference.step_time_s",      "reference.tokens_per_s_per_gpu",
+        "reference.mfu",             "simulation.variability",     "simulation.gpu_compute_cv",
+        "simulation.slow_vm_fraction", "simulation.slow_vm_factor"};
     const auto in = [dotted](const auto& list) { return std::find(std::begin(list), std::end(list), dotted) != std::end(list); };
     return serving_ ? !in(kTrainingOnly) : !in(kServingOnly);
   }
@@ -1132,9 +1135,42 @@ class Loader {
     }
     s.simulation.seed = static_cast<uint64_t>(get_int("simulation.seed"));
     s.simulation.fidelity = get_string("simulation.fidelity") == "full" ? Fidelity::full : Fidelity::replica;
+    s.simulation.variability = variability_spec();
     s.source_path = path_;
     s.resolved_toml = resolved_text();
     return s;
+  }
+
+  /// [simulation]'s variability numbers: with simulation.variability = "on" each one the file leaves out takes
+  /// its sourced default (models/variability), written into the resolved scenario; with it off, one the file
+  /// gives is an error at its key (it would change nothing).
+  void check_variability() {
+    const bool on = get_string("simulation.variability") == "on";
+    const std::pair<std::string_view, double> numbers[] = {{"gpu_compute_cv", models::kGpuComputeCv},
+                                                           {"slow_vm_fraction", models::kSlowVmFraction},
+                                                           {"slow_vm_factor", models::kSlowVmFactor}};
+    for (const auto& [leaf, fallback] : numbers) {
+      const std::string key = "simulation." + std::string(leaf);
+      if (find_node("simulation", leaf) != nullptr) {
+        if (!on) fail_at(key, "has no effect unless simulation.variability = \"on\"");
+      } else if (on) {
+        set(key, fallback);
+      }
+    }
+  }
+
+  /// The variability spec check_variability left in the resolved scenario (nullopt with it off); a number the
+  /// file gives is "set in the scenario", the others keep their published sources.
+  [[nodiscard]] std::optional<models::VariabilitySpec> variability_spec() const {
+    if (get_string("simulation.variability") != "on") return std::nullopt;
+    const auto given = [this](std::string_view leaf) { return find_node("simulation", leaf) != nullptr; };
+    models::VariabilitySpec v;
+    v.gpu_compute_cv = get_double("simulation.gpu_compute_cv");
+    v.slow_vm_fraction = get_double("simulation.slow_vm_fraction");
+    v.slow_vm_factor = get_double("simulation.slow_vm_factor");
+    if (given("gpu_compute_cv")) v.gpu_compute_cv_source = "set in the scenario";
+    if (given("slow_vm_fraction") || given("slow_vm_factor")) v.slow_vm_source = "set in the scenario";
+    return v;
   }
 
   /// The resolved scenario (overrides and defaults applied) as TOML text, ending in a newline.
@@ -1450,6 +1486,7 @@ Scenario load(Loader& loader, const std::vector<std::string>& overrides, const m
   loader.check_parallelism_shape();
   loader.check_cluster(catalog);
   loader.check_job(catalog);
+  loader.check_variability();
   return loader.build();
 }
 

@@ -19,6 +19,7 @@
 #include "models/network/topology.hpp"
 #include "models/parallelism/plan.hpp"
 #include "models/parallelism/schedule.hpp"
+#include "models/variability/variability.hpp"
 #include "models/workload/model_config.hpp"
 
 namespace clustersim::models {
@@ -87,6 +88,8 @@ enum class Fidelity { replica, full };
 struct SimulationConfig {
   uint64_t seed = 0;  ///< base seed of every random stream of the run
   Fidelity fidelity = Fidelity::replica;
+  /// simulation.variability = "on": the GPUs' variability (its keys, or their sourced defaults); nullopt off.
+  std::optional<models::VariabilitySpec> variability;
 };
 
 /// A fully resolved, validated scenario.

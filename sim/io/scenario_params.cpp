@@ -36,6 +36,7 @@ constexpr std::array<std::string_view, 5> kRecomputeModules{"core_attn", "mla_up
 constexpr std::array<std::string_view, 3> kDispatchers{"alltoall", "allgather", "flex"};
 constexpr std::array<std::string_view, 3> kBalancing{"forced", "aux_loss", "aux_free"};
 constexpr std::array<std::string_view, 2> kFidelities{"replica", "full"};
+constexpr std::array<std::string_view, 2> kOnOff{"off", "on"};
 constexpr std::array<std::string_view, 2> kStorages{"local_nvme", "parallel_fs"};
 // Must match the serving loader (sim/io/scenario.cpp, build_serving).
 constexpr std::array<std::string_view, 4> kServingPrecisions{"bf16", "fp16", "fp8", "int8"};
@@ -675,6 +676,33 @@ constexpr std::array kParams{
               .help = "replica: one representative GPU per pipeline stage runs the passes, collectives timed on the "
                       "whole cluster's traffic; full: every GPU runs its own timeline and collectives wait for "
                       "every member of their group."},
+    ParamSpec{.key = "simulation.variability", .type = string, .need = Need::defaulted, .default_text = "\"off\"",
+              .choices = kOnOff,
+              .help = "on: every GPU computes at its own pace (a spread between GPUs of one SKU, and slow VMs) and "
+                      "the step waits for the slowest (docs/model.md, \"Variability at scale\"): replica fidelity "
+                      "runs the step at the expected slowest factor of the job's GPUs, full fidelity draws every "
+                      "GPU and VM from simulation.seed; the report and /summary add the step time's p50 and p99. "
+                      "off: every GPU at its nominal speed (the numbers of earlier releases)."},
+    ParamSpec{.key = "simulation.gpu_compute_cv", .type = number, .unit = "fraction", .need = Need::derived,
+              .default_text = "0.015 with variability on", .lo = 0.0, .hi = 0.1,
+              .help = "With variability on: standard deviation of one GPU's compute-time factor around 1 (normal). "
+                      "Default an estimate from Sinha et al., \"Not All GPUs Are Created Equal\", SC'22: an 8 % "
+                      "average spread between GPUs of one SKU, read as a normal's whisker-to-whisker range (5.4 "
+                      "sigma).",
+              .bound_reason = "0.1: 2.5x the sigma of the largest spread Sinha et al. measured (22 % = 5.4 sigma); "
+                              "above it a GPU's factor 1 + sigma Z could reach 0"},
+    ParamSpec{.key = "simulation.slow_vm_fraction", .type = number, .unit = "probability", .need = Need::derived,
+              .default_text = "0.005 with variability on", .lo = 0.0, .hi = 1.0,
+              .help = "With variability on: probability that a VM is slow (fail-slow: a degraded host whose GPUs "
+                      "all compute slow_vm_factor times longer). Default measured: MegaScale (NSDI'24) Sec. 5.1, "
+                      "about 0.5 % of the machines of a 10,000-GPU job."},
+    ParamSpec{.key = "simulation.slow_vm_factor", .type = number, .unit = "x compute time", .need = Need::derived,
+              .default_text = "1.1 with variability on", .lo = 1.0, .hi = 10.0,
+              .help = "With variability on: compute-time factor of a slow VM's GPUs. Default measured: MegaScale "
+                      "(NSDI'24) Sec. 6.3, a straggling host took about 10 % longer for the same forward "
+                      "computation.",
+              .bound_reason = "10x: over 3x the average slowdown of jobs dominated by a faulty worker in ByteDance's "
+                              "trace (3.04, Lin et al., OSDI'25)"},
 };
 
 std::string escape_cell(std::string_view s) {

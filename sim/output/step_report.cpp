@@ -26,6 +26,26 @@ std::string schedule_text(const Scenario& sc) {
   return s;
 }
 
+/// The report's variability lines: the slowest GPU's compute factor, the step's p50 and p99 against the step
+/// at nominal speed, and where each number comes from.
+std::string variability_text(const StepVariability& v, const StepReport& r, uint64_t seed) {
+  const double nominal = v.nominal_step_time.value();
+  std::string out = printf_string(
+      "variability slowest of %lld GPUs on %lld VMs computes x%.3f on average (p50 x%.3f, p99 x%.3f); P(a slow VM) "
+      "%.1f %%\n",
+      static_cast<long long>(v.vms * v.gpus_per_vm), static_cast<long long>(v.vms), v.factor_mean, v.factor_p50,
+      v.factor_p99, 100.0 * v.probability_any_slow_vm);
+  const std::string drawn =
+      v.drawn ? printf_string(", one draw of every GPU, seed %llu", static_cast<unsigned long long>(seed)) : "";
+  out += printf_string("            step p50 %.3f s, p99 %.3f s; %.3f s at nominal speed (step time %+.1f %%%s)\n",
+                       v.step_time_p50.value(), v.step_time_p99.value(), nominal,
+                       100.0 * (r.step_time.value() / nominal - 1.0), drawn.c_str());
+  out += printf_string("            sources: GPU spread sigma %.1f %% (%s); slow VMs %.2g %% at x%.2f (%s)\n",
+                       100.0 * v.spec.gpu_compute_cv, v.spec.gpu_compute_cv_source.c_str(),
+                       100.0 * v.spec.slow_vm_fraction, v.spec.slow_vm_factor, v.spec.slow_vm_source.c_str());
+  return out;
+}
+
 }  // namespace
 
 std::string cross_zone_traffic(const models::ZoneCrossings& c) {
@@ -119,6 +139,7 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
   } else if (cpu) {
     out << "uncertainty unknown: no published training run on a CPU validates this device's estimated rates\n";
   }
+  if (const auto& v = r.variability) out << variability_text(*v, r, sc.simulation.seed);
   if (auto c = compare_with_reference(sc, r)) {
     out << printf_string("reference   %s = %.4g %s measured, %.4g predicted: %+.1f %%  (%s)\n", c->metric.c_str(),
                          c->measured, c->units.c_str(), c->predicted, 100.0 * c->relative_error, c->source.c_str());
@@ -163,6 +184,21 @@ std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepRe
                       band));
   cols.push_back(real("step_time_low_s", "s", "step_time_s x (1 - step_time_band)", r.step_time.value() * (1.0 - band)));
   cols.push_back(real("step_time_high_s", "s", "step_time_s x (1 + step_time_band)", r.step_time.value() * (1.0 + band)));
+  const std::optional<StepVariability>& v = r.variability;
+  cols.push_back(real("step_time_p50_s", "s",
+                      "median step time with variability on (the step at the slowest GPU's median compute factor); "
+                      "NaN with it off",
+                      v ? v->step_time_p50.value() : nan));
+  cols.push_back(real("step_time_p99_s", "s",
+                      "99th-percentile step time with variability on (the step at the slowest GPU's 99th-percentile "
+                      "compute factor); NaN with it off",
+                      v ? v->step_time_p99.value() : nan));
+  cols.push_back(real("nominal_step_time_s", "s",
+                      "with variability on, the step with every GPU at its nominal speed; NaN with it off",
+                      v ? v->nominal_step_time.value() : nan));
+  cols.push_back(real("slowest_gpu_factor", "1",
+                      "with variability on, the expected compute-time factor of the job's slowest GPU; NaN with it off",
+                      v ? v->factor_mean : nan));
   cols.push_back(real("compute_time_s", "s", "compute kernels on the critical stage", r.critical.compute.value()));
   cols.push_back(real("attention_time_s", "s", "of compute_time_s: fused attention kernels",
                       r.critical.attention.value()));

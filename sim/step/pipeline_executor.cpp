@@ -43,8 +43,15 @@ class Executor {
     if (slowdown_.size() != ranks_ * replicas_) {
       throw std::invalid_argument("pipeline executor: slowdown needs stages x replicas entries");
     }
-    for (double f : slowdown_) {
-      if (!(f > 0.0)) throw std::invalid_argument("pipeline executor: slowdown factors must be > 0");
+    compute_slowdown_ =
+        fidelity.compute_slowdown.empty() ? std::vector<double>(ranks_ * replicas_, 1.0) : fidelity.compute_slowdown;
+    if (compute_slowdown_.size() != ranks_ * replicas_) {
+      throw std::invalid_argument("pipeline executor: compute_slowdown needs stages x replicas entries");
+    }
+    for (const auto* factors : {&slowdown_, &compute_slowdown_}) {
+      for (double f : *factors) {
+        if (!(f > 0.0)) throw std::invalid_argument("pipeline executor: slowdown factors must be > 0");
+      }
     }
     states_.resize(ranks_ * replicas_);
     const size_t slots = ranks_ * chunks_ * replicas_;
@@ -67,10 +74,9 @@ class Executor {
       const auto& stage = program.stages[u / replicas_];
       for (size_t c = 0; c < chunks_; ++c) {
         for (int merged = 0; merged < 2; ++merged) {
-          pass_time_[((u * chunks_ + c) * 2) * 2 + merged] =
-              Time::from_seconds(cost_of(stage, c, true, merged != 0).total() * slowdown_[u]);
+          pass_time_[((u * chunks_ + c) * 2) * 2 + merged] = pass_duration(cost_of(stage, c, true, merged != 0), u);
           pass_time_[((u * chunks_ + c) * 2 + 1) * 2 + merged] =
-              Time::from_seconds(cost_of(stage, c, false, merged != 0).total() * slowdown_[u]);
+              pass_duration(cost_of(stage, c, false, merged != 0), u);
         }
       }
     }
@@ -209,6 +215,14 @@ class Executor {
     }
   }
 
+  /// A pass's duration on unit `u`: its compute at the unit's compute pace, the rest as costed, all of it at
+  /// the unit's pace. Without a compute factor (1) exactly cost.total() x slowdown.
+  Time pass_duration(const models::PassCost& cost, size_t u) const {
+    units::Seconds t = cost.total();
+    if (compute_slowdown_[u] != 1.0) t += cost.compute * (compute_slowdown_[u] - 1.0);
+    return Time::from_seconds(t * slowdown_[u]);
+  }
+
   /// The cost of chunk `c`'s pass in this direction, merged with its 1F1B neighbour or not (the merged costs
   /// exist only with moe_a2a_overlap).
   static const models::PassCost& cost_of(const models::StageProgram& stage, size_t c, bool forward, bool merged) {
@@ -235,14 +249,15 @@ class Executor {
 
     const auto chunk = static_cast<size_t>(pass.chunk);
     const double slow = slowdown_[u];
+    const double compute_slow = compute_slowdown_[u] * slow;  // exactly `slow` without a compute factor
     // In the steady state of 1F1B a forward followed by a backward (and that backward) run merged when the
     // program has merged costs (moe_a2a_overlap).
     const bool merged = forward ? s.next + 1 < stage.order.size() && stage.order[s.next + 1].kind == PassKind::backward
                                 : s.next > 0 && stage.order[s.next - 1].kind == PassKind::forward;
     const models::PassCost& cost = cost_of(stage, chunk, forward, merged);
-    s.breakdown.compute += cost.compute * slow;
-    s.breakdown.attention += cost.attention * slow;
-    s.breakdown.memory_bound += cost.memory_bound * slow;
+    s.breakdown.compute += cost.compute * compute_slow;
+    s.breakdown.attention += cost.attention * compute_slow;
+    s.breakdown.memory_bound += cost.memory_bound * compute_slow;
     s.breakdown.tp_comm += cost.tp_comm * slow;
     s.breakdown.cp_comm += cost.cp_comm * slow;
     s.breakdown.ep_comm += cost.ep_comm * slow;
@@ -365,7 +380,7 @@ class Executor {
       const Time hidden = sync > sync_end - ready ? sync - (sync_end - ready) : Time::zero();
       sync_end += Time::from_seconds(hidden.to_seconds() * program_.overlap_compute_slowdown);
     }
-    const Time optimizer_end = sync_end + Time::from_seconds(stage.optimizer);
+    const Time optimizer_end = sync_end + Time::from_seconds(stage.optimizer * compute_slowdown_[u]);
     const Time end = optimizer_end + Time::from_seconds(stage.param_gather);
     s.breakdown.grad_sync += (sync_end - now).to_seconds() + (end - optimizer_end).to_seconds();
     s.breakdown.optimizer = (optimizer_end - sync_end).to_seconds();
@@ -392,6 +407,7 @@ class Executor {
   size_t replicas_;
   bool record_;
   std::vector<double> slowdown_;
+  std::vector<double> compute_slowdown_;  ///< per unit, on its compute kernels (ExecutionFidelity)
   std::vector<size_t> tail_waiting_;  ///< per stage, replicas that reached the tail
   Simulator sim_;
   std::vector<StageState> states_;
@@ -429,11 +445,15 @@ PipelineResult execute_pipeline(const models::StepProgram& program, const Execut
     // Replicas that all run at one speed are identical timelines (transfers join equal replica indices and
     // the gradient barrier waits for copies that finish together), so the reference run needs only one.
     ExecutionFidelity reference = fidelity;
-    const bool uniform = std::all_of(fidelity.slowdown.begin(), fidelity.slowdown.end(),
-                                     [&](double f) { return f == fidelity.slowdown.front(); });
-    if (uniform && fidelity.replicas > 1) {
+    const auto uniform = [](const std::vector<double>& f) {
+      return std::all_of(f.begin(), f.end(), [&](double x) { return x == f.front(); });
+    };
+    if (uniform(fidelity.slowdown) && uniform(fidelity.compute_slowdown) && fidelity.replicas > 1) {
       reference.replicas = 1;
       if (!fidelity.slowdown.empty()) reference.slowdown.assign(program.stages.size(), fidelity.slowdown.front());
+      if (!fidelity.compute_slowdown.empty()) {
+        reference.compute_slowdown.assign(program.stages.size(), fidelity.compute_slowdown.front());
+      }
     }
     const units::Seconds exposed =
         result.step_time -
@@ -444,6 +464,13 @@ PipelineResult execute_pipeline(const models::StepProgram& program, const Execut
     }
   }
   return result;
+}
+
+units::Seconds pipeline_step_time(const models::StepProgram& program, const ExecutionFidelity& fidelity) {
+  if (program.stages.empty() || program.microbatches < 1) {
+    throw std::invalid_argument("pipeline executor: need at least one stage and one microbatch");
+  }
+  return Executor(program, fidelity, /*record=*/false).run().step_time;
 }
 
 }  // namespace clustersim::sim

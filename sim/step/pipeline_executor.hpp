@@ -85,6 +85,10 @@ struct ExecutionFidelity {
   /// Per (stage * replicas + replica): a factor on that tensor-parallel group's pass times (a straggler is
   /// > 1). Empty: all 1.
   std::vector<double> slowdown;
+  /// Per (stage * replicas + replica): a factor on that tensor-parallel group's compute kernels only (its
+  /// passes' compute and its optimizer step), the pace of its slowest GPU (models/variability: the group's
+  /// collectives wait for that GPU, their own time is unchanged). Empty: all 1.
+  std::vector<double> compute_slowdown;
   /// Record PipelineResult::spans (the timeline a Chrome trace shows); sweeps leave it off for speed.
   bool record_spans = true;
 };
@@ -93,5 +97,9 @@ struct ExecutionFidelity {
 /// (each microbatch's forward exactly once before its backward) or `fidelity` is inconsistent, and
 /// std::logic_error on a deadlock. Per-stage results are those of the stage's slowest replica.
 PipelineResult execute_pipeline(const models::StepProgram& program, const ExecutionFidelity& fidelity = {});
+
+/// The step time of execute_pipeline(program, fidelity) alone: no trace spans, no breakdown of the exposed
+/// pipeline transfers (the reference run without them is skipped). Same errors.
+units::Seconds pipeline_step_time(const models::StepProgram& program, const ExecutionFidelity& fidelity);
 
 }  // namespace clustersim::sim

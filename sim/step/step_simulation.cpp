@@ -12,6 +12,7 @@
 #include "models/parallelism/layout.hpp"
 #include "models/workload/transformer.hpp"
 #include "sim/io/scenario.hpp"
+#include "sim/step/variability_draws.hpp"
 
 namespace clustersim::sim {
 
@@ -63,6 +64,31 @@ std::string cluster_key(const models::VmSize& vm, const NetworkSetup& n) {
   return k.str();
 }
 
+/// The slowest GPU's factor for the layout's GPUs on VMs of `vm` and the step at its median and 99th
+/// percentile and at 1 (replica fidelity: one representative per stage, every stage at the factor).
+StepVariability step_variability(const models::StepProgram& program, const models::ParallelismConfig& p,
+                                 const models::VmSize& vm, const models::VariabilitySpec& spec) {
+  StepVariability v;
+  v.spec = spec;
+  v.gpus_per_vm = vm.devices_per_vm;
+  v.vms = (p.gpus() + v.gpus_per_vm - 1) / v.gpus_per_vm;
+  const models::SlowestGpuFactor x(spec, v.vms, v.gpus_per_vm);
+  v.factor_mean = x.mean();
+  v.factor_p50 = x.quantile(0.5);
+  v.factor_p99 = x.quantile(0.99);
+  v.probability_any_slow_vm = x.probability_any_slow_vm();
+  const auto step_at = [&](double factor) {
+    ExecutionFidelity at;
+    at.compute_slowdown.assign(program.stages.size(), factor);
+    at.record_spans = false;
+    return pipeline_step_time(program, at);
+  };
+  v.nominal_step_time = step_at(1.0);
+  v.step_time_p50 = step_at(v.factor_p50);
+  v.step_time_p99 = step_at(v.factor_p99);
+  return v;
+}
+
 }  // namespace
 
 StepReport simulate_step(const models::StepSetup& setup, const models::VmSize& vm, const models::DeviceSpec& device,
@@ -97,6 +123,15 @@ StepReport StepSimulator::simulate(const models::StepSetup& setup, const models:
   ExecutionFidelity fidelity;
   if (net.full_fidelity) fidelity.replicas = setup.parallelism.data;
   fidelity.record_spans = record_spans_;
+  if (net.variability) {
+    r.variability = step_variability(program, setup.parallelism, vm, *net.variability);
+    if (net.full_fidelity) {
+      fidelity.compute_slowdown = drawn_compute_factors(*net.variability, setup.parallelism, vm.devices_per_vm, net.seed);
+      r.variability->drawn = true;
+    } else {
+      fidelity.compute_slowdown.assign(program.stages.size(), r.variability->factor_mean);
+    }
+  }
   r.pipeline = execute_pipeline(program, fidelity);
   r.critical = r.pipeline.stages[static_cast<size_t>(r.pipeline.critical_stage)];
   r.step_time = r.pipeline.step_time;
@@ -143,6 +178,8 @@ NetworkSetup network_setup_of(const Scenario& scenario) {
   n.topology.inter_zone_bandwidth_per_node = c.inter_zone_bandwidth_per_node;
   n.all_reduce_algorithm = scenario.network.all_reduce_algorithm;
   n.full_fidelity = scenario.simulation.fidelity == Fidelity::full;
+  n.variability = scenario.simulation.variability;
+  n.seed = scenario.simulation.seed;
   return n;
 }
 

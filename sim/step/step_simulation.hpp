@@ -14,17 +14,40 @@
 #include "models/network/collectives.hpp"
 #include "models/network/topology.hpp"
 #include "models/parallelism/step_program.hpp"
+#include "models/variability/variability.hpp"
 #include "sim/step/pipeline_executor.hpp"
 
 namespace clustersim::sim {
 
 struct Scenario;
 
-/// The cluster network of a step: topology (nodes, fabric, zones) and the all-reduce algorithm choice.
+/// The cluster network of a step: topology (nodes, fabric, zones) and the all-reduce algorithm choice; and how
+/// the step is executed on it.
 struct NetworkSetup {
   models::TopologyConfig topology;
   std::optional<models::CollectiveAlgorithm> all_reduce_algorithm;  ///< nullopt: automatic (NCCL-like)
   bool full_fidelity = false;  ///< simulate every data-parallel replica's timeline (ExecutionFidelity)
+  /// The GPUs' variability (models/variability); nullopt: every GPU at its nominal speed (variability off).
+  std::optional<models::VariabilitySpec> variability;
+  uint64_t seed = 0;  ///< of full fidelity's variability draws (sim/step/variability_draws.hpp)
+};
+
+/// A step with variability (NetworkSetup::variability): the compute factor X of its slowest GPU
+/// (models::SlowestGpuFactor) and the step time it gives. Replica fidelity runs the step at E[X]; its quantiles
+/// are the step at X's quantiles (the step time grows with X, so the step's q-quantile is the step at X's).
+struct StepVariability {
+  models::VariabilitySpec spec;
+  int64_t vms = 0;          ///< M: VMs the job's GPUs fill
+  int64_t gpus_per_vm = 0;  ///< n
+  double factor_mean = 1.0;                ///< E[X]
+  double factor_p50 = 1.0;                 ///< median of X
+  double factor_p99 = 1.0;                 ///< 99th percentile of X
+  double probability_any_slow_vm = 0.0;    ///< 1 - (1 - f)^M
+  /// Full fidelity: StepReport::step_time is one seeded draw of every GPU and VM, not the step at E[X].
+  bool drawn = false;
+  units::Seconds nominal_step_time;  ///< the same step with every GPU at factor 1
+  units::Seconds step_time_p50;      ///< the step at X's median
+  units::Seconds step_time_p99;      ///< the step at X's 99th percentile
 };
 
 /// Result of simulating one optimizer step.
@@ -47,6 +70,7 @@ struct StepReport {
   /// How far to trust step_time: the leave-one-source-out errors of published runs on this device's
   /// calibration group and framework family (catalog prediction_uncertainty.toml); nullopt without one.
   std::optional<models::PredictionBand> prediction_band;
+  std::optional<StepVariability> variability;  ///< set when NetworkSetup::variability is
 };
 
 /// The clusters a StepSimulator has built: topology, collective model (with its memoised flow solves) and the

@@ -1,5 +1,6 @@
 // End-to-end: `clustersim run` writes the step's Chrome trace (--trace) and the per-stage table of its HDF5
-// file (/runs/0/stages), on a shipped two-stage scenario.
+// file (/runs/0/stages), on a shipped two-stage scenario; and the variability lines and columns of a shipped
+// 16,384-GPU scenario.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
@@ -142,6 +143,49 @@ TEST(RunStages, ResultsFileHasOneRowPerStageThatAddsUpToTheStepTime) {
   ASSERT_EQ(tflops.size(), 2u);
   EXPECT_NEAR((tflops[0] + tflops[1]) / 2.0, summary_tflops[0], 1e-9 * summary_tflops[0]);
   H5Fclose(file);
+  fs::remove_all(dir);
+}
+
+// Variability at scale (issue 25): the shipped 16,384-GPU scenario with variability on reports the step's p50
+// and p99 with the source of each number, and /summary carries them with their units; with it off the columns
+// are NaN and the report has no variability lines.
+TEST(RunVariability, SixteenThousandGpuStepReportsItsP50AndP99WithTheirSources) {
+  const fs::path dir = temp_dir("variability");
+  const fs::path out = dir / "v.h5";
+  const std::string scenario = "scenarios/azure/llama3-405b-16k-h100-variability.toml";
+  const auto r = run_cli("run " + scenario + " -o '" + out.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("variability slowest of 16384 GPUs on 2048 VMs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step p50 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", p99 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Sinha et al., SC'22"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MegaScale, NSDI'24"), std::string::npos) << r.out;
+  const hid_t file = H5Fopen(out.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  std::string units;
+  const double step = read_doubles(file, "/summary/step_time_s", &units).at(0);
+  const double p50 = read_doubles(file, "/summary/step_time_p50_s", &units).at(0);
+  EXPECT_EQ(units, "s");
+  const double p99 = read_doubles(file, "/summary/step_time_p99_s", &units).at(0);
+  EXPECT_EQ(units, "s");
+  const double nominal = read_doubles(file, "/summary/nominal_step_time_s", &units).at(0);
+  const double factor = read_doubles(file, "/summary/slowest_gpu_factor", &units).at(0);
+  EXPECT_EQ(units, "1");
+  H5Fclose(file);
+  // The slowest of 16,384 GPUs is slower than nominal, and the step with it; p50 <= p99.
+  EXPECT_GT(factor, 1.0);
+  EXPECT_GT(step, nominal);
+  EXPECT_GT(p50, nominal);
+  EXPECT_LE(p50, p99);
+
+  const auto off = run_cli("run " + scenario + " --set simulation.variability=off -o '" + out.string() + "'");
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_EQ(off.out.find("variability slowest"), std::string::npos) << off.out;
+  const hid_t off_file = H5Fopen(out.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(off_file, 0);
+  EXPECT_EQ(read_doubles(off_file, "/summary/step_time_s", &units).at(0), nominal);
+  EXPECT_TRUE(std::isnan(read_doubles(off_file, "/summary/step_time_p99_s", &units).at(0)));
+  H5Fclose(off_file);
   fs::remove_all(dir);
 }
 

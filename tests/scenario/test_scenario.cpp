@@ -321,6 +321,35 @@ TEST(ScenarioOverrides, ContextAndExpertLayoutErrorsAreLocated) {
   EXPECT_EQ(moe.model.num_experts, 8);
 }
 
+TEST(ScenarioLoad, VariabilityTakesSourcedDefaultsWhenOnAndRejectsItsNumbersWhenOff) {
+  const Scenario off = load("valid_minimal.toml");
+  EXPECT_FALSE(off.simulation.variability);
+  const Scenario on = load("valid_minimal.toml", {"simulation.variability=on"});
+  ASSERT_TRUE(on.simulation.variability);
+  EXPECT_EQ(on.simulation.variability->gpu_compute_cv, models::kGpuComputeCv);
+  EXPECT_EQ(on.simulation.variability->slow_vm_fraction, models::kSlowVmFraction);
+  EXPECT_EQ(on.simulation.variability->slow_vm_factor, models::kSlowVmFactor);
+  EXPECT_EQ(on.simulation.variability->slow_vm_source, models::kSlowVmSource);
+  // The defaults are written into the resolved scenario, which reloads to the same numbers.
+  const auto resolved = std::filesystem::temp_directory_path() / "clustersim_test_variability_resolved.toml";
+  std::ofstream(resolved) << on.resolved_toml;
+  const Scenario again = load_scenario(resolved, {}, catalog());
+  std::filesystem::remove(resolved);
+  ASSERT_TRUE(again.simulation.variability);
+  EXPECT_EQ(again.simulation.variability->gpu_compute_cv, models::kGpuComputeCv);
+  EXPECT_EQ(again.simulation.variability->slow_vm_factor, models::kSlowVmFactor);
+  const Scenario given = load("valid_minimal.toml", {"simulation.variability=on", "simulation.slow_vm_factor=2"});
+  EXPECT_EQ(given.simulation.variability->slow_vm_factor, 2.0);
+  EXPECT_EQ(given.simulation.variability->slow_vm_source, "set in the scenario");
+  EXPECT_EQ(given.simulation.variability->gpu_compute_cv_source, models::kGpuComputeCvSource);
+  expect_error("valid_minimal.toml", {"simulation.slow_vm_fraction=0.1"}, "--set", 1, 29,
+               "simulation.slow_vm_fraction", "has no effect unless simulation.variability = \"on\"");
+  expect_error("valid_minimal.toml", {"simulation.variability=on", "simulation.gpu_compute_cv=0.2"}, "--set", 2, 27,
+               "simulation.gpu_compute_cv", "in [0, 0.1]");
+  expect_error("valid_minimal.toml", {"simulation.variability=\"sometimes\""}, "--set", 1, 24,
+               "simulation.variability", "one of off, on");
+}
+
 TEST(ScenarioOverrides, MissingEqualsSign) {
   expect_error("valid_minimal.toml", {"parallelism.tensor"}, "--set", 1, 1, "parallelism.tensor",
                "expected KEY=VALUE");

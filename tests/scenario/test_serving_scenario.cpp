@@ -94,6 +94,9 @@ TEST(ServingScenario, BadFleetsAreLocated) {
   EXPECT_NE(e.find("key 'serving.min_replicas': not modelled with serving.pipeline > 1 yet"), std::string::npos) << e;
   e = error_of(kSynthetic, {"serving.pipeline=2", "serving.spot_replicas=1"});
   EXPECT_NE(e.find("key 'serving.spot_replicas': not modelled with serving.pipeline > 1 yet"), std::string::npos) << e;
+  // The step's variability is a training run's: a located error in a serving scenario.
+  e = error_of(kSynthetic, {"simulation.variability=on"});
+  EXPECT_NE(e.find("key 'simulation.variability': a training run's key"), std::string::npos) << e;
   e = error_of(kSynthetic, {"model.num_experts=8", "model.moe_router_topk=9"});
   EXPECT_NE(e.find("key 'model.moe_router_topk': must not exceed model.num_experts (8)"), std::string::npos) << e;
 }

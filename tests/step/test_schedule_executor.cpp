@@ -203,6 +203,27 @@ TEST(PipelineExecutor, AStragglerDelaysEveryReplicaThroughTheGradientBarrier) {
   EXPECT_THROW(sim::execute_pipeline(program, sim::ExecutionFidelity{3, {1.0}}), std::invalid_argument);
 }
 
+TEST(PipelineExecutor, ComputeSlowdownScalesComputeNotCommunication) {
+  // One stage, 4 microbatches of tf = 1 ms and tb = 2 ms compute with 0.5 ms of tensor-parallel communication
+  // each, and a 1 ms optimizer. At compute factor 1.1 (its slowest GPU): 4 (1.1 x 3 + 2 x 0.5) + 1.1 x 1 =
+  // 18.3 ms, against 4 (3 + 1) + 1 = 17 ms; the collectives keep their time.
+  models::StepProgram program = uniform_program(PipelineSchedule::one_f_one_b, 1, 4, 1e-3, 2e-3);
+  program.stages[0].forward[0].tp_comm = units::seconds(0.5e-3);
+  program.stages[0].backward[0].tp_comm = units::seconds(0.5e-3);
+  program.stages[0].optimizer = units::seconds(1e-3);
+  EXPECT_NEAR(sim::execute_pipeline(program).step_time.value(), 17e-3, 1e-9);
+  sim::ExecutionFidelity slower;
+  slower.compute_slowdown = {1.1};
+  const sim::PipelineResult r = sim::execute_pipeline(program, slower);
+  EXPECT_NEAR(r.step_time.value(), 18.3e-3, 1e-9);
+  EXPECT_NEAR(r.stages[0].compute.value(), 13.2e-3, 1e-9);
+  EXPECT_NEAR(r.stages[0].tp_comm.value(), 4e-3, 1e-9);
+  EXPECT_NEAR(r.stages[0].optimizer.value(), 1.1e-3, 1e-9);
+  EXPECT_EQ(sim::pipeline_step_time(program, slower).value(), r.step_time.value());
+  slower.compute_slowdown = {1.1, 1.0};
+  EXPECT_THROW(sim::execute_pipeline(program, slower), std::invalid_argument);
+}
+
 TEST(PipelineExecutor, MergedCostsApplyToTheSteadyStateOnly) {
   // moe_a2a_overlap: a forward followed by a backward in a stage's order, and that backward, take the merged
   // costs (here half the compute); warm-up forwards and cool-down backwards keep theirs.
