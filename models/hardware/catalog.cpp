@@ -33,6 +33,7 @@ constexpr auto kDeviceKeys = std::to_array<std::string_view>({
     "peak_fp16_tflops",
     "peak_bf16_tflops",
     "peak_fp8_tflops",
+    "peak_fp4_tflops",
     "achievable_matmul_bf16_tflops",
     "achievable_matmul_fp8_tflops",
     "achievable_matmul_fp16_tflops",
@@ -304,6 +305,11 @@ DeviceSpec read_device(const std::string& file, const std::string& name, const t
     auto it = d.peak.find(p);
     return it == d.peak.end() ? 0.0 : units::in_tflops_per_second(it->second);
   };
+
+  if (const auto fp4 = r.optional_positive("peak_fp4_tflops")) {
+    if (peak_tflops(Precision::fp8) <= 0.0) r.fail_at("peak_fp4_tflops", "the device has no peak_fp8_tflops");
+    d.peak_fp4 = units::tflops_per_second(*fp4);
+  }
 
   const double matmul = r.positive("achievable_matmul_bf16_tflops");
   const double sixteen_bit_peak = std::max(peak_tflops(Precision::bf16), peak_tflops(Precision::fp16));

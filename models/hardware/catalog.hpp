@@ -47,6 +47,9 @@ struct DeviceSpec {
   DeviceKind kind = DeviceKind::gpu;
   /// Dense peak math rate per precision (no sparsity), FLOP/s; 0 where the device has no such mode.
   std::map<Precision, units::FlopsPerSecond> peak;
+  /// Dense FP4 (NVFP4 / MXFP4) tensor-core peak, FLOP/s, where the datasheet gives one (Blackwell). Shown by
+  /// `clustersim catalog`; no training or serving precision runs FP4 math yet, so no model reads it.
+  std::optional<units::FlopsPerSecond> peak_fp4;
   /// Highest measured matmul rate in bf16 (or the device's native 16-bit), FLOP/s. Bounds GEMM efficiency.
   units::FlopsPerSecond achievable_matmul_bf16;
   /// Highest measured matmul rate with fp8 inputs, FLOP/s, where a measurement exists (H100: 1402.6 TFLOP/s).
