@@ -79,13 +79,36 @@ TEST(ShippedCatalog, Gb200NvlinkDomainIsARackOf18Vms) {
   const VmSize& vm = shipped().vm_size("Standard_ND128isr_NDR_GB200_v6");
   EXPECT_EQ(vm.nvlink_domain_vms, 18);
   EXPECT_EQ(vm.fabric, IntraNodeFabric::nvswitch);
-  EXPECT_EQ(vm.domain_gpus(36), 72);  // two racks: domains of 72 GPUs
-  EXPECT_EQ(vm.domain_gpus(2), 8);    // two VMs of one rack: one domain of 8
-  EXPECT_EQ(vm.domain_problem(36, {}), "");
-  EXPECT_NE(vm.domain_problem(20, {}).find("not whole domains"), std::string::npos);
-  EXPECT_NE(vm.domain_problem(36, {27, 9}).find("never spans zones"), std::string::npos);
+  EXPECT_EQ(vm.domain_gpus(36, std::nullopt), 72);  // two racks: domains of 72 GPUs
+  EXPECT_EQ(vm.domain_gpus(2, std::nullopt), 8);    // two VMs of one rack: one domain of 8
+  EXPECT_EQ(vm.domain_problem(36, std::nullopt, {}), "");
+  EXPECT_NE(vm.domain_problem(20, std::nullopt, {}).find("not whole domains"), std::string::npos);
+  EXPECT_NE(vm.domain_problem(36, std::nullopt, {27, 9}).find("never spans zones"), std::string::npos);
   // Every other size is its own domain.
-  EXPECT_EQ(shipped().vm_size("Standard_ND96isr_H100_v5").domain_gpus(64), 8);
+  EXPECT_EQ(shipped().vm_size("Standard_ND96isr_H100_v5").domain_gpus(64, std::nullopt), 8);
+  // A job that takes 16 of each rack's 18 VMs: 64 VMs are 4 domains of 16 VMs = 64 GPUs each.
+  EXPECT_EQ(vm.domain_vms(64, 16), 16);
+  EXPECT_EQ(vm.domain_gpus(64, 16), 16 * 4);
+  EXPECT_EQ(64 / vm.domain_vms(64, 16), 4);
+  EXPECT_EQ(vm.domain_problem(64, 16, {}), "");
+  EXPECT_EQ(vm.domain_problem(64, 16, {32, 32}), "");
+  EXPECT_NE(vm.domain_problem(64, 16, {40, 24}).find("never spans zones"), std::string::npos);
+  EXPECT_NE(vm.domain_problem(72, 16, {}).find("72 VMs are not whole domains of 16 VMs per NVLink domain of "
+                                               "Standard_ND128isr_NDR_GB200_v6 (64 GPUs; 16 of each domain's 18 VMs)"),
+            std::string::npos);
+  EXPECT_NE(vm.domain_problem(8, 16, {}).find("not whole domains"), std::string::npos);  // given: no shrinking
+  EXPECT_EQ(vm.domain_gpus(20, 1), 4);  // 1: every VM its own domain
+  EXPECT_EQ(vm.domain_problem(20, 1, {}), "");
+  // The VMs per domain a job can take: 1 to the rack's 18.
+  EXPECT_EQ(vm.domain_use_problem(18), "");
+  EXPECT_EQ(vm.domain_use_problem(1), "");
+  EXPECT_NE(vm.domain_use_problem(19).find("must be from 1 to 18"), std::string::npos);
+  EXPECT_NE(vm.domain_use_problem(0).find("must be from 1 to 18"), std::string::npos);
+  EXPECT_NE(vm.domain_problem(64, 0, {}).find("must be from 1 to 18"), std::string::npos);
+  const VmSize& h100 = shipped().vm_size("Standard_ND96isr_H100_v5");
+  EXPECT_EQ(h100.domain_use_problem(1), "");
+  EXPECT_NE(h100.domain_use_problem(2).find("must be 1: Standard_ND96isr_H100_v5 has no NVLink domain beyond one VM"),
+            std::string::npos);
   // PCIe cards joined in pairs by NVLink bridges.
   EXPECT_EQ(shipped().vm_size("Standard_NC96ads_A100_v4").fabric, IntraNodeFabric::nvlink_bridge);
   EXPECT_EQ(shipped().vm_size("Standard_NC80adis_H100_v5").fabric, IntraNodeFabric::nvlink_bridge);
@@ -128,7 +151,7 @@ TEST(ShippedCatalog, Gb300IsBlackwellUltraOnNdGb300V6) {
   EXPECT_DOUBLE_EQ(vm.ethernet_bandwidth.value(), 160e9);
   EXPECT_DOUBLE_EQ(vm.local_nvme.value(), 16.0 * 1024 * 1024 * 1024 * 1024);
   EXPECT_EQ(vm.nvlink_domain_vms, 18);
-  EXPECT_EQ(vm.domain_gpus(36), 72);
+  EXPECT_EQ(vm.domain_gpus(36, std::nullopt), 72);
   EXPECT_FALSE(vm.price_usd_per_hour.has_value());  // quote-only
   EXPECT_EQ(vm.estimates.count("nccl_ring_efficiency"), 1U);
 }
