@@ -37,6 +37,7 @@ constexpr auto kDeviceKeys = std::to_array<std::string_view>({
     "peak_fp16_tflops",
     "peak_bf16_tflops",
     "peak_fp8_tflops",
+    "peak_fp4_tflops",
     "achievable_matmul_bf16_tflops",
     "achievable_matmul_fp8_tflops",
     "achievable_matmul_fp16_tflops",
@@ -312,6 +313,11 @@ DeviceSpec read_device(const std::string& file, const std::string& name, const t
     auto it = d.peak.find(p);
     return it == d.peak.end() ? 0.0 : units::in_tflops_per_second(it->second);
   };
+
+  if (const auto fp4 = r.optional_positive("peak_fp4_tflops")) {
+    if (peak_tflops(Precision::fp8) <= 0.0) r.fail_at("peak_fp4_tflops", "the device has no peak_fp8_tflops");
+    d.peak_fp4 = units::tflops_per_second(*fp4);
+  }
 
   const double matmul = r.positive("achievable_matmul_bf16_tflops");
   const double sixteen_bit_peak = std::max(peak_tflops(Precision::bf16), peak_tflops(Precision::fp16));
@@ -665,17 +671,40 @@ const VmSize& Catalog::vm_size(const std::string& name) const {
   return it->second;
 }
 
-int64_t VmSize::domain_vms(int64_t nodes) const {
+int64_t VmSize::domain_vms(int64_t nodes, std::optional<int64_t> vms_per_domain) const {
+  if (vms_per_domain) return *vms_per_domain;
   return std::max<int64_t>(1, std::min<int64_t>(nvlink_domain_vms, nodes));
 }
 
-int64_t VmSize::domain_gpus(int64_t nodes) const { return devices_per_vm * domain_vms(nodes); }
+int64_t VmSize::domain_gpus(int64_t nodes, std::optional<int64_t> vms_per_domain) const {
+  return devices_per_vm * domain_vms(nodes, vms_per_domain);
+}
 
-std::string VmSize::domain_problem(int64_t nodes, const std::vector<int64_t>& zone_nodes) const {
-  const int64_t domain = domain_vms(nodes);
+std::string VmSize::domain_use_problem(int64_t vms_per_domain) const {
+  if (vms_per_domain >= 1 && vms_per_domain <= nvlink_domain_vms) return {};
+  const std::string got = ", got " + std::to_string(vms_per_domain);
+  if (nvlink_domain_vms == 1) {
+    return "must be 1: " + name + " has no NVLink domain beyond one VM" + got;
+  }
+  return "must be from 1 to " + std::to_string(nvlink_domain_vms) + ", the VMs of one NVLink domain of " + name +
+         " (" + std::to_string(nvlink_domain_vms * devices_per_vm) + " GPUs)" + got;
+}
+
+std::string VmSize::domain_problem(int64_t nodes, std::optional<int64_t> vms_per_domain,
+                                   const std::vector<int64_t>& zone_nodes) const {
+  if (vms_per_domain) {
+    if (std::string why = domain_use_problem(*vms_per_domain); !why.empty()) {
+      return "VMs per NVLink domain " + why;
+    }
+  }
+  const int64_t domain = domain_vms(nodes, vms_per_domain);
   if (domain == 1) return {};
+  const bool whole = domain == nvlink_domain_vms;
   const std::string what = std::to_string(domain) + " VMs per NVLink domain of " + name + " (" +
-                           std::to_string(domain_gpus(nodes)) + " GPUs)";
+                           std::to_string(domain * devices_per_vm) + " GPUs" +
+                           (whole ? "" : "; " + std::to_string(domain) + " of each domain's " +
+                                             std::to_string(nvlink_domain_vms) + " VMs") +
+                           ")";
   if (nodes % domain != 0) return std::to_string(nodes) + " VMs are not whole domains of " + what;
   for (const int64_t z : zone_nodes) {
     if (z % domain != 0) {

@@ -52,6 +52,9 @@ struct DeviceSpec {
   DeviceKind kind = DeviceKind::gpu;
   /// Dense peak math rate per precision (no sparsity), FLOP/s; 0 where the device has no such mode.
   std::map<Precision, units::FlopsPerSecond> peak;
+  /// Dense FP4 (NVFP4 / MXFP4) tensor-core peak, FLOP/s, where the datasheet gives one (Blackwell). Shown by
+  /// `clustersim catalog`; no training or serving precision runs FP4 math yet, so no model reads it.
+  std::optional<units::FlopsPerSecond> peak_fp4;
   /// Highest measured matmul rate in bf16 (or the device's native 16-bit), FLOP/s. Bounds GEMM efficiency.
   units::FlopsPerSecond achievable_matmul_bf16;
   /// Highest measured matmul rate with fp8 inputs, FLOP/s, where a measurement exists (H100: 1402.6 TFLOP/s).
@@ -162,15 +165,23 @@ struct VmSize {
   std::string source;
   std::set<std::string> estimates;  ///< keys whose values are estimates, as DeviceSpec::estimates
 
-  /// VMs of one NVLink domain in a cluster of `nodes` VMs: nvlink_domain_vms, or all of them when the cluster
-  /// is smaller (VMs of one rack).
-  [[nodiscard]] int64_t domain_vms(int64_t nodes) const;
-  /// GPUs of one NVLink domain in a cluster of `nodes` VMs (devices_per_vm x domain_vms): the "node" of the
+  /// VMs of one NVLink domain a job of `nodes` VMs uses. `vms_per_domain`: the VMs of each domain the job
+  /// takes (the scenario's cluster.vms_per_nvlink_domain, e.g. 16 of the 18 trays of a GB200 NVL72 rack),
+  /// returned as given (domain_problem says whether it fits); nullopt: the whole domain, nvlink_domain_vms, or
+  /// all `nodes` when the cluster is smaller than one (VMs of one rack). 1 means every VM is a domain of its
+  /// own: GPUs of different VMs talk over the scale-out network only.
+  [[nodiscard]] int64_t domain_vms(int64_t nodes, std::optional<int64_t> vms_per_domain) const;
+  /// GPUs of one NVLink domain a job of `nodes` VMs uses (devices_per_vm x domain_vms): the "node" of the
   /// network and step models, whose GPUs talk over NVLink.
-  [[nodiscard]] int64_t domain_gpus(int64_t nodes) const;
-  /// Why `nodes` VMs (in zones of `zone_nodes` VMs each; empty: one zone) cannot be split into whole NVLink
-  /// domains, "" when they can: a domain never spans zones.
-  [[nodiscard]] std::string domain_problem(int64_t nodes, const std::vector<int64_t>& zone_nodes) const;
+  [[nodiscard]] int64_t domain_gpus(int64_t nodes, std::optional<int64_t> vms_per_domain) const;
+  /// Why a job cannot take `vms_per_domain` VMs of each NVLink domain of this size, "" when it can: from 1 to
+  /// nvlink_domain_vms (a size whose domain is one VM takes only 1).
+  [[nodiscard]] std::string domain_use_problem(int64_t vms_per_domain) const;
+  /// Why `nodes` VMs (in zones of `zone_nodes` VMs each; empty: one zone) cannot be split into NVLink domains of
+  /// domain_vms(nodes, vms_per_domain) VMs, "" when they can: domain_use_problem, then whole domains, none
+  /// spanning zones (a rack sits in one datacenter).
+  [[nodiscard]] std::string domain_problem(int64_t nodes, std::optional<int64_t> vms_per_domain,
+                                           const std::vector<int64_t>& zone_nodes) const;
 };
 
 /// A loaded, validated catalog.

@@ -183,13 +183,17 @@ std::string fat_tree_radix_error(int64_t radix) {
 Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const TopologyConfig& config) {
   // An NVLink domain of several VMs (GB200 NVL72) is built as one node with the GPUs, NICs and Ethernet of its
   // VMs: the domain's GPUs meet at one NVSwitch, and everything past it is per GPU or per NIC as before.
-  const std::int64_t domain = vm_size.domain_vms(config.nodes);
+  // A job may take only some VMs of each domain (config.vms_per_nvlink_domain): the domain is built of those.
+  const std::int64_t domain = vm_size.domain_vms(config.nodes, config.vms_per_nvlink_domain);
   VmSize vm = vm_size;
   TopologyConfig cfg = config;
-  if (domain > 1) {
+  {
     std::vector<std::int64_t> zone_nodes;
     for (const ZoneSpec& z : config.zones) zone_nodes.push_back(z.nodes);
-    if (const std::string why = vm_size.domain_problem(config.nodes, zone_nodes); !why.empty()) bad(why);
+    const std::string why = vm_size.domain_problem(config.nodes, config.vms_per_nvlink_domain, zone_nodes);
+    if (!why.empty()) bad(why);
+  }
+  if (domain > 1) {
     vm.devices_per_vm = static_cast<int>(vm_size.devices_per_vm * domain);
     vm.infiniband_ports = static_cast<int>(vm_size.infiniband_ports * domain);
     vm.ethernet_bandwidth = vm_size.ethernet_bandwidth * static_cast<double>(domain);

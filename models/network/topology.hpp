@@ -22,7 +22,10 @@
 //     fabric_bandwidth_per_direction (the bridge); other pairs of the node meet at the host PCIe switch
 //     (kHostPcieBandwidth), 2 hops.
 //   * A node is an NVLink domain: one VM, or VmSize::domain_vms VMs (GB200 NVL72: 18 VMs, 72 GPUs) built as
-//     one node with their GPUs, NICs and Ethernet rate; TopologyConfig::nodes and zones count VMs.
+//     one node with their GPUs, NICs and Ethernet rate; TopologyConfig::nodes and zones count VMs. A job that
+//     takes k VMs of each domain (TopologyConfig::vms_per_nvlink_domain: 16 of a rack's 18 trays) gets
+//     domains of those k VMs: their GPUs on the domain's NVSwitch, the other trays' GPUs, NICs and links absent
+//     (they belong to other jobs; NVLink switch bandwidth per GPU does not depend on how many trays are used).
 //   * infinity_fabric (MI300X): full mesh of GPU -> GPU links, class infinity_fabric, capacity
 //     fabric_bandwidth_per_direction / (gpus_per_node - 1) each (896 GB/s bidirectional = 448 GB/s per
 //     direction over 7 peers = 64 GB/s per peer per direction; devices.toml), latency kInfinityFabricLatency.
@@ -150,6 +153,9 @@ struct TopologyConfig {
   std::vector<ZoneSpec> zones;                  ///< empty: one zone "zone-0" with every node
   units::Seconds inter_zone_latency = units::milliseconds(1.0);  ///< one way
   std::optional<units::BytesPerSecond> inter_zone_bandwidth_per_node;  ///< default: VM Ethernet NIC rate
+  /// VMs of each NVLink domain the job uses (VmSize::domain_vms); nullopt: whole domains. Must satisfy
+  /// VmSize::domain_problem (1..nvlink_domain_vms, nodes and zones whole domains of it).
+  std::optional<std::int64_t> vms_per_nvlink_domain;
 };
 
 inline constexpr units::Seconds kNvlinkHopLatency = units::microseconds(0.5);

@@ -278,7 +278,8 @@ std::optional<LayoutProblem> layout_problem(const ParallelismConfig& p, const Mo
 
 std::vector<LayoutCandidate> enumerate_layouts(const LayoutSearch& q) {
   std::vector<LayoutCandidate> out;
-  for (int64_t t = 1; t <= q.gpus_per_vm * 8 && t <= q.gpus; t *= 2) {
+  const int64_t max_tensor = std::max(q.gpus_per_vm * 8, q.gpus_per_domain);
+  for (int64_t t = 1; t <= max_tensor && t <= q.gpus; t *= 2) {
     if (q.heads % t != 0 || q.query_groups % t != 0 || q.gpus % t != 0) continue;
     for (int64_t c = 1; t * c <= q.gpus; c *= 2) {
       if (c > 1 && (q.seq_length / c < kMinContextShardTokens || q.seq_length % (2 * c) != 0)) break;

@@ -111,6 +111,9 @@ std::optional<LayoutProblem> expert_layout_problem(const ParallelismConfig& p, c
 struct LayoutSearch {
   int64_t gpus = 1;          ///< GPUs of the cluster
   int64_t gpus_per_vm = 1;   ///< GPUs per VM (tensor parallelism up to 8 VMs' worth)
+  /// GPUs of one NVLink domain the job uses (VmSize::domain_gpus: 64 for 16 GB200 VMs of each rack); tensor
+  /// parallelism also goes up to it. 0: gpus_per_vm.
+  int64_t gpus_per_domain = 0;
   int64_t heads = 1;         ///< attention heads
   int64_t query_groups = 1;  ///< key/value heads
   int64_t layers = 1;        ///< decoder layers
@@ -125,15 +128,15 @@ struct LayoutCandidate {
   int64_t micro_batch = 1;
 };
 
-/// Every layout the search considers, in order (tensor outermost, then context, pipeline, micro batch, virtual
-/// stages, each ascending): tensor a power of two up to gpus_per_vm x 8 dividing the heads, the query groups and
-/// the GPUs; context a power of two with at least kMinContextShardTokens tokens per shard and the sequence
-/// divisible by 2 x context; pipeline dividing GPUs / (t c) and the layers, or leaving at least 2 layers a
-/// stage (uneven splits, layers_per_virtual_stage); data = GPUs / (t c p) dividing the
-/// global batch; expert (MoE models) a power of two dividing the experts and t c d (expert_tensor 1); micro
-/// batch 1-8 dividing global batch / data; virtual stages 1, 2, 4, above 1 only with pipeline > 1, layers
-/// divisible by p v and the microbatch count by p (Megatron's interleaving rule). The scenario loader still
-/// judges each (memory, sequence parallelism, framework rules).
+/// Every layout the search considers, in order (tensor outermost, then context, pipeline, micro batch, virtual stages,
+/// each ascending): tensor a power of two up to the larger of gpus_per_vm x 8 and gpus_per_domain, dividing the heads,
+/// the query groups and the GPUs; context a power of two with at least kMinContextShardTokens tokens per shard and the
+/// sequence divisible by 2 x context; pipeline dividing GPUs / (t c) and the layers, or leaving at least 2 layers a
+/// stage (uneven splits, layers_per_virtual_stage); data = GPUs / (t c p) dividing the global batch; expert (MoE
+/// models) a power of two dividing the experts and t c d (expert_tensor 1); micro batch 1-8 dividing global batch /
+/// data; virtual stages 1, 2, 4, above 1 only with pipeline > 1, layers divisible by p v and the microbatch count by p
+/// (Megatron's interleaving rule). The scenario loader still judges each (memory, sequence parallelism, framework
+/// rules).
 std::vector<LayoutCandidate> enumerate_layouts(const LayoutSearch& search);
 
 /// The shortest sequence shard the layout search gives a context-parallel rank: 4,096 tokens. Context

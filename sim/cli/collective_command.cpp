@@ -121,6 +121,8 @@ po::options_description options_description() {
        "inter-node fabric: single_switch, fat_tree or rail_optimized")
       ("oversubscription", po::value<double>()->default_value(1.0), "leaf down/up capacity ratio, >= 1")
       ("fat-tree-radix", po::value<int>()->default_value(64), "network switch ports (even, >= 2)")
+      ("vms-per-nvlink-domain", po::value<int64_t>(),
+       "VMs of each NVLink domain the cluster uses (16 of a GB200 NVL72 rack's 18); default: whole domains")
       ("zones", po::value<std::string>(),
        "availability zones, name:nodes,name:nodes in node order; the counts must sum to --nodes")
       ("inter-zone-latency-ms", po::value<double>()->default_value(1.0), "one-way latency between zones, ms")
@@ -183,6 +185,10 @@ Options parse_options(const po::variables_map& vm) {
   p.topology.fat_tree_radix = vm["fat-tree-radix"].as<int>();
   if (const std::string why = models::fat_tree_radix_error(p.topology.fat_tree_radix); !why.empty()) {
     throw UsageError("--fat-tree-radix " + why);
+  }
+  if (vm.count("vms-per-nvlink-domain")) {
+    p.topology.vms_per_nvlink_domain = vm["vms-per-nvlink-domain"].as<int64_t>();
+    if (*p.topology.vms_per_nvlink_domain < 1) throw UsageError("--vms-per-nvlink-domain must be at least 1");
   }
   if (vm.count("zones")) {
     p.topology.zones = parse_zones(vm["zones"].as<std::string>());

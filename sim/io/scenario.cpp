@@ -474,7 +474,9 @@ class Loader {
         fail_at("serving.spot_replicas", "not modelled with serving.pipeline > 1 yet");
       }
     }
-    const int64_t domain = vm.domain_gpus(vm.nvlink_domain_vms);
+    // At most a whole domain: a replica takes ceil(tensor / GPUs per VM) VMs of one rack, whatever the rest of
+    // the rack runs (serving has no cluster.vms_per_nvlink_domain).
+    const int64_t domain = vm.domain_gpus(vm.nvlink_domain_vms, std::nullopt);
     if (t > domain) {
       fail_at("serving.tensor", "a replica's tensor-parallel GPUs share one NVLink domain: at most " +
                                     std::to_string(domain) + " on " + vm.name + ", got " + std::to_string(t));
@@ -877,22 +879,30 @@ class Loader {
     if (const std::string why = models::fat_tree_radix_error(get_int("cluster.fat_tree_radix")); !why.empty()) {
       fail_at("cluster.fat_tree_radix", why);
     }
-    if (get_string("network.all_reduce_algorithm") == "nvls" && (nodes != 1 || !vm->nccl.nvls_efficiency)) {
-      fail_at("network.all_reduce_algorithm",
-              "nvls needs one node of a VM size with NVLink SHARP (H100/H200 NVSwitch), got " +
-                  std::to_string(nodes) + " × " + vm_name);
+    // GB200 NVL72: the VMs must make whole NVLink domains (of the VMs per domain the job uses), none across zones.
+    std::optional<int64_t> per_domain;
+    if (has("cluster.vms_per_nvlink_domain")) {
+      per_domain = get_int("cluster.vms_per_nvlink_domain");
+      if (const std::string why = vm->domain_use_problem(*per_domain); !why.empty()) {
+        fail_at("cluster.vms_per_nvlink_domain", why);
+      }
     }
     {
-      // GB200 NVL72: the VMs must make whole NVLink domains, none across zones.
       std::vector<int64_t> zone_nodes;
       if (has("cluster.zones")) {
         for (const toml::node& z : *resolved_node("cluster.zones")->as_array()) {
           zone_nodes.push_back(z.as_table()->get("nodes")->as_integer()->get());
         }
       }
-      if (const std::string why = vm->domain_problem(nodes, zone_nodes); !why.empty()) {
-        fail_at(nodes % vm->domain_vms(nodes) == 0 ? "cluster.zones" : "cluster.nodes", why);
+      if (const std::string why = vm->domain_problem(nodes, per_domain, zone_nodes); !why.empty()) {
+        fail_at(nodes % vm->domain_vms(nodes, per_domain) == 0 ? "cluster.zones" : "cluster.nodes", why);
       }
+    }
+    if (get_string("network.all_reduce_algorithm") == "nvls" &&
+        (nodes != vm->domain_vms(nodes, per_domain) || !vm->nccl.nvls_efficiency)) {
+      fail_at("network.all_reduce_algorithm",
+              "nvls needs one node (one NVLink domain) of a VM size with NVLink SHARP (H100/H200 NVSwitch), got " +
+                  std::to_string(nodes) + " × " + vm_name);
     }
     const int64_t per_vm = vm->devices_per_vm;
     const int64_t gpus = checked_mul(nodes, per_vm, "cluster.nodes");
@@ -1067,6 +1077,9 @@ class Loader {
     s.cluster.fabric = *models::parse_fabric_kind(get_string("cluster.fabric"));
     s.cluster.oversubscription = get_double("cluster.oversubscription");
     s.cluster.fat_tree_radix = get_int("cluster.fat_tree_radix");
+    if (has("cluster.vms_per_nvlink_domain")) {
+      s.cluster.vms_per_nvlink_domain = get_int("cluster.vms_per_nvlink_domain");
+    }
     s.cluster.inter_zone_latency = units::milliseconds(get_double("cluster.inter_zone_latency_ms"));
     if (const auto gbps = get_optional_double("cluster.inter_zone_bandwidth_gbps")) {
       s.cluster.inter_zone_bandwidth_per_node = units::to_bytes_per_second(units::gigabits_per_second(*gbps));

@@ -41,6 +41,9 @@ struct ClusterConfig {
   std::vector<models::ZoneSpec> zones;  ///< empty: one zone
   units::Seconds inter_zone_latency = units::milliseconds(1.0);  ///< one way
   std::optional<units::BytesPerSecond> inter_zone_bandwidth_per_node;  ///< default: the VM's Ethernet rate
+  /// VMs of each NVLink domain the job uses (cluster.vms_per_nvlink_domain: 16 of a GB200 NVL72 rack's 18);
+  /// nullopt: whole domains (models::VmSize::domain_vms).
+  std::optional<int64_t> vms_per_nvlink_domain;
 };
 
 /// Collective algorithm overrides ([network]).

@@ -375,6 +375,13 @@ constexpr std::array kParams{
     ParamSpec{.key = "cluster.nodes", .type = integer, .unit = "VMs", .need = Need::required, .min_int = 1, .max_int = 131072,
               .help = "VMs in the job. GPUs = nodes × GPUs per VM.",
               .bound_reason = "2^17 VMs (about a million GPUs): 10x the largest published clusters; the topology has a vertex per GPU"},
+    ParamSpec{.key = "cluster.vms_per_nvlink_domain", .type = integer, .unit = "VMs", .need = Need::derived,
+              .default_text = "the VM size's whole NVLink domain (18 for ND GB200 v6, 1 for single-VM sizes)",
+              .min_int = 1,
+              .help = "VMs of each NVLink domain the job uses, for VM sizes whose NVLink domain spans VMs: 16 "
+                      "runs 64 ND GB200 v6 VMs as 4 racks of 16 of their 18 trays. From 1 to the domain's VMs (1: "
+                      "every VM its own domain, GPUs of different VMs talk over InfiniBand); cluster.nodes and "
+                      "every zone must be whole domains of it."},
     ParamSpec{.key = "cluster.fabric", .type = string, .need = Need::defaulted, .default_text = "\"fat_tree\"",
               .choices = kFabrics,
               .help = "Inter-node network of each zone: one switch, a two-tier fat tree (three tiers when it "

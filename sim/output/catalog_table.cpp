@@ -148,6 +148,7 @@ std::string format_catalog_table(const models::Catalog& catalog) {
                      {"fp16", false},
                      {"bf16", false},
                      {"fp8", false},
+                     {"fp4", false},
                      {"matmul", false},
                      {"memory", false},
                      {"mem TB/s", false},
@@ -165,13 +166,14 @@ std::string format_catalog_table(const models::Catalog& catalog) {
                  marked(peak_cell(d, Precision::fp16), e, "peak_fp16_tflops"),
                  marked(peak_cell(d, Precision::bf16), e, "peak_bf16_tflops"),
                  marked(peak_cell(d, Precision::fp8), e, "peak_fp8_tflops"),
+                 d.peak_fp4 ? marked(compact(units::in_tflops_per_second(*d.peak_fp4)), e, "peak_fp4_tflops") : "-",
                  marked(compact(units::in_tflops_per_second(d.achievable_matmul_bf16)), e,
                         "achievable_matmul_bf16_tflops"),
                  marked(memory_cell(d), e, d.memory_quoted_in_gib ? "memory_gib" : "memory_gb"),
                  marked(compact(d.memory_bandwidth.value() * 1e-12), e, "memory_bandwidth_tb_per_s"),
                  marked(compact(d.achievable_memory_bandwidth.value() * 1e-12), e,
                         "achievable_memory_bandwidth_tb_per_s"),
-                 std::to_string(d.sm_count),
+                 marked(std::to_string(d.sm_count), e, "sm_count"),
                  d.fabric_bandwidth_per_direction.value() > 0.0
                      ? marked(compact(units::in_gigabytes_per_second(d.fabric_bandwidth_per_direction)), e,
                               "fabric_gb_per_s_per_direction")

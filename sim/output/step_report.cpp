@@ -88,8 +88,15 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
   std::ostringstream out;
   out << sc.name << "\n";
   if (!sc.description.empty()) out << "  " << sc.description << "\n";
-  out << printf_string("cluster     %lld x %s (%lld x %s)\n", static_cast<long long>(sc.cluster.nodes),
-                       vm.name.c_str(), static_cast<long long>(r.gpus), vm.device.c_str());
+  // NVLink domains that span VMs (GB200 NVL72 racks): how many, and how many VMs of each the job uses.
+  const int64_t domain = vm.domain_vms(sc.cluster.nodes, sc.cluster.vms_per_nvlink_domain);
+  const int64_t domain_count = sc.cluster.nodes / domain;
+  const std::string domains =
+      domain > 1 ? printf_string("; %lld NVLink domain%s of %lld VMs", static_cast<long long>(domain_count),
+                                 domain_count == 1 ? "" : "s", static_cast<long long>(domain))
+                 : std::string();
+  out << printf_string("cluster     %lld x %s (%lld x %s%s)\n", static_cast<long long>(sc.cluster.nodes),
+                       vm.name.c_str(), static_cast<long long>(r.gpus), vm.device.c_str(), domains.c_str());
   out << printf_string("layout      %s, micro batch %lld, %lld microbatches, %s, recompute %s, %s\n",
                        models::layout_text(par).c_str(), static_cast<long long>(sc.training.micro_batch_size),
                        static_cast<long long>(r.microbatches), schedule_text(sc).c_str(),

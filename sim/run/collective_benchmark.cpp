@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "models/hardware/catalog.hpp"
 #include "models/network/collective_model.hpp"
@@ -74,8 +75,9 @@ std::string collective_parameters_toml(const CollectiveBenchmark& p) {
     << "oversubscription = " << toml_float(p.topology.oversubscription) << "\n"
     << "fat_tree_radix = " << p.topology.fat_tree_radix << "\n"
     << "inter_zone_latency_ms = " << toml_float(units::in_milliseconds(p.topology.inter_zone_latency)) << "\n"
-    << "inter_zone_gbps = " << toml_float(p.inter_zone_gbps) << "\n"
-    << "zones = [";
+    << "inter_zone_gbps = " << toml_float(p.inter_zone_gbps) << "\n";
+  if (p.topology.vms_per_nvlink_domain) t << "vms_per_nvlink_domain = " << *p.topology.vms_per_nvlink_domain << "\n";
+  t << "zones = [";
   for (size_t i = 0; i < p.topology.zones.size(); ++i) {
     const auto& z = p.topology.zones[i];
     t << (i ? ", " : "") << "{ name = " << toml_string(z.name) << ", nodes = " << z.nodes << " }";
@@ -133,7 +135,11 @@ std::string format_collective_table(const CollectiveBenchmark& p, const std::vec
   out += printf_string("# clustersim collective: op %s, vm %s, nodes %lld, gpus %lld (%s), algorithm %s\n",
                 std::string(models::to_string(p.op)).c_str(), p.vm_size.c_str(), static_cast<long long>(p.nodes),
                 static_cast<long long>(p.gpus), group.c_str(), algorithm_name(p).c_str());
-  out += printf_string("# fabric %s, zones %s\n", fabric.c_str(), zones.c_str());
+  const std::string domains =
+      p.topology.vms_per_nvlink_domain
+          ? printf_string(", NVLink domains of %lld VMs", static_cast<long long>(*p.topology.vms_per_nvlink_domain))
+          : std::string();
+  out += printf_string("# fabric %s, zones %s%s\n", fabric.c_str(), zones.c_str(), domains.c_str());
   out += "#\n";
   out += printf_string("# %10s  %12s  %8s  %10s  %8s  %8s  %20s%s\n", "size", "count", "type", "time", "algbw", "busbw",
                 "algorithm/protocol", zoned ? "  crosses zones" : "");
@@ -176,6 +182,14 @@ std::vector<CollectiveTimingRow> run_collective_benchmark(CollectiveBenchmark& p
                     std::to_string(vm.devices_per_vm) + " each)");
   }
 
+  {
+    std::vector<int64_t> zone_nodes;
+    for (const models::ZoneSpec& z : p.topology.zones) zone_nodes.push_back(z.nodes);
+    if (const std::string why = vm.domain_problem(p.nodes, p.topology.vms_per_nvlink_domain, zone_nodes);
+        !why.empty()) {
+      throw DataError((p.topology.vms_per_nvlink_domain ? "--nodes / --vms-per-nvlink-domain: " : "--nodes: ") + why);
+    }
+  }
   const models::Topology topology = models::build_topology(vm, device, p.topology);
   const models::CollectiveModel model(topology, models::CollectiveConstants::for_vm(vm));
   models::CommPattern pattern;

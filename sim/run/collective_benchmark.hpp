@@ -28,7 +28,8 @@ struct CollectiveBenchmark {
   int64_t min_bytes = 0;    ///< smallest message size per rank, B
   int64_t max_bytes = 0;    ///< largest, B
   int64_t step_factor = 2;  ///< size multiplier between rows (nccl-tests -f)
-  models::TopologyConfig topology;  ///< fabric, radix, oversubscription, zones (its nodes = `nodes`)
+  /// fabric, radix, oversubscription, zones, VMs per NVLink domain (its nodes = `nodes`)
+  models::TopologyConfig topology;
   double inter_zone_gbps = 0.0;  ///< Gbit/s per node; 0: the VM's front-end Ethernet rate (resolved)
 };
 
@@ -48,7 +49,8 @@ std::string algorithm_name(const CollectiveBenchmark& b);
 
 /// Builds the cluster and times the collective at min_bytes, min_bytes x step_factor, ... <= max_bytes. Resolves
 /// `b.gpus` (0: the cluster's GPUs) and `b.inter_zone_gbps` (0: the VM's Ethernet rate). Throws DataError for an
-/// unknown VM size, fewer than 2 or more GPUs than the cluster has, or a forced algorithm that does not apply;
+/// unknown VM size, fewer than 2 or more GPUs than the cluster has, nodes that are not whole NVLink domains
+/// (models::VmSize::domain_problem), or a forced algorithm that does not apply;
 /// models::CatalogError, std::invalid_argument and std::out_of_range from the models (all bad data).
 std::vector<CollectiveTimingRow> run_collective_benchmark(CollectiveBenchmark& b, const models::Catalog& catalog);
 

@@ -37,10 +37,11 @@ models::AllReduceTime tensor_parallel_all_reduce(const models::VmSize& vm, const
   if (tensor < 1) throw std::invalid_argument("tensor_parallel_all_reduce: tensor must be >= 1");
   if (tensor == 1) return [](units::Bytes) { return units::Seconds(0.0); };
   const int64_t vms = (tensor + vm.devices_per_vm - 1) / vm.devices_per_vm;
-  if (vms > vm.nvlink_domain_vms || tensor > vm.domain_gpus(vms)) {
+  // The replica's VMs make one domain of their own (the rest of the rack runs other replicas).
+  if (vms > vm.nvlink_domain_vms || tensor > vm.domain_gpus(vms, std::nullopt)) {
     throw std::invalid_argument("tensor_parallel_all_reduce: tensor " + std::to_string(tensor) +
                                 " exceeds one NVLink domain of " + vm.name + " (" +
-                                std::to_string(vm.domain_gpus(vm.nvlink_domain_vms)) + " GPUs)");
+                                std::to_string(vm.domain_gpus(vm.nvlink_domain_vms, std::nullopt)) + " GPUs)");
   }
   models::TopologyConfig cfg;
   cfg.nodes = vms;

@@ -59,7 +59,8 @@ std::string cluster_key(const models::VmSize& vm, const NetworkSetup& n) {
   k << vm.name << '|' << t.nodes << '|' << static_cast<int>(t.fabric) << '|' << t.fat_tree_radix << '|'
     << t.fat_tree_tiers << '|' << t.oversubscription << '|' << t.inter_zone_latency.value() << '|'
     << (t.inter_zone_bandwidth_per_node ? t.inter_zone_bandwidth_per_node->value() : -1.0) << '|'
-    << (n.all_reduce_algorithm ? static_cast<int>(*n.all_reduce_algorithm) : -1);
+    << (n.all_reduce_algorithm ? static_cast<int>(*n.all_reduce_algorithm) : -1) << '|'
+    << t.vms_per_nvlink_domain.value_or(0);
   for (const auto& z : t.zones) k << '|' << z.name << ':' << z.nodes;
   return k.str();
 }
@@ -161,8 +162,9 @@ models::StepSetup step_setup_of(const Scenario& scenario, const models::Catalog&
   setup.training = scenario.training;
   setup.parallelism = scenario.parallelism;
   setup.schedule = scenario.schedule;
-  // The network's "node" is the NVLink domain (one VM, or an NVL72 rack of VMs).
-  setup.gpus_per_node = catalog.vm_size(scenario.cluster.vm_size).domain_gpus(scenario.cluster.nodes);
+  // The network's "node" is the NVLink domain (one VM, or the VMs of an NVL72 rack the job uses).
+  setup.gpus_per_node = catalog.vm_size(scenario.cluster.vm_size)
+                            .domain_gpus(scenario.cluster.nodes, scenario.cluster.vms_per_nvlink_domain);
   return setup;
 }
 
@@ -176,6 +178,7 @@ NetworkSetup network_setup_of(const Scenario& scenario) {
   n.topology.zones = c.zones;
   n.topology.inter_zone_latency = c.inter_zone_latency;
   n.topology.inter_zone_bandwidth_per_node = c.inter_zone_bandwidth_per_node;
+  n.topology.vms_per_nvlink_domain = c.vms_per_nvlink_domain;
   n.all_reduce_algorithm = scenario.network.all_reduce_algorithm;
   n.full_fidelity = scenario.simulation.fidelity == Fidelity::full;
   n.variability = scenario.simulation.variability;

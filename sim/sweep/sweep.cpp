@@ -588,7 +588,9 @@ std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::pa
     }
   }();
   models::LayoutSearch search;
-  search.gpus_per_vm = static_cast<int64_t>(catalog.vm_size(s.cluster.vm_size).devices_per_vm);
+  const models::VmSize& vm = catalog.vm_size(s.cluster.vm_size);
+  search.gpus_per_vm = static_cast<int64_t>(vm.devices_per_vm);
+  search.gpus_per_domain = vm.domain_gpus(s.cluster.nodes, s.cluster.vms_per_nvlink_domain);
   search.gpus = s.cluster.nodes * search.gpus_per_vm;
   search.heads = s.model.num_attention_heads;
   search.query_groups = s.model.num_query_groups;

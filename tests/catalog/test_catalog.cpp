@@ -44,10 +44,10 @@ TEST(ShippedCatalog, LoadsEveryDeviceAndVmSize) {
   const Catalog& c = shipped();
   for (const char* name : {"V100-SXM2-32GB", "T4", "A10", "A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM5-80GB",
                            "H200-SXM-141GB", "MI300X", "Xeon-8370C-16vCPU", "H100-96GB-HBM2e-500W",
-                           "V100-PCIe-16GB", "A100-PCIe-80GB", "H100-NVL-94GB", "GB200"}) {
+                           "V100-PCIe-16GB", "A100-PCIe-80GB", "H100-NVL-94GB", "GB200", "GB300"}) {
     EXPECT_NO_THROW((void)c.device(name)) << name;
   }
-  EXPECT_EQ(c.devices().size(), 14U);
+  EXPECT_EQ(c.devices().size(), 15U);
   // Every row of shared/validation/azure_vm_sizes.csv.
   for (const char* name :
        {"Standard_NC4as_T4_v3", "Standard_NC64as_T4_v3", "Standard_ND96asr_v4", "Standard_ND96amsr_A100_v4",
@@ -59,12 +59,12 @@ TEST(ShippedCatalog, LoadsEveryDeviceAndVmSize) {
   for (const char* name :
        {"Standard_NC24ads_A100_v4", "Standard_NC48ads_A100_v4", "Standard_NC96ads_A100_v4", "Standard_NC40ads_H100_v5",
         "Standard_NC80adis_H100_v5", "Standard_NC6s_v3", "Standard_NC12s_v3", "Standard_NC24s_v3",
-        "Standard_NC24rs_v3", "Standard_ND40rs_v2", "Standard_ND128isr_NDR_GB200_v6"}) {
+        "Standard_NC24rs_v3", "Standard_ND40rs_v2", "Standard_ND128isr_NDR_GB200_v6", "Standard_ND128isr_GB300_v6"}) {
     EXPECT_NO_THROW((void)c.vm_size(name)) << name;
   }
   // Reference systems of published runs (not Azure sizes).
   EXPECT_NO_THROW((void)c.vm_size("Meta_GrandTeton_H100_96GB"));
-  EXPECT_EQ(c.vm_sizes().size(), 22U);
+  EXPECT_EQ(c.vm_sizes().size(), 23U);
   // Devices of one GPU generation and power class share a calibration group; others are their own, and may
   // name the nearest group as their fallback.
   EXPECT_EQ(c.device("H100-SXM5-80GB").calibration_group, "hopper");
@@ -79,16 +79,81 @@ TEST(ShippedCatalog, Gb200NvlinkDomainIsARackOf18Vms) {
   const VmSize& vm = shipped().vm_size("Standard_ND128isr_NDR_GB200_v6");
   EXPECT_EQ(vm.nvlink_domain_vms, 18);
   EXPECT_EQ(vm.fabric, IntraNodeFabric::nvswitch);
-  EXPECT_EQ(vm.domain_gpus(36), 72);  // two racks: domains of 72 GPUs
-  EXPECT_EQ(vm.domain_gpus(2), 8);    // two VMs of one rack: one domain of 8
-  EXPECT_EQ(vm.domain_problem(36, {}), "");
-  EXPECT_NE(vm.domain_problem(20, {}).find("not whole domains"), std::string::npos);
-  EXPECT_NE(vm.domain_problem(36, {27, 9}).find("never spans zones"), std::string::npos);
+  EXPECT_EQ(vm.domain_gpus(36, std::nullopt), 72);  // two racks: domains of 72 GPUs
+  EXPECT_EQ(vm.domain_gpus(2, std::nullopt), 8);    // two VMs of one rack: one domain of 8
+  EXPECT_EQ(vm.domain_problem(36, std::nullopt, {}), "");
+  EXPECT_NE(vm.domain_problem(20, std::nullopt, {}).find("not whole domains"), std::string::npos);
+  EXPECT_NE(vm.domain_problem(36, std::nullopt, {27, 9}).find("never spans zones"), std::string::npos);
   // Every other size is its own domain.
-  EXPECT_EQ(shipped().vm_size("Standard_ND96isr_H100_v5").domain_gpus(64), 8);
+  EXPECT_EQ(shipped().vm_size("Standard_ND96isr_H100_v5").domain_gpus(64, std::nullopt), 8);
+  // A job that takes 16 of each rack's 18 VMs: 64 VMs are 4 domains of 16 VMs = 64 GPUs each.
+  EXPECT_EQ(vm.domain_vms(64, 16), 16);
+  EXPECT_EQ(vm.domain_gpus(64, 16), 16 * 4);
+  EXPECT_EQ(64 / vm.domain_vms(64, 16), 4);
+  EXPECT_EQ(vm.domain_problem(64, 16, {}), "");
+  EXPECT_EQ(vm.domain_problem(64, 16, {32, 32}), "");
+  EXPECT_NE(vm.domain_problem(64, 16, {40, 24}).find("never spans zones"), std::string::npos);
+  EXPECT_NE(vm.domain_problem(72, 16, {}).find("72 VMs are not whole domains of 16 VMs per NVLink domain of "
+                                               "Standard_ND128isr_NDR_GB200_v6 (64 GPUs; 16 of each domain's 18 VMs)"),
+            std::string::npos);
+  EXPECT_NE(vm.domain_problem(8, 16, {}).find("not whole domains"), std::string::npos);  // given: no shrinking
+  EXPECT_EQ(vm.domain_gpus(20, 1), 4);  // 1: every VM its own domain
+  EXPECT_EQ(vm.domain_problem(20, 1, {}), "");
+  // The VMs per domain a job can take: 1 to the rack's 18.
+  EXPECT_EQ(vm.domain_use_problem(18), "");
+  EXPECT_EQ(vm.domain_use_problem(1), "");
+  EXPECT_NE(vm.domain_use_problem(19).find("must be from 1 to 18"), std::string::npos);
+  EXPECT_NE(vm.domain_use_problem(0).find("must be from 1 to 18"), std::string::npos);
+  EXPECT_NE(vm.domain_problem(64, 0, {}).find("must be from 1 to 18"), std::string::npos);
+  const VmSize& h100 = shipped().vm_size("Standard_ND96isr_H100_v5");
+  EXPECT_EQ(h100.domain_use_problem(1), "");
+  EXPECT_NE(h100.domain_use_problem(2).find("must be 1: Standard_ND96isr_H100_v5 has no NVLink domain beyond one VM"),
+            std::string::npos);
   // PCIe cards joined in pairs by NVLink bridges.
   EXPECT_EQ(shipped().vm_size("Standard_NC96ads_A100_v4").fabric, IntraNodeFabric::nvlink_bridge);
   EXPECT_EQ(shipped().vm_size("Standard_NC80adis_H100_v5").fabric, IntraNodeFabric::nvlink_bridge);
+}
+
+TEST(ShippedCatalog, Gb300IsBlackwellUltraOnNdGb300V6) {
+  // NVIDIA GB300 NVL72 datasheet, rack figures for 72 GPUs with sparsity, halved for dense: FP8 720 PFLOPS ->
+  // 5 PFLOPS per GPU; FP16/BF16 360 -> 2.5; TF32 180 -> 1.25. FP4 dense 1,080 PFLOPS / 72 = 15 PFLOPS.
+  const DeviceSpec& gb300 = shipped().device("GB300");
+  EXPECT_DOUBLE_EQ(gb300.peak_for(Precision::fp8).value(), 720e15 / 72.0 / 2.0);
+  EXPECT_DOUBLE_EQ(gb300.peak_for(Precision::bf16).value(), 360e15 / 72.0 / 2.0);
+  EXPECT_DOUBLE_EQ(gb300.peak_for(Precision::tf32).value(), 180e15 / 72.0 / 2.0);
+  EXPECT_DOUBLE_EQ(gb300.peak_for(Precision::fp32).value(), 80e12);
+  ASSERT_TRUE(gb300.peak_fp4.has_value());
+  EXPECT_DOUBLE_EQ(gb300.peak_fp4->value(), 1080e15 / 72.0);
+  // GB200: FP4 40 PFLOPS with sparsity per superchip (2 GPUs) -> 10 dense per GPU; Blackwell Ultra is 1.5x.
+  ASSERT_TRUE(shipped().device("GB200").peak_fp4.has_value());
+  EXPECT_DOUBLE_EQ(gb300.peak_fp4->value(), 1.5 * shipped().device("GB200").peak_fp4->value());
+  EXPECT_DOUBLE_EQ(gb300.memory_capacity.value(), 288e9);         // 288 GB HBM3e per GPU
+  EXPECT_DOUBLE_EQ(gb300.memory_bandwidth.value(), 8e12);         // 8 TB/s
+  EXPECT_DOUBLE_EQ(gb300.fabric_bandwidth_per_direction.value(), 1.8e12 / 2.0);  // NVLink 5, 1.8 TB/s bidir
+  EXPECT_DOUBLE_EQ(gb300.tdp_watts, 1400.0);
+  EXPECT_EQ(gb300.calibration_group, "blackwell-ultra");
+  EXPECT_EQ(gb300.calibration_fallback, "blackwell");
+  // No GB300 measurement: matmul, triad, SMs and training fractions are flagged estimates.
+  for (const char* key : {"achievable_matmul_bf16_tflops", "achievable_matmul_fp8_tflops",
+                          "achievable_memory_bandwidth_tb_per_s", "sm_count", "training_matmul_fraction"}) {
+    EXPECT_EQ(gb300.estimates.count(key), 1U) << key;
+  }
+  EXPECT_EQ(gb300.estimates.count("peak_fp8_tflops"), 0U);
+  // Azure nd-gb300-v6-series: 4 GPUs, 128 vCPUs, 864 GiB, 4 x 800 Gb/s InfiniBand (one per GPU), 160 Gb/s
+  // Ethernet, 16 TiB NVMe, 18 VMs per NVL72 rack.
+  const VmSize& vm = shipped().vm_size("Standard_ND128isr_GB300_v6");
+  EXPECT_EQ(vm.device, "GB300");
+  EXPECT_EQ(vm.devices_per_vm, 4);
+  EXPECT_EQ(vm.vcpus, 128);
+  EXPECT_DOUBLE_EQ(vm.ram.value(), 864.0 * 1024 * 1024 * 1024);
+  EXPECT_EQ(vm.infiniband_ports, 4);
+  EXPECT_DOUBLE_EQ(vm.infiniband_port_rate.value(), 800e9);
+  EXPECT_DOUBLE_EQ(vm.ethernet_bandwidth.value(), 160e9);
+  EXPECT_DOUBLE_EQ(vm.local_nvme.value(), 16.0 * 1024 * 1024 * 1024 * 1024);
+  EXPECT_EQ(vm.nvlink_domain_vms, 18);
+  EXPECT_EQ(vm.domain_gpus(36, std::nullopt), 72);
+  EXPECT_FALSE(vm.price_usd_per_hour.has_value());  // quote-only
+  EXPECT_EQ(vm.estimates.count("nccl_ring_efficiency"), 1U);
 }
 
 TEST(ShippedCatalog, EstimatesAreFlaggedAndMeasurementsAreNot) {
@@ -451,6 +516,18 @@ TEST_F(CatalogErrors, NvlinkDomainNeedsAnNvswitch) {
   EXPECT_CONTAINS(msg, "nvswitch");
 }
 
+TEST_F(CatalogErrors, Fp4PeakNeedsAnFp8Mode) {
+  std::vector<std::string> lines = kDevicesLines;
+  lines.push_back("peak_fp4_tflops = 400");  // line 13
+  const std::string msg = load(lines, kVmLines);
+  EXPECT_EQ(msg.rfind(at("devices.toml", 13), 0), 0U) << msg;
+  EXPECT_CONTAINS(msg, "key 'X100.peak_fp4_tflops'");
+  EXPECT_CONTAINS(msg, "no peak_fp8_tflops");
+  lines.push_back("peak_fp8_tflops = 200");
+  EXPECT_EQ(load(lines, kVmLines), "");
+  EXPECT_DOUBLE_EQ(Catalog::load(dir_).device("X100").peak_fp4->value(), 400e12);
+}
+
 TEST_F(CatalogErrors, NvlinkBridgeJoinsPairs) {
   const std::string msg =
       load(kDevicesLines, with(with(kVmLines, 6, "fabric = \"nvlink_bridge\""), 3, "devices_per_vm = 3"));
@@ -523,9 +600,9 @@ TEST(CatalogTable, RendersAlignedColumns) {
       "mem = datasheet, triad = measured or estimated achievable memory bandwidth; training = the sustained-\n"
       "in-training fractions, fitted to published runs or estimated; '~' = an estimate, no measurement or\n"
       "datasheet gives it; every other number is a datasheet value or a measurement)\n"
-      "device  kind  fp32  tf32  fp16  bf16  fp8  matmul  memory  mem TB/s  triad TB/s  SMs  fabric GB/s/dir  TDP W  training\n"
-      "------  ----  ----  ----  ----  ----  ---  ------  ------  --------  ----------  ---  ---------------  -----  --------\n"
-      "X100    gpu   19.5     -     -   312    -   271.2   80 GB     2.039        1.7~  108              300    400  fitted\n"
+      "device  kind  fp32  tf32  fp16  bf16  fp8  fp4  matmul  memory  mem TB/s  triad TB/s  SMs  fabric GB/s/dir  TDP W  training\n"
+      "------  ----  ----  ----  ----  ----  ---  ---  ------  ------  --------  ----------  ---  ---------------  -----  --------\n"
+      "X100    gpu   19.5     -     -   312    -    -   271.2   80 GB     2.039        1.7~  108              300    400  fitted\n"
       "\n"
       "VM sizes (price: pay-as-you-go Linux East US, '-' = unknown; '~' = an estimate)\n"
       "VM size  devices                                   vCPUs       RAM  fabric    InfiniBand  Ethernet Gb/s  local disk    $/h\n"

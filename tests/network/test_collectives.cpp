@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -508,6 +509,39 @@ TEST(Collectives, HierarchicalAllReduceIsThreePhasesAndTreeExistsOnlyAcrossNodes
   // Both apply only to all-reduce.
   EXPECT_FALSE(build_schedule(CollectiveOp::all_gather, CollectiveAlgorithm::tree, t, all, true));
   EXPECT_FALSE(build_schedule(CollectiveOp::reduce_scatter, CollectiveAlgorithm::hierarchical, t, all, true));
+}
+
+// The same all-reduce over two GB200 NVL72 racks, whole (18 VMs = 72 GPUs each, 36 VMs) or partial (16 of each
+// rack's 18 VMs = 64 GPUs, 32 VMs): hierarchical, k GPUs per domain, m = 2 domains, NVLink 5 at B = 900 GB/s per
+// direction, one NDR rail of 50 GB/s per GPU:
+//   reduce-scatter and all-gather inside each domain: (k-1)/k / B each;
+//   ring across the 2 domains, one per rank column, each moving S/k: 2(m-1)/m x (1/k) / 50 GB/s = (1/k) / 50 GB/s.
+// Whole:   2 x 71/72 / 900e9 + (1/72) / 50e9.   Partial: 2 x 63/64 / 900e9 + (1/64) / 50e9.
+// The partial racks' inter-domain share is 72/64 = 1.125x the whole racks' (fewer GPUs per domain split S).
+TEST(Collectives, HierarchicalAllReduceOnPartialGb200RacksUsesTheDomainsItHas) {
+  constexpr const char* kGb200 = "Standard_ND128isr_NDR_GB200_v6";
+  constexpr double kNvlink5 = 900e9;
+  auto per_byte = [&](int64_t vms, std::optional<int64_t> per_domain, int64_t k) {
+    TopologyConfig cfg = config(vms, FabricKind::rail_optimized);
+    cfg.vms_per_nvlink_domain = per_domain;
+    const Topology t = build(kGb200, cfg);
+    EXPECT_EQ(t.gpus_per_node(), k);
+    CommPattern all;
+    all.groups.emplace_back();
+    for (int64_t r = 0; r < t.gpu_count(); ++r) all.groups[0].push_back(r);
+    const auto h = build_schedule(CollectiveOp::all_reduce, CollectiveAlgorithm::hierarchical, t, all, false);
+    EXPECT_TRUE(h.has_value());
+    if (!h) return 0.0;
+    EXPECT_EQ(h->phases.size(), 3u);
+    EXPECT_EQ(h->phases[0].repeat, k - 1);
+    return bandwidth_seconds_per_byte(*h, t, full_rate());
+  };
+  const double whole = per_byte(36, std::nullopt, 72);
+  const double partial = per_byte(32, 16, 64);
+  expect_rel(whole, 2 * 71.0 / 72 / kNvlink5 + 1.0 / 72 / kNdr);
+  expect_rel(partial, 2 * 63.0 / 64 / kNvlink5 + 1.0 / 64 / kNdr);
+  // The whole racks written as 18 VMs per domain are the same cluster.
+  expect_rel(per_byte(36, 18, 72), whole);
 }
 
 // ---------------------------------------------------------------------------------------------- 6. all-to-all

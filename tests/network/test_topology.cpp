@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "models/hardware/catalog.hpp"
 #include "tests/network/network_support.hpp"
@@ -131,6 +132,50 @@ TEST(Topology, Gb200RackIsOneNvlinkDomainOf72Gpus) {
                std::invalid_argument);
   // Fewer VMs than a rack: one domain of them all.
   EXPECT_EQ(build("Standard_ND128isr_NDR_GB200_v6", config(2, FabricKind::single_switch)).gpus_per_node(), 8);
+}
+
+TEST(Topology, PartialGb200RacksAreDomainsOfTheVmsTheJobUses) {
+  // 64 VMs of ND GB200 v6 taking 16 of each rack's 18 trays: 64 / 16 = 4 domains of 16 x 4 = 64 GPUs, each behind
+  // its NVSwitch with 16 x 4 = 64 NDR rails; 256 GPUs in all.
+  TopologyConfig cfg = config(64, FabricKind::rail_optimized);
+  cfg.vms_per_nvlink_domain = 16;
+  const Topology t = build("Standard_ND128isr_NDR_GB200_v6", cfg);
+  EXPECT_EQ(t.gpu_count(), 256);
+  EXPECT_EQ(t.node_count(), 4);
+  EXPECT_EQ(t.gpus_per_node(), 64);
+  const auto in_rack = t.route(t.gpu(3, 0), t.gpu(3, 63), 0);  // VMs 0 and 15 of rack 3: NVLink, 2 hops
+  ASSERT_EQ(in_rack.size(), 2u);
+  for (LinkId id : in_rack) EXPECT_DOUBLE_EQ(t.link(id).capacity.value(), 900e9);
+  const auto across = t.route(t.gpu(0, 63), t.gpu(1, 63), 0);  // rail 63 into the next rack
+  EXPECT_EQ(switches_on(t, across), 1);
+  EXPECT_EQ(classes(t, across)[1], LinkClass::infiniband);
+  EXPECT_DOUBLE_EQ(t.link(across[1]).capacity.value(), kNdr);
+  // 1 VM per domain: every VM its own NVLink domain of 4 GPUs; GPUs of two VMs of one rack meet over InfiniBand.
+  TopologyConfig own = config(2, FabricKind::single_switch);
+  own.vms_per_nvlink_domain = 1;
+  const Topology single = build("Standard_ND128isr_NDR_GB200_v6", own);
+  EXPECT_EQ(single.gpus_per_node(), 4);
+  EXPECT_EQ(classes(single, single.route(single.gpu(0, 0), single.gpu(1, 0), 0))[1], LinkClass::infiniband);
+  // More VMs per domain than a rack has, nodes that are not whole domains of it, a domain split over zones, or a
+  // partial domain on a size without multi-VM domains: refused.
+  for (const auto& [vm, nodes, per_domain] :
+       {std::tuple{"Standard_ND128isr_NDR_GB200_v6", 64, 19}, std::tuple{"Standard_ND128isr_NDR_GB200_v6", 72, 16},
+        std::tuple{"Standard_ND128isr_NDR_GB200_v6", 64, 0}, std::tuple{"Standard_ND96isr_H100_v5", 64, 2}}) {
+    TopologyConfig bad = config(nodes, FabricKind::rail_optimized);
+    bad.vms_per_nvlink_domain = per_domain;
+    EXPECT_THROW((void)build(vm, bad), std::invalid_argument) << vm << " " << nodes << " " << per_domain;
+  }
+  TopologyConfig zoned = config(64, FabricKind::fat_tree);
+  zoned.vms_per_nvlink_domain = 16;
+  zoned.zones = {{"a", 40}, {"b", 24}};
+  EXPECT_THROW((void)build("Standard_ND128isr_NDR_GB200_v6", zoned), std::invalid_argument);
+  zoned.zones = {{"a", 32}, {"b", 32}};
+  EXPECT_EQ(build("Standard_ND128isr_NDR_GB200_v6", zoned).node_count(), 4);
+  // 1 on a single-VM size changes nothing.
+  TopologyConfig h100 = config(4, FabricKind::rail_optimized);
+  h100.vms_per_nvlink_domain = 1;
+  EXPECT_EQ(build("Standard_ND96isr_H100_v5", h100).link_count(),
+            build("Standard_ND96isr_H100_v5", config(4, FabricKind::rail_optimized)).link_count());
 }
 
 TEST(Topology, TwoNodesSingleSwitchGoGpuNicSwitchNicGpu) {

@@ -109,6 +109,26 @@ TEST(CollectiveCli, TwoZonesCrossAndAreMuchSlowerThanOneZone) {
   EXPECT_GT(std::stod(zoned_rows.front()[kTime]), 1000.0) << zoned.out;
 }
 
+TEST(CollectiveCli, PartialNvlinkDomainsAreTheVmsOfEachRackTheClusterUses) {
+  // 32 ND GB200 v6 VMs taking 16 of each rack's 18: 2 domains of 64 GPUs, 128 ranks.
+  const std::string gb200 = "collective --vm-size Standard_ND128isr_NDR_GB200_v6 --fabric rail_optimized";
+  const auto r = run_cli(gb200 + " --nodes 32 --vms-per-nvlink-domain 16 --min-bytes 1G --max-bytes 1G");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* word : {"nodes 32", "gpus 128", "NVLink domains of 16 VMs"}) {
+    EXPECT_NE(r.out.find(word), std::string::npos) << word << "\n" << r.out;
+  }
+  ASSERT_EQ(table_rows(r.out).size(), 1U) << r.out;
+  // 30 VMs are not whole domains of 16: the catalog's rule, exit 65, naming both options.
+  const auto bad = run_cli(gb200 + " --nodes 30 --vms-per-nvlink-domain 16 --max-bytes 1M");
+  EXPECT_EQ(bad.exit_code, 65) << bad.err;
+  EXPECT_NE(bad.err.find("--nodes / --vms-per-nvlink-domain: 30 VMs are not whole domains of 16 VMs"),
+            std::string::npos)
+      << bad.err;
+  // Above the rack's 18: 65; below 1: a malformed option, 64.
+  EXPECT_EQ(run_cli(gb200 + " --nodes 19 --vms-per-nvlink-domain 19 --max-bytes 1M").exit_code, 65);
+  EXPECT_EQ(run_cli(gb200 + " --nodes 32 --vms-per-nvlink-domain 0 --max-bytes 1M").exit_code, 64);
+}
+
 TEST(CollectiveCli, SendRecvIsBetweenTheFirstAndLastRank) {
   const auto r = run_cli(std::string("collective ") + kH100 + " --nodes 2 --op send_recv --max-bytes 1M");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -321,7 +341,8 @@ TEST(CollectiveCli, HelpListsEveryOption) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* option : {"--vm-size", "--nodes", "--op", "--algorithm", "--min-bytes", "--max-bytes",
                              "--step-factor", "--gpus", "--fabric", "--oversubscription", "--fat-tree-radix",
-                             "--zones", "--inter-zone-latency-ms", "--inter-zone-gbps", "--catalog", "--output"}) {
+                             "--zones", "--inter-zone-latency-ms", "--inter-zone-gbps", "--vms-per-nvlink-domain",
+                             "--catalog", "--output"}) {
     EXPECT_NE(r.out.find(option), std::string::npos) << option;
   }
   EXPECT_NE(run_cli("--help").out.find("collective"), std::string::npos);

@@ -112,6 +112,66 @@ TEST(ScenarioCluster, Gb200VmsMakeWholeNvlinkDomains) {
       path, {"cluster.zones=[{name = \"a\", nodes = 18}, {name = \"b\", nodes = 18}]"}, catalog()));
 }
 
+TEST(ScenarioCluster, PartialNvlinkDomainsAreLocatedErrorsWhenTheyDoNotFit) {
+  // 256 GB200 GPUs: 64 VMs on 4 racks of 16 of their 18 trays.
+  const std::filesystem::path path = std::filesystem::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "azure" /
+                                     "llama31-405b-256-gb200-4-racks-of-16.toml";
+  const Scenario s = load_scenario(path, {}, catalog());
+  EXPECT_EQ(s.cluster.nodes, 64);
+  ASSERT_TRUE(s.cluster.vms_per_nvlink_domain.has_value());
+  EXPECT_EQ(*s.cluster.vms_per_nvlink_domain, 16);
+  // The resolved scenario keeps the key (and reloads to the same cluster).
+  EXPECT_NE(s.resolved_toml.find("vms_per_nvlink_domain = 16"), std::string::npos) << s.resolved_toml;
+  auto error = [&](const std::vector<std::string>& overrides) {
+    try {
+      (void)load_scenario(path, overrides, catalog());
+    } catch (const ScenarioError& x) {
+      return std::string(x.what());
+    }
+    ADD_FAILURE() << "expected a ScenarioError";
+    return std::string();
+  };
+  // More than a rack's 18, or below 1 (the parameter table's bound), at the key: in a file, its line and column.
+  std::string e = error_of("bad_vms_per_nvlink_domain.toml");
+  EXPECT_NE(e.find("bad_vms_per_nvlink_domain.toml:18:25: key 'cluster.vms_per_nvlink_domain': must be from 1 to 18"),
+            std::string::npos)
+      << e;
+  e = error({"cluster.vms_per_nvlink_domain=19"});
+  EXPECT_NE(e.find("--set:1:"), std::string::npos) << e;
+  EXPECT_NE(e.find("key 'cluster.vms_per_nvlink_domain': must be from 1 to 18, the VMs of one NVLink domain of "
+                   "Standard_ND128isr_NDR_GB200_v6 (72 GPUs), got 19"),
+            std::string::npos)
+      << e;
+  e = error({"cluster.vms_per_nvlink_domain=0"});
+  EXPECT_NE(e.find("key 'cluster.vms_per_nvlink_domain': must be >= 1, got 0"), std::string::npos) << e;
+  // 64 VMs are not whole domains of 12 VMs: at cluster.nodes.
+  e = error({"cluster.vms_per_nvlink_domain=12"});
+  EXPECT_NE(e.find("key 'cluster.nodes': 64 VMs are not whole domains of 12 VMs per NVLink domain"), std::string::npos)
+      << e;
+  // Zones of 40 + 24 VMs split a domain of 16: at cluster.zones; 32 + 32 load.
+  e = error({"cluster.zones=[{name = \"a\", nodes = 40}, {name = \"b\", nodes = 24}]"});
+  EXPECT_NE(e.find("key 'cluster.zones': a zone of 40 VMs is not whole domains of 16 VMs"), std::string::npos) << e;
+  EXPECT_NO_THROW((void)load_scenario(path, {"cluster.zones=[{name = \"a\", nodes = 32}, {name = \"b\", nodes = 32}]"},
+                                      catalog()));
+  // A VM size whose NVLink domain is one VM takes only 1.
+  e = error({"cluster.vm_size=Standard_ND96isr_H100_v5", "cluster.nodes=32"});
+  EXPECT_NE(e.find("key 'cluster.vms_per_nvlink_domain': must be 1: Standard_ND96isr_H100_v5 has no NVLink domain "
+                   "beyond one VM, got 16"),
+            std::string::npos)
+      << e;
+  // Without the key, 64 VMs are not whole racks of 18.
+  const std::filesystem::path whole =
+      std::filesystem::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "azure" / "llama3-70b-2x-nvl72-gb200.toml";
+  e.clear();
+  try {
+    (void)load_scenario(whole, {"cluster.nodes=64"}, catalog());
+  } catch (const ScenarioError& x) {
+    e = x.what();
+  }
+  EXPECT_NE(e.find("key 'cluster.nodes': 64 VMs are not whole domains of 18 VMs per NVLink domain"), std::string::npos)
+      << e;
+}
+
 TEST(ScenarioCluster, ZonesBySet) {
   const Scenario s = load_scenario(kData / "valid_minimal.toml",
                                    {"cluster.zones=[{name = \"x\", nodes = 2}, {name = \"y\", nodes = 2}]"}, catalog());

@@ -129,6 +129,32 @@ TEST(Layout, EnumerationTriesContextParallelismForLongSequences) {
   EXPECT_EQ(with_four, 5);
 }
 
+TEST(Layout, EnumerationTriesTensorUpToTheNvlinkDomain) {
+  // 256 GB200 GPUs, 4 per VM, 128 heads and query groups: tensor up to 4 x 8 = 32 with single-VM domains; with
+  // domains of 16 VMs (64 GPUs) up to 64; whole racks of 72 GPUs stop at 64 too (the next power of two, 128,
+  // exceeds the domain).
+  LayoutSearch q;
+  q.gpus = 256;
+  q.gpus_per_vm = 4;
+  q.heads = 128;
+  q.query_groups = 128;
+  q.layers = 2;
+  q.global_batch = 256;
+  q.seq_length = 2048;
+  auto max_tensor = [&] {
+    int64_t t = 0;
+    for (const LayoutCandidate& c : enumerate_layouts(q)) t = std::max(t, c.parallelism.tensor);
+    return t;
+  };
+  EXPECT_EQ(max_tensor(), 32);
+  q.gpus_per_domain = 64;
+  EXPECT_EQ(max_tensor(), 64);
+  q.gpus_per_domain = 72;
+  EXPECT_EQ(max_tensor(), 64);
+  q.gpus_per_domain = 4;  // one VM per domain: the VMs' bound
+  EXPECT_EQ(max_tensor(), 32);
+}
+
 TEST(Layout, TheTableDescribesEachDimensionOnce) {
   std::set<std::string_view> keys, columns;
   for (const LayoutDimension& d : layout_dimensions()) {
