@@ -75,6 +75,10 @@ class Replica {
 
  private:
   void start_iteration();
+  /// Schedules the next iteration into batch_ (decodes, prompt chunks, admissions); false when nothing runs.
+  void schedule();
+  /// The next iteration of a multi-step block: the running decodes again; false when the block cannot go on.
+  bool continue_block();
   void finish_iteration();
   bool grow(Sequence& s, int64_t tokens);
   void free(Sequence& s);
@@ -93,6 +97,7 @@ class Replica {
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;  ///< in admission order
   std::vector<Work> batch_;
+  int64_t block_left_ = 0;  ///< iterations left in the current multi-step block (EnginePolicy::scheduler_steps)
   double started_s_ = 0.0;
 };
 
@@ -429,6 +434,7 @@ std::vector<Sequence*> Replica::evict() {
   running_.clear();
   waiting_.clear();
   batch_.clear();
+  block_left_ = 0;
   busy_ = false;
   ++epoch_;
   set_state(ReplicaState::stopped);
@@ -471,7 +477,61 @@ void Replica::preempt_last() {
   waiting_.push_front(victim);
 }
 
+bool Replica::continue_block() {
+  batch_.clear();
+  for (Sequence* s : running_) {
+    if (s->prefilling() || !grow(*s, s->computed + 1)) {  // a block decodes only; no block free: schedule
+      batch_.clear();
+      return false;
+    }
+    batch_.push_back({s, 0});
+  }
+  return !batch_.empty();
+}
+
 void Replica::start_iteration() {
+  const EnginePolicy& policy = fleet_.setup().policy;
+  const bool in_block = block_left_ > 0 && continue_block();
+  if (in_block) {
+    --block_left_;
+  } else {
+    block_left_ = 0;
+    schedule();
+    // A decode-only iteration opens a multi-step block.
+    const bool decode_only = !batch_.empty() && std::all_of(batch_.begin(), batch_.end(), [](const Work& w) {
+      return w.chunk == 0;
+    });
+    if (decode_only) block_left_ = policy.scheduler_steps - 1;
+  }
+  if (batch_.empty()) {
+    busy_ = false;
+    if (state_ == ReplicaState::draining && outstanding() == 0) fleet_.drained(*this);
+    return;
+  }
+  models::IterationBatch b;
+  b.scheduled = !in_block;
+  for (const Work& w : batch_) {
+    if (w.chunk > 0) {
+      b.prefill_tokens += w.chunk;
+      b.prefill_attention_pairs += models::prefill_attention_pairs(w.seq->computed, w.chunk);
+      if (w.seq->computed + w.chunk == w.seq->prompt) ++b.sampled_sequences;
+    } else {
+      ++b.decode_sequences;
+      b.decode_kv_tokens += w.seq->cached();
+      ++b.sampled_sequences;
+    }
+  }
+  const units::Seconds duration = fleet_.setup().model->iteration_time(b).total();
+  busy_ = true;
+  started_s_ = fleet_.now_s();
+  ++fleet_.result().iterations;
+  fleet_.simulator().mix_into_fingerprint(static_cast<uint64_t>(id_));
+  fleet_.simulator().schedule_in(Time::from_seconds(duration), [this, e = epoch_] {
+    if (e == epoch_) finish_iteration();
+  });
+}
+
+void Replica::schedule() {
   const EnginePolicy& policy = fleet_.setup().policy;
   batch_.clear();
   int64_t budget = policy.max_num_batched_tokens;
@@ -516,31 +576,6 @@ void Replica::start_iteration() {
     batch_.push_back({s, chunk});
     budget -= chunk;
   }
-  if (batch_.empty()) {
-    busy_ = false;
-    if (state_ == ReplicaState::draining && outstanding() == 0) fleet_.drained(*this);
-    return;
-  }
-  models::IterationBatch b;
-  for (const Work& w : batch_) {
-    if (w.chunk > 0) {
-      b.prefill_tokens += w.chunk;
-      b.prefill_attention_pairs += models::prefill_attention_pairs(w.seq->computed, w.chunk);
-      if (w.seq->computed + w.chunk == w.seq->prompt) ++b.sampled_sequences;
-    } else {
-      ++b.decode_sequences;
-      b.decode_kv_tokens += w.seq->cached();
-      ++b.sampled_sequences;
-    }
-  }
-  const units::Seconds duration = fleet_.setup().model->iteration_time(b).total();
-  busy_ = true;
-  started_s_ = fleet_.now_s();
-  ++fleet_.result().iterations;
-  fleet_.simulator().mix_into_fingerprint(static_cast<uint64_t>(id_));
-  fleet_.simulator().schedule_in(Time::from_seconds(duration), [this, e = epoch_] {
-    if (e == epoch_) finish_iteration();
-  });
 }
 
 void Replica::finish_iteration() {
@@ -578,8 +613,8 @@ ServingResult simulate_serving(const ServingSetup& setup, const std::vector<Serv
   require(setup.model != nullptr, "no inference model");
   require(setup.replicas >= 1, "replicas must be >= 1");
   const EnginePolicy& p = setup.policy;
-  require(p.max_num_seqs >= 1 && p.max_num_batched_tokens >= 1 && p.block_size >= 1,
-          "max_num_seqs, max_num_batched_tokens and block_size must be >= 1");
+  require(p.max_num_seqs >= 1 && p.max_num_batched_tokens >= 1 && p.block_size >= 1 && p.scheduler_steps >= 1,
+          "max_num_seqs, max_num_batched_tokens, block_size and scheduler_steps must be >= 1");
   require(setup.kv_cache_tokens >= p.block_size, "the KV cache holds less than one block");
   require(setup.sample_interval_s > 0, "the sample interval must be positive");
   require(setup.max_model_len >= 0, "max_model_len must be >= 0");
