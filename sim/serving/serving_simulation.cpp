@@ -79,6 +79,8 @@ class Replica {
   void schedule();
   /// The next iteration of a multi-step block: the running decodes again; false when the block cannot go on.
   bool continue_block();
+  /// Finished sequences leave now: their finish time, blocks and place freed (a closed loop sends the next).
+  void release(const std::vector<Sequence*>& done);
   void finish_iteration();
   bool grow(Sequence& s, int64_t tokens);
   void free(Sequence& s);
@@ -495,7 +497,14 @@ void Replica::start_iteration() {
   if (in_block) {
     --block_left_;
   } else {
-    block_left_ = 0;
+    if (block_left_ > 0) {  // a block that cannot go on ends here: its finished sequences leave
+      std::vector<Sequence*> finished;
+      for (Sequence* s : running_) {
+        if (s->generated >= s->output) finished.push_back(s);
+      }
+      block_left_ = 0;
+      release(finished);
+    }
     schedule();
     // A decode-only iteration opens a multi-step block.
     const bool decode_only = !batch_.empty() && std::all_of(batch_.begin(), batch_.end(), [](const Work& w) {
@@ -594,17 +603,21 @@ void Replica::finish_iteration() {
     ++s.generated;
     RequestOutcome& o = fleet_.outcome(s);
     if (s.generated == 1) o.first_token_s = now;
-    if (s.generated >= s.output) {
-      o.finish_s = now;
-      done.push_back(&s);
-    }
+    // Inside a multi-step block a finished sequence decodes on to the block's end, which returns its tokens.
+    if (s.generated >= s.output && block_left_ == 0) done.push_back(&s);
   }
+  release(done);
+  start_iteration();
+}
+
+void Replica::release(const std::vector<Sequence*>& done) {
+  const double now = fleet_.now_s();
   for (Sequence* s : done) {
+    fleet_.outcome(*s).finish_s = now;
     free(*s);
     running_.erase(std::find(running_.begin(), running_.end(), s));
     fleet_.finished();
   }
-  start_iteration();
 }
 
 }  // namespace

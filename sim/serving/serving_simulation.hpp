@@ -14,7 +14,7 @@
 //      budget left and free blocks for their whole prompt (and one more token), the first that does not fit
 //      stopping admission (no overtaking).
 // With multi-step scheduling (EnginePolicy::scheduler_steps = n > 1) a decode-only iteration opens a block of n:
-// the next n - 1 iterations decode the block's sequences again without scheduling.
+// the next n - 1 iterations decode the block's sequences again without scheduling; they finish at its end.
 // The iteration that completes a prompt samples its first token (time to first token, TTFT); each decode
 // samples one more; a request finishes with its last output token and frees its blocks.
 #pragma once
@@ -50,8 +50,10 @@ struct EnginePolicy {
   models::CapacityPolicy admission = models::CapacityPolicy::max_utilization;
   /// Multi-step scheduling (vLLM --num-scheduler-steps, v0.6-v0.7): after a decode-only iteration the engine runs
   /// scheduler_steps - 1 more decode iterations of the same sequences without scheduling (their host fixed work
-  /// is not paid: IterationBatch::scheduled), admitting no new request until the block ends. A block ends early
-  /// when its sequences all finish or the KV cache has no block for the next token. 1: every iteration schedules.
+  /// is not paid: IterationBatch::scheduled), admitting no new request until the block ends. The block's batch is
+  /// fixed: a sequence that samples its last token inside it decodes on, and finishes, at the block's end (vLLM
+  /// checks stop conditions and returns a block's tokens when it ends). A block ends early when the KV cache has
+  /// no block for the next token. 1: every iteration schedules.
   int64_t scheduler_steps = 1;
 };
 

@@ -173,6 +173,12 @@ TEST(EngineRelease, MultiStepSchedulingAdmitsBetweenBlocks) {
   EXPECT_EQ(alone_every.iterations, 9);
   EXPECT_EQ(alone_blocks.iterations, 9);
   EXPECT_NEAR(alone_every.requests[0].finish_s - alone_blocks.requests[0].finish_s, 6e-3, 2e-8);
+  // A block's batch is fixed: with 7 outputs A samples its last token on the second block's 2nd step, decodes the
+  // block's 2 remaining steps, and finishes at the block's end: the same 9 iterations and finish as 9 outputs.
+  const ServingResult short_blocks = simulate_serving(one_replica(4), {{0.0, 16, 7}});
+  EXPECT_EQ(short_blocks.iterations, 9);
+  EXPECT_DOUBLE_EQ(short_blocks.requests[0].finish_s, alone_blocks.requests[0].finish_s);
+  EXPECT_EQ(simulate_serving(one_replica(1), {{0.0, 16, 7}}).iterations, 7);
 }
 
 TEST(EngineRelease, ReleasesNameWhatTheyReproduceAndFamiliesAlias) {
