@@ -31,7 +31,7 @@ constexpr std::array kProfiles{
                   "host work serial: scheduling, input preparation and output processing between two forward passes "
                   "(vLLM v0.6.0 release blog, 2024-09-05: under v0.5.3 the GPU was busy 38 % of a Llama 3 8B step on "
                   "one H100, the API server took 33 % and scheduling 29 %); collectives: the custom all-reduce kernel "
-                  "(since v0.2.7) and CUDA-graph decode, no host NCCL call per collective; KV cache: "
+                  "(since v0.3.0) and CUDA-graph decode, no host NCCL call per collective; KV cache: "
                   "gpu_memory_utilization of the whole memory; admission: blocks as sequences grow, recompute "
                   "preemption (vLLM docs, 'Preemption')"},
     EngineProfile{"vllm-0.6", "vllm", "vLLM v0.6.0-v0.7.3, V0 engine (2024-09 to 2025-02)",
@@ -58,7 +58,7 @@ constexpr std::array kProfiles{
                   "TensorRT-LLM v0.7-v0.17, TensorRT engines and the C++ runtime (2024-01 to 2025-02)",
                   tensorrt_llm_host(units::Seconds(0.0)), {}, true, CapacityPolicy::guaranteed_no_evict, false,
                   "host work serial (the C++ executor's in-flight batching); collectives: the custom all-reduce "
-                  "kernels (AllReduceStrategy AUTO; NCCL only above their size limits); decode attention: XQA, "
+                  "kernels (release notes v0.8-v0.12; NCCL only above their size limits); decode attention: XQA, "
                   "grouped-query aware (v0.7.1 onward); KV cache: kv_cache_free_gpu_mem_fraction of the free memory "
                   "(trtllm-serve docs); admission: GUARANTEED_NO_EVICT (the executor's default, and what "
                   "trtllm-bench throughput sets, tensorrt_llm/bench/benchmark/throughput.py)"},

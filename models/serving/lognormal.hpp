@@ -1,7 +1,8 @@
-// The lognormal length model of serving workloads (issue 25): request lengths are commonly lognormal (the Azure
-// LLM inference traces, Patel et al. "Splitwise", ISCA 2024, Fig. 3), and a benchmark's sampler truncates them
-// (vLLM's and SGLang's sample_sharegpt_requests drop prompts over 1,024 tokens and prompt + output over 2,048;
-// every sampler caps at the model's context). Pure functions; the draws are sim/serving/workload's.
+// The lognormal length model of serving workloads (issue 25): request lengths are skewed and spread over orders of
+// magnitude (Azure's 2023 conversation trace, scenarios/serving/traces: median 1,020 prompt tokens, standard
+// deviation of ln(length) 0.99), and a benchmark's sampler truncates them (vLLM's and SGLang's
+// sample_sharegpt_requests drop prompts over 1,024 tokens and prompt + output over 2,048; every sampler caps at the
+// model's context). Pure functions; the draws are sim/serving/workload's.
 #pragma once
 
 namespace clustersim::models {
