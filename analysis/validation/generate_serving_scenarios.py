@@ -74,6 +74,8 @@ def model_of(name):
 
 def vm_of(gpu):
     g = gpu.lower()
+    if "mi300x" in g:
+        return "Standard_ND96isr_MI300X_v5"
     if "h200" in g:
         return "Standard_ND96isr_H200_v5"
     if "h100" in g:
@@ -98,9 +100,10 @@ METRICS = {
     "itl_median_ms": "tpot_p50_ms",
     "tpot_median_ms": "tpot_p50_ms",
     "e2e_latency_median_s": "e2e_p50_s",
+    "e2e_latency_mean_s": "e2e_mean_s",
 }
 
-# Engines: the framework column -> serving.engine.
+# Engines: the framework column -> the engine family.
 def engine_of(framework):
     f = framework.lower()
     if "tensorrt" in f or "nim" in f:
@@ -111,6 +114,54 @@ def engine_of(framework):
         return "vllm"
     raise ValueError("unknown engine " + framework)
 
+
+# The engine release each source ran (serving.engine; models/serving/engine_profile.cpp names what each reproduces):
+# source_id prefix -> (release, why).
+RELEASES = [
+    ("trtllm_perf_overview_v0.17", "tensorrt-llm-0.17", "the table states v0.17"),
+    ("trtllm_perf_overview_online_v0.14", "tensorrt-llm-0.17", "the table states v0.14.0"),
+    ("trtllm_performance_md_v0.6.1", "tensorrt-llm-0.6", "v0.6.1 throughput and v0.5 first-token tables"),
+    ("trtllm_blog_h200_launch_v0.5", "tensorrt-llm-0.6", "the blog states v0.5.0"),
+    ("trtllm_blog_llama70b_h200_v0.7a", "tensorrt-llm-0.17",
+     "the blog states v0.7a, the release with the grouped-query MMHA/XQA kernels"),
+    ("nim_llm_benchmarking_perf", "tensorrt-llm-0.17",
+     "NIM 1.8.0's fp8 profiles are TensorRT-LLM engines of the v0.17 era (the NIM release does not name it)"),
+    ("lmdeploy_a100_fp16_v0.1.0a1", "lmdeploy-0.1", "the table states v0.1.0a1"),
+    ("vllm_buildkite", "vllm-0.6",
+     "the pipeline's version is not stated; its Llama 3.1-era builds (2024 H2) are v0.5.4-v0.6.x, and at batch 8 "
+     "the two differ by under 0.1 ms per step"),
+    ("oci_mi300x", "vllm-0.6", "not stated; vLLM's release of October 2024 was v0.6.x"),
+    ("dstack_mi300x", "vllm-0.6", "the log states 0.6.3.dev116"),
+    ("sglang_bench_vllm060", "vllm-0.6", "the README states vLLM v0.6.0, run with --num-scheduler-steps 10"),
+]
+
+
+def release_of(row):
+    for prefix, release, why in RELEASES:
+        if row["source_id"].startswith(prefix):
+            return release, why
+    raise ValueError("no engine release for " + row["source_id"])
+
+
+# Rows predicted and reported by `clustersim validate` but left out of its summaries and fits
+# (reference.exclude_reason), by GPU: the part of the model they would test is not one the serving group can
+# calibrate.
+EXCLUDED_GPUS = {
+    "mi300x": "MI300X: the collective model runs the tensor-parallel all-reduce as one ring over the Infinity Fabric "
+              "mesh, one 64 GB/s link per hop (clustersim collective: 47 GB/s bus bandwidth at 256 MB, 24 GB/s at "
+              "4 MB), not over the seven links per GPU that RCCL's channels use, and the catalog's MI300X memory "
+              "bandwidth is an estimate; a network-model and catalog issue, reported here, not fitted",
+}
+
+# Rows predicted and reported by `clustersim validate` but left out of its summaries and fits
+# (reference.exclude_reason), by GPU: the part of the model they would test is not one the serving group can
+# calibrate.
+EXCLUDED_GPUS = {
+    "mi300x": "MI300X: the collective model runs the tensor-parallel all-reduce as one ring over the Infinity Fabric "
+              "mesh, one 64 GB/s link per hop (clustersim collective: 47 GB/s bus bandwidth at 256 MB, 24 GB/s at "
+              "4 MB), not over the seven links per GPU that RCCL's channels use, and the catalog's MI300X memory "
+              "bandwidth is an estimate; a network-model and catalog issue, reported here, not fitted",
+}
 
 SKIPPED = {
     "mlperf_inf_v4.1_nvidia": "the OpenOrca subset's prompt-length distribution is not in the sources at hand "
@@ -169,6 +220,60 @@ def trtllm_bench_build_limits(model_key, gpu, tp, fp8_weights, fp8_kv, isl, osl,
     return max_bs, max_token
 
 
+# ShareGPT as sglang.bench_serving samples it (sample_sharegpt_requests: a conversation's first prompt and its
+# reference answer, prompts of 4 to 1,024 tokens, prompt + output at most 2,048): lognormal lengths truncated at
+# those caps. The benchmarks state neither distribution, so the planner's assumption is written down here:
+#   means: output 194.3 tokens, the benchmark's own offline rows (output token throughput / request throughput,
+#          4,132.37 / 21.27 and 4,281.51 / 22.03 and 3,700.64 / 19.04 and 3,856.01 / 19.84 = 194.3, my arithmetic);
+#          prompt 224.0 tokens, a published run of the same sampler and tokenizer (sgl-project/sglang issue #2805:
+#          369,103 input and 326,408 generated tokens over 1,648 requests; the latter, 198.1, agrees with 194.3);
+#   spread: the standard deviation of ln(length) of Azure's conversation trace (scenarios/serving/traces, computed
+#          below): conversation lengths' spread, as no ShareGPT spread is published with the benchmark;
+#   caps: the sampler's, prompt in [4, 1,024] and output in [4, 2,044] (the joint cap, prompt + output <= 2,048,
+#          taken at its widest; outputs past 1,024 tokens are a fraction of a percent of the draws).
+SHAREGPT_PROMPT_MEAN, SHAREGPT_OUTPUT_MEAN = 224.0, 194.3
+SHAREGPT_PROMPT_CAP, SHAREGPT_OUTPUT_CAP = (4, 1024), (4, 2044)
+AZURE_CONV_TRACE = os.path.join(ROOT, "scenarios", "serving", "traces", "AzureLLMInferenceTrace_conv.csv")
+
+
+def log_sigma(column):
+    """The standard deviation of ln(length) of one column of Azure's conversation trace (sample, n - 1)."""
+    import math
+    with open(AZURE_CONV_TRACE, newline="") as f:
+        logs = [math.log(max(1, int(r[column]))) for r in csv.DictReader(f)]
+    mean = sum(logs) / len(logs)
+    return math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+
+
+def truncated_lognormal_median(mean, sigma, low, high):
+    """The whole-token median whose lognormal of `sigma`, truncated to [low, high], has the given mean: the
+    truncated mean exp(mu + s^2 / 2) (Phi(zb - s) - Phi(za - s)) / (Phi(zb) - Phi(za)), z = (ln x - mu) / s,
+    grows with mu; bisection on ln(median)."""
+    import math
+    phi = lambda z: 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+    def truncated_mean(mu):
+        za, zb = (math.log(low) - mu) / sigma, (math.log(high) - mu) / sigma
+        return math.exp(mu + sigma * sigma / 2) * (phi(zb - sigma) - phi(za - sigma)) / (phi(zb) - phi(za))
+
+    lo, hi = math.log(low), math.log(high)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if truncated_mean(mid) < mean else (lo, mid)
+    return round(math.exp(0.5 * (lo + hi)))
+
+
+def sharegpt_lengths():
+    """[workload] keys of ShareGPT as bench_serving samples it (the assumption above)."""
+    s_in, s_out = log_sigma("ContextTokens"), log_sigma("GeneratedTokens")
+    return {
+        "prompt": "lognormal", "prompt_tokens": truncated_lognormal_median(SHAREGPT_PROMPT_MEAN, s_in, *SHAREGPT_PROMPT_CAP),
+        "prompt_sigma": round(s_in, 3), "prompt_min": SHAREGPT_PROMPT_CAP[0], "prompt_max": SHAREGPT_PROMPT_CAP[1],
+        "output": "lognormal", "output_tokens": truncated_lognormal_median(SHAREGPT_OUTPUT_MEAN, s_out, *SHAREGPT_OUTPUT_CAP),
+        "output_sigma": round(s_out, 3), "output_min": SHAREGPT_OUTPUT_CAP[0], "output_max": SHAREGPT_OUTPUT_CAP[1],
+    }
+
+
 def workload(row):
     """The [workload] and [serving] limits the benchmark ran, and notes, or None with a reason."""
     src = row["source_id"]
@@ -176,9 +281,30 @@ def workload(row):
     rate = row["request_rate"]
     serving = {}
     notes = []
+    if src == "sglang_bench_vllm060":
+        if not row["framework"].startswith("vLLM"):
+            return None, "SGLang v0.3.0: no SGLang engine release profile yet"
+        n = int(re.search(r"num_requests=(\d+)", batch).group(1))
+        w = sharegpt_lengths()
+        if rate.startswith("inf"):
+            w.update(arrival="offline", requests=n)
+        else:
+            w.update(arrival="poisson", rate_per_s=float(rate), requests=n)
+        # vLLM v0.6.0 as launched: --num-scheduler-steps 10 --max_model_len 4096; chunked prefill off (its default
+        # under 32K of context, and multi-step's requirement in v0.6.0), so max_num_batched_tokens =
+        # max(max_model_len, 2048) (vllm/config.py, SchedulerConfig); max_num_seqs 256 and gpu_memory_utilization
+        # 0.9, the defaults.
+        serving.update(scheduler_steps=10, chunked_prefill=False, max_num_batched_tokens=4096, max_model_len=4096)
+        notes.append("sglang.bench_serving: %s; ShareGPT lengths as assumed in generate_serving_scenarios.py "
+                     "(truncated lognormals: means 224 and 194.3 tokens, the spread of Azure's conversation trace)"
+                     % ("all %d requests at once" % n if rate.startswith("inf")
+                        else "%d requests, Poisson at %s per second" % (n, rate)))
+        return (w, serving, notes), None
     if not row["input_tokens"].isdigit():
         return None, "the prompt lengths are a dataset's, not stated"
-    w = {"prompt_tokens": int(row["input_tokens"]), "output_tokens": int(row["output_tokens"])}
+    # dstack's runs stop at EOS: the output column is the run's mean (its total generated tokens / requests).
+    output = row["output_tokens"].split()[0]
+    w = {"prompt_tokens": int(row["input_tokens"]), "output_tokens": int(output) if output.isdigit() else round(float(output))}
     m = re.search(r"num_requests=(\d+)", batch)
     if src.startswith("trtllm_perf_overview_v0"):
         w.update(arrival="offline", requests=int(m.group(1)))
@@ -202,13 +328,13 @@ def workload(row):
             w.update(arrival="poisson", rate_per_s=float(rate))
         notes.append("Triton tensorrtllm_backend, 500 requests; at QPS inf every request is sent at once; the "
                      "arrival process at a finite QPS is not stated (Poisson assumed)")
-    elif src.startswith("trtllm_performance_md") or src.startswith("lmdeploy"):
+    elif src.startswith("trtllm_performance_md") or src.startswith("trtllm_blog") or src.startswith("lmdeploy"):
         b = int(re.search(r"batch (?:size )?(\d+)", batch).group(1))
         w.update(arrival="offline", requests=b)
         serving.update(max_num_seqs=b, chunked_prefill=False,
                        max_num_batched_tokens=max(8192, b * int(row["input_tokens"])))
         notes.append("static batching: the batch of %d prefilled at once, then decoded to the end" % b)
-        if src.startswith("trtllm_performance_md"):
+        if src.startswith("trtllm_performance_md") or src.startswith("trtllm_blog"):
             # gptSessionBenchmark allocates the KV cache its batch needs (batch x (input + output)), not a
             # fraction of the free memory: the published batch sizes are those that fit.
             serving["gpu_memory_utilization"] = 1.0
@@ -218,10 +344,19 @@ def workload(row):
         w.update(arrival="closed_loop", concurrency=c, requests=max(100, 10 * c))
         notes.append("genai-perf at fixed concurrency %d (closed loop); the request count is not stated: "
                      "10 x concurrency, at least 100, assumed" % c)
-    elif src.startswith("vllm"):
+    elif src.startswith("vllm") or (src.startswith("oci") and "fixed batch" in batch):
         b = int(re.search(r"batch (\d+)", batch).group(1))
         w.update(arrival="offline", requests=b)
         notes.append("benchmark_latency: one batch of %d prompts run to the end" % b)
+    elif src.startswith("oci"):
+        w.update(arrival="offline", requests=1000)
+        notes.append("benchmark_throughput: every request queued at once; the request count is not stated: the "
+                     "script's default, 1,000, assumed")
+    elif src.startswith("dstack"):
+        n = int(m.group(1))
+        w.update(arrival="offline", requests=n)
+        notes.append("benchmark_serving at request rate inf (its default): all %d requests sent at once; the outputs "
+                     "stop at EOS, so every request is given the run's mean output, %s tokens" % (n, row["output_tokens"].split()[0]))
     else:
         return None, "no workload rule for " + src
     return (w, serving, notes), None
@@ -263,8 +398,13 @@ def scenario(index, row):
     metric = METRICS[row["metric"]]
     tp = int(row["tensor_parallel"].split()[0])
     precision, kv = precision_of(row)
-    engine = engine_of(row["framework"])
+    engine, release_why = release_of(row)
     name = "%s-%02d" % (row["source_id"].replace("_", "-").replace(".", ""), index)
+    # A TensorRT-LLM engine built for its benchmark's lengths (--max_input_len / --max_output_len) runs them even
+    # past the model's trained context (the v0.7a blog runs Llama 2 70B at 128 + 4,096 tokens).
+    if row["source_id"].startswith("trtllm_blog") or row["source_id"].startswith("trtllm_performance_md"):
+        context = max(context, w["prompt_tokens"] + w["output_tokens"])
+    context = limits.pop("max_model_len", context)  # a server launched with --max_model_len
     lines = [
         "# Serving validation row %d of analysis/validation/serving_benchmarks.csv (written by" % index,
         "# analysis/validation/generate_serving_scenarios.py; do not edit).",
@@ -277,11 +417,14 @@ def scenario(index, row):
     ]
     for n in notes:
         lines.append("# Workload: " + n + ".")
+    lines.append("# Engine: %s (%s)." % (engine, release_why))
     lines += [
         "schema_version = 1",
         'name = "%s"' % name,
-        'description = "%s, %s TP %d on %s, %s in / %s out"' % (row["model"], precision, tp, row["gpu"],
-                                                               row["input_tokens"], row["output_tokens"]),
+        'description = "%s, %s TP %d on %s, %s in / %s out"' % (
+            row["model"], precision, tp, row["gpu"],
+            *(("%d" % w[k + "_tokens"]) if w.get(k, "fixed") == "fixed" else
+              ("%s median %d" % (w[k], w[k + "_tokens"])) for k in ("prompt", "output"))),
         "",
         "[model]",
         "num_layers = %d" % layers,
@@ -309,11 +452,12 @@ def scenario(index, row):
     if gpus > tp:
         lines.append("replicas = %d" % (gpus // tp))
     for k in ("max_num_seqs", "max_num_batched_tokens", "chunked_prefill", "gpu_memory_utilization",
-              "capacity_scheduler_policy"):
+              "capacity_scheduler_policy", "scheduler_steps"):
         if k in limits:
             lines.append("%s = %s" % (k, toml_value(limits[k])))
     lines += ["", "[workload]"]
-    for k in ("arrival", "rate_per_s", "requests", "concurrency", "prompt_tokens", "output_tokens"):
+    for k in ("arrival", "rate_per_s", "requests", "concurrency", "prompt", "prompt_tokens", "prompt_sigma",
+              "prompt_min", "prompt_max", "output", "output_tokens", "output_sigma", "output_min", "output_max"):
         if k in w:
             lines.append("%s = %s" % (k, toml_value(w[k])))
     lines += [
@@ -323,7 +467,7 @@ def scenario(index, row):
         "value = %s" % toml_value(float(row["value"])),
         'dataset = "%s"' % row["source_id"],
         'source = "%s"' % (row["source"].replace('"', "'")),
-    ]
+    ] + ['exclude_reason = "%s"' % why for gpu, why in EXCLUDED_GPUS.items() if gpu in row["gpu"].lower()]
     return (name, "\n".join(lines) + "\n"), None
 
 

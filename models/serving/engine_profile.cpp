@@ -10,31 +10,90 @@ namespace {
 using units::microseconds;
 using units::milliseconds;
 
-// The overheads are fitted to the serving validation group (`clustersim validate --fit`, docs/serving.md,
-// "Validation", 2026-11-26): per engine, the grid point of ServingValidationSuite with the least mean |error| over
-// its rows. They absorb what the kernel model leaves out of an iteration: the host's scheduling, input
-// preparation, sampling and output processing, and the launch gaps between the kernels.
-// Admission: vLLM allocates blocks as sequences grow and preempts the newest by recomputation (vLLM docs,
-// "Preemption"); TensorRT-LLM's executor defaults to GUARANTEED_NO_EVICT (SchedulerConfig in the LLM API and the
-// runtime docs), and trtllm-bench throughput sets it too (tensorrt_llm/bench/benchmark/throughput.py); LMDeploy's
-// TurboMind allocates blocks as sequences grow and evicts inactive ones when short (its SequenceManager), the
-// on-demand case.
-const std::array kProfiles{
-    EngineProfile{"vllm", {milliseconds(1.5), microseconds(10.0)}, false, CapacityPolicy::max_utilization,
-                  "fitted on 2 rows of one source (vLLM's Buildkite latency tests, H200): weakly determined; a "
-                  "Python scheduler and output processing per step (Srivatsa et al., WukLab 2024; vLLM v0.6.0 "
-                  "release blog, 2024-09: the GPU idle for over half of a Llama 3 8B step in v0.5.3)"},
-    EngineProfile{"tensorrt-llm", {milliseconds(1.5), microseconds(3.0)}, true, CapacityPolicy::guaranteed_no_evict,
-                  "fitted on 165 rows of four sources (TensorRT-LLM perf-overview v0.17 and v0.14 online, "
-                  "performance.md v0.6.1, NIM 1.8.0; refitted 2026-11-27, unchanged): the C++ executor's in-flight "
-                  "batching"},
-    EngineProfile{"lmdeploy", {milliseconds(1.0), microseconds(30.0)}, true, CapacityPolicy::max_utilization,
-                  "fitted on 9 rows of one source (LMDeploy v0.1.0a1 on A100): TurboMind's C++ persistent batch"},
+// The families' host work per iteration (fixed + per sampled sequence) is fitted to the serving validation group
+// (`clustersim validate --fit`, docs/serving.md, "Validation", 2026-11-28): per family, the grid point of
+// ServingValidationSuite with the least mean |error| over its releases' rows: vllm on 20 rows of 4 sources,
+// tensorrt-llm on 175 of 6, lmdeploy on 9 of 1. It absorbs what the kernel model leaves out of
+// an iteration: the host's scheduling, input preparation, sampling and output processing, and the launch gaps
+// between the kernels.
+constexpr EngineOverhead vllm_host(HostOverlap overlap) { return {milliseconds(1.5), microseconds(0.0), overlap}; }
+constexpr EngineOverhead tensorrt_llm_host(units::Seconds collective_launch) {
+  return {milliseconds(1.5), microseconds(3.0), HostOverlap::serial, collective_launch};
+}
+constexpr EngineOverhead lmdeploy_host() {
+  return {milliseconds(1.0), microseconds(30.0), HostOverlap::serial, kNcclCallHost};
+}
+
+// Every release's basis names the source of each structural value; the fitted pair's is the family's.
+constexpr std::array kProfiles{
+    EngineProfile{"vllm-0.5", "vllm", "vLLM v0.4.0-v0.5.5, V0 engine (2024-03 to 2024-08)",
+                  vllm_host(HostOverlap::serial), {}, false, CapacityPolicy::max_utilization, false,
+                  "host work serial: scheduling, input preparation and output processing between two forward passes "
+                  "(vLLM v0.6.0 release blog, 2024-09-05: under v0.5.3 the GPU was busy 38 % of a Llama 3 8B step on "
+                  "one H100, the API server took 33 % and scheduling 29 %); collectives: the custom all-reduce kernel "
+                  "(since v0.3.0) and CUDA-graph decode, no host NCCL call per collective; KV cache: "
+                  "gpu_memory_utilization of the whole memory; admission: blocks as sequences grow, recompute "
+                  "preemption (vLLM docs, 'Preemption')"},
+    EngineProfile{"vllm-0.6", "vllm", "vLLM v0.6.0-v0.7.3, V0 engine (2024-09 to 2025-02)",
+                  vllm_host(HostOverlap::async_output), {}, false, CapacityPolicy::max_utilization, true,
+                  "as vllm-0.5, with asynchronous output processing on by default (output processing of step k "
+                  "overlaps the GPU's step k + 1; v0.6.0 release blog and notes) and optional multi-step scheduling "
+                  "(--num-scheduler-steps: scheduling and input preparation once per n decode steps, new requests "
+                  "admitted between blocks; serving.scheduler_steps)"},
+    EngineProfile{"vllm-v1", "vllm", "vLLM v0.8.0 and later, V1 engine (2025-03 onward)",
+                  vllm_host(HostOverlap::async_output), {}, false, CapacityPolicy::max_utilization, false,
+                  "V1 engine (vLLM V1 alpha blog, 2025-01-27): detokenisation and output processing in the API "
+                  "server's process, overlapped with the engine core's steps (async_output); chunked prefill always "
+                  "on; piecewise CUDA graphs; no multi-step scheduling (removed with V0)"},
+    EngineProfile{"tensorrt-llm-0.6", "tensorrt-llm", "TensorRT-LLM v0.5.0-v0.6.1 (2023-10 to 2023-12)",
+                  tensorrt_llm_host(kNcclCallHost), {true}, true, CapacityPolicy::guaranteed_no_evict, false,
+                  "host work serial (C++ runtime, TensorRT engines); collectives: the NCCL all-reduce plugin from "
+                  "the host every layer (the v0.6.1 performance.md build commands do not enable "
+                  "--use_custom_all_reduce, and gptSessionBenchmark runs without CUDA graphs), at Vidur's 20 us per "
+                  "call; decode attention: masked multi-head attention with one block per (sequence, query head), "
+                  "no grouped-query sharing (release notes v0.7.1: 'MMHA optimization for MQA and GQA'; XQA blog: "
+                  "2.4x Llama-70B throughput); KV cache: kv_cache_free_gpu_mem_fraction of the free memory; "
+                  "admission: GUARANTEED_NO_EVICT"},
+    EngineProfile{"tensorrt-llm-0.17", "tensorrt-llm",
+                  "TensorRT-LLM v0.7-v0.17, TensorRT engines and the C++ runtime (2024-01 to 2025-02)",
+                  tensorrt_llm_host(units::Seconds(0.0)), {}, true, CapacityPolicy::guaranteed_no_evict, false,
+                  "host work serial (the C++ executor's in-flight batching); collectives: the custom all-reduce "
+                  "kernels (release notes v0.8-v0.12; NCCL only above their size limits); decode attention: XQA, "
+                  "grouped-query aware (v0.7.1 onward); KV cache: kv_cache_free_gpu_mem_fraction of the free memory "
+                  "(trtllm-serve docs); admission: GUARANTEED_NO_EVICT (the executor's default, and what "
+                  "trtllm-bench throughput sets, tensorrt_llm/bench/benchmark/throughput.py)"},
+    EngineProfile{"lmdeploy-0.1", "lmdeploy", "LMDeploy v0.1.0, TurboMind (2023-11)", lmdeploy_host(), {}, true,
+                  CapacityPolicy::max_utilization, false,
+                  "host work serial (TurboMind's C++ persistent batch); collectives: NCCL all-reduce called from "
+                  "TurboMind's layer loop every layer (the FasterTransformer heritage; no CUDA graphs), at Vidur's "
+                  "20 us per call; KV cache: cache_max_entry_count of the free memory; admission: blocks as "
+                  "sequences grow, inactive sequences evicted when short (its SequenceManager)"},
 };
+
+constexpr std::array kAliases{
+    EngineAlias{"vllm", "vllm-0.6"},
+    EngineAlias{"tensorrt-llm", "tensorrt-llm-0.17"},
+    EngineAlias{"lmdeploy", "lmdeploy-0.1"},
+};
+
+/// Whether kEngineNames lists the profiles' names, then the aliases', in order.
+constexpr bool names_agree() {
+  if (std::size(kEngineNames) != kProfiles.size() + kAliases.size()) return false;
+  size_t i = 0;
+  for (const EngineProfile& p : kProfiles) {
+    if (kEngineNames[i++] != p.name) return false;
+  }
+  for (const EngineAlias& a : kAliases) {
+    if (kEngineNames[i++] != a.name) return false;
+  }
+  return true;
+}
+static_assert(names_agree(), "kEngineNames (engine_profile.hpp) must list the profiles, then the aliases");
 
 }  // namespace
 
 std::span<const EngineProfile> engine_profiles() { return kProfiles; }
+std::span<const EngineAlias> engine_aliases() { return kAliases; }
 
 CapacityPolicy capacity_policy(std::string_view name) {
   for (size_t i = 0; i < std::size(kCapacityPolicyNames); ++i) {
@@ -44,6 +103,9 @@ CapacityPolicy capacity_policy(std::string_view name) {
 }
 
 const EngineProfile& engine_profile(std::string_view name) {
+  for (const EngineAlias& a : kAliases) {
+    if (a.name == name) name = a.release;
+  }
   for (const EngineProfile& p : kProfiles) {
     if (p.name == name) return p;
   }

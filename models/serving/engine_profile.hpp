@@ -1,7 +1,15 @@
-// Inference engines' per-iteration CPU work (issue 15): what one continuous-batching iteration costs on the host
-// besides its GPU kernels (scheduling, input preparation, sampling, detokenisation, output processing), by engine.
-// A serving scenario names its engine (serving.engine); its overhead is the engine's unless the scenario sets
+// Inference engine releases (issues 15 and 25): what one continuous-batching iteration costs on the host besides
+// its GPU kernels (scheduling, input preparation, sampling, detokenisation, output processing), how that work
+// meets the GPU's, how the engine sizes and admits into its KV cache, and what its kernels do differently. A
+// serving scenario names its engine release (serving.engine: "vllm-0.6", "tensorrt-llm-0.17", ...; a family name,
+// "vllm", stands for the family's newest modelled release); its overhead is the family's unless the scenario sets
 // engine_overhead_ms / engine_overhead_per_sequence_us itself.
+//
+// A family (vllm, tensorrt-llm, lmdeploy) is one code base: its per-iteration host work is one fitted pair,
+// shared by its releases (`clustersim validate --fit`). What a release changes is structure, each with its source
+// (release notes, benchmark configurations): whether output processing overlaps the GPU, whether the host calls
+// NCCL for every collective, whether decode attention shares key/value reads across a query group, and the
+// defaults of its scheduler.
 #pragma once
 
 #include <cstdint>
@@ -27,18 +35,37 @@ inline constexpr std::string_view kCapacityPolicyNames[] = {"max_utilization", "
 /// The policy named `name`. Throws std::invalid_argument for another name.
 CapacityPolicy capacity_policy(std::string_view name);
 
+/// One engine release.
 struct EngineProfile {
-  std::string_view name;      ///< serving.engine
-  EngineOverhead overhead;    ///< per iteration: fixed + per_sequence x the batch's sequences
+  std::string_view name;      ///< serving.engine: family-version ("vllm-0.6")
+  std::string_view family;    ///< the code base whose host work is one fitted pair: vllm | tensorrt-llm | lmdeploy
+  std::string_view release;   ///< the releases it reproduces, with their dates
+  EngineOverhead overhead;    ///< fixed + per_sequence (the family's fit); overlap, collective launch (the release's)
+  EngineKernels kernels;      ///< what its kernels do differently
   bool kv_of_free_memory;     ///< KvCacheBudget::of_free_memory: how the engine reads its memory fraction
   CapacityPolicy admission;   ///< the engine's default capacity scheduler policy
-  std::string_view basis;     ///< where the values come from (docs/serving.md, "Engines")
+  bool multi_step;            ///< accepts serving.scheduler_steps > 1 (vLLM --num-scheduler-steps, v0.6-v0.7 V0)
+  std::string_view basis;     ///< where each value comes from (docs/serving.md, "Engines")
 };
 
-/// Every engine the loader accepts, in the order docs list them.
-std::span<const EngineProfile> engine_profiles();
+/// A family name that stands for one release (scenarios written before releases were named keep working).
+struct EngineAlias {
+  std::string_view name;     ///< serving.engine: the family's name
+  std::string_view release;  ///< the profile it stands for
+};
 
-/// The profile of `name`. Throws std::invalid_argument for an unknown engine.
+/// Every name serving.engine accepts: the releases (engine_profiles(), in order), then the family aliases
+/// (engine_aliases(), in order). engine_profile.cpp checks at compile time that the tables agree.
+inline constexpr std::string_view kEngineNames[] = {"vllm-0.5",         "vllm-0.6",          "vllm-v1",
+                                                    "tensorrt-llm-0.6", "tensorrt-llm-0.17", "lmdeploy-0.1",
+                                                    "vllm",             "tensorrt-llm",      "lmdeploy"};
+
+/// Every engine release the loader accepts, in the order docs list them.
+std::span<const EngineProfile> engine_profiles();
+/// The family names and the release each stands for.
+std::span<const EngineAlias> engine_aliases();
+
+/// The profile of `name` (a release, or a family alias). Throws std::invalid_argument for an unknown engine.
 const EngineProfile& engine_profile(std::string_view name);
 
 /// The KV-cache budget of `engine` (its reading of `memory_fraction`) with the engine's batching limits.

@@ -43,7 +43,7 @@ double prefill_attention_pairs(int64_t cached, int64_t chunk) {
 
 InferenceModel::InferenceModel(const ModelConfig& model, ServingNumerics numerics, int64_t tensor,
                                const DeviceSpec& device, double device_share, AllReduceTime all_reduce,
-                               EngineOverhead overhead, PipelineStages pipeline)
+                               EngineOverhead overhead, PipelineStages pipeline, EngineKernels kernels)
     : model_(model),
       numerics_(numerics),
       tensor_(tensor),
@@ -53,6 +53,7 @@ InferenceModel::InferenceModel(const ModelConfig& model, ServingNumerics numeric
       compute_(device_, device_share),
       all_reduce_(std::move(all_reduce)),
       overhead_(overhead),
+      kernels_(kernels),
       memory_capacity_(device.memory_capacity * device_share),
       attention_kernel_(device.flash_attention_3 ? AttentionKernel::flash3 : AttentionKernel::flash2) {
   require(!model.multi_latent_attention, "multi-latent-attention models are not modelled for serving yet");
@@ -158,9 +159,13 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
     attention += compute_.attention_time(flops, activations, attention_kernel_);
   }
   if (b.decode_sequences > 0) {
-    // PagedAttention reads each sequence's K and V once (and writes the new token's).
+    // PagedAttention reads each sequence's K and V once (and writes the new token's); a kernel without grouped-query
+    // sharing reads them once per query head of the group.
+    const double reads = kernels_.kv_read_per_query_head
+                             ? static_cast<double>(a / t) / static_cast<double>(kv_heads_per_gpu)
+                             : 1.0;
     const double bytes = 2.0 * static_cast<double>(b.decode_kv_tokens + b.decode_sequences) *
-                         static_cast<double>(kv_heads_per_gpu * d) * numerics_.kv_bytes;
+                         static_cast<double>(kv_heads_per_gpu * d) * numerics_.kv_bytes * std::max(reads, 1.0);
     attention += compute_.memory_time(units::Bytes(bytes));
   }
   // Element-wise kernels, bytes per token: two norms (read, write h), two residual adds (read 2h, write h),
@@ -200,7 +205,16 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
   }
   // Pipeline stages: the batch's hidden states and residual (2 x T x h, 16 bits) cross every boundary in turn.
   if (pipeline_.stages > 1) it.communication += pipeline_.send(units::Bytes(2.0 * T * kActivationBytes * width));
-  it.overhead = overhead_.fixed + overhead_.per_sequence * static_cast<double>(sampled);
+  // The host's NCCL calls: two all-reduces per layer and the logits gather with tensor parallelism, one send per
+  // pipeline boundary.
+  const int64_t calls = (t > 1 ? 2 * m.num_layers + (sampled > 0 ? 1 : 0) : 0) + (pipeline_.stages - 1);
+  it.collective_launch = overhead_.collective_launch * static_cast<double>(calls);
+  // The host's work the GPU waits for.
+  const units::Seconds fixed = b.scheduled ? overhead_.fixed : units::Seconds(0.0);
+  const units::Seconds per_sequence = overhead_.per_sequence * static_cast<double>(sampled);
+  it.overhead = overhead_.overlap == HostOverlap::serial
+                    ? fixed + per_sequence
+                    : fixed + std::max(units::Seconds(0.0), per_sequence - it.gpu());
   return it;
 }
 

@@ -66,6 +66,9 @@ struct IterationBatch {
   int64_t decode_sequences = 0;        ///< sequences generating one token
   int64_t decode_kv_tokens = 0;        ///< sum of the decoding sequences' cached tokens (keys read)
   int64_t sampled_sequences = 0;       ///< sequences that sample a token (decodes + prompts completed)
+  /// Whether the engine's scheduler ran (and prepared the inputs) before this iteration, paying the fixed host
+  /// work: false for the later iterations of a multi-step block (vLLM --num-scheduler-steps), which reuse it.
+  bool scheduled = true;
 };
 
 /// The causal (query, key) pairs of a prefill chunk of `chunk` tokens after `cached` tokens: each new token
@@ -82,15 +85,52 @@ struct IterationTime {
   units::Seconds attention;      ///< prefill FlashAttention and decode PagedAttention
   units::Seconds memory_bound;   ///< norms, residual adds, RoPE, activation, sampling
   units::Seconds communication;  ///< tensor-parallel all-reduces and the logits gather
-  units::Seconds overhead;       ///< the engine's CPU work per iteration
-  [[nodiscard]] units::Seconds total() const { return gemm + attention + memory_bound + communication + overhead; }
+  units::Seconds collective_launch;  ///< the host's NCCL calls on the critical path (EngineOverhead::collective_launch)
+  units::Seconds overhead;       ///< the engine's CPU work per iteration the GPU waits for
+  [[nodiscard]] units::Seconds total() const {
+    return gemm + attention + memory_bound + communication + collective_launch + overhead;
+  }
+  /// The GPU's share: every kernel and collective, without the host's work.
+  [[nodiscard]] units::Seconds gpu() const { return gemm + attention + memory_bound + communication; }
 };
 
+/// How an engine's host work of one iteration meets the GPU's.
+///   serial        the GPU waits for all of it: scheduling, input preparation, sampling's output processing and
+///                 detokenisation run between two forward passes (vLLM up to v0.5, Srivatsa et al., WukLab 2024;
+///                 TensorRT-LLM's C++ runtime; LMDeploy's TurboMind);
+///   async_output  the per-sequence part (output processing) of iteration k runs while the GPU computes k + 1, so
+///                 only its excess over the GPU time is exposed; the fixed part (scheduling, inputs) stays serial
+///                 (vLLM v0.6.0's "asynchronous output processing", vLLM blog 2024-09-05; vLLM V1's separate
+///                 output process).
+enum class HostOverlap { serial, async_output };
+
 /// Per-iteration CPU work of the engine: fixed + per_sequence x the sequences that sample a token (decodes and
-/// completed prompts: sampling, detokenisation and output processing are per produced token).
+/// completed prompts: sampling, detokenisation and output processing are per produced token), exposed as
+/// `overlap` says; and the host's cost of each NCCL call an iteration makes.
 struct EngineOverhead {
   units::Seconds fixed = units::milliseconds(1.0);
   units::Seconds per_sequence = units::microseconds(10.0);
+  HostOverlap overlap = HostOverlap::serial;
+  /// Host time of one collective call, paid on the iteration's critical path, for an engine that calls NCCL from
+  /// the host for every tensor-parallel all-reduce and pipeline send of every iteration (no CUDA-graph replay, no
+  /// custom all-reduce kernel): a collective completes only when every rank has launched it. Vidur (Agrawal et
+  /// al., MLSys 2024) adds 0.02 ms per all-reduce (vidur/config/config.py, nccl_cpu_launch_overhead_ms). 0 for an
+  /// engine that replays its collectives from a CUDA graph or reduces with its own kernel.
+  units::Seconds collective_launch{0.0};
+};
+
+/// The host time of one NCCL collective call on an iteration's critical path: 20 us, Vidur's default
+/// (microsoft/vidur, vidur/config/config.py: nccl_cpu_launch_overhead_ms = 0.02, added to every tensor-parallel
+/// all-reduce by its execution-time predictor) for an engine that calls NCCL from the host every layer.
+inline constexpr units::Seconds kNcclCallHost = units::microseconds(20.0);
+
+/// What an engine release's kernels do differently from the model's default (models/serving/engine_profile.cpp).
+struct EngineKernels {
+  /// Decode attention reads each key/value head once for every query head of its group (a / g times the
+  /// grouped-query cache traffic): TensorRT-LLM's masked multi-head attention before v0.7 launched one block per
+  /// (sequence, query head), each loading its group's K and V (release notes v0.7.1: "MMHA optimization for MQA
+  /// and GQA"; XQA blog, v0.8a: 2.4x Llama-70B throughput with the GQA-aware kernel). False: once per group.
+  bool kv_read_per_query_head = false;
 };
 
 /// How an engine sizes its KV cache, per GPU. vLLM (`gpu_memory_utilization`, default 0.9): the fraction of the
@@ -128,10 +168,14 @@ class InferenceModel {
   /// pipeline stages < 1 or above the layers, or a missing send with stages > 1; std::out_of_range when the device
   /// lacks `math`.
   InferenceModel(const ModelConfig& model, ServingNumerics numerics, int64_t tensor, const DeviceSpec& device,
-                 double device_share, AllReduceTime all_reduce, EngineOverhead overhead, PipelineStages pipeline = {});
+                 double device_share, AllReduceTime all_reduce, EngineOverhead overhead, PipelineStages pipeline = {},
+                 EngineKernels kernels = {});
 
-  /// The time of one iteration of `batch` (at least one token). Throws std::invalid_argument on negative counts
-  /// or an empty batch.
+  /// The time of one iteration of `batch` (at least one token): its kernels and collectives, the host's NCCL
+  /// calls when the engine makes them (2 per layer with tensor > 1, one for the logits gather, one per pipeline
+  /// boundary), and the host work the GPU waits for: serial, fixed (when `scheduled`) + per_sequence x sampled;
+  /// async_output, the fixed part and the per-sequence part's excess over the GPU time. Throws
+  /// std::invalid_argument on negative counts or an empty batch.
   [[nodiscard]] IterationTime iteration_time(const IterationBatch& batch) const;
 
   /// Weights held by one GPU (of the fullest pipeline stage): the layers' at the numerics' weight bytes (an MoE
@@ -186,6 +230,7 @@ class InferenceModel {
   ComputeModel compute_;
   AllReduceTime all_reduce_;
   EngineOverhead overhead_;
+  EngineKernels kernels_;
   units::Bytes memory_capacity_;
   AttentionKernel attention_kernel_;
 };

@@ -49,19 +49,19 @@ void run_serving_group(const po::variables_map& vm, const models::Catalog& catal
   if (!vm.count("fit") && !vm.count("leave-one-out")) return;
   const std::vector<std::vector<double>> grid = suite.predict_grid(catalog, jobs);
   if (vm.count("fit")) {
-    std::set<std::string> engines;
+    std::set<std::string> families;
     for (const ServingValidationRow& r : suite.rows()) {
-      if (r.modelled() && r.error.empty()) engines.insert(r.engine);
+      if (r.modelled() && r.error.empty()) families.insert(r.family);
     }
-    std::cout << "\nEngine overheads fitted on the whole serving group:\n";
-    for (const std::string& e : engines) {
+    std::cout << "\nEngine families' overheads fitted on the whole serving group:\n";
+    for (const std::string& e : families) {
       const EngineFit f = suite.fit(grid, e);
       std::printf("  %-13s %.2f ms + %.0f us per sampled sequence: %s\n", e.c_str(), f.overhead.fixed.value() * 1e3,
                   f.overhead.per_sequence.value() * 1e6, f.in_sample.text().c_str());
     }
   }
   if (vm.count("leave-one-out")) {
-    std::cout << "\nServing, leave one source out (refit the engines without the dataset, predict it):\n"
+    std::cout << "\nServing, leave one source out (refit the engine families without the dataset, predict it):\n"
               << format_serving_leave_one_out(leave_one_serving_dataset_out(suite, grid));
   }
   if (!std::filesystem::is_directory(moe_dir)) return;

@@ -19,6 +19,7 @@
 #include "models/parallelism/layout.hpp"
 #include "models/workload/transformer.hpp"
 #include "sim/io/framework_profiles.hpp"
+#include "sim/io/workload_rules.hpp"
 #include "sim/io/scenario_params.hpp"
 
 namespace clustersim::sim {
@@ -528,15 +529,9 @@ class Loader {
       if (!std::ifstream(file)) fail_at("workload.trace", "cannot read the trace " + file.string());
     }
     for (const std::string which : {"prompt", "output"}) {
-      if (get_string("workload." + which) != "uniform") continue;
-      for (const std::string bound : {"_min", "_max"}) {
-        if (!has("workload." + which + bound)) {
-          fail("workload." + which + bound, table_loc("workload"),
-               "required with workload." + which + " = \"uniform\"");
-        }
-      }
-      if (get_int("workload." + which + "_min") > get_int("workload." + which + "_max")) {
-        fail_at("workload." + which + "_min", "must not exceed workload." + which + "_max");
+      if (const auto v = detail::check_length_keys(which, length_keys(which))) {
+        if (v->at_table) fail(v->key, table_loc("workload"), v->message);
+        fail_at(v->key, v->message);
       }
     }
     // The weights must leave a KV cache (InferenceModel::kv_cache_tokens, vLLM's memory profile).
@@ -575,6 +570,9 @@ class Loader {
       if (kind == "lognormal") {
         const double sigma = get_double("workload.output_sigma");
         mean_output *= std::exp(std::min(sigma * sigma / 2.0, 50.0));
+        if (has("workload.output_max")) {
+          mean_output = std::min(mean_output, static_cast<double>(get_int("workload.output_max")));
+        }
       }
       if (requests * std::min(mean_output, seq) > 2e8) {
         fail_at("workload.rate_per_s", "about " + std::to_string(static_cast<int64_t>(requests * std::min(mean_output, seq))) +
@@ -642,6 +640,11 @@ class Loader {
     }
     serving_price_ = vm.price_usd_per_hour;
     const models::EngineProfile& engine = models::engine_profile(get_string("serving.engine"));
+    set("serving.engine", std::string(engine.name));  // an alias resolves to the release it stands for
+    if (get_int("serving.scheduler_steps") > 1 && !engine.multi_step) {
+      fail_at("serving.scheduler_steps", "multi-step scheduling is vLLM v0.6-v0.7's (serving.engine = \"vllm-0.6\"); " +
+                                             std::string(engine.name) + " schedules every iteration");
+    }
     if (!has("serving.engine_overhead_ms")) {
       set("serving.engine_overhead_ms", engine.overhead.fixed.value() * 1e3);
     }
@@ -652,6 +655,16 @@ class Loader {
       set("serving.capacity_scheduler_policy",
           std::string(models::kCapacityPolicyNames[static_cast<size_t>(engine.admission)]));
     }
+  }
+
+  /// The keys of workload.<which> (prompt | output) as resolved.
+  [[nodiscard]] detail::LengthKeys length_keys(const std::string& which) const {
+    const std::string key = "workload." + which;
+    detail::LengthKeys k{get_string(key), get_int(key + "_tokens"), std::nullopt, std::nullopt,
+                         get_double(key + "_sigma")};
+    if (has(key + "_min")) k.min = get_int(key + "_min");
+    if (has(key + "_max")) k.max = get_int(key + "_max");
+    return k;
   }
 
   /// The serving scenario (after check_serving).
@@ -675,6 +688,7 @@ class Loader {
     f.gpu_memory_utilization = get_double("serving.gpu_memory_utilization");
     f.routing = get_string("serving.routing");
     f.engine = get_string("serving.engine");
+    f.scheduler_steps = get_int("serving.scheduler_steps");
     f.capacity_scheduler_policy = get_string("serving.capacity_scheduler_policy");
     f.engine_overhead_ms = get_double("serving.engine_overhead_ms");
     f.engine_overhead_per_sequence_us = get_double("serving.engine_overhead_per_sequence_us");
@@ -703,11 +717,8 @@ class Loader {
     if (has("workload.requests")) w.requests = get_int("workload.requests");
     if (has("workload.concurrency")) w.concurrency = get_int("workload.concurrency");
     for (auto [which, length] : {std::pair{std::string("prompt"), &w.prompt}, std::pair{std::string("output"), &w.output}}) {
-      length->kind = get_string("workload." + which);
-      length->tokens = get_int("workload." + which + "_tokens");
-      if (has("workload." + which + "_min")) length->min = get_int("workload." + which + "_min");
-      if (has("workload." + which + "_max")) length->max = get_int("workload." + which + "_max");
-      length->sigma = get_double("workload." + which + "_sigma");
+      const detail::LengthKeys k = length_keys(which);
+      *length = LengthConfig{k.kind, k.tokens, k.min, k.max, k.sigma};
     }
     s.slo.ttft_p99_ms = get_optional_double("slo.ttft_p99_ms");
     s.slo.tpot_p99_ms = get_optional_double("slo.tpot_p99_ms");

@@ -141,7 +141,8 @@ struct ServingFleetConfig {
   int64_t block_size = 16;
   double gpu_memory_utilization = 0.9;
   std::string routing = "least_outstanding";  ///< least_outstanding | round_robin
-  std::string engine = "vllm";                ///< models::engine_profiles(): vllm | tensorrt-llm | lmdeploy
+  std::string engine = "vllm-0.6";            ///< a release of models::engine_profiles() (aliases resolved)
+  int64_t scheduler_steps = 1;                ///< decode iterations per scheduling step (vLLM multi-step)
   std::string capacity_scheduler_policy = "max_utilization";  ///< models::kCapacityPolicyNames (default: the engine's)
   double engine_overhead_ms = 1.0;
   double engine_overhead_per_sequence_us = 10.0;
@@ -164,12 +165,13 @@ struct ServingFleetConfig {
 };
 
 /// One token-length distribution of [workload]: fixed `tokens`, uniform [min, max], or lognormal with median
-/// `tokens` and `sigma`.
+/// `tokens` and `sigma`, truncated to [min, max] when either bound is given (an absent min is 1, an absent max
+/// unbounded).
 struct LengthConfig {
   std::string kind = "fixed";  ///< fixed | uniform | lognormal
   int64_t tokens = 1;
-  int64_t min = 1;
-  int64_t max = 1;
+  std::optional<int64_t> min;  ///< uniform: required; lognormal: a truncation bound
+  std::optional<int64_t> max;  ///< uniform: required; lognormal: a truncation bound
   double sigma = 1.0;
 };
 

@@ -41,8 +41,6 @@ constexpr std::array<std::string_view, 2> kStorages{"local_nvme", "parallel_fs"}
 // Must match the serving loader (sim/io/scenario.cpp, build_serving).
 constexpr std::array<std::string_view, 4> kServingPrecisions{"bf16", "fp16", "fp8", "int8"};
 constexpr std::array<std::string_view, 2> kKvDtypes{"auto", "fp8"};
-// Must match models::engine_profiles() (tests/scenario: ScenarioKeys.EnginesMatchTheProfiles).
-constexpr std::array<std::string_view, 3> kEngines{"vllm", "tensorrt-llm", "lmdeploy"};
 constexpr std::array<std::string_view, 2> kRoutings{"least_outstanding", "round_robin"};
 constexpr std::array<std::string_view, 4> kArrivals{"poisson", "gamma", "offline", "closed_loop"};
 // Must match ServingReference (sim/io/scenario.hpp) and serving_metric (sim/validation/serving_validation.cpp).
@@ -554,8 +552,16 @@ constexpr std::array kParams{
               .default_text = "\"least_outstanding\"", .choices = kRoutings,
               .help = "How the router picks a replica: fewest outstanding requests, or round robin."},
     ParamSpec{.key = "serving.engine", .type = string, .need = Need::defaulted, .default_text = "\"vllm\"",
-              .choices = kEngines,
-              .help = "The inference engine: its per-iteration CPU work (docs/serving.md, \"Engines\")."},
+              .choices = models::kEngineNames,
+              .help = "The inference engine release (docs/serving.md, \"Engines\"): its host work per iteration and "
+                      "how it meets the GPU's, its collectives, KV-cache sizing and admission. A family name (vllm, "
+                      "tensorrt-llm, lmdeploy) stands for its newest modelled release; the resolved scenario names "
+                      "the release."},
+    ParamSpec{.key = "serving.scheduler_steps", .type = integer, .unit = "iterations", .need = Need::defaulted,
+              .default_text = "1", .min_int = 1, .max_int = 64,
+              .help = "Multi-step scheduling (vLLM --num-scheduler-steps; vllm-0.6 only): decode iterations run per "
+                      "scheduling step, which pays the fixed host work once; new requests join between blocks.",
+              .bound_reason = "64 steps: beyond the values vLLM's multi-step scheduler was tuned for (8-16)"},
     ParamSpec{.key = "serving.capacity_scheduler_policy", .type = string, .need = Need::derived,
               .default_text = "the engine's", .choices = models::kCapacityPolicyNames,
               .help = "KV-cache admission (TensorRT-LLM's names): max_utilization admits on the prompt's blocks and "
@@ -649,14 +655,20 @@ constexpr std::array kParams{
     ParamSpec{.key = "workload.prompt", .type = string, .need = Need::defaulted, .default_text = "\"fixed\"",
               .choices = kLengths,
               .help = "Prompt lengths: fixed (prompt_tokens), uniform (prompt_min..prompt_max) or lognormal (median "
-                      "prompt_tokens, prompt_sigma)."},
+                      "prompt_tokens, prompt_sigma; truncated to prompt_min..prompt_max when either is given)."},
     ParamSpec{.key = "workload.prompt_tokens", .type = integer, .unit = "tokens", .need = Need::defaulted,
               .default_text = "512", .min_int = 1, .max_int = 1 << 24, .help = "Fixed prompt length, or the lognormal's median.",
               .bound_reason = "2^24, as seq_length"},
     ParamSpec{.key = "workload.prompt_min", .type = integer, .unit = "tokens", .need = Need::optional, .min_int = 1,
-              .max_int = 1 << 24, .help = "Uniform prompts: the shortest.", .bound_reason = "2^24"},
+              .max_int = 1 << 24,
+              .help = "Uniform prompts: the shortest. Lognormal: the lower truncation bound (shorter draws are not "
+                      "made, as a benchmark's sampler drops them).",
+              .bound_reason = "2^24"},
     ParamSpec{.key = "workload.prompt_max", .type = integer, .unit = "tokens", .need = Need::optional, .min_int = 1,
-              .max_int = 1 << 24, .help = "Uniform prompts: the longest.", .bound_reason = "2^24"},
+              .max_int = 1 << 24,
+              .help = "Uniform prompts: the longest. Lognormal: the upper truncation bound (benchmark samplers cap "
+                      "prompts, e.g. at 1,024 tokens for ShareGPT, and at the context).",
+              .bound_reason = "2^24"},
     ParamSpec{.key = "workload.prompt_sigma", .type = number, .need = Need::defaulted, .default_text = "1", .lo = 0.0,
               .lo_open = true, .hi = 10.0, .help = "Lognormal prompts: standard deviation of ln(length)."},
     ParamSpec{.key = "workload.output", .type = string, .need = Need::defaulted, .default_text = "\"fixed\"",
@@ -665,9 +677,11 @@ constexpr std::array kParams{
               .default_text = "128", .min_int = 1, .max_int = 1 << 24, .help = "Fixed output length, or the lognormal's median.",
               .bound_reason = "2^24"},
     ParamSpec{.key = "workload.output_min", .type = integer, .unit = "tokens", .need = Need::optional, .min_int = 1,
-              .max_int = 1 << 24, .help = "Uniform outputs: the shortest.", .bound_reason = "2^24"},
+              .max_int = 1 << 24, .help = "Uniform outputs: the shortest. Lognormal: the lower truncation bound.",
+              .bound_reason = "2^24"},
     ParamSpec{.key = "workload.output_max", .type = integer, .unit = "tokens", .need = Need::optional, .min_int = 1,
-              .max_int = 1 << 24, .help = "Uniform outputs: the longest.", .bound_reason = "2^24"},
+              .max_int = 1 << 24, .help = "Uniform outputs: the longest. Lognormal: the upper truncation bound.",
+              .bound_reason = "2^24"},
     ParamSpec{.key = "workload.output_sigma", .type = number, .need = Need::defaulted, .default_text = "1", .lo = 0.0,
               .lo_open = true, .hi = 10.0, .help = "Lognormal outputs: standard deviation of ln(length)."},
     // [slo]

@@ -23,8 +23,9 @@ LengthDistribution length_of(const LengthConfig& c, int64_t max_tokens) {
                                    : LengthDistribution::Kind::fixed;
   d.value = static_cast<double>(c.tokens);
   d.median = static_cast<double>(c.tokens);
-  d.low = static_cast<double>(c.min);
-  d.high = static_cast<double>(c.max);
+  d.low = c.min ? static_cast<double>(*c.min) : 1.0;
+  d.high = c.max ? static_cast<double>(*c.max) : std::numeric_limits<double>::infinity();
+  d.truncated = d.kind == LengthDistribution::Kind::lognormal && (c.min || c.max);
   d.sigma = c.sigma;
   d.max_tokens = max_tokens;
   return d;
@@ -74,12 +75,14 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
   const ServingFleetConfig& f = sc.serving;
   models::PipelineStages stages{f.pipeline, nullptr};
   if (f.pipeline > 1) stages.send = pipeline_stage_send(vm, device, f.tensor, f.pipeline);
+  // The release's structure with the scenario's (or the family's fitted) host work.
+  const models::EngineProfile& engine = models::engine_profile(f.engine);
+  models::EngineOverhead overhead = engine.overhead;
+  overhead.fixed = units::milliseconds(f.engine_overhead_ms);
+  overhead.per_sequence = units::microseconds(f.engine_overhead_per_sequence_us);
   auto model = std::make_shared<const models::InferenceModel>(
       sc.model, models::serving_numerics(f.precision, f.kv_cache_fp8), f.tensor, device, vm.device_share,
-      tensor_parallel_all_reduce(vm, device, f.tensor),
-      models::EngineOverhead{units::milliseconds(f.engine_overhead_ms),
-                             units::microseconds(f.engine_overhead_per_sequence_us)},
-      std::move(stages));
+      tensor_parallel_all_reduce(vm, device, f.tensor), overhead, std::move(stages), engine.kernels);
   ServingRun run;
   run.kv_cache_tokens = model->kv_cache_tokens(models::kv_cache_budget(
       f.engine, f.gpu_memory_utilization, f.max_num_batched_tokens, f.max_num_seqs, f.block_size));
@@ -100,7 +103,7 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
   ServingSetup setup;
   setup.model = model;
   setup.policy = {f.max_num_seqs, f.max_num_batched_tokens, f.chunked_prefill, f.block_size,
-                  models::capacity_policy(f.capacity_scheduler_policy)};
+                  models::capacity_policy(f.capacity_scheduler_policy), f.scheduler_steps};
   // A pipelined replica runs `pipeline` virtual engines (vLLM: one scheduler per in-flight batch, each with its
   // share of the replica's cache blocks): the engine simulates each as a replica of its own, whose iteration
   // takes the whole pipeline's latency.

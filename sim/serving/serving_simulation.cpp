@@ -75,6 +75,12 @@ class Replica {
 
  private:
   void start_iteration();
+  /// Schedules the next iteration into batch_ (decodes, prompt chunks, admissions); false when nothing runs.
+  void schedule();
+  /// The next iteration of a multi-step block: the running decodes again; false when the block cannot go on.
+  bool continue_block();
+  /// Finished sequences leave now: their finish time, blocks and place freed (a closed loop sends the next).
+  void release(const std::vector<Sequence*>& done);
   void finish_iteration();
   bool grow(Sequence& s, int64_t tokens);
   void free(Sequence& s);
@@ -93,6 +99,7 @@ class Replica {
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;  ///< in admission order
   std::vector<Work> batch_;
+  int64_t block_left_ = 0;  ///< iterations left in the current multi-step block (EnginePolicy::scheduler_steps)
   double started_s_ = 0.0;
 };
 
@@ -429,6 +436,7 @@ std::vector<Sequence*> Replica::evict() {
   running_.clear();
   waiting_.clear();
   batch_.clear();
+  block_left_ = 0;
   busy_ = false;
   ++epoch_;
   set_state(ReplicaState::stopped);
@@ -471,7 +479,68 @@ void Replica::preempt_last() {
   waiting_.push_front(victim);
 }
 
+bool Replica::continue_block() {
+  batch_.clear();
+  for (Sequence* s : running_) {
+    if (s->prefilling() || !grow(*s, s->computed + 1)) {  // a block decodes only; no block free: schedule
+      batch_.clear();
+      return false;
+    }
+    batch_.push_back({s, 0});
+  }
+  return !batch_.empty();
+}
+
 void Replica::start_iteration() {
+  const EnginePolicy& policy = fleet_.setup().policy;
+  const bool in_block = block_left_ > 0 && continue_block();
+  if (in_block) {
+    --block_left_;
+  } else {
+    if (block_left_ > 0) {  // a block that cannot go on ends here: its finished sequences leave
+      std::vector<Sequence*> finished;
+      for (Sequence* s : running_) {
+        if (s->generated >= s->output) finished.push_back(s);
+      }
+      block_left_ = 0;
+      release(finished);
+    }
+    schedule();
+    // A decode-only iteration opens a multi-step block.
+    const bool decode_only = !batch_.empty() && std::all_of(batch_.begin(), batch_.end(), [](const Work& w) {
+      return w.chunk == 0;
+    });
+    if (decode_only) block_left_ = policy.scheduler_steps - 1;
+  }
+  if (batch_.empty()) {
+    busy_ = false;
+    if (state_ == ReplicaState::draining && outstanding() == 0) fleet_.drained(*this);
+    return;
+  }
+  models::IterationBatch b;
+  b.scheduled = !in_block;
+  for (const Work& w : batch_) {
+    if (w.chunk > 0) {
+      b.prefill_tokens += w.chunk;
+      b.prefill_attention_pairs += models::prefill_attention_pairs(w.seq->computed, w.chunk);
+      if (w.seq->computed + w.chunk == w.seq->prompt) ++b.sampled_sequences;
+    } else {
+      ++b.decode_sequences;
+      b.decode_kv_tokens += w.seq->cached();
+      ++b.sampled_sequences;
+    }
+  }
+  const units::Seconds duration = fleet_.setup().model->iteration_time(b).total();
+  busy_ = true;
+  started_s_ = fleet_.now_s();
+  ++fleet_.result().iterations;
+  fleet_.simulator().mix_into_fingerprint(static_cast<uint64_t>(id_));
+  fleet_.simulator().schedule_in(Time::from_seconds(duration), [this, e = epoch_] {
+    if (e == epoch_) finish_iteration();
+  });
+}
+
+void Replica::schedule() {
   const EnginePolicy& policy = fleet_.setup().policy;
   batch_.clear();
   int64_t budget = policy.max_num_batched_tokens;
@@ -516,31 +585,6 @@ void Replica::start_iteration() {
     batch_.push_back({s, chunk});
     budget -= chunk;
   }
-  if (batch_.empty()) {
-    busy_ = false;
-    if (state_ == ReplicaState::draining && outstanding() == 0) fleet_.drained(*this);
-    return;
-  }
-  models::IterationBatch b;
-  for (const Work& w : batch_) {
-    if (w.chunk > 0) {
-      b.prefill_tokens += w.chunk;
-      b.prefill_attention_pairs += models::prefill_attention_pairs(w.seq->computed, w.chunk);
-      if (w.seq->computed + w.chunk == w.seq->prompt) ++b.sampled_sequences;
-    } else {
-      ++b.decode_sequences;
-      b.decode_kv_tokens += w.seq->cached();
-      ++b.sampled_sequences;
-    }
-  }
-  const units::Seconds duration = fleet_.setup().model->iteration_time(b).total();
-  busy_ = true;
-  started_s_ = fleet_.now_s();
-  ++fleet_.result().iterations;
-  fleet_.simulator().mix_into_fingerprint(static_cast<uint64_t>(id_));
-  fleet_.simulator().schedule_in(Time::from_seconds(duration), [this, e = epoch_] {
-    if (e == epoch_) finish_iteration();
-  });
 }
 
 void Replica::finish_iteration() {
@@ -559,17 +603,21 @@ void Replica::finish_iteration() {
     ++s.generated;
     RequestOutcome& o = fleet_.outcome(s);
     if (s.generated == 1) o.first_token_s = now;
-    if (s.generated >= s.output) {
-      o.finish_s = now;
-      done.push_back(&s);
-    }
+    // Inside a multi-step block a finished sequence decodes on to the block's end, which returns its tokens.
+    if (s.generated >= s.output && block_left_ == 0) done.push_back(&s);
   }
+  release(done);
+  start_iteration();
+}
+
+void Replica::release(const std::vector<Sequence*>& done) {
+  const double now = fleet_.now_s();
   for (Sequence* s : done) {
+    fleet_.outcome(*s).finish_s = now;
     free(*s);
     running_.erase(std::find(running_.begin(), running_.end(), s));
     fleet_.finished();
   }
-  start_iteration();
 }
 
 }  // namespace
@@ -578,8 +626,8 @@ ServingResult simulate_serving(const ServingSetup& setup, const std::vector<Serv
   require(setup.model != nullptr, "no inference model");
   require(setup.replicas >= 1, "replicas must be >= 1");
   const EnginePolicy& p = setup.policy;
-  require(p.max_num_seqs >= 1 && p.max_num_batched_tokens >= 1 && p.block_size >= 1,
-          "max_num_seqs, max_num_batched_tokens and block_size must be >= 1");
+  require(p.max_num_seqs >= 1 && p.max_num_batched_tokens >= 1 && p.block_size >= 1 && p.scheduler_steps >= 1,
+          "max_num_seqs, max_num_batched_tokens, block_size and scheduler_steps must be >= 1");
   require(setup.kv_cache_tokens >= p.block_size, "the KV cache holds less than one block");
   require(setup.sample_interval_s > 0, "the sample interval must be positive");
   require(setup.max_model_len >= 0, "max_model_len must be >= 0");

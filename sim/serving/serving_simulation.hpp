@@ -13,6 +13,8 @@
 //   3. waiting requests are admitted first come, first served while there are fewer than max_num_seqs running,
 //      budget left and free blocks for their whole prompt (and one more token), the first that does not fit
 //      stopping admission (no overtaking).
+// With multi-step scheduling (EnginePolicy::scheduler_steps = n > 1) a decode-only iteration opens a block of n:
+// the next n - 1 iterations decode the block's sequences again without scheduling; they finish at its end.
 // The iteration that completes a prompt samples its first token (time to first token, TTFT); each decode
 // samples one more; a request finishes with its last output token and frees its blocks.
 #pragma once
@@ -46,6 +48,13 @@ struct EnginePolicy {
   /// newest when the cache is full; guaranteed_no_evict admits only with the blocks of the prompt and the whole
   /// output free, held to the end, and never preempts.
   models::CapacityPolicy admission = models::CapacityPolicy::max_utilization;
+  /// Multi-step scheduling (vLLM --num-scheduler-steps, v0.6-v0.7): after a decode-only iteration the engine runs
+  /// scheduler_steps - 1 more decode iterations of the same sequences without scheduling (their host fixed work
+  /// is not paid: IterationBatch::scheduled), admitting no new request until the block ends. The block's batch is
+  /// fixed: a sequence that samples its last token inside it decodes on, and finishes, at the block's end (vLLM
+  /// checks stop conditions and returns a block's tokens when it ends). A block ends early when the KV cache has
+  /// no block for the next token. 1: every iteration schedules.
+  int64_t scheduler_steps = 1;
 };
 
 /// How the router picks a replica for an arriving request.
@@ -161,9 +170,9 @@ struct ServingResult {
 };
 
 /// Simulates `requests` (arrival times ascending, else std::invalid_argument) on the setup's replicas. Throws
-/// std::invalid_argument on a setup without a model, replicas < 1, a non-positive limit, a KV cache smaller
-/// than one block, a request with prompt or output < 1, autoscaling limits out of order (min < 1, min >
-/// replicas > max, non-positive target or interval), more spot replicas than replicas, spot with autoscaling,
+/// std::invalid_argument on a setup without a model, replicas < 1, a non-positive limit (scheduler_steps included),
+/// a KV cache smaller than one block, a request with prompt or output < 1, autoscaling limits out of order (min <
+/// 1, min > replicas > max, non-positive target or interval), more spot replicas than replicas, spot with autoscaling,
 /// zones < 1 or more zones than replica slots, or a negative rate or time.
 ServingResult simulate_serving(const ServingSetup& setup, const std::vector<ServingRequest>& requests);
 

@@ -6,6 +6,9 @@
 #include <fstream>
 #include <string_view>
 
+#include <boost/math/special_functions/erf.hpp>
+
+#include "models/serving/lognormal.hpp"
 #include "sim/engine/random_stream.hpp"
 
 namespace clustersim::sim {
@@ -17,6 +20,24 @@ void require(bool ok, const std::string& what) {
 
 enum WorkloadStream : uint64_t { kArrivalStream = 1, kPromptStream = 2, kOutputStream = 3 };
 
+/// The standard score of length x under a lognormal of `median` and `sigma`.
+double standard_score(double x, double median, double sigma) { return std::log(x / median) / sigma; }
+
+/// A standard normal draw conditioned on [za, zb], by inversion of one uniform u: z = Phi^-1(Phi(za) + u (Phi(zb) -
+/// Phi(za))) with Phi(z) = erfc(-z / sqrt 2) / 2 and Phi^-1(p) = -sqrt 2 erfc^-1(2 p). An interval above the mean is
+/// inverted through the survival function Q(z) = erfc(z / sqrt 2) / 2 (z = sqrt 2 erfc^-1(2 q)), where Phi's values
+/// crowd at 1.
+double truncated_standard_normal(double za, double zb, RandomStream& rng) {
+  const double u = rng.uniform();
+  const double r2 = std::sqrt(2.0);
+  if (za > 0.0) {
+    const double qa = 0.5 * std::erfc(za / r2), qb = 0.5 * std::erfc(zb / r2);
+    return r2 * boost::math::erfc_inv(2.0 * (qa - u * (qa - qb)));
+  }
+  const double pa = 0.5 * std::erfc(-za / r2), pb = 0.5 * std::erfc(-zb / r2);
+  return -r2 * boost::math::erfc_inv(2.0 * (pa + u * (pb - pa)));
+}
+
 int64_t draw(const LengthDistribution& d, RandomStream& rng) {
   double x = d.value;
   switch (d.kind) {
@@ -25,7 +46,13 @@ int64_t draw(const LengthDistribution& d, RandomStream& rng) {
       x = std::floor(d.low + rng.uniform() * (d.high - d.low + 1.0));
       break;
     case LengthDistribution::Kind::lognormal:
-      x = d.median * std::exp(d.sigma * rng.normal());
+      if (d.truncated) {
+        const double z = truncated_standard_normal(standard_score(d.low, d.median, d.sigma),
+                                                   standard_score(d.high, d.median, d.sigma), rng);
+        x = std::clamp(d.median * std::exp(d.sigma * z), d.low, d.high);  // the clamp only absorbs rounding
+      } else {
+        x = d.median * std::exp(d.sigma * rng.normal());
+      }
       break;
   }
   const double clamped = std::clamp(std::round(x), 1.0, static_cast<double>(d.max_tokens));
@@ -42,6 +69,11 @@ void check(const LengthDistribution& d, const char* what) {
       break;
     case LengthDistribution::Kind::lognormal:
       require(d.median >= 1 && d.sigma > 0 && std::isfinite(d.sigma), w + ": need median >= 1 and sigma > 0");
+      if (d.truncated) {
+        require(d.low >= 1 && d.low <= d.high, w + ": need 1 <= low <= high");
+        require(models::lognormal_mass(d.median, d.sigma, d.low, d.high) >= models::kMinLognormalMass,
+                w + ": the lognormal puts almost no probability in [low, high]");
+      }
       break;
   }
 }

@@ -16,14 +16,22 @@
 namespace clustersim::sim {
 
 /// A token-length distribution; draws are rounded to whole tokens and clamped to [1, max_tokens].
+///
+/// A lognormal may be truncated to [low, high] (`truncated`): the draw is conditioned on the interval, as a
+/// benchmark's sampler drops the requests outside it (vLLM's and SGLang's sample_sharegpt_requests prune prompts
+/// over 1,024 tokens and prompt + output over 2,048; every sampler caps at the model's context). It is drawn by
+/// inversion, x = exp(mu + sigma z) with z = Phi^-1(u), u uniform between Phi(a) and Phi(b), a and b the bounds'
+/// standard scores (one uniform per draw; above the median through the survival function, for precision). An
+/// untruncated lognormal keeps its Box-Muller draw, so the same seed gives the same lengths as before.
 struct LengthDistribution {
   enum class Kind { fixed, uniform, lognormal };
   Kind kind = Kind::fixed;
   double value = 128;      ///< fixed: the length
-  double low = 1;          ///< uniform: the smallest length (inclusive)
-  double high = 1;         ///< uniform: the largest length (inclusive)
+  double low = 1;          ///< uniform, truncated lognormal: the smallest length (inclusive)
+  double high = 1;         ///< uniform, truncated lognormal: the largest length (inclusive)
   double median = 128;     ///< lognormal: exp(mu), the median length
   double sigma = 1.0;      ///< lognormal: the standard deviation of ln(length)
+  bool truncated = false;  ///< lognormal: conditioned on [low, high]
   int64_t max_tokens = 1 << 20;  ///< the clamp's upper end (a model's context)
 };
 
@@ -51,7 +59,8 @@ struct SyntheticWorkload {
 /// The requests of `w`, in arrival order. Arrival gaps, prompt and output lengths come from three independent
 /// RandomStreams of `seed` (streams 1, 2, 3), so the same workload and seed give the same requests on every
 /// platform. at_once arrivals need `requests` and take no rate. Throws std::invalid_argument on a non-positive
-/// rate, cv, duration, request count, sigma or median, low > high, or at_once without a request count.
+/// rate, cv, duration, request count, sigma or median, low > high, a truncated lognormal whose [low, high] holds
+/// less than models::kMinLognormalMass of its probability, or at_once without a request count.
 std::vector<ServingRequest> generate_workload(const SyntheticWorkload& w);
 
 /// Bad trace input: what() is "FILE:LINE: message".

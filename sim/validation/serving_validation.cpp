@@ -110,6 +110,7 @@ ServingValidationSuite ServingValidationSuite::load(const std::filesystem::path&
       if (!sc->reference) throw std::runtime_error("no [reference] metric and value");
       row.dataset = sc->reference->dataset.empty() ? row.name : sc->reference->dataset;
       row.engine = sc->serving.engine;
+      row.family = std::string(models::engine_profile(row.engine).family);
       row.device = catalog.vm_size(sc->serving.vm_size).device;
       row.metric = sc->reference->metric;
       row.measured = sc->reference->value;
@@ -137,7 +138,7 @@ std::vector<ServingValidationRow> ServingValidationSuite::evaluate(const models:
     ServingValidationRow row = rows_[i];
     if (scenarios_[i]) {
       try {
-        const auto o = overheads.find(row.engine);
+        const auto o = overheads.find(row.family);
         row.predicted = predict(*scenarios_[i], catalog, o == overheads.end() ? nullptr : &o->second);
       } catch (const std::exception& e) {
         row.error = e.what();
@@ -165,14 +166,14 @@ std::vector<std::vector<double>> ServingValidationSuite::predict_grid(const mode
   return grid;
 }
 
-EngineFit ServingValidationSuite::fit(const std::vector<std::vector<double>>& grid, const std::string& engine,
+EngineFit ServingValidationSuite::fit(const std::vector<std::vector<double>>& grid, const std::string& family,
                                       const std::function<bool(const ServingValidationRow&)>& use) const {
   std::vector<size_t> used;
   for (size_t i = 0; i < rows_.size(); ++i) {
     const ServingValidationRow& r = rows_[i];
-    if (r.engine == engine && r.modelled() && scenarios_[i] && (!use || use(r))) used.push_back(i);
+    if (r.family == family && r.modelled() && scenarios_[i] && (!use || use(r))) used.push_back(i);
   }
-  if (used.empty()) throw std::invalid_argument("no modelled serving row of engine '" + engine + "' to fit");
+  if (used.empty()) throw std::invalid_argument("no modelled serving row of engine family '" + family + "' to fit");
   size_t best = 0;
   double best_mean = std::numeric_limits<double>::infinity();
   for (size_t g = 0; g < kGridPoints; ++g) {
@@ -187,7 +188,7 @@ EngineFit ServingValidationSuite::fit(const std::vector<std::vector<double>>& gr
     }
   }
   EngineFit f;
-  f.engine = engine;
+  f.family = family;
   f.overhead = grid_overhead(best);
   f.grid_point = best;
   std::vector<ServingValidationRow> fitted;
@@ -215,24 +216,23 @@ std::vector<HeldOutServingDataset> leave_one_serving_dataset_out(const ServingVa
     HeldOutServingDataset h;
     h.dataset = held;
     const auto others = [&held](const ServingValidationRow& r) { return r.dataset != held; };
-    std::set<std::string> engines;
+    std::set<std::string> families;
     std::map<std::string, int> other_rows;
     for (const ServingValidationRow& r : rows) {
       if (!r.modelled() || !r.error.empty()) continue;
-      if (r.dataset == held) engines.insert(r.engine);
-      else ++other_rows[r.engine];
+      if (r.dataset == held) families.insert(r.family);
+      else ++other_rows[r.family];
     }
-    // The donor for an engine only the held-out dataset calibrates: the engine with the most other rows.
+    // The donor for a family only the held-out dataset calibrates: the family with the most other rows.
     std::string donor;
-    for (const auto& [engine, n] : other_rows) {
-      if (donor.empty() || n > other_rows[donor]) donor = engine;
+    for (const auto& [family, n] : other_rows) {
+      if (donor.empty() || n > other_rows[donor]) donor = family;
     }
-    std::map<std::string, size_t> point;
-    for (const std::string& engine : engines) {
-      const std::string from = other_rows.count(engine) != 0 ? engine : donor;
+    for (const std::string& family : families) {
+      const std::string from = other_rows.count(family) != 0 ? family : donor;
       if (from.empty()) continue;  // no other dataset at all: nothing to predict with
       EngineFit f = suite.fit(grid, from, others);
-      f.engine = engine;
+      f.family = family;
       h.fits.push_back(f);
     }
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -240,7 +240,7 @@ std::vector<HeldOutServingDataset> leave_one_serving_dataset_out(const ServingVa
       if (r.dataset != held) continue;
       ServingValidationRow p = r;
       for (const EngineFit& f : h.fits) {
-        if (f.engine == r.engine && std::isfinite(grid[i][f.grid_point])) p.predicted = grid[i][f.grid_point];
+        if (f.family == r.family && std::isfinite(grid[i][f.grid_point])) p.predicted = grid[i][f.grid_point];
       }
       h.rows.push_back(std::move(p));
     }
@@ -256,7 +256,7 @@ std::string format_serving_validation(const std::vector<ServingValidationRow>& r
   for (const ServingValidationRow& r : rows) {
     if (std::find(datasets.begin(), datasets.end(), r.dataset) == datasets.end()) datasets.push_back(r.dataset);
   }
-  out << printf_string("  %-38s %-13s %-18s %-28s %11s %11s %8s\n", "row", "engine", "device", "metric", "measured",
+  out << printf_string("  %-38s %-17s %-18s %-28s %11s %11s %8s\n", "row", "engine", "device", "metric", "measured",
                        "predicted", "error");
   for (const std::string& d : datasets) {
     out << "  " << d << "\n";
@@ -266,7 +266,7 @@ std::string format_serving_validation(const std::vector<ServingValidationRow>& r
         out << printf_string("    %-36s failed: %s\n", r.name.c_str(), r.error.c_str());
         continue;
       }
-      out << printf_string("    %-36s %-13s %-18s %-28s %11.4g %11.4g %+7.1f %%%s\n", r.name.c_str(), r.engine.c_str(),
+      out << printf_string("    %-36s %-17s %-18s %-28s %11.4g %11.4g %+7.1f %%%s\n", r.name.c_str(), r.engine.c_str(),
                            r.device.c_str(), r.metric.c_str(), r.measured, *r.predicted, 100.0 * r.relative_error(),
                            r.modelled() ? "" : (" (excluded: " + r.exclude_reason + ")").c_str());
     }
@@ -275,9 +275,9 @@ std::string format_serving_validation(const std::vector<ServingValidationRow>& r
   }
   std::set<std::string> engines;
   for (const ServingValidationRow& r : rows) engines.insert(r.engine);
-  out << "  By engine:\n";
+  out << "  By engine release:\n";
   for (const std::string& e : engines) {
-    out << printf_string("    %-13s ", e.c_str())
+    out << printf_string("    %-17s ", e.c_str())
         << summarize_serving_rows(rows, [&e](const ServingValidationRow& r) { return r.engine == e; }).text() << "\n";
   }
   out << "  Throughput rows: "
@@ -294,7 +294,7 @@ std::string format_serving_leave_one_out(const std::vector<HeldOutServingDataset
   for (const HeldOutServingDataset& h : held_out) {
     out << printf_string("  %-34s %2d rows: %s\n", h.dataset.c_str(), h.summary.rows, h.summary.text().c_str());
     for (const EngineFit& f : h.fits) {
-      out << printf_string("    %-13s refitted: %.2f ms + %.0f us per sampled sequence\n", f.engine.c_str(),
+      out << printf_string("    %-13s refitted: %.2f ms + %.0f us per sampled sequence\n", f.family.c_str(),
                            f.overhead.fixed.value() * 1e3, f.overhead.per_sequence.value() * 1e6);
     }
     all.insert(all.end(), h.rows.begin(), h.rows.end());

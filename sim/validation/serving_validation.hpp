@@ -4,12 +4,14 @@
 // compared with its [reference] metric; the calibration of the engines' per-iteration CPU overhead on them; and
 // its leave-one-source-out check (docs/serving.md, "Validation").
 //
-// Calibration. One physical parameter pair per inference engine (models::engine_profiles): the fixed and the
-// per-sampled-sequence CPU work of an iteration. Each engine's pair is fitted on that engine's modelled rows by
-// minimising the mean |error| over a grid (kFixedGridMs x kPerSequenceGridUs: deterministic, and the objective
-// is flat enough that a finer search buys nothing). Leave-one-source-out: for each dataset S, every engine S
-// has rows of is refitted without S; an engine only S calibrates takes the pair of the engine with the most
-// other rows, fitted without S. The device rates are the catalog's microbenchmarks, not fitted here.
+// Calibration. One physical parameter pair per inference engine family (models::EngineProfile::family: vllm,
+// tensorrt-llm, lmdeploy): the fixed and the per-sampled-sequence CPU work of an iteration, shared by the family's
+// releases (what a release changes, models/serving/engine_profile.cpp, is structure, not fitted). Each family's
+// pair is fitted on the modelled rows of its releases by minimising the mean |error| over a grid (kFixedGridMs x
+// kPerSequenceGridUs: deterministic, and the objective is flat enough that a finer search buys nothing).
+// Leave-one-source-out: for each dataset S, every family S has rows of is refitted without S; a family only S
+// calibrates takes the pair of the family with the most other rows, fitted without S. The device rates are the
+// catalog's microbenchmarks, not fitted here.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "models/serving/inference_model.hpp"
+#include "models/serving/engine_profile.hpp"
 #include "sim/io/scenario.hpp"
 
 namespace clustersim::models {
@@ -34,7 +36,8 @@ struct ServingValidationRow {
   std::filesystem::path file;
   std::string name;             ///< the scenario file's stem
   std::string dataset;          ///< reference.dataset
-  std::string engine;           ///< serving.engine
+  std::string engine;           ///< serving.engine: the release
+  std::string family;           ///< the release's family (models::EngineProfile::family): what the fit calibrates
   std::string device;           ///< the VM's device
   std::string metric;           ///< reference.metric
   std::string exclude_reason;   ///< non-empty: reported, left out of the summaries and fits
@@ -61,12 +64,12 @@ struct ServingErrorSummary {
 ServingErrorSummary summarize_serving_rows(const std::vector<ServingValidationRow>& rows,
                                            const std::function<bool(const ServingValidationRow&)>& keep = {});
 
-/// Engine overheads by engine name, replacing the scenarios' for those engines.
+/// Engine overheads by family, replacing the scenarios' for the releases of those families.
 using EngineOverheads = std::map<std::string, models::EngineOverhead>;
 
-/// One engine's fitted overhead.
+/// One family's fitted overhead.
 struct EngineFit {
-  std::string engine;
+  std::string family;
   models::EngineOverhead overhead;
   size_t grid_point = 0;  ///< the overhead's column in predict_grid's table
   ServingErrorSummary in_sample;
@@ -80,7 +83,7 @@ class ServingValidationSuite {
 
   [[nodiscard]] size_t size() const { return rows_.size(); }
 
-  /// Predicts the rows `select` accepts (all when empty), with `overheads` replacing the engines' overheads,
+  /// Predicts the rows `select` accepts (all when empty), with `overheads` replacing the families' overheads,
   /// on up to `threads` threads; the result, in file order, does not depend on the thread count.
   [[nodiscard]] std::vector<ServingValidationRow> evaluate(const models::Catalog& catalog, int threads = 1,
                                                            const EngineOverheads& overheads = {},
@@ -90,9 +93,9 @@ class ServingValidationSuite {
   /// the fits: a row's prediction does not depend on which rows a fit uses.
   [[nodiscard]] std::vector<std::vector<double>> predict_grid(const models::Catalog& catalog, int threads = 1) const;
 
-  /// Fits `engine`'s overhead on its modelled rows accepted by `use` (all when empty), from `grid`
-  /// (predict_grid). Throws std::invalid_argument when no row qualifies.
-  [[nodiscard]] EngineFit fit(const std::vector<std::vector<double>>& grid, const std::string& engine,
+  /// Fits `family`'s overhead on the modelled rows of its releases accepted by `use` (all when empty), from
+  /// `grid` (predict_grid). Throws std::invalid_argument when no row qualifies.
+  [[nodiscard]] EngineFit fit(const std::vector<std::vector<double>>& grid, const std::string& family,
                               const std::function<bool(const ServingValidationRow&)>& use = {}) const;
 
   [[nodiscard]] const std::vector<ServingValidationRow>& rows() const { return rows_; }
@@ -105,7 +108,7 @@ class ServingValidationSuite {
   std::vector<ServingValidationRow> rows_;
 };
 
-/// One dataset held out: its rows predicted with the engines refitted on the other datasets.
+/// One dataset held out: its rows predicted with the families refitted on the other datasets.
 struct HeldOutServingDataset {
   std::string dataset;
   std::vector<EngineFit> fits;
@@ -117,7 +120,7 @@ struct HeldOutServingDataset {
 std::vector<HeldOutServingDataset> leave_one_serving_dataset_out(const ServingValidationSuite& suite,
                                                                  const std::vector<std::vector<double>>& grid);
 
-/// The rows grouped by dataset with their errors, each group's summary, the summary by engine and by kind
+/// The rows grouped by dataset with their errors, each group's summary, the summary by engine release and by kind
 /// (throughput, latency) and overall.
 std::string format_serving_validation(const std::vector<ServingValidationRow>& rows);
 /// One line per held-out dataset (its refitted engines and errors), then the summary over every held-out row.

@@ -132,6 +132,22 @@ TEST(ServingScenario, WorkloadNeedsExactlyOneSourceAndSaneLengths) {
       << e;
   e = error_of(kSynthetic, {"workload.rate_per_s=0"});
   EXPECT_NE(e.find("key 'workload.rate_per_s'"), std::string::npos) << e;
+  // A lognormal takes _min and _max as truncation bounds (a benchmark's sampler drops the rest); a fixed length
+  // takes neither; bounds with almost no probability between them are refused at the bound.
+  const ServingScenario capped =
+      load_serving_scenario(kSynthetic, {"workload.prompt_max=1024", "workload.prompt_min=4"}, catalog());
+  EXPECT_EQ(capped.workload.prompt.kind, "lognormal");
+  EXPECT_EQ(capped.workload.prompt.max, 1024);
+  EXPECT_EQ(capped.workload.prompt.min, 4);
+  EXPECT_FALSE(capped.workload.output.max);
+  e = error_of(kSynthetic, {"workload.output=\"fixed\"", "workload.output_max=100"});
+  EXPECT_NE(e.find("--set:2:21: key 'workload.output_max': a bound of a uniform or lognormal length"),
+            std::string::npos)
+      << e;
+  e = error_of(kSynthetic, {"workload.prompt_min=1000000", "workload.prompt_max=2000000"});
+  EXPECT_NE(e.find("key 'workload.prompt_max': the lognormal of median"), std::string::npos) << e;
+  e = error_of(kSynthetic, {"workload.prompt_min=600", "workload.prompt_max=500"});
+  EXPECT_NE(e.find("key 'workload.prompt_min': must not exceed workload.prompt_max"), std::string::npos) << e;
 }
 
 TEST(ServingScenario, BenchmarkWorkloadsNeedTheirCounts) {
@@ -156,8 +172,8 @@ TEST(ServingScenario, BenchmarkWorkloadsNeedTheirCounts) {
 TEST(ServingScenario, EnginesSetTheOverheadAndTheKvBudget) {
   const fs::path row = kRoot / "scenarios" / "validation-serving" / "trtllm-perf-overview-v017-01.toml";
   const ServingScenario trt = load_serving_scenario(row, {}, catalog());
-  EXPECT_EQ(trt.serving.engine, "tensorrt-llm");
-  const models::EngineProfile& p = models::engine_profile("tensorrt-llm");
+  EXPECT_EQ(trt.serving.engine, "tensorrt-llm-0.17");
+  const models::EngineProfile& p = models::engine_profile("tensorrt-llm-0.17");
   EXPECT_DOUBLE_EQ(trt.serving.engine_overhead_ms, p.overhead.fixed.value() * 1e3);
   EXPECT_DOUBLE_EQ(trt.serving.engine_overhead_per_sequence_us, p.overhead.per_sequence.value() * 1e6);
   // A scenario's own overhead wins over the engine's.
@@ -165,10 +181,18 @@ TEST(ServingScenario, EnginesSetTheOverheadAndTheKvBudget) {
   EXPECT_DOUBLE_EQ(own.serving.engine_overhead_ms, 0.25);
   std::string e = error_of(row, {"serving.engine=\"sglang\""});
   EXPECT_NE(e.find("key 'serving.engine'"), std::string::npos) << e;
-  // The loader's choices are the profiles' names.
+  // The loader's choices are the releases' names, then the families' aliases; an alias resolves to its release.
   std::vector<std::string> names;
   for (const models::EngineProfile& q : models::engine_profiles()) names.emplace_back(q.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"vllm", "tensorrt-llm", "lmdeploy"}));
+  for (const models::EngineAlias& a : models::engine_aliases()) names.emplace_back(a.name);
+  EXPECT_EQ(names, std::vector<std::string>(std::begin(models::kEngineNames), std::end(models::kEngineNames)));
+  EXPECT_EQ(load_serving_scenario(kSynthetic, {}, catalog()).serving.engine, "vllm-0.6");
+  EXPECT_NE(load_serving_scenario(kSynthetic, {}, catalog()).resolved_toml.find("engine = \"vllm-0.6\""),
+            std::string::npos);
+  // Multi-step scheduling is vLLM v0.6-v0.7's.
+  EXPECT_EQ(load_serving_scenario(kSynthetic, {"serving.scheduler_steps=10"}, catalog()).serving.scheduler_steps, 10);
+  e = error_of(row, {"serving.scheduler_steps=8"});
+  EXPECT_NE(e.find("key 'serving.scheduler_steps': multi-step scheduling is vLLM v0.6-v0.7's"), std::string::npos) << e;
   EXPECT_FALSE(models::kv_cache_budget("vllm", 0.9, 8192, 256, 16).of_free_memory);
   EXPECT_TRUE(models::kv_cache_budget("tensorrt-llm", 0.9, 8192, 256, 16).of_free_memory);
   // The capacity scheduler policy: the engine's default (TensorRT-LLM's GUARANTEED_NO_EVICT, vLLM's on-demand

@@ -24,7 +24,7 @@ const models::Catalog& catalog() {
   return c;
 }
 
-/// A directory with copies of three small rows of two engines and two datasets.
+/// A directory with copies of three small rows of two engine families and two datasets.
 fs::path small_suite() {
   const fs::path dir = fs::temp_directory_path() / "clustersim_serving_validation_test";
   fs::remove_all(dir);
@@ -62,7 +62,8 @@ TEST(ServingValidation, PredictsAsRunDoesFitsAndLeavesOneOut) {
     EXPECT_DOUBLE_EQ(*r.predicted, serving_metric(run.summary, r.metric, sc.serving.tensor * sc.serving.replicas));
   }
   EXPECT_NE(format_serving_validation(rows).find("lmdeploy_a100_fp16_v0.1.0a1"), std::string::npos);
-  // The fit: no grid point does better on the engine's rows than the one it picks.
+  // The fit, per engine family (lmdeploy-0.1's rows calibrate the lmdeploy family): no grid point does better on
+  // the family's rows than the one it picks.
   const auto grid = suite.predict_grid(catalog(), 2);
   const EngineFit fit = suite.fit(grid, "lmdeploy");
   for (size_t g = 0; g < grid.front().size(); ++g) {
@@ -71,12 +72,12 @@ TEST(ServingValidation, PredictsAsRunDoesFitsAndLeavesOneOut) {
     EXPECT_GE(sum / 2 + 1e-12, fit.in_sample.mean_abs) << g;
   }
   EXPECT_THROW((void)suite.fit(grid, "sglang"), std::invalid_argument);
-  // Leave one source out: two datasets, each predicted with the other engine's fit (the only other rows).
+  // Leave one source out: two datasets, each predicted with the other family's fit (the only other rows).
   const std::vector<HeldOutServingDataset> held = leave_one_serving_dataset_out(suite, grid);
   ASSERT_EQ(held.size(), 2u);
   EXPECT_EQ(held[0].dataset, "lmdeploy_a100_fp16_v0.1.0a1");
   ASSERT_EQ(held[0].fits.size(), 1u);
-  EXPECT_EQ(held[0].fits[0].engine, "lmdeploy");
+  EXPECT_EQ(held[0].fits[0].family, "lmdeploy");
   EXPECT_EQ(held[0].rows.size(), 2u);
   EXPECT_EQ(held[0].summary.rows, 2);
   EXPECT_NE(format_serving_leave_one_out(held).find("Every held-out row"), std::string::npos);
