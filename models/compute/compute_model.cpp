@@ -18,7 +18,9 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 ComputeModel::ComputeModel(const DeviceSpec& device, double device_share)
     : device_(&device),
       share_(device_share),
-      memory_bandwidth_(device.achievable_memory_bandwidth * (device_share * device.training_memory_fraction)) {
+      memory_bandwidth_(device.achievable_memory_bandwidth * (device_share * device.training_memory_fraction)),
+      gemm_table_estimated_(device.estimates.count("gemm_table") != 0),
+      attention_table_estimated_(device.estimates.count("attention_table") != 0) {
   if (!(device_share > 0.0 && device_share <= 1.0)) {
     throw std::invalid_argument("ComputeModel: device_share must be in (0, 1], got " + std::to_string(device_share));
   }
@@ -92,8 +94,9 @@ units::Seconds ComputeModel::gemm_time(const GemmShape& s, Precision p, double e
     // A measured table: the roofline at the measured rates, times the measured correction of the shape. The
     // operand traffic streams at the triad rate (the table's GEMMs say how close a GEMM gets to it). The table
     // measures 16-bit GEMMs: their rate is the measurement's, with no fitted fraction; another precision (fp8)
-    // keeps the 16-bit shape correction on its own measured maximum and the device's training fraction.
-    const bool measured_precision = p == Precision::bf16 || p == Precision::fp16;
+    // keeps the 16-bit shape correction on its own measured maximum and the device's training fraction, and so
+    // does a device that carries a sibling's table as an estimate (other clocks: nothing measured it).
+    const bool measured_precision = (p == Precision::bf16 || p == Precision::fp16) && !gemm_table_estimated_;
     const units::Seconds roofline = roofline_gemm_time(
         s, device_->sm_count, measured_precision ? measured_matmul(p) : achievable_matmul(p),
         device_->achievable_memory_bandwidth * share_, element_bytes, output_bytes);
@@ -128,7 +131,10 @@ units::FlopsPerSecond ComputeModel::attention_rate(Precision p, AttentionKernel 
 units::FlopsPerSecond ComputeModel::attention_rate(Precision p, const AttentionCall& call) const {
   if (device_->attention_table) {
     if (const auto rate = device_->attention_table->rate(call)) {
-      return *rate * (device_->attention_table_clock_ratio * share_);
+      // A table measured on this chip at these clocks is the rate; one carried from a sibling (an estimate) also
+      // takes the device's training fraction, as its GEMMs do.
+      const double fitted = attention_table_estimated_ ? device_->training_matmul_fraction : 1.0;
+      return *rate * (device_->attention_table_clock_ratio * share_ * fitted);
     }
   }
   return attention_rate(p, call.kernel);

@@ -14,7 +14,8 @@
 //               scaled to other precisions by the ratio of datasheet peaks unless the catalog has a
 //               measurement at that precision (fp16 on A100, fp8 on H100/H200), times the device's fitted
 //               training_matmul_fraction except where the measured table covers the precision (16-bit GEMMs
-//               of a device with a gemm_table run at the measured rates, unfitted);
+//               of a device with its own gemm_table run at the measured rates, unfitted; a device carrying a
+//               sibling's table as an estimate keeps its fraction);
 //   wave_eff  = tiles / (ceil(tiles / SMs) * SMs): the last wave of thread blocks leaves SMs idle
 //               (NVIDIA "Matrix Multiplication Background User's Guide", wave quantisation); with split-K the
 //               K dimension is cut into s slices, each its own thread block (s x the output tiles), and the
@@ -114,7 +115,8 @@ class ComputeModel {
   ///   1. the device's measured table (catalog attention_table; measured_attention.hpp) for the call's kernel,
   ///      pass, head dimension, mask and length, scaled by this device's matmul maximum over that of the device
   ///      the table was measured on (a power-limited or other-memory part of the same chip: its clocks); a
-  ///      measurement, so no training fraction;
+  ///      measurement, so no training fraction, unless the device carries a sibling's table as an estimate
+  ///      (catalog `estimates`: the 500 W H100, the H100 NVL), which then takes its training_matmul_fraction;
   ///   2. else the scalar measurement of the kernel's generation (flash_attention_3 for flash3 and cudnn, else
   ///      flash_attention_2: forward + backward at one length) times training_matmul_fraction (the same clocks
   ///      as the GEMMs);
@@ -143,6 +145,8 @@ class ComputeModel {
   const DeviceSpec* device_;
   double share_;
   units::BytesPerSecond memory_bandwidth_;
+  bool gemm_table_estimated_;       ///< the device's GEMM table is a sibling's, carried over (catalog estimates)
+  bool attention_table_estimated_;  ///< the same for its attention table
 };
 
 }  // namespace clustersim::models

@@ -11,17 +11,18 @@ using units::microseconds;
 using units::milliseconds;
 
 // The families' host work per iteration (fixed + per sampled sequence) is fitted to the serving validation group
-// (`clustersim validate --fit`, docs/serving.md, "Validation", 2026-11-28): per family, the grid point of
+// (`clustersim validate --fit`, docs/serving.md, "Validation", 2026-11-27, with the measured GEMM and attention tables
+// of models/compute): per family, the grid point of
 // ServingValidationSuite with the least mean |error| over its releases' rows: vllm on 20 rows of 4 sources,
 // tensorrt-llm on 175 of 6, lmdeploy on 9 of 1. It absorbs what the kernel model leaves out of
 // an iteration: the host's scheduling, input preparation, sampling and output processing, and the launch gaps
 // between the kernels.
 constexpr EngineOverhead vllm_host(HostOverlap overlap) { return {milliseconds(1.5), microseconds(0.0), overlap}; }
 constexpr EngineOverhead tensorrt_llm_host(units::Seconds collective_launch) {
-  return {milliseconds(1.5), microseconds(3.0), HostOverlap::serial, collective_launch};
+  return {milliseconds(1.0), microseconds(1.0), HostOverlap::serial, collective_launch};
 }
 constexpr EngineOverhead lmdeploy_host() {
-  return {milliseconds(1.0), microseconds(30.0), HostOverlap::serial, kNcclCallHost};
+  return {milliseconds(0.25), microseconds(30.0), HostOverlap::serial, kNcclCallHost};
 }
 
 // Every release's basis names the source of each structural value; the fitted pair's is the family's.

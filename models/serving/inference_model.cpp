@@ -22,11 +22,6 @@ DeviceSpec at_microbenchmark_rates(DeviceSpec d) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// Rows up to which a GEMM counts as skinny (decode batches): cuBLAS's heuristics and the serving engines'
-/// own kernels (split-K, GEMV) run such shapes at the roofline, without the 128-row tile's padding or its
-/// waves (NVIDIA cuBLAS documentation, cublasLtMatmulAlgoGetHeuristic; TensorRT-LLM's and vLLM's GEMV paths).
-constexpr int64_t kSkinnyRows = 64;
-
 constexpr double kActivationBytes = 2.0;  // 16-bit activations
 
 }  // namespace
@@ -84,17 +79,7 @@ InferenceModel::InferenceModel(const ModelConfig& model, ServingNumerics numeric
 
 units::Seconds InferenceModel::weight_gemm_time(int64_t rows, int64_t n, int64_t k, int64_t batch,
                                                double weight_bytes, Precision p) const {
-  const units::Seconds tiled = compute_.gemm_time({rows, n, k, batch}, p, weight_bytes);
-  if (rows > kSkinnyRows) return tiled;
-  const double all_rows = static_cast<double>(rows * batch), nn = static_cast<double>(n),
-               kk = static_cast<double>(k);
-  const units::Bytes bytes(static_cast<double>(batch) * weight_bytes * kk * nn +
-                           kActivationBytes * (all_rows * kk + all_rows * nn));
-  const units::Seconds roofline =
-      std::max(units::Seconds(2.0 * all_rows * nn * kk / compute_.measured_matmul(p).value()),
-               units::Seconds(bytes.value() / compute_.achievable_memory_bandwidth().value())) +
-      ComputeModel::kKernelOverhead;
-  return std::min(tiled, roofline);
+  return compute_.gemm_time({rows, n, k, batch}, p, weight_bytes);
 }
 
 InferenceModel::MoeLayerTime InferenceModel::moe_layer_time(int64_t tokens) const {

@@ -216,8 +216,9 @@ class InferenceModel {
   };
   [[nodiscard]] MoeLayerTime moe_layer_time(int64_t tokens) const;
   /// A GEMM of `batch` instances of [rows, n, k] with weights of `weight_bytes` per element at math precision p:
-  /// the tiled model, or for skinny shapes (rows <= 64) the faster of it and the roofline of the weights,
-  /// 16-bit activations and output (cuBLAS's heuristics and the engines' GEMV / split-K paths).
+  /// ComputeModel::gemm_time, whose split-K roofline runs a decode batch's skinny shapes at the weights' streaming
+  /// rate (as cuBLAS's split-K and the engines' GEMV paths do) and whose measured tables (A100, H100, H200) time
+  /// them as measured.
   [[nodiscard]] units::Seconds weight_gemm_time(int64_t rows, int64_t n, int64_t k, int64_t batch,
                                                 double weight_bytes, Precision p) const;
 

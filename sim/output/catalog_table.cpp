@@ -138,6 +138,15 @@ std::string wrapped(const std::string& text, size_t width) {
   return out + line + "\n";
 }
 
+/// Which kernel classes run from a measured table ("gemm", "attention"; "~" when the table was measured on a
+/// sibling and carried over as an estimate), "-" when every rate is a roofline with the fitted fractions.
+std::string kernels_cell(const models::DeviceSpec& d) {
+  std::string cell;
+  if (d.gemm_correction) cell = marked("gemm", d.estimates, "gemm_table");
+  if (d.attention_table) cell += (cell.empty() ? "" : "+") + marked("attention", d.estimates, "attention_table");
+  return cell.empty() ? "-" : cell;
+}
+
 }  // namespace
 
 std::string format_catalog_table(const models::Catalog& catalog) {
@@ -156,7 +165,8 @@ std::string format_catalog_table(const models::Catalog& catalog) {
                      {"SMs", false},
                      {"fabric GB/s/dir", false},
                      {"TDP W", false},
-                     {"training", true}});
+                     {"training", true},
+                     {"kernels", true}});
   for (const auto& [name, d] : catalog.devices()) {
     const std::set<std::string>& e = d.estimates;
     devices.add({name,
@@ -181,7 +191,8 @@ std::string format_catalog_table(const models::Catalog& catalog) {
                  marked(compact(d.tdp_watts), e, "tdp_watts"),
                  d.training_matmul_fraction == 1.0 && d.training_memory_fraction == 1.0
                      ? "-"
-                     : (e.count("training_matmul_fraction") != 0 ? "estimate" : "fitted")});
+                     : (e.count("training_matmul_fraction") != 0 ? "estimate" : "fitted"),
+                 kernels_cell(d)});
   }
 
   TextTable vms({{"VM size", true},
@@ -226,8 +237,10 @@ std::string format_catalog_table(const models::Catalog& catalog) {
 
   return "Devices (dense peak TFLOP/s per precision, '-' = no such mode; matmul = achievable bf16 matmul TFLOP/s;\n"
          "mem = datasheet, triad = measured or estimated achievable memory bandwidth; training = the sustained-\n"
-         "in-training fractions, fitted to published runs or estimated; '~' = an estimate, no measurement or\n"
-         "datasheet gives it; every other number is a datasheet value or a measurement)\n" +
+         "in-training fractions, fitted to published runs or estimated; kernels = the kernel classes timed from\n"
+         "measured tables (catalog kernels/: 16-bit GEMMs, fused attention), the fractions scaling only the rest;\n"
+         "'~' = an estimate, no measurement or datasheet gives it; every other number is a datasheet value or a\n"
+         "measurement)\n" +
          devices.render() + "\nVM sizes (price: pay-as-you-go Linux East US, '-' = unknown; '~' = an estimate)\n" +
          vms.render() + "\n" + sources;
 }

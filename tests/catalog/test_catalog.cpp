@@ -598,11 +598,13 @@ TEST(CatalogTable, RendersAlignedColumns) {
   const std::string expected =
       "Devices (dense peak TFLOP/s per precision, '-' = no such mode; matmul = achievable bf16 matmul TFLOP/s;\n"
       "mem = datasheet, triad = measured or estimated achievable memory bandwidth; training = the sustained-\n"
-      "in-training fractions, fitted to published runs or estimated; '~' = an estimate, no measurement or\n"
-      "datasheet gives it; every other number is a datasheet value or a measurement)\n"
-      "device  kind  fp32  tf32  fp16  bf16  fp8  fp4  matmul  memory  mem TB/s  triad TB/s  SMs  fabric GB/s/dir  TDP W  training\n"
-      "------  ----  ----  ----  ----  ----  ---  ---  ------  ------  --------  ----------  ---  ---------------  -----  --------\n"
-      "X100    gpu   19.5     -     -   312    -    -   271.2   80 GB     2.039        1.7~  108              300    400  fitted\n"
+      "in-training fractions, fitted to published runs or estimated; kernels = the kernel classes timed from\n"
+      "measured tables (catalog kernels/: 16-bit GEMMs, fused attention), the fractions scaling only the rest;\n"
+      "'~' = an estimate, no measurement or datasheet gives it; every other number is a datasheet value or a\n"
+      "measurement)\n"
+      "device  kind  fp32  tf32  fp16  bf16  fp8  fp4  matmul  memory  mem TB/s  triad TB/s  SMs  fabric GB/s/dir  TDP W  training  kernels\n"
+      "------  ----  ----  ----  ----  ----  ---  ---  ------  ------  --------  ----------  ---  ---------------  -----  --------  -------\n"
+      "X100    gpu   19.5     -     -   312    -    -   271.2   80 GB     2.039        1.7~  108              300    400  fitted    -\n"
       "\n"
       "VM sizes (price: pay-as-you-go Linux East US, '-' = unknown; '~' = an estimate)\n"
       "VM size  devices                                   vCPUs       RAM  fabric    InfiniBand  Ethernet Gb/s  local disk    $/h\n"
@@ -623,6 +625,9 @@ TEST(CatalogTable, ShippedCatalogRendersEveryEntry) {
   for (const auto& [name, v] : shipped().vm_sizes()) EXPECT_CONTAINS(text, name);
   EXPECT_CONTAINS(text, "8x400 Gb/s");
   EXPECT_CONTAINS(text, "1/6 x A10");
+  // Which devices time which kernels from measured tables: the H100 SXM both, the 500 W H100 from its sibling's.
+  EXPECT_CONTAINS(text, "gemm+attention\n");
+  EXPECT_CONTAINS(text, "gemm~+attention~");
   EXPECT_CONTAINS(text, "98.32");
   if (std::getenv("CLUSTERSIM_PRINT_CATALOG") != nullptr) std::cout << text;
 }

@@ -180,7 +180,7 @@ TEST(PipelineExecutor, InterleavedGradientSyncOverlapsChunkByChunk) {
 TEST(PipelineExecutor, FullFidelityAgreesWithReplicaOnSymmetricPrograms) {
   const auto program = uniform_program(PipelineSchedule::one_f_one_b, 4, 16, 1.3e-3, 2.9e-3, 0.2e-3, 2);
   const sim::PipelineResult replica = sim::execute_pipeline(program);
-  const sim::PipelineResult full = sim::execute_pipeline(program, sim::ExecutionFidelity{8, {}});
+  const sim::PipelineResult full = sim::execute_pipeline(program, sim::ExecutionFidelity{8, {}, {}});
   EXPECT_EQ(full.replicas, 8);
   EXPECT_EQ(full.step_time.value(), replica.step_time.value());
   for (size_t k = 0; k < replica.stages.size(); ++k) {
@@ -194,13 +194,13 @@ TEST(PipelineExecutor, AStragglerDelaysEveryReplicaThroughTheGradientBarrier) {
   models::StepProgram program = uniform_program(PipelineSchedule::one_f_one_b, 2, 4, 1e-3, 2e-3);
   program.stages[0].grad_sync = units::seconds(1e-3);
   program.stages[1].grad_sync = units::seconds(1e-3);
-  const double fast = sim::execute_pipeline(program, sim::ExecutionFidelity{3, {}}).step_time.value();
+  const double fast = sim::execute_pipeline(program, sim::ExecutionFidelity{3, {}, {}}).step_time.value();
   const sim::PipelineResult slow =
-      sim::execute_pipeline(program, sim::ExecutionFidelity{3, {1.0, 1.0, 1.0, 1.0, 1.5, 1.0}});
+      sim::execute_pipeline(program, sim::ExecutionFidelity{3, {1.0, 1.0, 1.0, 1.0, 1.5, 1.0}, {}});
   EXPECT_GT(slow.step_time.value(), fast * 1.2);
   // Stage 0's replicas all end together, after the straggler's pipeline released them.
   EXPECT_NEAR(slow.stages[0].finish.value(), slow.stages[1].finish.value(), 5e-3);
-  EXPECT_THROW(sim::execute_pipeline(program, sim::ExecutionFidelity{3, {1.0}}), std::invalid_argument);
+  EXPECT_THROW(sim::execute_pipeline(program, sim::ExecutionFidelity{3, {1.0}, {}}), std::invalid_argument);
 }
 
 TEST(PipelineExecutor, ComputeSlowdownScalesComputeNotCommunication) {
