@@ -102,6 +102,14 @@ std::string format_leave_one_out(const std::vector<HeldOutDataset>& held_out) {
     out += printf_string("  %-30s %-52s %s\n", h.dataset.c_str(), shortened(fits, 52).c_str(), h.summary.text().c_str());
   }
   out += "  every held-out row: " + leave_one_out_summary(held_out).text() + "\n";
+  // The same held-out rows by workload and by GPU group, framework and workload: the figures that count.
+  std::vector<ValidationRow> rows;
+  for (const HeldOutDataset& h : held_out) rows.insert(rows.end(), h.rows.begin(), h.rows.end());
+  for (const char* workload : {"dense", "context-parallel", "moe"}) {
+    const ErrorSummary w = summarize(rows, [&](const ValidationRow& r) { return r.workload == workload; });
+    if (w.rows > 0) out += printf_string("    %-17s %s\n", (std::string(workload) + ":").c_str(), w.text().c_str());
+  }
+  out += "\nLeave one source out, by GPU group, framework and workload:\n" + format_validation_by_group(rows);
   return out;
 }
 

@@ -22,6 +22,8 @@ std::string format_validation_by_group(const std::vector<ValidationRow>& rows);
 std::string format_leave_one_out(const std::vector<HeldOutDataset>& held_out);
 
 /// The mean |error| over every modelled row of every held-out dataset (leave-one-source-out).
+/// (format_leave_one_out prints the held-out rows' errors per dataset, per workload and per GPU group, framework
+/// and workload.)
 ErrorSummary leave_one_out_summary(const std::vector<HeldOutDataset>& held_out);
 
 /// The catalog's prediction_uncertainty.toml from leave-one-source-out results: one table per
