@@ -1,29 +1,15 @@
 #include "models/compute/measured_attention.hpp"
 
+#include "models/compute/kernel_table_csv.hpp"
+
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <stdexcept>
 
 namespace clustersim::models {
 
 namespace {
-
-[[noreturn]] void bad_line(const std::string& path, int line, const std::string& why) {
-  throw std::runtime_error(path + ":" + std::to_string(line) + ": " + why);
-}
-
-double number(const std::string& path, int line, const std::string& cell) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(cell, &used);
-    if (used == cell.size()) return v;
-  } catch (const std::logic_error&) {
-  }
-  bad_line(path, line, "not a number: '" + cell + "'");
-}
 
 /// Linear interpolation of y over x (x ascending), clamped to the end points.
 double interpolate(const std::vector<std::pair<double, double>>& xy, double x) {
@@ -38,36 +24,24 @@ double interpolate(const std::vector<std::pair<double, double>>& xy, double x) {
 }  // namespace
 
 std::vector<AttentionMeasurement> read_attention_table(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open the measured attention table");
   std::vector<AttentionMeasurement> rows;
-  std::string text;
-  int line = 0;
-  bool header = false;
-  while (std::getline(in, text)) {
-    ++line;
-    if (text.empty() || text[0] == '#') continue;
-    if (!header) {
-      if (!text.starts_with("kernel,pass,head_dim,causal,seqlen,tflops")) {
-        bad_line(path, line, "expected the header kernel,pass,head_dim,causal,seqlen,tflops");
-      }
-      header = true;
-      continue;
-    }
-    std::stringstream fields(text);
-    std::vector<std::string> cells;
-    for (std::string cell; cells.size() < 6 && std::getline(fields, cell, ',');) cells.push_back(cell);
-    if (cells.size() < 6) bad_line(path, line, "expected kernel,pass,head_dim,causal,seqlen,tflops");
+  for (const detail::CsvRecord& r :
+       detail::read_kernel_table(path, "kernel,pass,head_dim,causal,seqlen,tflops", 6, "measured attention table")) {
+    const std::vector<std::string>& cells = r.cells;
     AttentionMeasurement m;
     const auto kernel = parse_attention_kernel(cells[0]);
-    if (!kernel) bad_line(path, line, "unknown attention kernel '" + cells[0] + "'");
+    if (!kernel) detail::kernel_table_error(path, r.line, "unknown attention kernel '" + cells[0] + "'");
     m.kernel = *kernel;
-    if (cells[1] != "fwd" && cells[1] != "bwd") bad_line(path, line, "pass must be fwd or bwd, got '" + cells[1] + "'");
+    if (cells[1] != "fwd" && cells[1] != "bwd") {
+      detail::kernel_table_error(path, r.line, "pass must be fwd or bwd, got '" + cells[1] + "'");
+    }
     m.backward = cells[1] == "bwd";
-    const double head_dim = number(path, line, cells[2]), causal = number(path, line, cells[3]),
-                 seq = number(path, line, cells[4]), tflops = number(path, line, cells[5]);
+    const double head_dim = detail::kernel_table_number(path, r.line, cells[2]);
+    const double causal = detail::kernel_table_number(path, r.line, cells[3]);
+    const double seq = detail::kernel_table_number(path, r.line, cells[4]);
+    const double tflops = detail::kernel_table_number(path, r.line, cells[5]);
     if (!(head_dim >= 1 && seq >= 1 && tflops > 0.0) || (causal != 0.0 && causal != 1.0)) {
-      bad_line(path, line, "head_dim and seqlen must be positive, causal 0 or 1, tflops positive");
+      detail::kernel_table_error(path, r.line, "head_dim and seqlen must be positive, causal 0 or 1, tflops positive");
     }
     m.head_dim = static_cast<int64_t>(head_dim);
     m.causal = causal == 1.0;
@@ -75,7 +49,6 @@ std::vector<AttentionMeasurement> read_attention_table(const std::string& path) 
     m.rate = units::tflops_per_second(tflops);
     rows.push_back(m);
   }
-  if (rows.empty()) throw std::runtime_error(path + ": the measured attention table has no rows");
   return rows;
 }
 

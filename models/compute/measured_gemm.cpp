@@ -1,60 +1,28 @@
 #include "models/compute/measured_gemm.hpp"
 
+#include "models/compute/kernel_table_csv.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <sstream>
 #include <stdexcept>
 
 namespace clustersim::models {
 
-namespace {
-
-[[noreturn]] void bad_line(const std::string& path, int line, const std::string& why) {
-  throw std::runtime_error(path + ":" + std::to_string(line) + ": " + why);
-}
-
-}  // namespace
-
 std::vector<GemmMeasurement> read_gemm_table(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open the measured GEMM table");
   std::vector<GemmMeasurement> rows;
-  std::string text;
-  int line = 0;
-  bool header = false;
-  while (std::getline(in, text)) {
-    ++line;
-    if (text.empty() || text[0] == '#') continue;
-    if (!header) {
-      if (!text.starts_with("m,n,k,time_us")) bad_line(path, line, "expected the header m,n,k,time_us");
-      header = true;
-      continue;
-    }
-    std::stringstream fields(text);
-    std::array<double, 4> v{};
-    for (double& x : v) {
-      std::string cell;
-      if (!std::getline(fields, cell, ',')) bad_line(path, line, "expected m,n,k,time_us");
-      try {
-        size_t used = 0;
-        x = std::stod(cell, &used);
-        if (used != cell.size()) bad_line(path, line, "not a number: '" + cell + "'");
-      } catch (const std::logic_error&) {
-        bad_line(path, line, "not a number: '" + cell + "'");
-      }
-    }
+  for (const detail::CsvRecord& r : detail::read_kernel_table(path, "m,n,k,time_us", 4, "measured GEMM table")) {
+    double v[4];
+    for (size_t i = 0; i < 4; ++i) v[i] = detail::kernel_table_number(path, r.line, r.cells[i]);
     if (!(v[0] >= 1 && v[1] >= 1 && v[2] >= 1 && v[3] > 0.0) || v[0] != std::floor(v[0]) ||
         v[1] != std::floor(v[1]) || v[2] != std::floor(v[2])) {
-      bad_line(path, line, "dimensions must be positive integers and the time positive");
+      detail::kernel_table_error(path, r.line, "dimensions must be positive integers and the time positive");
     }
     rows.push_back({static_cast<int64_t>(v[0]), static_cast<int64_t>(v[1]), static_cast<int64_t>(v[2]),
                     units::microseconds(v[3])});
   }
-  if (rows.empty()) throw std::runtime_error(path + ": the measured GEMM table has no rows");
   return rows;
 }
 
