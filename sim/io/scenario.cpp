@@ -981,7 +981,8 @@ class Loader {
                                                "needs parallelism.expert_tensor = 1, got " +
                                                    std::to_string(get_int("parallelism.expert_tensor")));
     }
-    if (get_bool("training.moe_pad_expert_input_to_capacity") && get_double("training.moe_expert_capacity_factor") <= 0.0) {
+    if (get_bool("training.moe_pad_expert_input_to_capacity") &&
+        get_double("training.moe_expert_capacity_factor") <= 0.0) {
       fail_at("training.moe_pad_expert_input_to_capacity", "needs training.moe_expert_capacity_factor > 0 (padding "
                                                             "is to the experts' capacity)");
     }
