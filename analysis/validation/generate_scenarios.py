@@ -332,8 +332,20 @@ def megatron_bridge_moe(rows_out):
             "Assumption: the nemo framework profile's settings; the alltoall token dispatcher with grouped GEMM, no "
             "shared-expert overlap and no recompute (the recipes' flags are not printed in the summary)",
             "Assumption: gradient reduction in bf16, as in NeMo's performance recipes",
-            "Compared metric: tokens_per_s_per_gpu (the table's Tokens / sec / GPU).",
+            "Recipe: fused router kernels (Megatron-Bridge scripts/performance qwen3 configs set "
+            "cfg.model.moe_router_fusion = True from 25.09 on)"
+            + ("; token dropping pads every expert to its capacity (megatron/bridge/training/utils/moe_token_drop.py, "
+               "apply_moe_token_drop: moe_pad_expert_input_to_capacity=True)" if r["capacity_factor"] else ""),
         ]
+        # The H100 Qwen3-235B presets of the dropless releases overlap the all-to-all with the 1F1B partner pass
+        # (Megatron-Bridge scripts/performance/configs/qwen/qwen3_workload_base_configs.py,
+        # QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V1: moe_a2a_overlap=True; V2, global batch 8192 as the 26.02
+        # row, inherits it). The 25.09 token-drop preset did not (qwen3_235b_a22b_llm_pretrain.py of 25.09).
+        a2a_overlap = model == "qwen3-235b-a22b" and not r["capacity_factor"]
+        if a2a_overlap:
+            header.append("Recipe: moe_a2a_overlap (the H100 presets QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_FP8_CS_V1/V2 "
+                          "of scripts/performance/configs/qwen/qwen3_workload_base_configs.py)")
+        header.append("Compared metric: tokens_per_s_per_gpu (the table's Tokens / sec / GPU).")
         tables = [
             ("", {"schema_version": 1, "name": "validation-" + name,
                   "description": f"{model}, Megatron-Bridge {release} DGX-H100 row {r['id']} ({gpus} GPUs)"}),
@@ -342,6 +354,8 @@ def megatron_bridge_moe(rows_out):
                 "framework": "nemo", "global_batch_size": gbs, "micro_batch_size": mbs, "precision": "fp8",
                 "activation_recompute": "none", "grad_reduce_dtype": "bf16", "moe_router_load_balancing": "forced",
                 "moe_expert_capacity_factor": float(r["capacity_factor"]) if r["capacity_factor"] else None,
+                "moe_pad_expert_input_to_capacity": True if r["capacity_factor"] else None,
+                "moe_router_fusion": True, "moe_a2a_overlap": True if a2a_overlap else None,
             }),
             ("parallelism", {
                 "tensor": tp, "context": cp if cp > 1 else None, "pipeline": pp, "data": data,
@@ -391,7 +405,8 @@ def dgxc_deepseek_v3(rows_out):
             "Hardware: DGX-H100 (8 x H100 SXM5 80 GB, NVSwitch, 8 x 400 Gb/s NDR InfiniBand): the node design of "
             "Standard_ND96isr_H100_v5 (rail-optimized fabric).",
             "Assumption: the release's token-drop callback: alltoall dispatcher, capacity factor 1.0 padded to "
-            "capacity (every expert runs its mean share), aux-loss balancing",
+            "capacity (every expert runs its mean share; NeMo 2 MegatronTokenDropCallback's default "
+            "moe_pad_expert_input_to_capacity=True), aux-loss balancing; no router fusion (Megatron-Core 0.14, later)",
             "Settings: selective recompute of the MLA up-projections only (recompute_modules mla_up_proj); "
             "gradient reduction in bf16",
             "Compared metric: tokens_per_s_per_gpu (total tokens/s over the GPUs).",
@@ -404,7 +419,7 @@ def dgxc_deepseek_v3(rows_out):
                 "framework": "nemo", "global_batch_size": gbs, "micro_batch_size": mbs, "precision": "bf16",
                 "activation_recompute": "selective", "recompute_modules": ["mla_up_proj"],
                 "grad_reduce_dtype": "bf16", "moe_router_load_balancing": "aux_loss",
-                "moe_expert_capacity_factor": 1.0,
+                "moe_expert_capacity_factor": 1.0, "moe_pad_expert_input_to_capacity": True,
             }),
             ("parallelism", {
                 "tensor": tp, "pipeline": pp, "data": data, "sequence_parallel": True if tp > 1 else None,

@@ -233,9 +233,7 @@ units::Bytes moe_layer_activation_bytes(const ModelConfig& m, const TrainingConf
   const double routed = par.sequence_parallel ? sb / t : sb;
   const int64_t local = m.num_experts / std::max<int64_t>(1, par.expert);
   const double mean_received = d(par.expert_tensor) * routed * d(m.moe_router_topk);
-  const double received = mean_received * moe_rank_imbalance(training.moe_router_load_balancing, m.num_experts, local,
-                                                             par.expert, mean_received,
-                                                             training.moe_expert_capacity_factor);
+  const double received = mean_received * moe_rank_load(training, m.num_experts, local, par.expert, mean_received);
   const double fe = d(m.expert_ffn()) / d(par.expert_tensor);
   // Stored per received copy: fc1's input, the activation's input (gate x fe) and, unless the activation is
   // recomputed (module moe_act), its output (fc2's input).

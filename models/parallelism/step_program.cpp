@@ -8,6 +8,7 @@
 
 #include "models/network/collective_model.hpp"
 #include "models/parallelism/framework_behaviour.hpp"
+#include "models/parallelism/host_queue.hpp"
 #include "models/parallelism/layout.hpp"
 #include "models/parallelism/sharded_pass.hpp"
 #include "models/workload/transformer.hpp"
@@ -244,10 +245,26 @@ PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup,
   PassCost c = pass_cost_without_context(work, kind, setup, compute, network, patterns.tensor, recompute);
   c.cp_comm = context_comm(work, kind, recompute, setup, compute, network, patterns.context);
   c.ep_comm = expert_comm(work, kind, recompute, setup, compute, network, patterns);
+  // The host queue: the expert-parallel time of the forward (also run by a full recompute) and of the backward.
+  const Precision p = setup.training.precision;
+  auto times = [&](const std::vector<Op>& ops) {
+    std::vector<units::Seconds> t;
+    t.reserve(ops.size());
+    for (const Op& op : ops) t.push_back(op_time(op, compute, p));
+    return t;
+  };
+  const units::Seconds ep_forward =
+      kind == PassKind::forward ? c.ep_comm : expert_comm(work, PassKind::forward, false, setup, compute, network, patterns);
+  const units::Seconds ep_backward =
+      kind == PassKind::forward ? units::Seconds(0.0)
+                                : expert_comm(work, PassKind::backward, false, setup, compute, network, patterns);
+  c.host = pass_host_time(work, kind, recompute, times(work.forward), times(work.recompute), times(work.backward),
+                          ep_forward, ep_backward, c.tp_comm + c.cp_comm);
   return c;
 }
 
 PassCost scaled(PassCost c, double k) {
+  c.host *= k;
   c.compute *= k;
   c.attention *= k;
   c.memory_bound *= k;
@@ -267,6 +284,7 @@ PassCost operator+(PassCost a, const PassCost& b) {
   a.dp_comm += b.dp_comm;
   a.cp_comm += b.cp_comm;
   a.ep_comm += b.ep_comm;
+  a.host += b.host;
   a.flops += b.flops;
   return a;
 }
@@ -308,6 +326,44 @@ CommPattern data_parallel_pattern(const ParallelismConfig& p) {
 }
 
 CommPattern context_parallel_pattern(const ParallelismConfig& p) { return layout_groups(p, LayoutDim::context); }
+
+units::Seconds pass_host_time(const LayerWork& work, PassKind kind, bool recompute,
+                              const std::vector<units::Seconds>& forward_times,
+                              const std::vector<units::Seconds>& recompute_times,
+                              const std::vector<units::Seconds>& backward_times, units::Seconds ep_forward,
+                              units::Seconds ep_backward, units::Seconds other_device) {
+  const MoeIssue& issue = work.moe_issue;
+  std::vector<IssuedWork> cycle;
+  // `ops` in order with their times; `moe` places the MoE layer's work among them (forward indices, or backward).
+  enum class Place { none, forward, backward };
+  auto issue_ops = [&](const std::vector<Op>& ops, const std::vector<units::Seconds>& t, Place place,
+                       units::Seconds ep) {
+    for (size_t i = 0; i <= ops.size(); ++i) {
+      if (issue.moe && place == Place::forward) {
+        if (issue.host_waits && i == issue.host_wait) cycle.push_back({units::Seconds(0.0), kHostKernelLaunch, true});
+        if (i == issue.dispatch || i == issue.combine) cycle.push_back({ep * 0.5, kHostCollectiveLaunch, false});
+      } else if (issue.moe && place == Place::backward) {
+        if (i == issue.backward_combine || i == issue.backward_dispatch) {
+          cycle.push_back({ep * 0.5, kHostCollectiveLaunch, false});
+        }
+      }
+      if (i < ops.size()) cycle.push_back({t[i], kHostKernelLaunch * static_cast<double>(ops[i].kernels), false});
+    }
+  };
+  if (kind == PassKind::forward) {
+    issue_ops(work.forward, forward_times, Place::forward, ep_forward);
+  } else {
+    if (recompute) {
+      // A full recompute re-runs the whole forward, dispatch and combine included (expert_comm).
+      bool reruns = false;
+      for (const Op& op : work.recompute) reruns = reruns || op.role == GemmRole::expert;
+      issue_ops(work.recompute, recompute_times, reruns ? Place::forward : Place::none, ep_forward);
+    }
+    issue_ops(work.backward, backward_times, Place::backward, ep_backward);
+  }
+  if (other_device.value() > 0.0) cycle.push_back({other_device, units::Seconds(0.0), false});
+  return host_cycle_time(cycle);
+}
 
 units::Seconds context_exchange_time(ContextComm comm, int64_t context, bool backward, units::Seconds attention,
                                      units::Seconds hop, units::Seconds gather, double slowdown) {

@@ -80,8 +80,11 @@ struct PassCost {
   /// MoE layers' dispatch and combine (all-to-all, and the expert-tensor all-gather / reduce-scatter) not hidden
   /// under the shared expert (expert_comm_time).
   units::Seconds ep_comm;
+  /// GPU idle time waiting on the host (CPU) to issue kernels (pass_host_time): after an MoE layer's
+  /// device-to-host synchronisation, or where the host issues more than the GPU runs.
+  units::Seconds host;
   units::Flops flops;      ///< math executed (counts recomputation)
-  [[nodiscard]] units::Seconds total() const { return compute + tp_comm + dp_comm + cp_comm + ep_comm; }
+  [[nodiscard]] units::Seconds total() const { return compute + tp_comm + dp_comm + cp_comm + ep_comm + host; }
 };
 
 struct StageProgram {
@@ -182,6 +185,20 @@ NodeSplit split_by_node(const CommPattern& pattern, int64_t gpus_per_node);
 /// of the hidden time.
 units::Seconds expert_comm_time(const ExpertTraffic& traffic, const MegatronPatterns& patterns,
                                 const CommunicationModel& network, units::Seconds hidden_under, double slowdown);
+
+/// The host queue of one pass of one layer (host_queue.hpp): every op's kernels, each issued at
+/// kHostKernelLaunch, beside the op's GPU time `op_times[i]` (forward, or recompute then backward); an MoE
+/// layer's dispatch and combine (work.moe_issue), each half of the pass's exposed expert-parallel time
+/// (`ep_forward` for the forward and a full recompute, `ep_backward` for the backward), issued at
+/// kHostCollectiveLaunch; the host's wait for the GPU (a device-to-host copy, kHostKernelLaunch) before the
+/// MoE synchronisation point of the forward and of a full recompute; the pass's other GPU time (`other_device`:
+/// tensor- and context-parallel communication) last. Returns host_cycle_time of that cycle: the layer's GPU idle
+/// time when the same layer repeats (layer after layer of a model chunk).
+units::Seconds pass_host_time(const LayerWork& work, PassKind kind, bool recompute,
+                              const std::vector<units::Seconds>& forward_times,
+                              const std::vector<units::Seconds>& recompute_times,
+                              const std::vector<units::Seconds>& backward_times, units::Seconds ep_forward,
+                              units::Seconds ep_backward, units::Seconds other_device);
 
 /// Exposed time of the context-parallel K/V exchange of one layer pass (PassCost::cp_comm), Megatron-Core /
 /// Transformer Engine and PyTorch ring attention with c = context ranks, each step's attention kernel taking

@@ -71,6 +71,15 @@ double moe_rank_imbalance(MoeBalance balance, int64_t experts, int64_t local_exp
   return capacity_factor > 0.0 ? std::min(busiest, std::max(1.0, capacity_factor)) : busiest;
 }
 
+double moe_rank_load(const TrainingConfig& training, int64_t experts, int64_t local_experts, int64_t ranks,
+                     double tokens_per_rank) {
+  if (training.moe_pad_expert_input_to_capacity && training.moe_expert_capacity_factor > 0.0) {
+    return training.moe_expert_capacity_factor;
+  }
+  return moe_rank_imbalance(training.moe_router_load_balancing, experts, local_experts, ranks, tokens_per_rank,
+                            training.moe_expert_capacity_factor);
+}
+
 FlexDispatchCopies flex_dispatch_copies(int64_t experts, int64_t topk, int64_t ranks, int64_t ranks_per_node) {
   if (topk < 1 || topk > experts || ranks < 1 || experts % ranks != 0 || ranks_per_node < 1 ||
       ranks % ranks_per_node != 0) {

@@ -196,6 +196,15 @@ std::optional<MoeBalance> parse_moe_balance(std::string_view name);
 double moe_rank_imbalance(MoeBalance balance, int64_t experts, int64_t local_experts, int64_t ranks,
                           double tokens_per_rank, double capacity_factor);
 
+struct TrainingConfig;
+
+/// The busiest expert-parallel rank's routed tokens over the mean under `training`'s routing: capacity_factor
+/// when every expert's input is padded to its capacity (moe_pad_expert_input_to_capacity: each expert computes
+/// and exchanges exactly its capacity), else moe_rank_imbalance. The one rule the step program and the memory
+/// model use.
+double moe_rank_load(const TrainingConfig& training, int64_t experts, int64_t local_experts, int64_t ranks,
+                     double tokens_per_rank);
+
 /// Expected copies of one token that DeepEP's normal dispatch sends (MoeDispatcher::flex), for top-`topk`
 /// routing over `experts` experts placed in order on `ranks` expert-parallel ranks, `ranks_per_node` of them on
 /// each node of the group (n = ranks / ranks_per_node nodes), every choice of topk distinct experts equally
@@ -246,6 +255,14 @@ struct TrainingConfig {
   /// Tokens an expert may take, in units of its mean share (Megatron --moe-expert-capacity-factor; tokens
   /// above it are dropped); 0: dropless.
   double moe_expert_capacity_factor = 0.0;
+  /// With a capacity factor: every expert's input is padded to its capacity (Megatron
+  /// --moe-pad-expert-input-to-capacity), so each computes and exchanges capacity_factor x its mean share and
+  /// every shape is static (no host synchronisation, moe_host_wait).
+  bool moe_pad_expert_input_to_capacity = false;
+  /// The router's top-k, score function and auxiliary loss run as fused kernels (Megatron-Core
+  /// --moe-router-fusion, v0.14; Transformer Engine PR 1883): 31 kernels instead of 72 (Megatron-LM
+  /// docs/discussions/deepseek-v3-gb200-optimization).
+  bool moe_router_fusion = false;
   /// An MoE layer's local experts run as one grouped GEMM (Megatron --moe-grouped-gemm, TE GroupedLinear);
   /// false: one GEMM per local expert, one after another.
   bool moe_grouped_gemm = true;

@@ -49,12 +49,14 @@ void append_backward(const Op& f, std::vector<Op>& out) {
       const GemmShape& g = f.gemm;
       Op dgrad = gemm_op(f.name + "_dgrad", f.role, g.m, g.k, g.n, g.batch);
       dgrad.fp8 = f.fp8;
+      dgrad.kernels = f.kernels;
       out.push_back(dgrad);
       // Both operands of the attention core's GEMMs are activations: the second operand's gradient; every other
       // GEMM has a weight.
       Op second = gemm_op(f.name + (f.role == GemmRole::attention_core ? "_dgrad2" : "_wgrad"), f.role, g.k, g.n,
                           g.m, g.batch);
       second.fp8 = f.fp8;
+      second.kernels = f.kernels;
       out.push_back(second);
       return;
     }
@@ -92,6 +94,12 @@ Op residual_op(std::string name, double elements, double e, const ModelConfig& m
   return memory_op(std::move(name), elements * (m.dropout > 0.0 ? 3.0 * e + 1.0 : 3.0 * e));
 }
 
+/// Kernels of an MoE router's forward (top-k, score function, auxiliary loss and its bookkeeping), counted on
+/// DeepSeek-V3 in Megatron-Core: 72, and 31 with the router fusion of Transformer Engine PR 1883 (Megatron-LM
+/// docs/discussions/deepseek-v3-gb200-optimization, "Router fusion").
+constexpr int kRouterKernels = 72;
+constexpr int kFusedRouterKernels = 31;
+
 /// The MLP of an MoE layer on one rank (Megatron-Core MoELayer with the alltoall or allgather dispatcher and
 /// TEGroupedMLP), appended to w.forward; sets w.expert_forward / expert_backward. `routed` tokens enter the
 /// router on this rank (the sequence-parallel shard, b s / (c t)); `tokens` is the tensor-parallel group's
@@ -114,22 +122,36 @@ void moe_mlp(LayerWork& w, const ModelConfig& m, const TrainingConfig& tr, const
   const int64_t local = experts / o.expert, fe = m.expert_ffn() / o.expert_tensor;
   const double gate = m.gated_mlp ? 2.0 : 1.0;
   const double mean_received = d(o.expert_tensor) * routed * d(k);
-  const double imbalance = moe_rank_imbalance(tr.moe_router_load_balancing, experts, local, o.expert,
-                                              mean_received, tr.moe_expert_capacity_factor);
+  const double imbalance = moe_rank_load(tr, experts, local, o.expert, mean_received);
   const double received = imbalance * mean_received;
   const auto rows = static_cast<int64_t>(std::ceil(received / d(local)));
+  // The experts' FP8 inputs are quantised expert by expert (TE GroupedLinear splits its input per GEMM and
+  // allocates each split's FP8 data and transpose: NVIDIA/TransformerEngine#1499): `local` launches.
   auto cast_transpose = [&](const std::string& name, double elements) {
-    if (fp8) fw.push_back(memory_op(name + "_fp8_cast_transpose", elements * (e + 2.0)));
+    if (fp8) fw.push_back(memory_op(name + "_fp8_cast_transpose", elements * (e + 2.0), static_cast<int>(local)));
   };
+  // Sorting the received tokens from (source rank, expert) to (expert, source rank) order after the dispatch,
+  // and back before the combine (Megatron-Core MoEAlltoAllTokenDispatcher: sort_chunks_by_idxs when a rank holds
+  // several experts and the expert-parallel group has several ranks): read and write every received copy.
+  const bool sorts = tr.moe_token_dispatcher == MoeDispatcher::alltoall && o.expert > 1 && local > 1;
+  MoeIssue& issue = w.moe_issue;
+  issue.moe = true;
 
   fw.push_back(gemm_op("router", GemmRole::router, static_cast<int64_t>(routed), experts, h));
-  fw.push_back(memory_op("router_topk", routed * d(experts) * (e + 8.0), 3));
+  fw.push_back(memory_op("router_topk", routed * d(experts) * (e + 8.0),
+                         tr.moe_router_fusion ? kFusedRouterKernels : kRouterKernels));
+  const size_t permute_at = fw.size();
   fw.push_back(memory_op("moe_permute", routed * d(h) * e * (1.0 + d(k)), 2));
+  issue.dispatch = fw.size();
+  if (sorts) fw.push_back(memory_op("moe_sort_chunks", 2.0 * received * d(h) * e));
   cast_transpose("expert_fc1_input", received * d(h));
   auto expert_gemm = [&](const std::string& name, int64_t n, int64_t kk) {
     if (tr.moe_grouped_gemm) {
+      // TE GroupedLinear runs one cuBLAS GEMM per local expert, over several streams
+      // (nvte_multi_stream_cublas_gemm, NVIDIA/TransformerEngine#1499): `local` launches.
       Op op = gemm_op(name, GemmRole::expert, rows, n, kk, local);
       op.fp8 = fp8;
+      op.kernels = static_cast<int>(local);
       fw.push_back(op);
       return;
     }
@@ -143,7 +165,20 @@ void moe_mlp(LayerWork& w, const ModelConfig& m, const TrainingConfig& tr, const
   fw.push_back(memory_op(m.gated_mlp ? "expert_swiglu" : "expert_gelu", received * d(fe) * e * (gate + 1.0)));
   cast_transpose("expert_fc2_input", received * d(fe));
   expert_gemm("expert_fc2", h, fe);
+  if (sorts) fw.push_back(memory_op("moe_unsort_chunks", 2.0 * received * d(h) * e));
+  issue.combine = fw.size();
   fw.push_back(memory_op("moe_unpermute", routed * d(h) * e * (1.0 + d(k)) + routed * d(k) * 4.0, 2));
+  switch (moe_host_wait(tr)) {
+    case MoeHostWait::none: break;
+    case MoeHostWait::before_permutation:
+      issue.host_waits = true;
+      issue.host_wait = permute_at;
+      break;
+    case MoeHostWait::before_dispatch:
+      issue.host_waits = true;
+      issue.host_wait = issue.dispatch;
+      break;
+  }
 
   if (m.moe_shared_expert_intermediate_size > 0) {
     check_divisible(m.moe_shared_expert_intermediate_size, o.tensor, "moe_shared_expert_intermediate_size");
@@ -190,6 +225,11 @@ void moe_mlp(LayerWork& w, const ModelConfig& m, const TrainingConfig& tr, const
 }
 
 }  // namespace
+
+MoeHostWait moe_host_wait(const TrainingConfig& tr) {
+  if (tr.moe_expert_capacity_factor <= 0.0) return MoeHostWait::before_dispatch;
+  return tr.moe_pad_expert_input_to_capacity ? MoeHostWait::none : MoeHostWait::before_permutation;
+}
 
 double causal_attention_fraction(int64_t seq_length) {
   constexpr int64_t kBlock = 128;  // FlashAttention-2/3 query/key block rows on A100/H100 (Dao 2023; Shah et al. 2024)
@@ -330,9 +370,14 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
     // FP8: the output gradient of each linear is cast and transposed before its dgrad and wgrad GEMMs.
     if (op.op_class == OpClass::gemm && op.fp8) {
       cast_transpose(w.backward, op.name + "_grad", d(op.gemm.m) * d(op.gemm.batch) * d(op.gemm.n));
+      w.backward.back().kernels = op.kernels;  // expert by expert for the grouped experts
     }
     append_backward(op, w.backward);
     if (i == w.mlp_forward_begin) w.mlp_backward_end = w.backward.size();
+    // The combine's gradient follows the unpermutation's backward, the dispatch's follows the backward of the
+    // first op after the dispatch.
+    if (o.moe && i == w.moe_issue.combine) w.moe_issue.backward_combine = w.backward.size();
+    if (o.moe && i == w.moe_issue.dispatch) w.moe_issue.backward_dispatch = w.backward.size();
   }
   mark_fused_accumulation(w.backward, tr);
 

@@ -135,6 +135,36 @@ struct ExpertTraffic {
   }
 };
 
+/// Where an MoE layer's dispatch and combine run among its ops (indices into LayerWork::forward / backward), and
+/// where the host waits for the GPU. The dispatch runs before forward[dispatch] and the combine before
+/// forward[combine]; in backward the combine's gradient runs before backward[backward_combine] and the
+/// dispatch's before backward[backward_dispatch]. The host waits (a device-to-host copy and stream
+/// synchronisation) before forward[host_wait] and before the same op of a full recompute, once per MoE layer,
+/// when the layer's shapes depend on the routing (moe_host_wait).
+struct MoeIssue {
+  bool moe = false;
+  size_t dispatch = 0;
+  size_t combine = 0;
+  size_t backward_combine = 0;
+  size_t backward_dispatch = 0;
+  bool host_waits = false;
+  size_t host_wait = 0;
+};
+
+/// Where a Megatron-Core MoE layer's host reads the routing's token counts before it can issue the rest of the
+/// layer (megatron/core/transformer/moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher.preprocess, and the
+/// flex dispatcher on DeepEP):
+///   before_dispatch: dropless routing (capacity_factor 0) with any dispatcher: the all-to-all's split sizes and
+///     the grouped GEMM's rows per expert are host values ("A synchronization is needed before expert parallel
+///     AlltoAll communication to get the input_splits and output_splits CPU values", cuda_sync_point
+///     "before_ep_alltoall"; DeepEP's normal dispatch: "the CPU will wait for GPU's signal to arrive",
+///     deepseek-ai/DeepEP README; the allgather dispatcher's tokens_per_expert.cpu());
+///   before_permutation: token dropping without padding to capacity (the permuted token count num_out_tokens,
+///     cuda_sync_point "before_permutation_1");
+///   none: token dropping with padding to capacity (--moe-pad-expert-input-to-capacity): every shape is static.
+enum class MoeHostWait { none, before_permutation, before_dispatch };
+MoeHostWait moe_host_wait(const TrainingConfig& training);
+
 /// The ops of one transformer layer for one microbatch on one TP rank.
 struct LayerWork {
   std::vector<Op> forward;
@@ -160,6 +190,9 @@ struct LayerWork {
   /// backward schedule overlaps communication with (moe_a2a_overlap).
   size_t mlp_forward_begin = 0;
   size_t mlp_backward_end = 0;
+  /// MoE layers: where the expert-parallel communication and the host's synchronisation fall among the ops, for
+  /// the host queue (models/parallelism/host_queue.hpp). See MoeIssue.
+  MoeIssue moe_issue;
 };
 
 /// Options of the layer that are not part of the model shape.

@@ -981,6 +981,11 @@ class Loader {
                                                "needs parallelism.expert_tensor = 1, got " +
                                                    std::to_string(get_int("parallelism.expert_tensor")));
     }
+    if (get_bool("training.moe_pad_expert_input_to_capacity") &&
+        get_double("training.moe_expert_capacity_factor") <= 0.0) {
+      fail_at("training.moe_pad_expert_input_to_capacity", "needs training.moe_expert_capacity_factor > 0 (padding "
+                                                            "is to the experts' capacity)");
+    }
     const int64_t b = get_int("training.global_batch_size");
     const int64_t mb = get_int("training.micro_batch_size");
     checked_mul(mb, d, "training.micro_batch_size");
@@ -1060,6 +1065,8 @@ class Loader {
     s.training.moe_router_load_balancing =
         *models::parse_moe_balance(get_string("training.moe_router_load_balancing"));
     s.training.moe_expert_capacity_factor = get_double("training.moe_expert_capacity_factor");
+    s.training.moe_pad_expert_input_to_capacity = get_bool("training.moe_pad_expert_input_to_capacity");
+    s.training.moe_router_fusion = get_bool("training.moe_router_fusion");
     s.training.moe_grouped_gemm = get_bool("training.moe_grouped_gemm");
     s.training.moe_shared_expert_overlap = get_bool("training.moe_shared_expert_overlap");
     s.training.moe_a2a_overlap = get_bool("training.moe_a2a_overlap");

@@ -243,6 +243,14 @@ constexpr std::array kParams{
               .default_text = "0.0", .lo = 0.0,
               .help = "Tokens an expert may take in units of its mean share; more are dropped (Megatron "
                       "--moe-expert-capacity-factor). 0: dropless."},
+    ParamSpec{.key = "training.moe_pad_expert_input_to_capacity", .type = boolean, .need = Need::defaulted,
+              .default_text = "false",
+              .help = "With a capacity factor: pad every expert's input to its capacity (Megatron "
+                      "--moe-pad-expert-input-to-capacity): each expert computes and exchanges capacity x its mean "
+                      "share, and the shapes are static, so the host never waits for the routing's token counts."},
+    ParamSpec{.key = "training.moe_router_fusion", .type = boolean, .need = Need::defaulted, .default_text = "false",
+              .help = "Fused router kernels (Megatron-Core --moe-router-fusion, v0.14; Transformer Engine PR 1883): "
+                      "31 kernel launches per router forward instead of 72, for the host's issue time."},
     ParamSpec{.key = "training.moe_grouped_gemm", .type = boolean, .need = Need::defaulted, .default_text = "true",
               .help = "Run a rank's local experts as one grouped GEMM (Megatron --moe-grouped-gemm); false: one "
                       "GEMM per expert, one after another."},

@@ -116,6 +116,7 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
   line("tensor-parallel comm (exposed)", r.critical.tp_comm);
   if (sc.parallelism.context > 1) line("context-parallel K/V (exposed)", r.critical.cp_comm);
   if (sc.model.moe()) line("expert dispatch/combine (exposed)", r.critical.ep_comm);
+  if (sc.model.moe() || r.critical.host.value() > 0.0) line("host (CPU) issue (GPU idle)", r.critical.host);
   line("pipeline comm (exposed)", r.critical.pp_exposed);
   line("pipeline bubble", r.critical.bubble);
   line("data-parallel grad sync (exposed)", r.critical.grad_sync);
@@ -218,6 +219,9 @@ std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepRe
                       r.critical.cp_comm.value()));
   cols.push_back(real("exposed_ep_comm_s", "s", "MoE dispatch and combine (all-to-all) not hidden by compute",
                       r.critical.ep_comm.value()));
+  cols.push_back(real("exposed_host_s", "s",
+                      "GPU idle waiting on the host to issue kernels (after MoE host synchronisations)",
+                      r.critical.host.value()));
   cols.push_back(real("expert_imbalance", "1",
                       "the busiest expert-parallel rank's routed tokens over the mean (1 for dense models)",
                       r.expert_imbalance));
@@ -293,6 +297,8 @@ std::vector<SummaryColumn> stage_columns(const StepReport& r) {
                         [](const StageBreakdown& s) { return s.cp_comm.value(); }));
   cols.push_back(column("exposed_ep_comm_s", "s", "MoE dispatch and combine inside the passes, not hidden",
                         [](const StageBreakdown& s) { return s.ep_comm.value(); }));
+  cols.push_back(column("exposed_host_s", "s", "GPU idle inside the passes, waiting on the host to issue kernels",
+                        [](const StageBreakdown& s) { return s.host.value(); }));
   cols.push_back(column("exposed_pp_comm_s", "s",
                         "what pipeline transfers cost the step, taken out of the stage's idle time",
                         [](const StageBreakdown& s) { return s.pp_exposed.value(); }));

@@ -113,7 +113,8 @@ class Executor {
       StageBreakdown b = st.breakdown;
       b.finish = st.finish.to_seconds();
       // Everything that is not work is idle: split by execute_pipeline's attribution.
-      b.bubble = result.step_time - (b.compute + b.tp_comm + b.cp_comm + b.ep_comm + b.grad_sync + b.optimizer);
+      b.bubble =
+          result.step_time - (b.compute + b.tp_comm + b.cp_comm + b.ep_comm + b.host + b.grad_sync + b.optimizer);
       result.stages.push_back(b);
     }
     for (size_t k = 0; k < ranks_; ++k) {
@@ -261,6 +262,7 @@ class Executor {
     s.breakdown.tp_comm += cost.tp_comm * slow;
     s.breakdown.cp_comm += cost.cp_comm * slow;
     s.breakdown.ep_comm += cost.ep_comm * slow;
+    s.breakdown.host += cost.host * slow;
     s.breakdown.grad_sync += cost.dp_comm * slow;
     s.breakdown.flops += cost.flops;
     s.busy = true;

@@ -23,8 +23,8 @@
 
 namespace clustersim::sim {
 
-/// Where one stage's step time went. compute + tp_comm + cp_comm + ep_comm + pp_exposed + bubble + grad_sync +
-/// optimizer equals
+/// Where one stage's step time went. compute + tp_comm + cp_comm + ep_comm + host + pp_exposed + bubble +
+/// grad_sync + optimizer equals
 /// the step time (up to the engine's 1 ns rounding per event).
 struct StageBreakdown {
   units::Seconds compute;     ///< kernels of all passes
@@ -33,6 +33,7 @@ struct StageBreakdown {
   units::Seconds tp_comm;     ///< tensor-parallel collectives inside the passes
   units::Seconds cp_comm;     ///< context-parallel K/V exchange inside the passes, not hidden by attention
   units::Seconds ep_comm;     ///< MoE dispatch and combine inside the passes, not hidden
+  units::Seconds host;        ///< GPU idle inside the passes, waiting on the host to issue kernels
   units::Seconds pp_exposed;  ///< waiting on pipeline transfers
   units::Seconds bubble;      ///< idle waiting on other stages' work (warm-up, drain, imbalance, tail)
   units::Seconds grad_sync;   ///< data-parallel communication not hidden: gradient reduction past the last

@@ -44,7 +44,7 @@ TEST(StageColumns, OneRowPerStageFromTheBreakdowns) {
   std::map<std::string, const sim::SummaryColumn*> by_name;
   for (const auto& c : cols) by_name[c.name] = &c;
   const std::vector<std::string> expected = {"bubble_time_s",     "compute_time_s",    "exposed_cp_comm_s",
-                                             "exposed_dp_comm_s", "exposed_ep_comm_s", "exposed_pp_comm_s",
+                                             "exposed_dp_comm_s", "exposed_ep_comm_s", "exposed_host_s", "exposed_pp_comm_s",
                                              "exposed_tp_comm_s", "finish_time_s",     "optimizer_time_s",
                                              "stage",             "tflops"};
   std::vector<std::string> names;

@@ -12,6 +12,7 @@
 #include "models/memory/memory_model.hpp"
 #include "models/network/collective_model.hpp"
 #include "models/parallelism/layout.hpp"
+#include "models/parallelism/host_queue.hpp"
 #include "models/parallelism/step_program.hpp"
 #include "models/workload/transformer.hpp"
 #include "tests/step/step_support.hpp"
@@ -466,3 +467,130 @@ TEST(MoeMemory, ExpertStatesShardOverEpTimesEtpAndTheExpertDataRanks) {
 
 }  // namespace
 }  // namespace clustersim::models
+
+// --- Host (CPU) queue: issue 25 item 3 ---------------------------------------------------------------------
+
+TEST(HostQueue, ExposedTimeOfShortKernelsAfterASync) {
+  using clustersim::models::IssuedWork;
+  const auto us = clustersim::units::microseconds;
+  // Three kernels of 2 us GPU, 7 us host each, from a drained queue: the GPU starts each when the host has
+  // issued it: H = 7, 14, 21; G = 9, 16, 23; idle = 23 - 6 = 17 us.
+  const std::vector<IssuedWork> small{{us(2.0), us(7.0)}, {us(2.0), us(7.0)}, {us(2.0), us(7.0)}};
+  EXPECT_NEAR(clustersim::units::in_microseconds(clustersim::models::host_exposed_time(small)), 17.0, 1e-9);
+  // A long kernel first lets the host run ahead: H = 7, 14, 21; G = 107, 109, 111: idle 7 us (the first issue).
+  const std::vector<IssuedWork> long_first{{us(100.0), us(7.0)}, {us(2.0), us(7.0)}, {us(2.0), us(7.0)}};
+  EXPECT_NEAR(clustersim::units::in_microseconds(clustersim::models::host_exposed_time(long_first)), 7.0, 1e-9);
+  // A wait before the third item drains the queue: H = 7, 14 -> max(14, 109) = 109 + 7 = 116; G = 107, 109, 118:
+  // idle 118 - 104 = 14 us.
+  std::vector<IssuedWork> waits = long_first;
+  waits[2].waits = true;
+  EXPECT_NEAR(clustersim::units::in_microseconds(clustersim::models::host_exposed_time(waits)), 14.0, 1e-9);
+}
+
+TEST(HostQueue, CycleRotatesToTheSyncAndSteadyStateWithout) {
+  using clustersim::models::IssuedWork;
+  const auto us = clustersim::units::microseconds;
+  // Without a wait: the steady state, max(0, host - GPU): 3 x 7 - (100 + 2 + 2) < 0 -> 0; 3 x 7 - 3 x 2 = 15.
+  const std::vector<IssuedWork> gpu_bound{{us(100.0), us(7.0)}, {us(2.0), us(7.0)}, {us(2.0), us(7.0)}};
+  EXPECT_EQ(clustersim::models::host_cycle_time(gpu_bound).value(), 0.0);
+  const std::vector<IssuedWork> host_bound{{us(2.0), us(7.0)}, {us(2.0), us(7.0)}, {us(2.0), us(7.0)}};
+  EXPECT_NEAR(clustersim::units::in_microseconds(clustersim::models::host_cycle_time(host_bound)), 15.0, 1e-9);
+  // A cycle [long, short, wait + short]: rotated to [wait + short, long, short]: H = 7, 14, 21; G = 9, 114, 116:
+  // idle 116 - 104 = 12 us (the long kernel then lets the host catch up).
+  std::vector<IssuedWork> cycle = gpu_bound;
+  cycle[2].waits = true;
+  EXPECT_NEAR(clustersim::units::in_microseconds(clustersim::models::host_cycle_time(cycle)), 12.0, 1e-9);
+}
+
+TEST(HostQueue, WhereTheMoeHostWaits) {
+  using clustersim::models::MoeHostWait;
+  clustersim::models::TrainingConfig tr;
+  EXPECT_EQ(clustersim::models::moe_host_wait(tr), MoeHostWait::before_dispatch);  // dropless
+  tr.moe_expert_capacity_factor = 1.0;
+  EXPECT_EQ(clustersim::models::moe_host_wait(tr), MoeHostWait::before_permutation);  // token drop, no padding
+  tr.moe_pad_expert_input_to_capacity = true;
+  EXPECT_EQ(clustersim::models::moe_host_wait(tr), MoeHostWait::none);  // static shapes
+  // Padding makes every rank run exactly its capacity: the load is the capacity factor, whatever the balance.
+  tr.moe_expert_capacity_factor = 1.25;
+  tr.moe_router_load_balancing = clustersim::models::MoeBalance::forced;
+  EXPECT_EQ(clustersim::models::moe_rank_load(tr, 128, 16, 8, 65536.0), 1.25);
+}
+
+TEST(HostQueue, MoeLayerIssueOrderAndKernels) {
+  using namespace clustersim::models;
+  ModelConfig m;
+  m.num_layers = 2;
+  m.hidden_size = 2048;
+  m.num_attention_heads = 32;
+  m.num_query_groups = 4;
+  m.kv_channels = 128;
+  m.seq_length = 4096;
+  m.vocab_size = 151936;
+  m.gated_mlp = true;
+  m.num_experts = 128;
+  m.moe_router_topk = 8;
+  m.moe_ffn_hidden_size = 768;
+  TrainingConfig tr;
+  tr.micro_batch_size = 1;
+  tr.global_batch_size = 8;
+  tr.precision = Precision::fp8;
+  tr.flash_attention = true;
+  tr.moe_router_load_balancing = MoeBalance::forced;
+  LayerOptions o;
+  o.moe = true;
+  o.expert = 8;
+  const LayerWork w = transformer_layer(m, tr, o);
+  const MoeIssue& issue = w.moe_issue;
+  ASSERT_TRUE(issue.moe);
+  ASSERT_TRUE(issue.host_waits);
+  // Dropless: the host waits right before the dispatch, after the permutation; 16 local experts over 8 ranks, so
+  // the received tokens are sorted after the dispatch and unsorted before the combine.
+  EXPECT_EQ(issue.host_wait, issue.dispatch);
+  EXPECT_EQ(w.forward[issue.dispatch - 1].name, "moe_permute");
+  EXPECT_EQ(w.forward[issue.dispatch].name, "moe_sort_chunks");
+  EXPECT_EQ(w.forward[issue.combine - 1].name, "moe_unsort_chunks");
+  EXPECT_EQ(w.forward[issue.combine].name, "moe_unpermute");
+  // Sorting reads and writes every received copy: 4096 tokens x 8 copies x 2048 x 2 bytes, twice.
+  EXPECT_DOUBLE_EQ(w.forward[issue.dispatch].bytes.value(), 2.0 * 4096.0 * 8.0 * 2048.0 * 2.0);
+  for (const Op& op : w.forward) {
+    if (op.name == "router_topk") EXPECT_EQ(op.kernels, 72);  // without --moe-router-fusion
+    if (op.role == GemmRole::expert && op.op_class == OpClass::gemm) EXPECT_EQ(op.kernels, 16);  // per expert
+    if (op.name == "expert_fc1_input_fp8_cast_transpose") EXPECT_EQ(op.kernels, 16);
+  }
+  for (const Op& op : w.backward) {
+    if (op.role == GemmRole::expert && op.op_class == OpClass::gemm) EXPECT_EQ(op.kernels, 16);
+  }
+  EXPECT_EQ(w.backward[issue.backward_combine - 1].name, "moe_unpermute_bwd");
+  EXPECT_EQ(w.backward[issue.backward_dispatch - 1].name, "moe_sort_chunks_bwd");
+  tr.moe_router_fusion = true;
+  for (const Op& op : transformer_layer(m, tr, o).forward) {
+    if (op.name == "router_topk") EXPECT_EQ(op.kernels, 31);
+  }
+}
+
+TEST(HostQueue, PassHostTimeByHand) {
+  using namespace clustersim::models;
+  const auto us = clustersim::units::microseconds;
+  // A two-op "MoE layer": op a (10 us GPU, 1 kernel), the host's wait and the dispatch, op b (1 us GPU, 3
+  // kernels), the combine at the end (index 2 = the op count).
+  LayerWork w;
+  Op a;
+  a.name = "a";
+  a.kernels = 1;
+  Op b;
+  b.name = "b";
+  b.kernels = 3;
+  w.forward = {a, b};
+  w.moe_issue.moe = true;
+  w.moe_issue.dispatch = 1;
+  w.moe_issue.combine = 2;
+  w.moe_issue.host_waits = true;
+  w.moe_issue.host_wait = 1;
+  // Cycle: a (10 GPU, 7 host), wait (0, 7), dispatch (20 GPU = half of 40, 20 host), b (1 GPU, 21 host),
+  // combine (20 GPU, 20 host). Rotated at the wait: H = 7, 27, 48, 68, 75; G = 7, 47, 49, 88, 98;
+  // busy 10 + 20 + 1 + 20 = 51 us: idle 98 - 51 = 47 us.
+  const std::vector<clustersim::units::Seconds> times{us(10.0), us(1.0)};
+  const clustersim::units::Seconds idle =
+      pass_host_time(w, PassKind::forward, false, times, {}, {}, us(40.0), us(0.0), us(0.0));
+  EXPECT_NEAR(clustersim::units::in_microseconds(idle), 47.0, 1e-9);
+}
