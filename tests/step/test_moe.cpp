@@ -553,18 +553,28 @@ TEST(HostQueue, MoeLayerIssueOrderAndKernels) {
   // Sorting reads and writes every received copy: 4096 tokens x 8 copies x 2048 x 2 bytes, twice.
   EXPECT_DOUBLE_EQ(w.forward[issue.dispatch].bytes.value(), 2.0 * 4096.0 * 8.0 * 2048.0 * 2.0);
   for (const Op& op : w.forward) {
-    if (op.name == "router_topk") EXPECT_EQ(op.kernels, 72);  // without --moe-router-fusion
-    if (op.role == GemmRole::expert && op.op_class == OpClass::gemm) EXPECT_EQ(op.kernels, 16);  // per expert
-    if (op.name == "expert_fc1_input_fp8_cast_transpose") EXPECT_EQ(op.kernels, 16);
+    if (op.name == "router_topk") {
+      EXPECT_EQ(op.kernels, 72);  // without --moe-router-fusion
+    }
+    if (op.role == GemmRole::expert && op.op_class == OpClass::gemm) {
+      EXPECT_EQ(op.kernels, 16);  // per expert
+    }
+    if (op.name == "expert_fc1_input_fp8_cast_transpose") {
+      EXPECT_EQ(op.kernels, 16);
+    }
   }
   for (const Op& op : w.backward) {
-    if (op.role == GemmRole::expert && op.op_class == OpClass::gemm) EXPECT_EQ(op.kernels, 16);
+    if (op.role == GemmRole::expert && op.op_class == OpClass::gemm) {
+      EXPECT_EQ(op.kernels, 16);
+    }
   }
   EXPECT_EQ(w.backward[issue.backward_combine - 1].name, "moe_unpermute_bwd");
   EXPECT_EQ(w.backward[issue.backward_dispatch - 1].name, "moe_sort_chunks_bwd");
   tr.moe_router_fusion = true;
   for (const Op& op : transformer_layer(m, tr, o).forward) {
-    if (op.name == "router_topk") EXPECT_EQ(op.kernels, 31);
+    if (op.name == "router_topk") {
+      EXPECT_EQ(op.kernels, 31);
+    }
   }
 }
 
