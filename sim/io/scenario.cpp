@@ -21,6 +21,7 @@
 #include "sim/io/framework_profiles.hpp"
 #include "sim/io/workload_rules.hpp"
 #include "sim/io/scenario_params.hpp"
+#include "sim/input_file.hpp"
 
 namespace clustersim::sim {
 
@@ -182,15 +183,17 @@ class Loader {
 
   /// Reads and parses the file. Throws ScenarioError (unreadable: 0:0; syntax: the parser's position).
   void parse() {
-    std::ifstream in(path_, std::ios::binary);
-    if (!in) fail("", Loc{path_, 0, 0}, "cannot open the scenario file");
-    std::ostringstream text;
-    text << in.rdbuf();
+    std::string text;
     try {
-      doc_ = toml::parse(text.str(), path_.string());
+      text = read_input_file(path_, kMaxTextInputBytes);
+    } catch (const InputFileError& e) {
+      fail("", Loc{path_, 0, 0}, std::string("cannot read the scenario file: it ") + e.what());
+    }
+    try {
+      doc_ = toml::parse(text, path_.string());
     } catch (const toml::parse_error& e) {
       const auto& b = e.source().begin;
-      fail(nearest_key(text.str(), b.line), Loc{path_, static_cast<int64_t>(b.line), static_cast<int64_t>(b.column)},
+      fail(nearest_key(text, b.line), Loc{path_, static_cast<int64_t>(b.line), static_cast<int64_t>(b.column)},
            "TOML syntax error: " + std::string(e.description()));
     }
   }
