@@ -187,7 +187,7 @@ class Loader {
     try {
       text = read_input_file(path_, kMaxTextInputBytes);
     } catch (const InputFileError& e) {
-      fail("", Loc{path_, 0, 0}, std::string("cannot read the scenario file: it ") + e.what());
+      fail("", Loc{path_, 0, 0}, std::string("cannot open the scenario file: it ") + e.what());
     }
     try {
       doc_ = toml::parse(text, path_.string());

@@ -16,12 +16,13 @@ namespace fs = std::filesystem;
 const fs::path kRoot{CLUSTERSIM_SOURCE_DIR};
 
 /// The layer of a source path relative to the root: "core" for the header-only utilities, "models" for the
-/// rest of models/, "base" for sim/errors.hpp and sim/version.hpp, else sim/<layer>/.
+/// rest of models/, "base" for sim/errors.hpp, sim/version.hpp, sim/format and sim/input_file, else sim/<layer>/.
 std::string layer_of(const std::string& path) {
   if (path == "models/units.hpp" || path == "models/splitmix64.hpp") return "core";
   if (path.rfind("models/", 0) == 0) return "models";
   if (path == "sim/errors.hpp" || path == "sim/version.hpp" || path == "sim/version.cpp.in" ||
-      path == "sim/format.hpp" || path == "sim/format.cpp") {
+      path == "sim/format.hpp" || path == "sim/format.cpp" || path == "sim/input_file.hpp" ||
+      path == "sim/input_file.cpp") {
     return "base";
   }
   if (path.rfind("sim/", 0) == 0) {
@@ -37,10 +38,10 @@ const std::map<std::string, std::set<std::string>> kAllowed{
     {"models", {"core"}},
     {"base", {"core"}},
     {"engine", {"core"}},
-    {"io", {"core", "models"}},
-    {"step", {"core", "models", "engine", "io"}},
-    {"job", {"core", "models", "engine", "io", "step"}},
-    {"serving", {"core", "models", "engine"}},
+    {"io", {"core", "base", "models"}},
+    {"step", {"core", "base", "models", "engine", "io"}},
+    {"job", {"core", "base", "models", "engine", "io", "step"}},
+    {"serving", {"core", "base", "models", "engine"}},
     {"output", {"core", "base", "models", "engine", "io", "step", "job", "serving"}},
     {"run", {"core", "base", "models", "engine", "io", "step", "job", "serving", "output"}},
     {"sweep", {"core", "base", "models", "engine", "io", "step", "job", "serving", "output", "run"}},
