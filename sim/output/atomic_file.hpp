@@ -12,7 +12,8 @@ namespace clustersim::sim {
 /// directory is tolerated). If `write` or any step throws, the temporary file is removed (best effort) and the
 /// exception propagates; nothing appears at `path`. Errors of the system calls are std::runtime_error whose
 /// message starts with `context` and names the call. A failure of the final directory fsync is reported after
-/// the file is already in place.
+/// the file is already in place. While the temporary file exists, SIGINT, SIGTERM and SIGHUP (where they have
+/// their default action) remove it before the process ends by the signal.
 void replace_atomically(const std::filesystem::path& path, const std::string& context,
                         const std::function<void(const std::filesystem::path& tmp)>& write);
 
