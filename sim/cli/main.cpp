@@ -15,6 +15,8 @@
 // nothing is written.
 #include <boost/program_options.hpp>
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #if defined(__GLIBC__)
@@ -288,6 +290,11 @@ int main(int argc, char** argv) {
   // A file-size limit (RLIMIT_FSIZE) makes a write fail with EFBIG, reported as exit 74, instead of killing the
   // process with SIGXFSZ halfway through an output (issue 26, defect 4).
   std::signal(SIGXFSZ, SIG_IGN);
+  // Redirected stdout keeps a report (up to 64 KiB) whole until the end, so that a failed write is seen by the
+  // final check with its reason ("No space left on device"), not inside an earlier fwrite that loses errno.
+  // (glibc ignores the size without a buffer of ours.)
+  static char stdout_buffer[64 << 10];
+  if (::isatty(STDOUT_FILENO) == 0) std::setvbuf(stdout, stdout_buffer, _IOFBF, sizeof stdout_buffer);
   const std::string command_line = join_command_line(argc, argv);
   if (argc < 2) {
     std::cerr << kUsage;

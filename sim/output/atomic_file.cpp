@@ -41,14 +41,19 @@ void fsync_path(const fs::path& p, int extra_flags, const std::string& ctx, bool
 
 constexpr std::size_t kSlots = 16;
 constexpr std::size_t kSlotBytes = 4096;
+static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler reads these flags");
 std::atomic<bool> g_slot_taken[kSlots];   // a writer owns the slot
 std::atomic<bool> g_slot_filled[kSlots];  // its path is complete: the handler may remove it
 char g_slot_path[kSlots][kSlotBytes];
 
-extern "C" void remove_temporaries_and_reraise(int signal_number) {
+void remove_registered_temporaries() noexcept {
   for (std::size_t i = 0; i < kSlots; ++i) {
     if (g_slot_filled[i].load()) ::unlink(g_slot_path[i]);  // async-signal-safe
   }
+}
+
+extern "C" void remove_temporaries_and_reraise(int signal_number) {
+  remove_registered_temporaries();
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   ::sigaction(signal_number, &dfl, nullptr);
@@ -99,6 +104,8 @@ class TemporaryRegistration {
 };
 
 }  // namespace
+
+void remove_pending_temporaries() noexcept { remove_registered_temporaries(); }
 
 void replace_atomically(const fs::path& path, const std::string& ctx,
                         const std::function<void(const fs::path& tmp)>& write) {

@@ -17,6 +17,10 @@ namespace clustersim::sim {
 void replace_atomically(const std::filesystem::path& path, const std::string& context,
                         const std::function<void(const std::filesystem::path& tmp)>& write);
 
+/// Removes every temporary file that replace_atomically is writing now (unlink(2) only: async-signal-safe).
+/// For a command's own signal handler (which replace_atomically leaves in place) that ends the process.
+void remove_pending_temporaries() noexcept;
+
 /// Writes `text` to `path` atomically (replace_atomically with a plain write).
 void write_text_atomically(const std::filesystem::path& path, const std::string& text, const std::string& context);
 

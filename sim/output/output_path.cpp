@@ -57,10 +57,12 @@ void check_output_path(const fs::path& path, const std::vector<InputFile>& input
 }
 
 void check_standard_output() {
-  std::cout.flush();
+  // std::cout writes through stdout's buffer (synchronised with stdio): flush that first, while errno still
+  // tells why it fails (flushing std::cout first would fail the same way and lose the reason).
   errno = 0;
   const bool flushed = std::fflush(stdout) == 0;
   const int err = errno;
+  std::cout.flush();
   if (flushed && !std::ferror(stdout) && std::cout.good()) return;
   std::clearerr(stdout);
   std::cout.clear();

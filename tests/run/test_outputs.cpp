@@ -154,7 +154,8 @@ TEST(Outputs, MergeRefusesToOverwriteAShard) {
 TEST(Outputs, AFullStdoutIsExit74) {
   const fs::path dir = fresh_dir("stdout");
   EXPECT_EQ(run_raw("", "run " + kTraining + " --format json", "/dev/full", dir / "err"), 74) << read_file(dir / "err");
-  EXPECT_NE(read_file(dir / "err").find("cannot write standard output"), std::string::npos) << read_file(dir / "err");
+  EXPECT_NE(read_file(dir / "err").find("cannot write standard output: No space left on device"), std::string::npos)
+      << read_file(dir / "err");
   EXPECT_EQ(run_raw("", "run " + kTraining, "/dev/full", dir / "err"), 74) << read_file(dir / "err");
   EXPECT_EQ(run_raw("", "catalog", "/dev/full", dir / "err"), 74) << read_file(dir / "err");
   fs::remove_all(dir);
