@@ -19,6 +19,7 @@
 #include "models/hardware/catalog.hpp"
 #include "models/units.hpp"
 #include "sim/output/json.hpp"
+#include "sim/output/output_path.hpp"
 #include "sim/output/results_file.hpp"
 #include "sim/version.hpp"
 
@@ -235,6 +236,7 @@ int run_collective_command(const std::vector<std::string>& args, const std::stri
     }
     Options o = parse_options(vm);
     CollectiveBenchmark& p = o.bench;
+    if (o.output) check_output_path(*o.output, {}, "-o");  // before the benchmark runs (issue 26)
     const std::vector<CollectiveTimingRow> rows = run_collective_benchmark(p, models::Catalog::load(o.catalog_dir));
     if (o.json) {
       std::cout << "{\"command\": \"collective\", \"rows\": " << columns_json(collective_summary_columns(p, rows), false)

@@ -15,10 +15,14 @@
 // nothing is written.
 #include <boost/program_options.hpp>
 
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -39,6 +43,8 @@
 #include "sim/output/step_report.hpp"
 #include "sim/errors.hpp"
 #include "sim/output/json.hpp"
+#include "sim/output/output_path.hpp"
+#include "sim/run/run_inputs.hpp"
 #include "sim/run/exit_status.hpp"
 #include "sim/run/run_scenario.hpp"
 #include "sim/version.hpp"
@@ -77,6 +83,7 @@ std::string output_format(const po::variables_map& vm) {
 int run_serving(const std::string& path, const std::vector<std::string>& overrides, const models::Catalog& catalog,
                 bool json, const std::string& output, const std::string& command_line) {
   const sim::ServingScenario scenario = sim::load_serving_scenario(path, overrides, catalog);
+  if (!output.empty()) sim::check_output_path(output, sim::run_inputs(scenario), "-o");
   const sim::ServingRun run = sim::run_serving_scenario(scenario, catalog);
   const std::vector<sim::SummaryColumn> columns = sim::serving_summary_columns(scenario, run);
   std::ostream& said = json ? std::cerr : std::cout;
@@ -104,6 +111,22 @@ int run_serving(const std::string& path, const std::vector<std::string>& overrid
     said << "wrote " << output << "\n";
   }
   return 0;
+}
+
+/// The -o and --trace paths of `clustersim run`, checked against the run's inputs and each other before it
+/// simulates (sim::check_output_path; sim::IoError, 74).
+void check_run_outputs(const po::variables_map& vm, std::vector<sim::InputFile> inputs) {
+  if (vm.count("output")) {
+    sim::check_output_path(vm["output"].as<std::string>(), inputs, "-o");
+    inputs.push_back({vm["output"].as<std::string>(), "the -o file"});
+  }
+  if (vm.count("trace")) sim::check_output_path(vm["trace"].as<std::string>(), inputs, "--trace");
+  std::error_code ec1, ec2;
+  if (vm.count("output") && vm.count("trace") &&
+      std::filesystem::weakly_canonical(vm["output"].as<std::string>(), ec1) ==
+          std::filesystem::weakly_canonical(vm["trace"].as<std::string>(), ec2) && !ec1 && !ec2) {
+    throw sim::IoError("cannot write --trace '" + vm["trace"].as<std::string>() + "': is the -o file");
+  }
 }
 
 int cmd_run(const std::vector<std::string>& args, const std::string& command_line) {
@@ -149,6 +172,7 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
                        command_line);
   }
   const sim::Scenario scenario = sim::load_scenario(scenario_path, overrides, catalog);
+  check_run_outputs(vm, sim::run_inputs(scenario));
   // A job's Monte Carlo can take seconds: its replications as progress on stderr (nothing for a short one).
   std::optional<cli::ProgressLine> line;
   const sim::RunResult run = sim::run_scenario(scenario, catalog, [&line](int64_t done, int64_t planned) {
@@ -263,6 +287,14 @@ void keep_freed_memory_for_reuse() {
 
 int main(int argc, char** argv) {
   keep_freed_memory_for_reuse();
+  // A file-size limit (RLIMIT_FSIZE) makes a write fail with EFBIG, reported as exit 74, instead of killing the
+  // process with SIGXFSZ halfway through an output (issue 26, defect 4).
+  std::signal(SIGXFSZ, SIG_IGN);
+  // Redirected stdout keeps a report (up to 64 KiB) whole until the end, so that a failed write is seen by the
+  // final check with its reason ("No space left on device"), not inside an earlier fwrite that loses errno.
+  // (glibc ignores the size without a buffer of ours.)
+  static char stdout_buffer[64 << 10];
+  if (::isatty(STDOUT_FILENO) == 0) std::setvbuf(stdout, stdout_buffer, _IOFBF, sizeof stdout_buffer);
   const std::string command_line = join_command_line(argc, argv);
   if (argc < 2) {
     std::cerr << kUsage;
@@ -270,7 +302,7 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
-  return sim::exit_status_of(command, [&]() -> int {
+  const int status = sim::exit_status_of(command, [&]() -> int {
     if (command == "--help" || command == "-h" || command == "help") {
       std::cout << kUsage;
       return 0;
@@ -292,5 +324,11 @@ int main(int argc, char** argv) {
     }
     std::cerr << "clustersim: unknown command '" << command << "'\n" << kUsage;
     return sim::kExitUsage;
+  });
+  // A report or JSON row cut short by a full disk or a closed pipe is an error, not a success (defect 12).
+  if (status != 0) return status;
+  return sim::exit_status_of(command, [] {
+    sim::check_standard_output();
+    return 0;
   });
 }

@@ -43,6 +43,7 @@
 #include "sim/job/job_setup.hpp"
 #include "sim/job/job_simulation.hpp"
 #include "sim/output/job_report.hpp"
+#include "sim/output/output_path.hpp"
 #include "sim/output/results_file.hpp"
 #include "sim/output/step_report.hpp"
 #include "sim/step/step_simulation.hpp"
@@ -420,6 +421,9 @@ int merge_main(const std::vector<std::string>& args) {
   const auto files = vm.count("files") ? vm["files"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (files.size() < 2) throw UsageError("expected OUT.h5 and at least one SHARD.h5");
   const fs::path out = files.front();
+  std::vector<InputFile> shards;
+  for (size_t i = 1; i < files.size(); ++i) shards.push_back({files[i], "a merge input shard"});
+  check_output_path(out, shards, "the merged file");
 
   const MergedSweep merged = merge_sweep_files(std::vector<fs::path>(files.begin() + 1, files.end()));
   write_sweep_file(out, merged.meta, merged.table, merged.axes);

@@ -10,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 #include <type_traits>
+#include <vector>
 
 #include "sim/output/hdf5_util.hpp"
 
@@ -21,12 +22,56 @@ namespace {
 namespace fs = std::filesystem;
 using hdf5::Hid;
 
-/// Throws std::runtime_error "<context>: <call> failed: <innermost HDF5 message>".
+/// HDF5 runs its own H5close at exit by default. After a write failed (a full disk, RLIMIT_FSIZE), HDF5 1.10.8
+/// cannot close the file (H5Fclose fails, and the file stays half-open in the library), and that H5close then
+/// crashes with SIGSEGV (issue 26, defect 4). Every file this program writes is closed explicitly, so the
+/// close-at-exit has nothing to do on success; turning it off, before the library's first call, removes the
+/// crash after a failure. (Static initialisation: this unit is linked wherever results files are written.)
+[[maybe_unused]] const bool kNoHdf5CloseAtExit = H5dont_atexit() >= 0;
+
+/// The system's reason from the innermost HDF5 error ("No space left on device", "File too large"), taken from
+/// the sec2 driver's "error message = '...'"; "" when the failure was not a system call's.
+std::string system_error_text(const std::string& detail) {
+  const std::string marker = "error message = '";
+  const std::size_t begin = detail.find(marker);
+  if (begin == std::string::npos) return "";
+  const std::size_t end = detail.find('\'', begin + marker.size());
+  if (end == std::string::npos) return "";
+  return detail.substr(begin + marker.size(), end - begin - marker.size());
+}
+
+/// Throws std::runtime_error "<context>: <call> failed: <innermost HDF5 message>", or, when a system call
+/// failed underneath, "<context>: <the system's reason> (<call> failed)", e.g. "...: No space left on device
+/// (H5Dwrite(\"/summary/x\") failed)": the driver's flags and buffer addresses are left out.
 [[noreturn]] void throw_hdf5(const std::string& context, const std::string& call) {
-  std::string msg = context + ": " + call + " failed";
   const std::string detail = hdf5::error_detail();
+  if (const std::string reason = system_error_text(detail); !reason.empty()) {
+    throw std::runtime_error(context + ": " + reason + " (" + call + " failed)");
+  }
+  std::string msg = context + ": " + call + " failed";
   if (!detail.empty()) msg += ": " + detail;
   throw std::runtime_error(msg);
+}
+
+/// After a failed write: closes whatever of `file` is still open (datasets, groups, attributes, named types),
+/// then the file, ignoring their errors (the first error is the one reported). The file may stay half-open in
+/// HDF5 after a failed write (see kNoHdf5CloseAtExit); its temporary name is removed by the atomic writer.
+void close_after_failure(Hid& file) {
+  if (!file.valid()) return;
+  const unsigned types = H5F_OBJ_DATASET | H5F_OBJ_GROUP | H5F_OBJ_DATATYPE | H5F_OBJ_ATTR | H5F_OBJ_LOCAL;
+  const ssize_t count = H5Fget_obj_count(file.get(), types);
+  if (count > 0) {
+    std::vector<hid_t> ids(static_cast<std::size_t>(count));
+    const ssize_t got = H5Fget_obj_ids(file.get(), types, ids.size(), ids.data());
+    for (ssize_t i = 0; i < got; ++i) {
+      if (H5Iget_type(ids[static_cast<std::size_t>(i)]) == H5I_ATTR) {
+        H5Aclose(ids[static_cast<std::size_t>(i)]);
+      } else {
+        H5Oclose(ids[static_cast<std::size_t>(i)]);
+      }
+    }
+  }
+  file.close();
 }
 
 bool valid_name(const std::string& name) {
@@ -207,6 +252,19 @@ class Writer {
 
     Hid file = make(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()), H5Fclose,
                     "H5Fcreate(\"" + tmp.string() + "\")");
+    try {
+      write_contents(file, meta, columns, groups, grids);
+    } catch (...) {
+      close_after_failure(file);
+      throw;
+    }
+  }
+
+ private:
+  /// Everything in the open `file`, then its flush and close (each checked: a full disk is found here, while
+  /// the file can still be closed by close_after_failure).
+  void write_contents(Hid& file, const RunMetadata& meta, const std::vector<SummaryColumn>& columns,
+                      const std::vector<ColumnGroup>& groups, const std::vector<GridGroup>& grids) {
 
     string_attr(file.get(), "/", "software_version", meta.software_version);
     string_attr(file.get(), "/", "git_sha", meta.git_sha);
@@ -255,7 +313,6 @@ class Writer {
     check(file.close(), "H5Fclose");
   }
 
- private:
   Hid make(hid_t id, Hid::Closer closer, const std::string& call) const {
     if (id < 0) throw_hdf5(ctx_, call);
     return Hid(id, closer);
