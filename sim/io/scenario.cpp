@@ -739,6 +739,7 @@ class Loader {
       set("cost.vm_price_usd_per_hour", *vm.price_usd_per_hour);
     }
     if (has("reliability.spot_eviction_trace")) {
+      if (!get_bool("reliability.spot")) fail_at("reliability.spot_eviction_trace", "needs reliability.spot = true");
       const std::filesystem::path trace = path_.parent_path() / get_string("reliability.spot_eviction_trace");
       try {
         eviction_trace_ = read_eviction_trace(trace, kMaxEvictionTraceEvents / get_int("job.replications"));
