@@ -1,5 +1,6 @@
 #include "models/compute/kernel_table_csv.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -22,6 +23,11 @@ double kernel_table_number(const std::string& path, int line, const std::string&
 
 std::vector<CsvRecord> read_kernel_table(const std::string& path, const std::string& header, size_t columns,
                                          const std::string& what) {
+  // A regular file only, as the catalog's TOML files: a FIFO would block the open, a device never end.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw std::runtime_error(path + ": cannot read the " + what + " (missing or not a regular file)");
+  }
   std::ifstream in(path);
   if (!in) throw std::runtime_error(path + ": cannot open the " + what);
   std::vector<CsvRecord> records;

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -18,9 +17,12 @@
 #include "models/serving/engine_profile.hpp"
 #include "models/parallelism/layout.hpp"
 #include "models/workload/transformer.hpp"
+#include "sim/io/closest_names.hpp"
+#include "sim/io/eviction_trace.hpp"
 #include "sim/io/framework_profiles.hpp"
 #include "sim/io/workload_rules.hpp"
 #include "sim/io/scenario_params.hpp"
+#include "sim/io/toml_limits.hpp"
 #include "sim/input_file.hpp"
 
 namespace clustersim::sim {
@@ -94,39 +96,6 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(first, last - first + 1));
 }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      const size_t sub = diag + (std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                                         std::tolower(static_cast<unsigned char>(b[j - 1]))
-                                     ? 0
-                                     : 1);
-      row[j] = std::min({up + 1, row[j - 1] + 1, sub});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-/// Up to `n` of `names`, closest to `wanted` first (ties alphabetical), comma separated.
-std::string closest_names(std::string_view wanted, std::vector<std::string> names, size_t n) {
-  std::stable_sort(names.begin(), names.end(), [&](const std::string& x, const std::string& y) {
-    return edit_distance(wanted, x) < edit_distance(wanted, y);
-  });
-  std::string out;
-  for (size_t i = 0; i < std::min(n, names.size()); ++i) {
-    if (i > 0) out += ", ";
-    out += names[i];
-  }
-  if (names.size() > n) out += ", ...";
-  return out;
-}
-
 /// Keys of table `table` in the parameter table, in order, comma separated.
 std::string known_keys_of(std::string_view table) {
   std::string out;
@@ -189,6 +158,7 @@ class Loader {
     } catch (const InputFileError& e) {
       fail("", Loc{path_, 0, 0}, std::string("cannot open the scenario file: it ") + e.what());
     }
+    if (const auto v = check_toml_limits(text)) fail("", Loc{path_, v->line, v->column}, v->message);
     try {
       doc_ = toml::parse(text, path_.string());
     } catch (const toml::parse_error& e) {
@@ -230,7 +200,10 @@ class Loader {
                           static_cast<int64_t>(eq + 2 + (value_offset == std::string_view::npos ? 0 : value_offset))};
 
       // The value as TOML ("4", "true", "\"x\"", "[1, 2]"); anything else, or a non-string for a string key,
-      // is taken as the bare string.
+      // is taken as the bare string. "v = " is 4 bytes before the value's column.
+      if (const auto v = check_toml_limits("v = " + raw)) {
+        fail(key, Loc{value_loc.file, line, value_loc.column + v->column - 5}, v->message);
+      }
       toml::table parsed;
       bool as_toml = false;
       try {
@@ -529,7 +502,11 @@ class Loader {
     }
     if (trace) {
       const std::filesystem::path file = path_.parent_path() / get_string("workload.trace");
-      if (!std::ifstream(file)) fail_at("workload.trace", "cannot read the trace " + file.string());
+      try {
+        check_input_file(file, kMaxTraceInputBytes);
+      } catch (const InputFileError& e) {
+        fail_at("workload.trace", "cannot read the trace " + file.string() + ": it " + e.what());
+      }
     }
     for (const std::string which : {"prompt", "output"}) {
       if (const auto v = detail::check_length_keys(which, length_keys(which))) {
@@ -762,24 +739,14 @@ class Loader {
       set("cost.vm_price_usd_per_hour", *vm.price_usd_per_hour);
     }
     if (has("reliability.spot_eviction_trace")) {
+      if (!get_bool("reliability.spot")) fail_at("reliability.spot_eviction_trace", "needs reliability.spot = true");
       const std::filesystem::path trace = path_.parent_path() / get_string("reliability.spot_eviction_trace");
-      std::ifstream in(trace);
-      if (!in) fail_at("reliability.spot_eviction_trace", "cannot open '" + trace.string() + "'");
-      std::string line;
-      int64_t number = 0;
-      while (std::getline(in, line)) {
-        ++number;
-        const std::string text = trim(line.substr(0, line.find('#')));
-        if (text.empty()) continue;
-        char* end = nullptr;
-        const double hours = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() || *end != '\0' || !(hours >= 0.0) || !std::isfinite(hours)) {
-          throw ScenarioError(trace, number, 1, "reliability.spot_eviction_trace",
-                              "expected hours >= 0 since the job's start, got '" + text + "'");
-        }
-        eviction_trace_.push_back(units::hours(hours));
+      try {
+        eviction_trace_ = read_eviction_trace(trace, kMaxEvictionTraceEvents / get_int("job.replications"));
+      } catch (const InputFileError& e) {
+        fail_at("reliability.spot_eviction_trace", "cannot read the eviction trace '" + trace.string() + "': it " +
+                                                       e.what());
       }
-      std::sort(eviction_trace_.begin(), eviction_trace_.end());
     }
   }
 

@@ -3,10 +3,15 @@
 #include <stdexcept>
 
 #include "models/workload/transformer.hpp"
+#include "sim/io/eviction_trace.hpp"
 #include "sim/io/scenario.hpp"
+#include "sim/job/job_simulation.hpp"
 #include "sim/step/step_simulation.hpp"
 
 namespace clustersim::sim {
+
+static_assert(kMaxEvictionTraceEvents == kJobEventBudget,
+              "the loader bounds eviction traces by the job simulation's event budget");
 
 models::JobSpec job_spec_of(const Scenario& sc, const StepReport& step) {
   if (!sc.job) throw std::invalid_argument("job_spec_of: the scenario has no [job]");

@@ -269,6 +269,7 @@ class Replication {
     schedule_next_eviction(sim_.now());
   }
   void on_trace_eviction() {
+    spend();  // every replayed eviction is an event of the budget, inside a downtime too
     sim_.mix_into_fingerprint(kEviction);
     if (++trace_next_ < plan_.trace.size()) {
       sim_.schedule(plan_.trace[trace_next_], [this] { on_trace_eviction(); }, kInterruptionPriority);

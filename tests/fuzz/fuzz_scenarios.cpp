@@ -14,6 +14,10 @@
 //   - a key of the format (scenario_params()) absent from the file is added with a value of its type;
 //   - an unknown key is added;
 //   - the text itself: a character deleted or a line duplicated (the TOML parser's errors).
+// One input in four also gets a side file beside it, named by the scenario: a serving seed a request trace
+// (workload.trace, TIMESTAMP,ContextTokens,GeneratedTokens rows with edge token counts and impossible or
+// malformed dates), a training seed with a [job] an eviction trace (reliability.spot_eviction_trace on spot VMs,
+// edge hours, non-numbers, comments).
 // An internal error (with its message) or an over-long input is written to --failures DIR as input_<seed>_<i>.toml.
 //
 // Usage: fuzz_scenarios [--seconds S] [--max-inputs N] [--seed K] [--input-limit S] [--failures DIR]
@@ -233,23 +237,92 @@ std::string mutate_text(Draw& g, std::string text) {
   return text;
 }
 
+/// One fuzz input: the scenario text and, when it names one, its side file (a trace beside it).
+struct FuzzInput {
+  std::string text;
+  std::string side_name;  ///< "" when none; else a file name relative to the scenario
+  std::string side_text;
+};
+
+/// A request trace's rows: the Azure 2023 layout, with edge token counts, impossible or malformed dates, rows out
+/// of order, wrong column counts, a changed header.
+std::string request_trace(Draw& g) {
+  static const char* kTokens[] = {"0", "1", "-1", "374", "4808", "2048", "131072", "2147483648", "4611686018427387904",
+                                  "9223372036854775807", "99999999999999999999", "x", "", "1.5", " 7"};
+  static const char* kTimes[] = {"2023-11-16 18:15:46.6805900", "2023-11-16 18:15:46", "2023-02-31 00:00:00.0",
+                                 "2023-11-16 25:61:61.0", "1970-01-01 00:00:00.0", "9999-12-31 23:59:59.9999999",
+                                 "2023-11-16T18:15:46", "x", "", "2023-11-16 18:15:45.0"};
+  std::string out = g.chance(95) ? "TIMESTAMP,ContextTokens,GeneratedTokens\n" : "TIMESTAMP,Context,Generated\n";
+  const size_t rows = g.below(40);
+  for (size_t i = 0; i < rows; ++i) {
+    if (g.chance(70)) {  // a plausible row, one second after the previous
+      out += "2023-11-16 18:" + std::to_string(10 + i / 60) + ":" + std::to_string(10 + i % 50) + ".5," +
+             std::to_string(1 + g.below(4000)) + "," + std::to_string(1 + g.below(500));
+    } else {
+      out += std::string(kTimes[g.below(std::size(kTimes))]) + "," + kTokens[g.below(std::size(kTokens))] + "," +
+             kTokens[g.below(std::size(kTokens))];
+      if (g.chance(10)) out += ",3";
+    }
+    out += g.chance(5) ? "\r\n" : "\n";
+  }
+  return out;
+}
+
+/// An eviction trace: hours since the job's start, with edge values, non-numbers and comments.
+std::string eviction_trace(Draw& g) {
+  static const char* kHours[] = {"0", "1", "1.5", "-1", "nan", "inf", "1e300", "1e-300", "876600", "x", "",
+                                 "# a comment", "2 # note", "1e6", "0x10", "1,2"};
+  std::string out;
+  const size_t rows = g.below(30);
+  for (size_t i = 0; i < rows; ++i) {
+    out += g.chance(60) ? std::to_string(g.below(2000)) + "." + std::to_string(g.below(10))
+                        : std::string(kHours[g.below(std::size(kHours))]);
+    out += "\n";
+  }
+  return out;
+}
+
+/// Names a side file in `root` when the seed can take one: a request trace for a serving scenario, an eviction
+/// trace (on spot VMs) for a training one with a [job].
+void add_side_file(Draw& g, toml::table& root, FuzzInput& input) {
+  if (root.contains("serving") && root["serving"].is_table()) {
+    auto [table, leaf] = parent_of(root, "workload.trace");
+    table->insert_or_assign(leaf, "trace.csv");
+    table->erase("arrival");
+    table->erase("rate_per_s");
+    table->erase("requests");
+    table->erase("concurrency");
+    input.side_name = "trace.csv";
+    input.side_text = request_trace(g);
+  } else if (root.contains("job") && root["job"].is_table()) {
+    auto [table, leaf] = parent_of(root, "reliability.spot_eviction_trace");
+    table->insert_or_assign(leaf, "evictions.csv");
+    if (g.chance(90)) table->insert_or_assign("spot", true);
+    input.side_name = "evictions.csv";
+    input.side_text = eviction_trace(g);
+  }
+}
+
 /// The mutant `index` of `seeds` under `seed`.
-std::string make_input(const std::vector<std::string>& seeds, uint64_t seed, uint64_t index) {
+FuzzInput make_input(const std::vector<std::string>& seeds, uint64_t seed, uint64_t index) {
   Draw g(seed * 0x9e3779b97f4a7c15ULL + index);
   const std::string& base = seeds[g.below(seeds.size())];
+  FuzzInput input;
   toml::table root;
   try {
     root = toml::parse(base);
   } catch (const toml::parse_error&) {
-    return mutate_text(g, base);
+    input.text = mutate_text(g, base);
+    return input;
   }
   const size_t n = 1 + g.below(4);
   for (size_t i = 0; i < n; ++i) mutate_tree(g, root);
+  if (g.chance(25)) add_side_file(g, root, input);
   std::ostringstream out;
   out << root;
-  std::string text = out.str();
-  if (g.chance(5)) text = mutate_text(g, text);
-  return text;
+  input.text = out.str();
+  if (g.chance(5)) input.text = mutate_text(g, input.text);
+  return input;
 }
 
 // The failures directory and the run's seed and input index (for file names).
@@ -260,9 +333,14 @@ std::string failure_path(uint64_t index) {
   return (fs::path(g_failures) / ("input_" + std::to_string(g_seed) + "_" + std::to_string(index) + ".toml")).string();
 }
 
-void write_failure(const std::string& text, const std::string& message) {
+void write_failure(const FuzzInput& input, const std::string& message) {
   if (g_failures.empty()) return;
-  std::ofstream(failure_path(g_index)) << "# " << message << "\n" << text;
+  std::ofstream(failure_path(g_index)) << "# " << message << "\n" << input.text;
+  if (!input.side_name.empty()) {
+    std::ofstream(fs::path(g_failures) / ("input_" + std::to_string(g_seed) + "_" + std::to_string(g_index) + "_" +
+                                          input.side_name))
+        << input.side_text;
+  }
 }
 
 // For the alarm handler, set before each input: the input file and where an over-long one goes. The handler uses
@@ -370,7 +448,9 @@ int main(int argc, char** argv) {
   }
   if (seeds.empty()) return usage("no seed scenarios");
   if (print >= 0) {
-    std::cout << make_input(seeds, g_seed, static_cast<uint64_t>(print));
+    const FuzzInput input = make_input(seeds, g_seed, static_cast<uint64_t>(print));
+    std::cout << input.text;
+    if (!input.side_name.empty()) std::cout << "\n# ---- " << input.side_name << "\n" << input.side_text;
     return 0;
   }
 
@@ -390,8 +470,10 @@ int main(int argc, char** argv) {
   uint64_t tried = 0;
   for (g_index = 0; g_index < max_inputs; ++g_index) {
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= seconds) break;
-    const std::string text = make_input(seeds, g_seed, g_index);
-    std::ofstream(input, std::ios::trunc) << text;
+    const FuzzInput made = make_input(seeds, g_seed, g_index);
+    std::ofstream(input, std::ios::trunc) << made.text;
+    for (const char* side : {"trace.csv", "evictions.csv"}) fs::remove(dir / side);
+    if (!made.side_name.empty()) std::ofstream(dir / made.side_name, std::ios::binary) << made.side_text;
     if (!g_failures.empty()) {
       std::snprintf(g_slow_path, sizeof g_slow_path, "%s", failure_path(g_index).c_str());
     }
@@ -413,7 +495,7 @@ int main(int argc, char** argv) {
     if (o == Outcome::internal_error) {
       if (internal[message]++ == 0) {
         std::cerr << "fuzz_scenarios: input " << g_index << ": " << message;
-        write_failure(text, message.substr(0, message.find('\n')));
+        write_failure(made, message.substr(0, message.find('\n')));
       }
     }
   }

@@ -618,4 +618,16 @@ TEST(JobSimulation, AnEventBudgetBoundsTheMonteCarlo) {
   EXPECT_EQ(sim::simulate_job(j, 5, 1, 1000).mean_hours, sim::simulate_job(j, 5, 1).mean_hours);
 }
 
+// Issue 26 defect 11: replayed evictions spend the event budget, those inside a downtime too (they spent none, so a
+// 10^7-line trace ran about an hour). 5,000 evictions within the downtime after the one at 1,240 s change nothing
+// in the run (BlockingEvictionLosesWorkSinceLastCheckpoint's 9,500 s) but cost 5,000 events.
+TEST(JobSimulation, ReplayedEvictionsSpendTheEventBudget) {
+  JobSpec j = trace_job(1240.0);
+  for (int i = 1; i < 5000; ++i) j.interruptions.eviction_trace.push_back(Seconds(1240.0 + 0.01 * i));
+  EXPECT_THROW(sim::simulate_job(j, 1, 3, 1000), sim::JobBudgetExceeded);
+  const JobReplication r = sim::simulate_job(j, 1, 3, 100000).runs[0];
+  EXPECT_EQ(r.wall_time.value(), 9500.0);
+  EXPECT_EQ(r.evictions, 1);
+}
+
 }  // namespace

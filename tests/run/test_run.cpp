@@ -236,7 +236,7 @@ TEST(RunLimits, OversizedInputsAreLocatedErrorsNamingTheirBound) {
       {"model.vocab_size=1000000000000", "model.vocab_size", "bound: 2^24"},
       {"job.replications=100000000", "job.replications", "bound: 100,000"},
       {"job.train_tokens=1e30", "job.train_tokens", "bound: 1e18 tokens"},
-      {"cluster.nodes=100000000", "cluster.nodes", "bound: 2^17 VMs"},
+      {"cluster.nodes=100000000", "cluster.nodes", "bound: 2^14 VMs"},
   };
   for (const Case& c : cases) {
     const std::string what = run_error(spot, {c.set});
