@@ -449,7 +449,7 @@ TEST(ScenarioErrors, HiddenNotDivisibleByHeads) {
 }
 
 TEST(ScenarioErrors, MissingFile) {
-  expect_file_error("no_such_file.toml", 0, 0, "", "cannot read the scenario file: it does not exist");
+  expect_file_error("no_such_file.toml", 0, 0, "", "cannot open the scenario file: it does not exist");
 }
 
 TEST(ScenarioError, WhatIsFileLineColumnKeyMessage) {
