@@ -127,6 +127,7 @@ class Fleet {
     for (int64_t r = 0; r < slots; ++r) {
       replicas_.emplace_back(*this, r, blocks, r < setup.spot.replicas);
       count_state(ReplicaState::serving, +1, blocks);
+      serving_ids_.insert(r);
       reindex(replicas_.back());
     }
     for (int64_t r = setup.replicas; r < slots; ++r) replicas_[static_cast<size_t>(r)].set_state(ReplicaState::stopped);
@@ -142,6 +143,8 @@ class Fleet {
   void state_changed(Replica& r, ReplicaState from, ReplicaState to) {
     count_state(from, -1, r.total_blocks());
     count_state(to, +1, r.total_blocks());
+    if (from == ReplicaState::serving) serving_ids_.erase(r.id());
+    if (to == ReplicaState::serving) serving_ids_.insert(r.id());
     reindex(r);
   }
   void queues_changed(Replica& r, int64_t waiting_delta, int64_t running_delta) {
@@ -278,10 +281,13 @@ class Fleet {
   void route(Sequence* s) {
     Replica* target = nullptr;
     if (setup_.routing == Routing::round_robin) {
-      for (size_t k = 0; k < replicas_.size() && target == nullptr; ++k) {
-        Replica& r = replicas_[static_cast<size_t>(next_replica_)];
-        next_replica_ = (next_replica_ + 1) % static_cast<int64_t>(replicas_.size());
-        if (r.state() == ReplicaState::serving) target = &r;
+      // The first serving replica from next_replica_ on, cyclically (the old scan's choice, in O(log replicas));
+      // with none serving, next_replica_ stays.
+      if (!serving_ids_.empty()) {
+        auto it = serving_ids_.lower_bound(next_replica_);
+        if (it == serving_ids_.end()) it = serving_ids_.begin();
+        target = &replicas_[static_cast<size_t>(*it)];
+        next_replica_ = (*it + 1) % static_cast<int64_t>(replicas_.size());
       }
     } else {
       target = least_loaded();
@@ -402,10 +408,13 @@ class Fleet {
         static_cast<int64_t>(std::ceil(static_cast<double>(outstanding) / a.target_outstanding_per_replica)),
         a.min_replicas, a.max_replicas);
     const double now = now_s();
+    // The highest desire of the window, from a monotonic queue (each entry above every later one): an entry
+    // below a later one can never be the window's highest, so it leaves at once; the front is the highest. O(1)
+    // amortised per decision, where a pass over the window cost window / interval (issue 26).
+    while (!desires_.empty() && desires_.back().second <= desired) desires_.pop_back();
     desires_.push_back({now, desired});
     while (!desires_.empty() && desires_.front().first < now - a.scale_down_window_s) desires_.pop_front();
-    int64_t down_to = desired;
-    for (const auto& d : desires_) down_to = std::max(down_to, d.second);
+    const int64_t down_to = std::max(desired, desires_.front().second);
     if (desired > current) {
       int64_t add = desired - current;
       // A draining replica comes back first (it is warm), then stopped slots provision.
@@ -481,7 +490,8 @@ class Fleet {
   std::vector<Sequence> sequences_;
   std::vector<Replica> replicas_;
   std::deque<Sequence*> unrouted_;  ///< arrived while no replica was serving
-  std::deque<std::pair<double, int64_t>> desires_;  ///< the autoscaler's recent (time, desired count)
+  /// The autoscaler's recent (time, desired count), each count above all later ones (a monotonic queue).
+  std::deque<std::pair<double, int64_t>> desires_;
   RandomStream evictions_;
   bool zone_down_ = false;  ///< zone 0 lost (ServingZones)
   Simulator sim_;
@@ -495,6 +505,7 @@ class Fleet {
   bool indexed_ = false;
   int64_t decisions_ = 0;  ///< the autoscaler's, so far
   std::set<std::pair<int64_t, int64_t>> by_load_;
+  std::set<int64_t> serving_ids_;  ///< the serving replicas (round robin)
 };
 
 void Replica::set_state(ReplicaState next) {
