@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "sim/serving/workload.hpp"
+#include "sim/io/request_trace.hpp"
 
 namespace clustersim::sim::detail {
 
@@ -13,7 +13,7 @@ std::optional<KeyViolation> read_trace_facts(const std::filesystem::path& file, 
     facts = TraceFacts{};
     facts.requests = static_cast<int64_t>(trace.requests.size());
     facts.cut = trace.cut;
-    for (const ServingRequest& r : trace.requests) {
+    for (const TraceRequest& r : trace.requests) {
       if (r.prompt_tokens + r.output_tokens <= context_tokens) {  // each <= 2^31: no overflow
         facts.longest_prompt_tokens = std::max(facts.longest_prompt_tokens, r.prompt_tokens);
       }

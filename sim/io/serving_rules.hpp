@@ -19,7 +19,7 @@ inline constexpr int64_t kMaxServingEngines = int64_t{1} << 18;
 /// The most autoscaler decisions over the workload's window: 1,000,000.
 inline constexpr double kMaxAutoscaleTicks = 1e6;
 
-/// What the loader learns of a trace by reading it (sim::load_request_trace).
+/// What the loader learns of a trace by reading it (sim::load_request_trace, sim/io/request_trace.hpp).
 struct TraceFacts {
   int64_t requests = 0;               ///< requests in the window
   int64_t cut = 0;                    ///< rows the window cut

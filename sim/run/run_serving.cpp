@@ -10,6 +10,7 @@
 #include "models/serving/inference_model.hpp"
 #include "sim/errors.hpp"
 #include "sim/format.hpp"
+#include "sim/io/request_trace.hpp"
 #include "sim/serving/tensor_parallel.hpp"
 #include "sim/serving/workload.hpp"
 
@@ -37,9 +38,13 @@ std::vector<ServingRequest> requests_of(const ServingScenario& sc, int64_t& cut)
   const WorkloadConfig& w = sc.workload;
   if (w.trace) {
     try {
-      RequestTrace trace = load_request_trace(*w.trace, w.duration_given ? std::optional(w.duration_s) : std::nullopt);
+      const RequestTrace trace =
+          load_request_trace(*w.trace, w.duration_given ? std::optional(w.duration_s) : std::nullopt);
       cut = trace.cut;
-      return std::move(trace.requests);
+      std::vector<ServingRequest> requests;
+      requests.reserve(trace.requests.size());
+      for (const TraceRequest& r : trace.requests) requests.push_back({r.arrival_s, r.prompt_tokens, r.output_tokens});
+      return requests;
     } catch (const TraceError& e) {
       throw DataError(std::string(e.what()) + " (workload.trace of " + sc.source_path.string() + ")");
     }

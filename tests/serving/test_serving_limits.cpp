@@ -10,13 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
 #include "models/serving/inference_model.hpp"
+#include "sim/io/request_trace.hpp"
 #include "sim/serving/serving_simulation.hpp"
-#include "sim/serving/workload.hpp"
 #include "tests/support/cli.hpp"
 #include "tests/support/models.hpp"
 
@@ -109,6 +110,21 @@ TEST(ServingRouting, LeastOutstandingPicksTheFewestThenTheLowestIndex) {
   EXPECT_EQ(r.requests[1].replica, 1);
   EXPECT_EQ(r.requests[2].replica, 2);
   EXPECT_EQ(r.requests[3].replica, 0);
+}
+
+TEST(ServingAutoscaler, DecisionsBeyondTheRunBudgetAreAnErrorNotMinutesOfWork) {
+  // Issue 26, defect 9: a 1e-4 s autoscale interval ran for minutes. Beyond kMaxAutoscaleDecisions (the drain
+  // included) the run stops with std::invalid_argument (exit 65), here after 10^7 decisions of 0.1 us: 1 s of a
+  // request that takes seconds.
+  ServingSetup setup = h100_7b_setup();
+  setup.autoscaling = ServingAutoscaling{1, 2, 16.0, 1e-7, 300.0};
+  try {
+    (void)simulate_serving(setup, {ServingRequest{0.0, 100, 2000}});
+    ADD_FAILURE() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("the autoscaler made more than 10000000 decisions"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(TraceLimits, TokenCountsAboveThePerRequestBoundAreRefusedNotOverflowed) {
