@@ -20,6 +20,7 @@
 #include "sim/io/closest_names.hpp"
 #include "sim/io/eviction_trace.hpp"
 #include "sim/io/framework_profiles.hpp"
+#include "sim/io/serving_rules.hpp"
 #include "sim/io/workload_rules.hpp"
 #include "sim/io/scenario_params.hpp"
 #include "sim/io/toml_limits.hpp"
@@ -500,20 +501,25 @@ class Loader {
              "a serving scenario's [reference] needs metric and value");
       }
     }
+    // A trace is read now (its budgets, its longest prompt); it runs whole unless workload.duration_s is given.
+    detail::TraceFacts facts;
+    const bool windowed = find_node("workload", "duration_s") != nullptr;
+    const auto report = [this](const std::optional<detail::KeyViolation>& v) {
+      if (v && v->at_table) fail(v->key, table_loc(v->key.substr(0, v->key.find('.'))), v->message);
+      if (v) fail_at(v->key, v->message);
+    };
     if (trace) {
-      const std::filesystem::path file = path_.parent_path() / get_string("workload.trace");
-      try {
-        check_input_file(file, kMaxTraceInputBytes);
-      } catch (const InputFileError& e) {
-        fail_at("workload.trace", "cannot read the trace " + file.string() + ": it " + e.what());
-      }
+      report(detail::read_trace_facts(path_.parent_path() / get_string("workload.trace"),
+                                      windowed ? get_optional_double("workload.duration_s") : std::nullopt,
+                                      get_int("model.seq_length"), facts));
     }
-    for (const std::string which : {"prompt", "output"}) {
-      if (const auto v = detail::check_length_keys(which, length_keys(which))) {
-        if (v->at_table) fail(v->key, table_loc("workload"), v->message);
-        fail_at(v->key, v->message);
-      }
-    }
+    const double window_s = trace && !windowed ? facts.last_arrival_s : get_double("workload.duration_s");
+    for (const std::string which : {"prompt", "output"}) report(detail::check_length_keys(which, length_keys(which)));
+    report(detail::check_prompt_fits_batch(
+        trace ? std::optional(facts.longest_prompt_tokens)
+              : detail::longest_prompt_tokens(length_keys("prompt"), get_int("model.seq_length")),
+        trace ? "in the trace" : "workload.prompt", get_int("serving.max_num_batched_tokens"),
+        get_bool("serving.chunked_prefill")));
     // The weights must leave a KV cache (InferenceModel::kv_cache_tokens, vLLM's memory profile).
     {
       const auto free_comm = [](units::Bytes) { return units::Seconds(0.0); };
@@ -561,7 +567,7 @@ class Loader {
     }
     const double span_s = !trace && has("workload.requests") && rated
                               ? static_cast<double>(get_int("workload.requests")) / get_double("workload.rate_per_s")
-                              : get_double("workload.duration_s");
+                              : window_s;
     if (span_s / get_double("serving.sample_interval_s") > 1e6) {
       fail_at("serving.sample_interval_s", "more than 1,000,000 samples over the workload's duration");
     }
@@ -582,25 +588,10 @@ class Loader {
         fail_at("serving.spot_replicas", "spot replicas with autoscaling are not modelled yet: give a fixed fleet");
       }
     }
-    if (has("serving.max_replicas")) {
-      // The autoscaler visits every replica slot at each decision: at most 1e8 visits (about a second).
-      const double decisions = get_double("workload.duration_s") / get_double("serving.autoscale_interval_s");
-      if (static_cast<double>(get_int("serving.max_replicas")) * decisions > 1e8) {
-        fail_at("serving.autoscale_interval_s", "max_replicas x decisions over workload.duration_s exceeds the "
-                                                "simulation's budget of 100,000,000: raise the interval");
-      }
-    }
-    if (get_int("serving.spot_replicas") > 0) {
-      // Each eviction re-routes a replica's requests: at most 1,000,000 expected over the workload's duration.
-      const double evictions = static_cast<double>(get_int("serving.spot_replicas")) *
-                               get_double("serving.spot_eviction_rate_per_hour") * get_double("workload.duration_s") /
-                               3600.0;
-      if (evictions > 1e6) {
-        fail_at("serving.spot_eviction_rate_per_hour", "about " + std::to_string(static_cast<int64_t>(evictions)) +
-                                                           " evictions over workload.duration_s, above the "
-                                                           "simulation's budget of 1,000,000");
-      }
-    }
+    report(detail::check_fleet_budget(
+        {has("serving.max_replicas") ? get_int("serving.max_replicas") : get_int("serving.replicas"),
+         has("serving.max_replicas"), get_int("serving.pipeline"), window_s, get_double("serving.autoscale_interval_s"),
+         get_int("serving.spot_replicas"), get_double("serving.spot_eviction_rate_per_hour")}));
     {
       // Zones: at most one per replica slot; an outage loses one of several.
       const int64_t slots = has("serving.max_replicas") ? get_int("serving.max_replicas") : get_int("serving.replicas");
@@ -691,6 +682,7 @@ class Loader {
     WorkloadConfig& w = s.workload;
     if (has("workload.trace")) w.trace = path_.parent_path() / get_string("workload.trace");
     w.duration_s = get_double("workload.duration_s");
+    w.duration_given = find_node("workload", "duration_s") != nullptr;
     w.arrival = get_string("workload.arrival");
     if (has("workload.rate_per_s")) w.rate_per_s = get_double("workload.rate_per_s");
     w.arrival_cv = get_double("workload.arrival_cv");

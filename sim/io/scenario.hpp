@@ -179,6 +179,7 @@ struct LengthConfig {
 struct WorkloadConfig {
   std::optional<std::filesystem::path> trace;  ///< resolved against the scenario's directory
   double duration_s = 60.0;
+  bool duration_given = false;  ///< workload.duration_s set in the scenario: without it a trace runs whole
   std::string arrival = "poisson";  ///< poisson | gamma | offline | closed_loop
   std::optional<int64_t> requests;  ///< the stream's length in requests (offline, closed_loop; optional else)
   int64_t concurrency = 0;          ///< closed_loop: clients in flight

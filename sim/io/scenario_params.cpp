@@ -639,7 +639,8 @@ constexpr std::array kParams{
                       "format), relative to the scenario file; replaces the synthetic keys but duration_s."},
     ParamSpec{.key = "workload.duration_s", .type = number, .unit = "s", .need = Need::defaulted,
               .default_text = "60", .lo = 0.0, .lo_open = true, .hi = 1e6,
-              .help = "Arrivals in [0, duration_s): the synthetic stream's length, or the trace's window.",
+              .help = "Arrivals in [0, duration_s): the synthetic stream's length, or the trace's window (without "
+                      "it a trace runs whole; the requests a window cuts are counted: trace_requests_cut).",
               .bound_reason = "1e6 s: 11.6 days of traffic"},
     ParamSpec{.key = "workload.arrival", .type = string, .need = Need::defaulted, .default_text = "\"poisson\"",
               .choices = kArrivals,

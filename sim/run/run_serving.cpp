@@ -10,6 +10,7 @@
 #include "models/serving/inference_model.hpp"
 #include "sim/errors.hpp"
 #include "sim/format.hpp"
+#include "sim/io/request_trace.hpp"
 #include "sim/serving/tensor_parallel.hpp"
 #include "sim/serving/workload.hpp"
 
@@ -31,11 +32,19 @@ LengthDistribution length_of(const LengthConfig& c, int64_t max_tokens) {
   return d;
 }
 
-std::vector<ServingRequest> requests_of(const ServingScenario& sc) {
+/// The scenario's requests; `cut`: the trace rows after the window workload.duration_s gives (a trace runs whole
+/// without it).
+std::vector<ServingRequest> requests_of(const ServingScenario& sc, int64_t& cut) {
   const WorkloadConfig& w = sc.workload;
   if (w.trace) {
     try {
-      return read_request_trace(*w.trace, w.duration_s);
+      const RequestTrace trace =
+          load_request_trace(*w.trace, w.duration_given ? std::optional(w.duration_s) : std::nullopt);
+      cut = trace.cut;
+      std::vector<ServingRequest> requests;
+      requests.reserve(trace.requests.size());
+      for (const TraceRequest& r : trace.requests) requests.push_back({r.arrival_s, r.prompt_tokens, r.output_tokens});
+      return requests;
     } catch (const TraceError& e) {
       throw DataError(std::string(e.what()) + " (workload.trace of " + sc.source_path.string() + ")");
     }
@@ -131,7 +140,7 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
     spot.notice_s = f.spot_notice_s;
     spot.seed = sc.seed;
   }
-  run.result = simulate_serving(setup, requests_of(sc));
+  run.result = simulate_serving(setup, requests_of(sc, run.trace_requests_cut));
   if (f.pipeline > 1) {
     // Back from virtual engines to replicas: the replica of each request, and busy time per replica.
     for (RequestOutcome& o : run.result.requests) {
@@ -162,7 +171,9 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, co
   c.push_back(real("decode_step_s", "s", "one sequence decoding at a 1,024-token context", run.decode_step_s));
   c.push_back(integer("requests", "1", "requests of the workload", s.requests));
   c.push_back(integer("completed", "1", "requests that finished", s.completed));
-  c.push_back(integer("rejected", "1", "requests longer than the model's context or one replica's KV cache",
+  c.push_back(integer("rejected", "1",
+                      "requests longer than the model's context or one replica's KV cache, or never schedulable "
+                      "(rejected_unschedulable)",
                       s.rejected));
   c.push_back(integer("preemptions", "1", "recompute preemptions over all requests", s.preemptions));
   c.push_back(real("ttft_mean_s", "s", "mean time to first token", s.ttft_mean_s));
@@ -209,6 +220,12 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, co
   c.push_back(integer("iterations", "1", "engine iterations over all replicas", run.result.iterations));
   c.push_back(integer("fingerprint", "1", "the engine's determinism fingerprint (bit pattern)",
                       static_cast<int64_t>(run.result.fingerprint)));
+  c.push_back(integer("trace_requests_cut", "1", "trace requests after the window workload.duration_s gives (not run)",
+                      run.trace_requests_cut));
+  c.push_back(integer("rejected_unschedulable", "1",
+                      "rejected requests whose prompt (with recomputed tokens) exceeds max_num_batched_tokens "
+                      "without chunked prefill",
+                      run.result.unschedulable));
   return c;
 }
 
@@ -276,6 +293,10 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
                        run.decode_step_s * 1e3);
   out << printf_string("workload    %lld requests over %.1f s%s\n", static_cast<long long>(s.requests), s.makespan_s,
                        sc.workload.trace ? (", trace " + sc.workload.trace->filename().string()).c_str() : "");
+  if (run.trace_requests_cut > 0) {
+    out << printf_string("            the window workload.duration_s = %g s cut %lld later requests of the trace\n",
+                         sc.workload.duration_s, static_cast<long long>(run.trace_requests_cut));
+  }
   out << printf_string("TTFT        p50 %.3f s   p90 %.3f s   p99 %.3f s\n", s.ttft_p50_s, s.ttft_p90_s, s.ttft_p99_s);
   out << printf_string("TPOT        p50 %.1f ms   p90 %.1f ms   p99 %.1f ms\n", s.tpot_p50_s * 1e3, s.tpot_p90_s * 1e3,
                        s.tpot_p99_s * 1e3);
@@ -293,6 +314,12 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
                        100.0 * s.utilization, 100.0 * s.mean_kv_occupancy, 100.0 * s.peak_kv_occupancy,
                        static_cast<long long>(s.peak_waiting), static_cast<long long>(s.preemptions),
                        static_cast<long long>(s.rejected));
+  if (run.result.unschedulable > 0) {
+    out << printf_string("            %lld rejected as never schedulable: a prompt (or a preempted one with its "
+                         "tokens) over max_num_batched_tokens = %lld, chunked prefill off\n",
+                         static_cast<long long>(run.result.unschedulable),
+                         static_cast<long long>(f.max_num_batched_tokens));
+  }
   if (f.min_replicas && f.max_replicas) {
     out << printf_string("autoscaling %lld-%lld replicas at %.0f outstanding requests each: %.1f on average, "
                          "%.1f replica-hours\n",

@@ -23,6 +23,7 @@ struct ServingRun {
   double kv_bytes_per_token = 0;      ///< per GPU, B
   int64_t vms = 0;                    ///< VMs the replicas occupy
   double decode_step_s = 0;           ///< one sequence decoding at a 1,024-token context, s (a reference)
+  int64_t trace_requests_cut = 0;     ///< trace rows after the window workload.duration_s gives (not run)
 };
 
 /// Runs `scenario`: the requests (the trace, or the synthetic stream from simulation.seed), the replicas'

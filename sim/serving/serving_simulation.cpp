@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <deque>
 #include <limits>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "sim/engine/random_stream.hpp"
 #include "sim/engine/simulator.hpp"
@@ -72,6 +74,8 @@ class Replica {
   std::vector<Sequence*> evict();
   /// Seconds billed up to `until` (the makespan).
   [[nodiscard]] double billed_s(double until) const;
+  /// The outstanding count under which the fleet's load index holds this replica (-1: not indexed).
+  int64_t indexed_outstanding = -1;
 
  private:
   void start_iteration();
@@ -85,6 +89,11 @@ class Replica {
   bool grow(Sequence& s, int64_t tokens);
   void free(Sequence& s);
   void preempt_last();
+  /// Queue and batch changes, reported to the fleet's running totals and load index.
+  void push_waiting(Sequence* s, bool front);
+  Sequence* pop_waiting();
+  void push_running(Sequence* s);
+  void erase_running(std::vector<Sequence*>::iterator at);
 
   Fleet& fleet_;
   int64_t id_;
@@ -114,8 +123,48 @@ class Fleet {
     const int64_t blocks = setup.kv_cache_tokens / setup.policy.block_size;
     const int64_t slots = setup.autoscaling ? setup.autoscaling->max_replicas : setup.replicas;
     replicas_.reserve(static_cast<size_t>(slots));  // replicas capture `this` in their events
-    for (int64_t r = 0; r < slots; ++r) replicas_.emplace_back(*this, r, blocks, r < setup.spot.replicas);
+    indexed_ = setup.routing == Routing::least_outstanding || setup.autoscaling.has_value();
+    for (int64_t r = 0; r < slots; ++r) {
+      replicas_.emplace_back(*this, r, blocks, r < setup.spot.replicas);
+      count_state(ReplicaState::serving, +1, blocks);
+      serving_ids_.insert(r);
+      reindex(replicas_.back());
+    }
     for (int64_t r = setup.replicas; r < slots; ++r) replicas_[static_cast<size_t>(r)].set_state(ReplicaState::stopped);
+  }
+
+  // Running totals over the replicas, kept as they change, so that a sample, a route or an autoscaler decision
+  // costs O(log replicas), not a pass over them (issue 26).
+  void count_state(ReplicaState state, int64_t sign, int64_t blocks) {
+    if (state == ReplicaState::serving) serving_count_ += sign;
+    if (state == ReplicaState::provisioning) provisioning_count_ += sign;
+    if (state != ReplicaState::stopped) live_blocks_ += sign * blocks;
+  }
+  void state_changed(Replica& r, ReplicaState from, ReplicaState to) {
+    count_state(from, -1, r.total_blocks());
+    count_state(to, +1, r.total_blocks());
+    if (from == ReplicaState::serving) serving_ids_.erase(r.id());
+    if (to == ReplicaState::serving) serving_ids_.insert(r.id());
+    reindex(r);
+  }
+  void queues_changed(Replica& r, int64_t waiting_delta, int64_t running_delta) {
+    total_waiting_ += waiting_delta;
+    total_running_ += running_delta;
+    if (waiting_delta + running_delta != 0) reindex(r);
+  }
+  void blocks_changed(int64_t delta) { used_blocks_ += delta; }
+  /// The load index: serving replicas by (outstanding requests, id), the order of the old scans (the fewest
+  /// outstanding, the lowest id among equals).
+  void reindex(Replica& r) {
+    if (!indexed_) return;
+    if (r.indexed_outstanding >= 0) by_load_.erase({r.indexed_outstanding, r.id()});
+    r.indexed_outstanding = -1;
+    if (r.state() != ReplicaState::serving) return;
+    r.indexed_outstanding = r.outstanding();
+    by_load_.insert({r.indexed_outstanding, r.id()});
+  }
+  Replica* least_loaded() {
+    return by_load_.empty() ? nullptr : &replicas_[static_cast<size_t>(by_load_.begin()->second)];
   }
 
   void run() {
@@ -145,6 +194,7 @@ class Fleet {
     // offline batch shows its queue.
     sim_.schedule(Time::from_seconds(units::Seconds(0.0)), [this] { sample(); });
     sim_.run();
+    check_outcomes();
     result_.fingerprint = sim_.fingerprint();
     if (setup_.autoscaling || setup_.spot.replicas > 0 || setup_.zones.outage_start_s) {
       for (const Replica& r : replicas_) result_.usage.push_back({r.billed_s(result_.makespan_s), r.spot()});
@@ -180,7 +230,50 @@ class Fleet {
       left();
       return;
     }
+    if (!fits_iteration(s)) {
+      reject_unschedulable(s);
+      return;
+    }
     route(&s);
+  }
+
+  /// Whether `s`'s prompt (after a preemption or eviction, with the tokens to recompute) can ever be scheduled:
+  /// without chunked prefill it is computed whole in one iteration of at most max_num_batched_tokens tokens.
+  [[nodiscard]] bool fits_iteration(const Sequence& s) const {
+    return setup_.policy.chunked_prefill || s.prompt - s.computed <= setup_.policy.max_num_batched_tokens;
+  }
+
+  /// Rejects `s`, which can never be scheduled (fits_iteration), as vLLM's scheduler ignores a prompt over its
+  /// limit: counted in unschedulable, its first token (if any) forgotten; it holds no KV block.
+  void reject_unschedulable(Sequence& s) {
+    RequestOutcome& o = outcome(s);
+    o.rejected = true;
+    o.first_token_s = std::numeric_limits<double>::quiet_NaN();
+    ++result_.unschedulable;
+    --unfinished_;
+    left();
+  }
+
+  /// The invariant of every run: each request completed, rejected or unserved (waiting at the router with no
+  /// replica serving, or never sent by a closed loop's client behind it); none left in a replica's queue or
+  /// batch. A violation is a bug of the engine: std::logic_error naming the counts (never a silent result).
+  void check_outcomes() const {
+    int64_t completed = 0, rejected = 0;
+    for (const RequestOutcome& o : result_.requests) {
+      if (o.rejected) {
+        ++rejected;
+      } else if (!std::isnan(o.finish_s)) {
+        ++completed;
+      }
+    }
+    const auto total = static_cast<int64_t>(requests_.size());
+    const auto unserved = static_cast<int64_t>(unrouted_.size() + (requests_.size() - sent_));
+    if (total_waiting_ + total_running_ == 0 && completed + rejected + unserved == total) return;
+    throw std::logic_error("simulate_serving: of " + std::to_string(total) + " requests, " +
+                           std::to_string(completed) + " completed, " + std::to_string(rejected) + " rejected, " +
+                           std::to_string(unserved) + " unserved, and " +
+                           std::to_string(total_waiting_ + total_running_) +
+                           " still in a replica's queue or batch when the simulation ended (a stall)");
   }
 
   /// Sends `s` to a serving replica (round robin, or the fewest outstanding requests); with none serving, it
@@ -188,16 +281,16 @@ class Fleet {
   void route(Sequence* s) {
     Replica* target = nullptr;
     if (setup_.routing == Routing::round_robin) {
-      for (size_t k = 0; k < replicas_.size() && target == nullptr; ++k) {
-        Replica& r = replicas_[static_cast<size_t>(next_replica_)];
-        next_replica_ = (next_replica_ + 1) % static_cast<int64_t>(replicas_.size());
-        if (r.state() == ReplicaState::serving) target = &r;
+      // The first serving replica from next_replica_ on, cyclically (the old scan's choice, in O(log replicas));
+      // with none serving, next_replica_ stays.
+      if (!serving_ids_.empty()) {
+        auto it = serving_ids_.lower_bound(next_replica_);
+        if (it == serving_ids_.end()) it = serving_ids_.begin();
+        target = &replicas_[static_cast<size_t>(*it)];
+        next_replica_ = (*it + 1) % static_cast<int64_t>(replicas_.size());
       }
     } else {
-      for (Replica& r : replicas_) {
-        if (r.state() != ReplicaState::serving) continue;
-        if (target == nullptr || r.outstanding() < target->outstanding()) target = &r;
-      }
+      target = least_loaded();
     }
     if (target == nullptr) {
       unrouted_.push_back(s);
@@ -303,20 +396,25 @@ class Fleet {
   void autoscale() {
     if (work_done()) return;
     const ServingAutoscaling& a = *setup_.autoscaling;
-    int64_t outstanding = static_cast<int64_t>(unrouted_.size());
-    int64_t current = 0;  // provisioning or serving
-    for (const Replica& r : replicas_) {
-      outstanding += r.outstanding();
-      if (r.state() == ReplicaState::serving || r.state() == ReplicaState::provisioning) ++current;
+    if (++decisions_ > kMaxAutoscaleDecisions) {
+      throw std::invalid_argument("simulate_serving: the autoscaler made more than " +
+                                  std::to_string(kMaxAutoscaleDecisions) +
+                                  " decisions (the fleet drains long after the workload): raise the autoscale "
+                                  "interval (serving.autoscale_interval_s)");
     }
+    const int64_t outstanding = static_cast<int64_t>(unrouted_.size()) + total_waiting_ + total_running_;
+    const int64_t current = serving_count_ + provisioning_count_;
     const auto desired = std::clamp<int64_t>(
         static_cast<int64_t>(std::ceil(static_cast<double>(outstanding) / a.target_outstanding_per_replica)),
         a.min_replicas, a.max_replicas);
     const double now = now_s();
+    // The highest desire of the window, from a monotonic queue (each entry above every later one): an entry
+    // below a later one can never be the window's highest, so it leaves at once; the front is the highest. O(1)
+    // amortised per decision, where a pass over the window cost window / interval (issue 26).
+    while (!desires_.empty() && desires_.back().second <= desired) desires_.pop_back();
     desires_.push_back({now, desired});
     while (!desires_.empty() && desires_.front().first < now - a.scale_down_window_s) desires_.pop_front();
-    int64_t down_to = desired;
-    for (const auto& d : desires_) down_to = std::max(down_to, d.second);
+    const int64_t down_to = std::max(desired, desires_.front().second);
     if (desired > current) {
       int64_t add = desired - current;
       // A draining replica comes back first (it is warm), then stopped slots provision.
@@ -342,11 +440,7 @@ class Fleet {
         }
       }
       while (remove > 0) {
-        Replica* idlest = nullptr;
-        for (Replica& r : replicas_) {
-          if (r.state() != ReplicaState::serving) continue;
-          if (idlest == nullptr || r.outstanding() < idlest->outstanding()) idlest = &r;
-        }
+        Replica* idlest = least_loaded();
         if (idlest == nullptr) break;
         if (idlest->outstanding() == 0) {
           idlest->set_state(ReplicaState::stopped);
@@ -362,17 +456,13 @@ class Fleet {
   void sample() {
     ServingSample x;
     x.time_s = now_s();
-    int64_t used = 0, total = 0;
-    x.waiting = static_cast<int64_t>(unrouted_.size());
-    for (const Replica& r : replicas_) {
-      x.waiting += r.waiting();
-      x.running += r.running();
-      if (r.state() == ReplicaState::serving) ++x.replicas;
-      if (r.state() == ReplicaState::provisioning) ++x.provisioning;
-      if (r.state() == ReplicaState::stopped) continue;
-      used += r.used_blocks();
-      total += r.total_blocks();
-    }
+    // A stopped replica holds no block (evicted, drained or stopped idle): the used blocks of all are those of the
+    // replicas not stopped.
+    const int64_t used = used_blocks_, total = live_blocks_;
+    x.waiting = static_cast<int64_t>(unrouted_.size()) + total_waiting_;
+    x.running = total_running_;
+    x.replicas = serving_count_;
+    x.provisioning = provisioning_count_;
     x.kv_occupancy = total > 0 ? static_cast<double>(used) / static_cast<double>(total) : 0.0;
     result_.samples.push_back(x);
     // Sample while work remains (requests still to arrive or unfinished), up to kMaxSamples.
@@ -400,7 +490,8 @@ class Fleet {
   std::vector<Sequence> sequences_;
   std::vector<Replica> replicas_;
   std::deque<Sequence*> unrouted_;  ///< arrived while no replica was serving
-  std::deque<std::pair<double, int64_t>> desires_;  ///< the autoscaler's recent (time, desired count)
+  /// The autoscaler's recent (time, desired count), each count above all later ones (a monotonic queue).
+  std::deque<std::pair<double, int64_t>> desires_;
   RandomStream evictions_;
   bool zone_down_ = false;  ///< zone 0 lost (ServingZones)
   Simulator sim_;
@@ -408,13 +499,48 @@ class Fleet {
   int64_t unfinished_ = 0;
   size_t sent_ = 0;     ///< requests scheduled to arrive
   size_t arrived_ = 0;  ///< requests that have arrived
+  // Running totals (count_state, queues_changed, blocks_changed) and the load index (reindex).
+  int64_t total_waiting_ = 0, total_running_ = 0, used_blocks_ = 0, live_blocks_ = 0;
+  int64_t serving_count_ = 0, provisioning_count_ = 0;
+  bool indexed_ = false;
+  int64_t decisions_ = 0;  ///< the autoscaler's, so far
+  std::set<std::pair<int64_t, int64_t>> by_load_;
+  std::set<int64_t> serving_ids_;  ///< the serving replicas (round robin)
 };
 
 void Replica::set_state(ReplicaState next) {
   const double now = fleet_.now_s();
   if (state_ == ReplicaState::stopped && next != ReplicaState::stopped) billed_since_s_ = now;
   if (state_ != ReplicaState::stopped && next == ReplicaState::stopped) billed_.emplace_back(billed_since_s_, now);
+  const ReplicaState from = state_;
   state_ = next;
+  fleet_.state_changed(*this, from, next);
+}
+
+void Replica::push_waiting(Sequence* s, bool front) {
+  if (front) {
+    waiting_.push_front(s);
+  } else {
+    waiting_.push_back(s);
+  }
+  fleet_.queues_changed(*this, +1, 0);
+}
+
+Sequence* Replica::pop_waiting() {
+  Sequence* s = waiting_.front();
+  waiting_.pop_front();
+  fleet_.queues_changed(*this, -1, 0);
+  return s;
+}
+
+void Replica::push_running(Sequence* s) {
+  running_.push_back(s);
+  fleet_.queues_changed(*this, 0, +1);
+}
+
+void Replica::erase_running(std::vector<Sequence*>::iterator at) {
+  running_.erase(at);
+  fleet_.queues_changed(*this, 0, -1);
 }
 
 double Replica::billed_s(double until) const {
@@ -433,8 +559,10 @@ std::vector<Sequence*> Replica::evict() {
     s->prompt = fleet_.outcome(*s).prompt_tokens + s->generated;
     s->computed = 0;
   }
+  const auto waiting = static_cast<int64_t>(waiting_.size()), running = static_cast<int64_t>(running_.size());
   running_.clear();
   waiting_.clear();
+  fleet_.queues_changed(*this, -waiting, -running);
   batch_.clear();
   block_left_ = 0;
   busy_ = false;
@@ -444,7 +572,7 @@ std::vector<Sequence*> Replica::evict() {
 }
 
 void Replica::enqueue(Sequence* s) {
-  waiting_.push_back(s);
+  push_waiting(s, false);
   // An idle engine starts its next iteration once every arrival of this instant is queued (a later priority
   // at the same time), as a real engine's loop picks up all requests waiting at the start of its step.
   if (!busy_) {
@@ -459,24 +587,26 @@ bool Replica::grow(Sequence& s, int64_t tokens) {
   if (need <= 0) return true;
   if (used_blocks_ + need > total_blocks_) return false;
   used_blocks_ += need;
+  fleet_.blocks_changed(need);
   s.blocks += need;
   return true;
 }
 
 void Replica::free(Sequence& s) {
   used_blocks_ -= s.blocks;
+  fleet_.blocks_changed(-s.blocks);
   s.blocks = 0;
 }
 
 void Replica::preempt_last() {
   Sequence* victim = running_.back();
-  running_.pop_back();
+  erase_running(running_.end() - 1);
   free(*victim);
   // Recompute: the prompt and the tokens generated so far are prefilled again.
   victim->prompt = fleet_.outcome(*victim).prompt_tokens + victim->generated;
   victim->computed = 0;
   ++fleet_.outcome(*victim).preemptions;
-  waiting_.push_front(victim);
+  push_waiting(victim, true);
 }
 
 bool Replica::continue_block() {
@@ -572,6 +702,11 @@ void Replica::schedule() {
   while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(running_.size()) < policy.max_num_seqs) {
     Sequence* s = waiting_.front();
     const int64_t left = s->prompt - s->computed;
+    if (!fleet_.fits_iteration(*s)) {  // never schedulable (a preempted prompt grown past the budget): rejected
+      pop_waiting();
+      fleet_.reject_unschedulable(*s);
+      continue;
+    }
     if (!policy.chunked_prefill && left > budget) break;
     // max_utilization: the prompt and the first output token's slot; guaranteed_no_evict: every token it will
     // hold, so that its decodes never need a block (a request is never preempted under it).
@@ -579,8 +714,8 @@ void Replica::schedule() {
                                 ? fleet_.outcome(*s).prompt_tokens + s->output
                                 : s->prompt + 1;
     if (!grow(*s, reserve)) break;
-    waiting_.pop_front();
-    running_.push_back(s);
+    pop_waiting();
+    push_running(s);
     const int64_t chunk = std::min(left, budget);
     batch_.push_back({s, chunk});
     budget -= chunk;
@@ -615,7 +750,7 @@ void Replica::release(const std::vector<Sequence*>& done) {
   for (Sequence* s : done) {
     fleet_.outcome(*s).finish_s = now;
     free(*s);
-    running_.erase(std::find(running_.begin(), running_.end(), s));
+    erase_running(std::find(running_.begin(), running_.end(), s));
     fleet_.finished();
   }
 }

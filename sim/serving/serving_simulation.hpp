@@ -60,6 +60,10 @@ struct EnginePolicy {
 /// How the router picks a replica for an arriving request.
 enum class Routing { round_robin, least_outstanding };
 
+/// The most decisions an autoscaler makes in one run, drain included: 10,000,000 (a few seconds); beyond them
+/// simulate_serving throws std::invalid_argument (an interval far too short for the run).
+inline constexpr int64_t kMaxAutoscaleDecisions = 10'000'000;
+
 /// Replicas that follow the load (Kubernetes' Horizontal Pod Autoscaler rule, kubernetes.io "Horizontal Pod
 /// Autoscaling": desired = ceil(metric / target), evaluated every sync period, a scale-down taking the highest
 /// recommendation of a stabilization window). The metric is the requests outstanding in the fleet (queued at the
@@ -167,9 +171,16 @@ struct ServingResult {
   uint64_t fingerprint = 0; ///< the engine's determinism fingerprint
   std::vector<ReplicaUsage> usage;  ///< per replica slot (autoscaling, spot or zone-outage runs; empty otherwise)
   int64_t evictions = 0;            ///< spot VM evictions before the makespan
+  /// Requests rejected because they can never be scheduled: without chunked prefill, a prompt (or a preempted or
+  /// evicted request's prompt and generated tokens, recomputed) longer than max_num_batched_tokens (vLLM's
+  /// scheduler ignores such a prompt). Counted among the rejected requests too.
+  int64_t unschedulable = 0;
 };
 
-/// Simulates `requests` (arrival times ascending, else std::invalid_argument) on the setup's replicas. Throws
+/// Simulates `requests` (arrival times ascending, else std::invalid_argument) on the setup's replicas. Every
+/// request ends completed, rejected (RequestOutcome::rejected; ServingResult::unschedulable) or unserved (no
+/// replica serving when the simulation ends); anything else is a bug of the engine and throws std::logic_error
+/// naming the counts. Throws
 /// std::invalid_argument on a setup without a model, replicas < 1, a non-positive limit (scheduler_steps included),
 /// a KV cache smaller than one block, a request with prompt or output < 1, autoscaling limits out of order (min <
 /// 1, min > replicas > max, non-positive target or interval), more spot replicas than replicas, spot with autoscaling,

@@ -1,10 +1,7 @@
 #include "sim/serving/workload.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <fstream>
-#include <string_view>
 
 #include <boost/math/special_functions/erf.hpp>
 
@@ -78,42 +75,6 @@ void check(const LengthDistribution& d, const char* what) {
   }
 }
 
-/// Seconds since the Unix epoch of "YYYY-MM-DD HH:MM:SS[.fraction]" read as UTC (days from the civil date by
-/// Howard Hinnant's days_from_civil), or nullopt when malformed.
-std::optional<double> parse_timestamp(std::string_view s) {
-  const auto number = [&s](size_t at, size_t len) -> std::optional<int> {
-    if (at + len > s.size()) return std::nullopt;
-    int v = 0;
-    const auto [end, ec] = std::from_chars(s.data() + at, s.data() + at + len, v);
-    if (ec != std::errc() || end != s.data() + at + len) return std::nullopt;
-    return v;
-  };
-  if (s.size() < 19 || s[4] != '-' || s[7] != '-' || s[10] != ' ' || s[13] != ':' || s[16] != ':') return std::nullopt;
-  const auto y = number(0, 4), mo = number(5, 2), d = number(8, 2), h = number(11, 2), mi = number(14, 2),
-             se = number(17, 2);
-  if (!y || !mo || !d || !h || !mi || !se || *mo < 1 || *mo > 12 || *d < 1 || *d > 31 || *h > 23 || *mi > 59 ||
-      *se > 60) {
-    return std::nullopt;
-  }
-  double fraction = 0.0;
-  if (s.size() > 19) {
-    if (s[19] != '.' || s.size() == 20) return std::nullopt;
-    double scale = 0.1;
-    for (size_t i = 20; i < s.size(); ++i) {
-      if (s[i] < '0' || s[i] > '9') return std::nullopt;
-      fraction += scale * (s[i] - '0');
-      scale /= 10.0;
-    }
-  }
-  const int yy = *mo <= 2 ? *y - 1 : *y;
-  const int era = (yy >= 0 ? yy : yy - 399) / 400;
-  const int yoe = yy - era * 400;
-  const int doy = (153 * (*mo + (*mo > 2 ? -3 : 9)) + 2) / 5 + *d - 1;
-  const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  const double days = static_cast<double>(era) * 146097.0 + static_cast<double>(doe) - 719468.0;
-  return days * 86400.0 + *h * 3600.0 + *mi * 60.0 + *se + fraction;
-}
-
 }  // namespace
 
 std::vector<ServingRequest> generate_workload(const SyntheticWorkload& w) {
@@ -142,50 +103,5 @@ std::vector<ServingRequest> generate_workload(const SyntheticWorkload& w) {
   return out;
 }
 
-std::vector<ServingRequest> read_request_trace(const std::filesystem::path& file, std::optional<double> duration_s) {
-  std::ifstream in(file);
-  if (!in) throw TraceError(file.string() + ":0: cannot open the trace");
-  const auto fail = [&file](int64_t line, const std::string& what) {
-    throw TraceError(file.string() + ":" + std::to_string(line) + ": " + what);
-  };
-  std::string text;
-  int64_t line = 0;
-  if (!std::getline(in, text)) fail(1, "empty file; expected the header TIMESTAMP,ContextTokens,GeneratedTokens");
-  ++line;
-  if (!text.empty() && text.back() == '\r') text.pop_back();
-  if (text != "TIMESTAMP,ContextTokens,GeneratedTokens") {
-    fail(line, "expected the header TIMESTAMP,ContextTokens,GeneratedTokens, got '" + text + "'");
-  }
-  std::vector<ServingRequest> out;
-  std::optional<double> first, last;
-  while (std::getline(in, text)) {
-    ++line;
-    if (!text.empty() && text.back() == '\r') text.pop_back();
-    if (text.empty()) continue;
-    const size_t c1 = text.find(','), c2 = c1 == std::string::npos ? c1 : text.find(',', c1 + 1);
-    if (c2 == std::string::npos || text.find(',', c2 + 1) != std::string::npos) {
-      fail(line, "expected TIMESTAMP,ContextTokens,GeneratedTokens, got '" + text + "'");
-    }
-    const auto at = parse_timestamp(std::string_view(text).substr(0, c1));
-    if (!at) fail(line, "malformed timestamp '" + text.substr(0, c1) + "' (expected YYYY-MM-DD HH:MM:SS.fraction)");
-    int64_t tokens[2] = {0, 0};
-    const std::string_view fields[2] = {std::string_view(text).substr(c1 + 1, c2 - c1 - 1),
-                                        std::string_view(text).substr(c2 + 1)};
-    for (int k = 0; k < 2; ++k) {
-      const auto [end, ec] = std::from_chars(fields[k].data(), fields[k].data() + fields[k].size(), tokens[k]);
-      if (ec != std::errc() || end != fields[k].data() + fields[k].size() || tokens[k] < 1) {
-        fail(line, std::string(k == 0 ? "ContextTokens" : "GeneratedTokens") + " must be a whole number >= 1, got '" +
-                       std::string(fields[k]) + "'");
-      }
-    }
-    if (last && *at < *last) fail(line, "timestamps must be ascending");
-    last = *at;
-    if (!first) first = *at;
-    const double arrival = *at - *first;
-    if (duration_s && arrival >= *duration_s) break;
-    out.push_back({arrival, tokens[0], tokens[1]});
-  }
-  return out;
-}
 
 }  // namespace clustersim::sim

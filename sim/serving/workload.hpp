@@ -1,7 +1,5 @@
 // Serving workloads (issue 15): synthetic request streams (Poisson or bursty gamma arrivals, prompt and output
-// lengths from fixed, uniform or lognormal distributions) and the replay of request traces in the format of
-// Azure's public LLM inference traces (Patel et al., "Splitwise", ISCA 2024; github.com/Azure/
-// AzurePublicDataset, AzureLLMInferenceDataset2023: TIMESTAMP,ContextTokens,GeneratedTokens).
+// lengths from fixed, uniform or lognormal distributions). Request traces are read by sim/io/request_trace.hpp.
 #pragma once
 
 #include <cstdint>
@@ -62,19 +60,5 @@ struct SyntheticWorkload {
 /// rate, cv, duration, request count, sigma or median, low > high, a truncated lognormal whose [low, high] holds
 /// less than models::kMinLognormalMass of its probability, or at_once without a request count.
 std::vector<ServingRequest> generate_workload(const SyntheticWorkload& w);
-
-/// Bad trace input: what() is "FILE:LINE: message".
-class TraceError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-/// Reads a trace CSV with the header TIMESTAMP,ContextTokens,GeneratedTokens (timestamps "YYYY-MM-DD
-/// HH:MM:SS[.fraction]", ascending), keeping requests whose arrival, relative to the first, is below
-/// `duration_s` (all when absent). Arrival times are relative to the first request. Throws TraceError naming
-/// the file and line of a missing or wrong header, a malformed row, a non-positive token count or a timestamp
-/// out of order.
-std::vector<ServingRequest> read_request_trace(const std::filesystem::path& file,
-                                               std::optional<double> duration_s = std::nullopt);
 
 }  // namespace clustersim::sim

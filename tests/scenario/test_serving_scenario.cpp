@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -311,6 +312,91 @@ TEST(ServingScenario, EachKindKeepsToItsTables) {
     EXPECT_NE(std::string(x.what()).find("llama3-70b-nd-h100-tp4-20rps.toml:"), std::string::npos) << x.what();
     EXPECT_EQ(x.key(), "serving");
   }
+}
+
+TEST(ServingScenario, APromptNoIterationHoldsIsRefusedAtLoadWithoutChunkedPrefill) {
+  // Issue 26, defect 3: fixed 3,000-token prompts, 2,048 tokens per iteration, prompts computed whole: no request
+  // could ever be scheduled (0 completed, exit 0). vLLM refuses such a configuration at start; so does the loader.
+  const fs::path fixed = kRoot / "scenarios" / "serving" / "llama31-405b-bf16-tp8-pp2.toml";
+  const std::vector<std::string> off = {"serving.chunked_prefill=false", "serving.max_num_batched_tokens=2048"};
+  std::vector<std::string> o = off;
+  o.push_back("workload.prompt_tokens=3000");
+  std::string e = error_of(fixed, o);
+  EXPECT_NE(e.find("--set:2:32: key 'serving.max_num_batched_tokens': max_num_batched_tokens (2048) is smaller "
+                   "than the longest prompt (3000, workload.prompt) and chunked prefill is off"),
+            std::string::npos)
+      << e;
+  // A uniform or truncated lognormal prompt's _max is its longest.
+  o = off;
+  for (const char* k : {"workload.prompt=\"uniform\"", "workload.prompt_min=100", "workload.prompt_max=4000"}) {
+    o.push_back(k);
+  }
+  e = error_of(kSynthetic, o);
+  EXPECT_NE(e.find("smaller than the longest prompt (4000, workload.prompt)"), std::string::npos) << e;
+  // A trace's longest prompt is known once it is read.
+  e = error_of(kTrace, {"serving.chunked_prefill=false", "serving.max_num_batched_tokens=512"});
+  EXPECT_NE(e.find("key 'serving.max_num_batched_tokens': max_num_batched_tokens (512) is smaller than the longest "
+                   "prompt ("),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find(", in the trace) and chunked prefill is off"), std::string::npos) << e;
+  // Chunked prefill splits the prompt: it loads; so does an unbounded lognormal (rejected at run time if drawn).
+  EXPECT_NO_THROW((void)load_serving_scenario(
+      fixed, {"serving.max_num_batched_tokens=2048", "workload.prompt_tokens=3000"}, catalog()));
+  EXPECT_NO_THROW((void)load_serving_scenario(kSynthetic, off, catalog()));
+}
+
+TEST(ServingScenario, TraceErrorsCarryTheKeyAndTheTraceLineAndNeverTheFile) {
+  // Issue 26, defect 18: a trace error named no key, and echoed the first line of any file (/etc/passwd).
+  const fs::path passwd = fs::temp_directory_path() / "clustersim-serving-scenario-passwd";
+  std::ofstream(passwd) << "root:x:0:0:root:/root:/bin/bash\n";
+  const std::string e = error_of(kTrace, {"workload.trace=\"" + passwd.string() + "\""});
+  EXPECT_NE(e.find("--set:1:16: key 'workload.trace': " + passwd.string() +
+                   ":1: expected the header TIMESTAMP,ContextTokens,GeneratedTokens"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(e.find("root"), std::string::npos) << e;
+  const fs::path bad = fs::temp_directory_path() / "clustersim-serving-scenario-bad.csv";
+  std::ofstream(bad) << "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,10,5\n"
+                        "2023-02-31 18:15:47.00,9223372036854775807,5\n";
+  const std::string d = error_of(kTrace, {"workload.trace=\"" + bad.string() + "\""});
+  EXPECT_NE(d.find("key 'workload.trace': " + bad.string() + ":3: malformed timestamp or impossible date"),
+            std::string::npos)
+      << d;
+}
+
+TEST(ServingScenario, ATraceRunsWholeUnlessAWindowIsGiven) {
+  // Issue 26: workload.duration_s's 60 s default cut a trace silently. The shipped trace scenarios give a window.
+  EXPECT_TRUE(load_serving_scenario(kTrace, {}, catalog()).workload.duration_given);
+  const fs::path dir = fs::temp_directory_path() / "clustersim-serving-scenario-window";
+  fs::create_directories(dir);
+  std::ifstream in(kTrace);
+  std::ofstream out(dir / "whole.toml");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("duration_s", 0) != 0) out << line << "\n";
+  }
+  out.close();
+  const std::string trace =
+      "workload.trace=\"" + (kRoot / "tests" / "serving" / "data" / "azure_conv_2023_first300.csv").string() + "\"";
+  EXPECT_FALSE(load_serving_scenario(dir / "whole.toml", {trace}, catalog()).workload.duration_given);
+  EXPECT_TRUE(load_serving_scenario(dir / "whole.toml", {trace, "workload.duration_s=10"}, catalog())
+                  .workload.duration_given);
+}
+
+TEST(ServingScenario, FleetsBeyondTheEngineAndAutoscalerBudgetsAreLocated) {
+  // Issue 26, defect 9: 10^5 replicas x 128 stages needed 10.5 GB; a 1e-3 s autoscale interval over an hour made
+  // 3.6 million decisions.
+  std::string e = error_of(kSynthetic, {"serving.replicas=100000", "serving.pipeline=8"});
+  EXPECT_NE(e.find("key 'serving.replicas': 100000 replicas x 8 pipeline stages = 800000 engines, above the "
+                   "simulation's budget of 262144"),
+            std::string::npos)
+      << e;
+  const fs::path autoscale = kRoot / "scenarios" / "serving" / "llama3-70b-azure-conv-autoscale.toml";
+  e = error_of(autoscale, {"serving.autoscale_interval_s=0.001"});
+  EXPECT_NE(e.find("key 'serving.autoscale_interval_s': about 3600000 autoscaler decisions over the workload's "
+                   "window, above the simulation's budget of 1,000,000"),
+            std::string::npos)
+      << e;
 }
 
 }  // namespace

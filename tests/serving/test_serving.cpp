@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "models/network/collective_model.hpp"
 #include "models/network/topology.hpp"
 #include "models/serving/inference_model.hpp"
+#include "sim/io/request_trace.hpp"
 #include "sim/serving/serving_simulation.hpp"
 #include "sim/serving/serving_summary.hpp"
 #include "sim/serving/tensor_parallel.hpp"
@@ -394,6 +396,16 @@ TEST(Workload, LengthsFollowTheirDistributionsAndTheSameSeedRepeats) {
 }
 
 const std::filesystem::path kTraces = std::filesystem::path(CLUSTERSIM_SOURCE_DIR) / "tests" / "serving" / "data";
+
+/// The requests of a trace (sim/io/request_trace.hpp) within `window_s`, as the serving run builds them.
+std::vector<ServingRequest> read_request_trace(const std::filesystem::path& file,
+                                               std::optional<double> window_s = std::nullopt) {
+  std::vector<ServingRequest> out;
+  for (const TraceRequest& r : load_request_trace(file, window_s).requests) {
+    out.push_back({r.arrival_s, r.prompt_tokens, r.output_tokens});
+  }
+  return out;
+}
 
 TEST(Workload, AzureTraceReplaysRelativeToItsFirstRequest) {
   // The first rows of Azure's 2023 conversation trace (CC-BY 4.0, Patel et al., Splitwise, ISCA 2024):
