@@ -460,7 +460,7 @@ std::string format_ranking(const LoadedSweep& sweep, const std::vector<const Swe
 }
 
 namespace {
-/// The /sweep/fingerprint of `path`; empty (points -1) when the file has none. Throws DataError when malformed.
+/// The /sweep_inputs of `path`; empty (points -1) when the file has none. Throws DataError when malformed.
 SweepIdentity read_identity(const fs::path& path) {
   SweepIdentity id;
   std::vector<SummaryColumn> columns;

@@ -19,11 +19,11 @@ namespace clustersim::sim {
 
 inline constexpr const char* kSweepColumnsGroup = "sweep/columns";  ///< the column roles table
 inline constexpr const char* kSweepGridGroup = "sweep";             ///< the grid axes and grids
-inline constexpr const char* kSweepFingerprintGroup = "sweep/fingerprint";  ///< the inputs' hashes, point count
+inline constexpr const char* kSweepFingerprintGroup = "sweep_inputs";  ///< the inputs' hashes, point count
 
 /// What a sweep's file says about the sweep as a whole (so that `merge` can check its shards): the inputs'
 /// fingerprint (sim/sweep/fingerprint.hpp, without the shard) and the number of points of the whole sweep.
-/// Written as /sweep/fingerprint: string columns `part` and `hash`, the last row `point_count` and the count.
+/// Written as /sweep_inputs: string columns `part` and `hash`, the last row `point_count` and the count.
 struct SweepIdentity {
   std::vector<FingerprintPart> inputs;
   int64_t points = -1;  ///< every shard's points together; -1: unknown (a file written before issue 26)
@@ -52,7 +52,7 @@ std::vector<SummaryColumn> sweep_grid_axes(const LoadedSweep& sweep, const Sweep
 /// position; cells of points not in the table, e.g. another shard's, are NaN). Empty without axes.
 std::vector<GridGroup> sweep_grids(const std::vector<SummaryColumn>& axes, const SweepTable& table);
 
-/// Writes the sweep's results file atomically: /summary, /sweep/columns, /sweep/fingerprint (when `identity`
+/// Writes the sweep's results file atomically: /summary, /sweep/columns, /sweep_inputs (when `identity`
 /// has parts) and the grids. Throws IoError.
 void write_sweep_file(const std::filesystem::path& path, const RunMetadata& meta, const SweepTable& table,
                       const std::vector<SummaryColumn>& axes, const SweepIdentity& identity = {});
