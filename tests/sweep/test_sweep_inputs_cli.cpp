@@ -113,6 +113,27 @@ TEST(SweepInputs, ResumeAfterAReplacedTraceIsRefused) {
   fs::remove_all(d);
 }
 
+// Defect 2: the eviction trace a training scenario reads is part of the fingerprint too.
+TEST(SweepInputs, ResumeAfterAnEditedEvictionTraceIsRefused) {
+  const fs::path d = temp_dir("eviction");
+  std::string text = read_file(fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios/azure/gpt3-175b-h100-spot-15pct.toml");
+  const std::string rate = "spot_eviction_rate_per_hour = 0.15";
+  ASSERT_NE(text.find(rate), std::string::npos);
+  text.replace(text.find(rate), rate.size(), "spot_eviction_trace = \"ev.txt\"");
+  write(d / "s.toml", text + "\n[sweep]\n\"training.global_batch_size\" = [1536, 3072]\n");
+  write(d / "ev.txt", "1\n5\n");
+  ASSERT_EQ(run_cli(sweep_cmd(d, "o.h5", "--stop-after 1")).exit_code, 75);
+  write(d / "ev.txt", "2\n5\n");
+  auto r = run_cli(sweep_cmd(d, "o.h5", "--resume"));
+  EXPECT_EQ(r.exit_code, 65) << r.err;
+  EXPECT_NE(r.err.find("the eviction trace 'ev.txt' changed since the sidecar was written"), std::string::npos) << r.err;
+  write(d / "ev.txt", "1\n5\n");
+  r = run_cli(sweep_cmd(d, "o.h5", "--resume"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(1 resumed"), std::string::npos) << r.out;
+  fs::remove_all(d);
+}
+
 // Defects 2 and 13: merge refuses shards of different inputs and an incomplete set unless --allow-partial.
 TEST(SweepInputs, MergeChecksTheFingerprintAndCompleteness) {
   const fs::path d = four_point_sweep("merge");
