@@ -90,13 +90,17 @@ std::vector<FingerprintPart> sweep_fingerprint(const LoadedSweep& sweep, const f
         if (v.key == key && std::holds_alternative<std::string>(v.value)) values.insert(std::get<std::string>(v.value));
       }
     }
-    for (const std::string& v : values) add(std::string(label) + " '" + v + "'", file_hash(dir / v, kMaxTraceInputBytes));
+    for (const std::string& v : values) {
+      add(std::string(label) + " '" + v + "'", file_hash(dir / v, kMaxTraceInputBytes));
+    }
   }
   // The catalog: every regular file under its directory, by relative path.
   std::map<std::string, fs::path> files;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(catalog_directory, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->is_regular_file(ec)) files.emplace(it->path().lexically_relative(catalog_directory).generic_string(), it->path());
+    if (it->is_regular_file(ec)) {
+      files.emplace(it->path().lexically_relative(catalog_directory).generic_string(), it->path());
+    }
   }
   uint64_t catalog = fnv1a(ec ? "unreadable: " + ec.message() : std::string());
   for (const auto& [rel, path] : files) catalog = file_hash(path, kMaxTraceInputBytes, fnv1a(rel + "\n", catalog));

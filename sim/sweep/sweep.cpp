@@ -419,7 +419,7 @@ SweepSpec read_sweep(const std::filesystem::path& scenario) {
   try {
     text = read_input_file(scenario, kMaxTextInputBytes);
   } catch (const InputFileError& e) {
-    throw ScenarioError(scenario, 0, 0, "", std::string("cannot read the scenario file: ") + e.what());
+    throw ScenarioError(scenario, 0, 0, "", std::string("cannot read the scenario file: it ") + e.what());
   }
   toml::table doc;
   try {

@@ -126,7 +126,8 @@ TEST(SweepInputs, ResumeAfterAnEditedEvictionTraceIsRefused) {
   write(d / "ev.txt", "2\n5\n");
   auto r = run_cli(sweep_cmd(d, "o.h5", "--resume"));
   EXPECT_EQ(r.exit_code, 65) << r.err;
-  EXPECT_NE(r.err.find("the eviction trace 'ev.txt' changed since the sidecar was written"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the eviction trace 'ev.txt' changed since the sidecar was written"), std::string::npos)
+      << r.err;
   write(d / "ev.txt", "1\n5\n");
   r = run_cli(sweep_cmd(d, "o.h5", "--resume"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -239,7 +240,8 @@ TEST(SweepInputs, ASignalDuringTheFinalWriteExits75) {
 // makes it a 65.
 TEST(SweepInputs, InvalidPointsAreNamedAndStrictRefusesThem) {
   const fs::path d = temp_dir("typo");
-  write(d / "s.toml", scenario_text("\"serving.vm_size\" = [\"Standard_NC24ads_A100_v4\", \"Standard_NC96ads_A100v4\"]\n"));
+  write(d / "s.toml",
+        scenario_text("\"serving.vm_size\" = [\"Standard_NC24ads_A100_v4\", \"Standard_NC96ads_A100v4\"]\n"));
   write(d / "t.csv", trace_text(4, 300));
   auto r = run_cli(sweep_cmd(d, "o.h5"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
