@@ -257,5 +257,11 @@ TEST(Sidecar, AFifoIsRefused) {
   fs::remove(path);
 }
 
+// Issue 26, defect 10 for sidecars: an endless device is refused before it is read (65), not read for gigabytes.
+TEST(Sidecar, ADeviceIsRefused) {
+  const std::string e = resume_error("/dev/zero", fp("A"));
+  EXPECT_EQ(e.rfind("/dev/zero: ", 0), 0u) << e;
+}
+
 }  // namespace
 }  // namespace clustersim::sim
