@@ -295,8 +295,19 @@ std::string invalid_points_text(const Sweep& sweep, const std::vector<const Row*
     if (r->status != "invalid") continue;
     if (++count > 10) continue;
     const SweepPoint& p = sweep.points[static_cast<size_t>(r->index)];
+    // The loader places an error in one of the point's values at "--set:N:C" (N counts the command line's --set,
+    // then the point's seed, then its values): the point's overrides, printed before, say it better.
+    std::string reason = r->reason;
+    if (reason.rfind("--set:", 0) == 0) {
+      const size_t colon = reason.find(':', 6);
+      const auto n = parse_int(std::string_view(reason).substr(6, colon == std::string::npos ? 0 : colon - 6));
+      const size_t end = reason.find(": ", colon == std::string::npos ? 0 : colon + 1);
+      if (n && *n > static_cast<int64_t>(sweep.overrides.size()) + 1 && end != std::string::npos) {
+        reason = reason.substr(end + 2);
+      }
+    }
     out += "sweep: point " + std::to_string(r->index) + " (" + overrides_text(p.overrides()) + ") is invalid: " +
-           r->reason + (r->reason.empty() || r->reason.back() != '\n' ? "\n" : "");
+           reason + (reason.empty() || reason.back() != '\n' ? "\n" : "");
   }
   if (count > 10) out += "sweep: ... and " + std::to_string(count - 10) + " more invalid points (the reason column)\n";
   if (count > 0) out += "sweep: " + std::to_string(count) + (count == 1 ? " invalid point\n" : " invalid points\n");

@@ -245,7 +245,9 @@ TEST(SweepInputs, InvalidPointsAreNamedAndStrictRefusesThem) {
   write(d / "t.csv", trace_text(4, 300));
   auto r = run_cli(sweep_cmd(d, "o.h5"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("sweep: point 1 (serving.vm_size=\"Standard_NC96ads_A100v4\") is invalid: "), std::string::npos)
+  EXPECT_NE(r.err.find("sweep: point 1 (serving.vm_size=\"Standard_NC96ads_A100v4\") is invalid: key "
+                       "'serving.vm_size': unknown VM size 'Standard_NC96ads_A100v4'"),
+            std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("Standard_NC96ads_A100v4"), std::string::npos);
   EXPECT_NE(r.err.find("sweep: 1 invalid point"), std::string::npos) << r.err;
