@@ -314,11 +314,6 @@ std::string invalid_points_text(const Sweep& sweep, const std::vector<const Row*
   return out;
 }
 
-/// `clustersim sweep` on this rank (docs/sweeps.md; docs/scale-out.md for MPI). Stages: (1) every rank reads
-/// the options and the sweep; (2) rank 0 opens the sidecar (reading it with --resume); each is agreed on by all
-/// ranks, so an error ends every rank with the same exit status; (3) the points are run: on threads
-/// (run_sweep) with one rank, else spread over the ranks (serve_points / work_on_points); (4) rank 0 writes the
-/// results file, and every rank returns rank 0's exit status.
 /// SIGINT/SIGTERM caught (on_stop_signal) for the life of a one-rank sweep: setup, points and the final write.
 struct StopSignals {
   explicit StopSignals(bool on) : on_(on) {
@@ -341,6 +336,11 @@ struct StopSignals {
 
 const char* stop_signal_name() { return g_stop_signal == SIGTERM ? "SIGTERM" : "SIGINT"; }
 
+/// `clustersim sweep` on this rank (docs/sweeps.md; docs/scale-out.md for MPI). Stages: (1) every rank reads
+/// the options and the sweep; (2) rank 0 opens the sidecar (reading it with --resume); each is agreed on by all
+/// ranks, so an error ends every rank with the same exit status; (3) the points are run: on threads
+/// (run_sweep) with one rank, else spread over the ranks (serve_points / work_on_points); (4) rank 0 writes the
+/// results file, and every rank returns rank 0's exit status.
 int sweep_main(const std::vector<std::string>& args, SweepRanks& ranks) {
   const bool root = ranks.rank() == 0;
   const StopSignals signals(ranks.size() == 1);
