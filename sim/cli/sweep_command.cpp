@@ -48,6 +48,7 @@
 #include "sim/output/step_report.hpp"
 #include "sim/step/step_simulation.hpp"
 #include "sim/sweep/distribution.hpp"
+#include "sim/sweep/fingerprint.hpp"
 #include "sim/sweep/sidecar.hpp"
 #include "sim/sweep/summary_file.hpp"
 #include "sim/sweep/sweep_table.hpp"
@@ -197,13 +198,17 @@ struct SweepSetup {
   Shard shard;
   bool resume = false;
   bool json = false;        ///< --format json: the points as one JSON object on stdout, the rest on stderr
+  bool strict = false;      ///< --strict: any invalid point makes the sweep exit 65
   int64_t stop_after = -1;  ///< --stop-after (testing); -1: none
+  std::string test_signal;  ///< --test-signal (testing): "setup" or "write", where SIGTERM is raised
   fs::path output, sidecar_path;
   std::optional<models::Catalog> catalog;
   std::optional<Sweep> sweep;
   std::vector<const SweepPoint*> mine;  ///< the shard's points (into sweep->points)
   RunMetadata meta;
-  std::string fingerprint;  ///< of the sweep, the shard and every point (hex); in the sidecar's header
+  std::vector<FingerprintPart> inputs;  ///< the sweep's inputs by content (sim/sweep/fingerprint.hpp)
+  std::vector<FingerprintPart> sidecar_parts;  ///< inputs and the shard: the sidecar's header
+  std::string fingerprint;  ///< the sidecar parts as one text (what the MPI ranks agree on)
 };
 
 /// Stage 1 of `clustersim sweep`, on every rank: options, catalog, sweep, the shard's points, fingerprint.
@@ -217,14 +222,18 @@ void set_up_sweep(const std::vector<std::string>& args, const SweepRanks& ranks,
       ("set", po::value<std::vector<std::string>>()->composing(),
        "override a scenario key for every point, e.g. --set training.precision=fp16 (repeatable)")
       ("shard", po::value<std::string>(), "run only points with run_index % N == I: I/N, or auto (Slurm array)")
-      ("resume", "continue from FILE.h5.partial, skipping the points it holds")
+      ("resume", "continue from FILE.h5.partial, skipping the points it holds (refused when the scenario, --set, "
+       "a trace, the catalog or the clustersim version changed since it was written)")
+      ("strict", "exit 65 when any point is invalid (the file is still written)")
       ("catalog", po::value<std::string>(), "hardware catalog directory")
       ("format", po::value<std::string>()->default_value("text"),
        "stdout: text (the summary line and the ranking) or json (every point: the HDF5 /summary columns' names, "
        "values and units, and the points ranked by step time)");
   po::options_description hidden;
   hidden.add_options()("scenario", po::value<std::string>(), "scenario file")
-      ("stop-after", po::value<int64_t>(), "testing: stop after this many new points, keeping the sidecar");
+      ("stop-after", po::value<int64_t>(), "testing: stop after this many new points, keeping the sidecar")
+      ("test-signal", po::value<std::string>(),
+       "testing: raise SIGTERM at the end of setup (setup) or as the results file is written (write)");
   po::positional_options_description positional;
   positional.add("scenario", 1);
   const po::variables_map vm = parse(args, options, hidden, positional);
@@ -247,10 +256,15 @@ void set_up_sweep(const std::vector<std::string>& args, const SweepRanks& ranks,
   if (s.jobs < 1) throw UsageError("-j must be at least 1");
   s.shard = vm.count("shard") ? parse_shard(vm["shard"].as<std::string>()) : Shard{};
   s.resume = vm.count("resume") > 0;
+  s.strict = vm.count("strict") > 0;
   const std::string format = vm["format"].as<std::string>();
   if (format != "text" && format != "json") throw UsageError("--format must be text or json, got '" + format + "'");
   s.json = format == "json";
   s.stop_after = vm.count("stop-after") ? vm["stop-after"].as<int64_t>() : -1;
+  s.test_signal = vm.count("test-signal") ? vm["test-signal"].as<std::string>() : std::string();
+  if (!s.test_signal.empty() && s.test_signal != "setup" && s.test_signal != "write") {
+    throw UsageError("--test-signal must be setup or write");
+  }
   s.output = vm["output"].as<std::string>();
   s.sidecar_path = s.output.string() + ".partial";
 
@@ -265,13 +279,63 @@ void set_up_sweep(const std::vector<std::string>& args, const SweepRanks& ranks,
   s.meta.seed = s.sweep->base.simulation.seed;
   s.meta.scenario_toml = s.sweep->resolved_toml();
 
-  std::string fingerprint_text = s.meta.command_line + "\n" + std::to_string(s.shard.index) + "/" +
-                                 std::to_string(s.shard.count) + "\n";
-  for (const SweepPoint& p : s.sweep->points) fingerprint_text += overrides_text(p.overrides()) + "\n";
-  char fingerprint[32];
-  std::snprintf(fingerprint, sizeof fingerprint, "%016llx", static_cast<unsigned long long>(fnv1a(fingerprint_text)));
-  s.fingerprint = fingerprint;
+  const fs::path catalog_dir = vm.count("catalog") ? fs::path(vm["catalog"].as<std::string>())
+                                                   : models::Catalog::default_directory();
+  s.inputs = sweep_fingerprint(*s.sweep, catalog_dir);
+  s.sidecar_parts = s.inputs;
+  s.sidecar_parts.push_back({"shard", std::to_string(s.shard.index) + "/" + std::to_string(s.shard.count)});
+  for (const FingerprintPart& p : s.sidecar_parts) s.fingerprint += p.name + "=" + p.hash + "\n";
+  if (s.test_signal == "setup" && ranks.size() == 1) std::raise(SIGTERM);
 }
+
+/// The first 10 invalid points of `rows` (index, overrides, reason) and their count, as lines for stderr.
+std::string invalid_points_text(const Sweep& sweep, const std::vector<const Row*>& rows) {
+  std::string out;
+  size_t count = 0;
+  for (const Row* r : rows) {
+    if (r->status != "invalid") continue;
+    if (++count > 10) continue;
+    const SweepPoint& p = sweep.points[static_cast<size_t>(r->index)];
+    // The loader places an error in one of the point's values at "--set:N:C" (N counts the command line's --set,
+    // then the point's seed, then its values): the point's overrides, printed before, say it better.
+    std::string reason = r->reason;
+    if (reason.rfind("--set:", 0) == 0) {
+      const size_t colon = reason.find(':', 6);
+      const auto n = parse_int(std::string_view(reason).substr(6, colon == std::string::npos ? 0 : colon - 6));
+      const size_t end = reason.find(": ", colon == std::string::npos ? 0 : colon + 1);
+      if (n && *n > static_cast<int64_t>(sweep.overrides.size()) + 1 && end != std::string::npos) {
+        reason = reason.substr(end + 2);
+      }
+    }
+    out += "sweep: point " + std::to_string(r->index) + " (" + overrides_text(p.overrides()) + ") is invalid: " +
+           reason + (reason.empty() || reason.back() != '\n' ? "\n" : "");
+  }
+  if (count > 10) out += "sweep: ... and " + std::to_string(count - 10) + " more invalid points (the reason column)\n";
+  if (count > 0) out += "sweep: " + std::to_string(count) + (count == 1 ? " invalid point\n" : " invalid points\n");
+  return out;
+}
+
+/// SIGINT/SIGTERM caught (on_stop_signal) for the life of a one-rank sweep: setup, points and the final write.
+struct StopSignals {
+  explicit StopSignals(bool on) : on_(on) {
+    if (!on_) return;
+    g_stop_signal = 0;
+    std::signal(SIGINT, on_stop_signal);
+    std::signal(SIGTERM, on_stop_signal);
+  }
+  ~StopSignals() {
+    if (!on_) return;
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  bool on_;
+};
+
+const char* stop_signal_name() { return g_stop_signal == SIGTERM ? "SIGTERM" : "SIGINT"; }
 
 /// `clustersim sweep` on this rank (docs/sweeps.md; docs/scale-out.md for MPI). Stages: (1) every rank reads
 /// the options and the sweep; (2) rank 0 opens the sidecar (reading it with --resume); each is agreed on by all
@@ -280,6 +344,7 @@ void set_up_sweep(const std::vector<std::string>& args, const SweepRanks& ranks,
 /// results file, and every rank returns rank 0's exit status.
 int sweep_main(const std::vector<std::string>& args, SweepRanks& ranks) {
   const bool root = ranks.rank() == 0;
+  const StopSignals signals(ranks.size() == 1);
   std::ostream null_out(nullptr);
   SweepSetup s;
   std::string message;
@@ -289,6 +354,10 @@ int sweep_main(const std::vector<std::string>& args, SweepRanks& ranks) {
   });
   code = ranks.agree(code, message, code == 0 ? fnv1a(s.fingerprint) : 0);
   if (code != 0 || s.help) return code;
+  if (g_stop_signal != 0) {
+    std::cerr << "sweep: interrupted by " << stop_signal_name() << " while setting up; nothing was run\n";
+    return kExitStopped;
+  }
   const Sweep& sweep = *s.sweep;
   const models::Catalog& catalog = *s.catalog;
 
@@ -297,7 +366,19 @@ int sweep_main(const std::vector<std::string>& args, SweepRanks& ranks) {
   std::unique_ptr<Sidecar> sidecar;
   if (root) {
     code = attempt("sweep", message, [&] {
-      sidecar = std::make_unique<Sidecar>(s.sidecar_path, s.fingerprint, s.resume, done);
+      // A resumed row must be one of this shard's points, with that point's seed.
+      std::map<int64_t, uint64_t> seeds;
+      for (const SweepPoint* p : s.mine) seeds.emplace(p->index, p->seed);
+      const Sidecar::RowCheck check = [&seeds](const Row& r) -> std::string {
+        const auto it = seeds.find(r.index);
+        if (it == seeds.end()) return "point " + std::to_string(r.index) + " is not a point of this sweep (or shard)";
+        if (it->second != r.seed) {
+          return "point " + std::to_string(r.index) + " has seed " + std::to_string(r.seed) + ", the sweep gives it " +
+                 std::to_string(it->second);
+        }
+        return {};
+      };
+      sidecar = std::make_unique<Sidecar>(s.sidecar_path, s.sidecar_parts, s.resume, done, check);
       return 0;
     });
   }
@@ -328,10 +409,9 @@ int sweep_main(const std::vector<std::string>& args, SweepRanks& ranks) {
     SweepRunOptions run_options;
     run_options.jobs = s.jobs;
     run_options.limit = s.stop_after;
-    // SIGINT/SIGTERM: the workers stop between points (the point in flight is dropped, recomputed on --resume),
-    // the sidecar keeps every finished point and no results file is written; exit 75 like --stop-after.
-    std::signal(SIGINT, on_stop_signal);
-    std::signal(SIGTERM, on_stop_signal);
+    // SIGINT/SIGTERM (caught since the start, StopSignals): the workers stop between points (the point in flight
+    // is dropped, recomputed on --resume), the sidecar keeps every finished point and no results file is written;
+    // exit 75 like --stop-after.
     run_options.on_row = [&](const Row& row) {
       if (g_stop_signal != 0) throw Interrupted{};
       sidecar->append(row);
@@ -346,10 +426,8 @@ int sweep_main(const std::vector<std::string>& args, SweepRanks& ranks) {
       }
       return 0;
     });
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
     if (interrupted) {
-      std::cerr << "\nsweep: interrupted by " << (g_stop_signal == SIGTERM ? "SIGTERM" : "SIGINT") << "; "
+      std::cerr << "\nsweep: interrupted by " << stop_signal_name() << "; "
                 << s.sidecar_path.string() << " holds the finished points: rerun with --resume\n";
       return kExitStopped;
     }
@@ -377,7 +455,20 @@ int sweep_main(const std::vector<std::string>& args, SweepRanks& ranks) {
     std::vector<const Row*> ordered;
     for (const auto& r : rows) ordered.push_back(&*r);
     const SweepTable table = build_sweep_table(sweep, ordered);
-    write_sweep_file(s.output, s.meta, table, sweep_grid_axes(sweep, table));
+    if (g_stop_signal != 0) {
+      std::cerr << "\nsweep: interrupted by " << stop_signal_name() << " before writing " << s.output.string() << "; "
+                << s.sidecar_path.string() << " holds every point: rerun with --resume\n";
+      return kExitStopped;
+    }
+    if (s.test_signal == "write" && ranks.size() == 1) std::raise(SIGTERM);  // as if it came during the write
+    write_sweep_file(s.output, s.meta, table, sweep_grid_axes(sweep, table),
+                     SweepIdentity{s.inputs, static_cast<int64_t>(sweep.points.size())});
+    if (g_stop_signal != 0) {
+      // The write is atomic and finished: the file is whole. The sidecar stays, so --resume only rewrites it.
+      std::cerr << "\nsweep: interrupted by " << stop_signal_name() << " while writing " << s.output.string()
+                << " (the file was completed); " << s.sidecar_path.string() << " kept: rerun with --resume\n";
+      return kExitStopped;
+    }
     sidecar->remove();
 
     size_t ok = 0, oom = 0, invalid = 0;
@@ -400,6 +491,11 @@ int sweep_main(const std::vector<std::string>& args, SweepRanks& ranks) {
     }
     said << "wrote " << s.output.string() << "\n";
     if (s.json) std::cout << sweep_json(table, sweep.spec.objective, rank_points(sweep, ordered)) << "\n";
+    std::cerr << invalid_points_text(sweep, ordered);
+    if (s.strict && invalid > 0) {
+      std::cerr << "sweep: --strict: " << invalid << (invalid == 1 ? " point is" : " points are") << " invalid\n";
+      return kExitDataError;
+    }
     return 0;
   });
   if (code != 0) std::cerr << message;
@@ -408,7 +504,8 @@ int sweep_main(const std::vector<std::string>& args, SweepRanks& ranks) {
 
 int merge_main(const std::vector<std::string>& args) {
   po::options_description options("clustersim merge OUT.h5 SHARD.h5...");
-  options.add_options()("help,h", "show this help");
+  options.add_options()("help,h", "show this help")
+      ("allow-partial", "write the merge of an incomplete set of shards (says how many points are missing)");
   po::options_description hidden;
   hidden.add_options()("files", po::value<std::vector<std::string>>(), "files");
   po::positional_options_description positional;
@@ -426,8 +523,23 @@ int merge_main(const std::vector<std::string>& args) {
   check_output_path(out, shards, "the merged file");
 
   const MergedSweep merged = merge_sweep_files(std::vector<fs::path>(files.begin() + 1, files.end()));
-  write_sweep_file(out, merged.meta, merged.table, merged.axes);
-  std::cout << "merged " << merged.files << " files, " << merged.points << " points; wrote " << out.string() << "\n";
+  const bool allow_partial = vm.count("allow-partial") > 0;
+  if (merged.missing > 0 && !allow_partial) {
+    throw DataError("the shards hold " + std::to_string(merged.points) + " of the sweep's " +
+                    std::to_string(merged.identity.points) + " points (" + std::to_string(merged.missing) +
+                    " missing: a shard is not given or did not finish); merge them with --allow-partial to write "
+                    "the incomplete file");
+  }
+  if (merged.identity.points < 0) {
+    std::cerr << "merge: warning: the shards carry no fingerprint (written before clustersim checked inputs by "
+                 "content): neither their inputs nor their completeness can be checked\n";
+  }
+  write_sweep_file(out, merged.meta, merged.table, merged.axes, merged.identity);
+  std::cout << "merged " << merged.files << " files, " << merged.points << " points";
+  if (merged.missing > 0) {
+    std::cout << " (partial: " << merged.missing << " of " << merged.identity.points << " points missing)";
+  }
+  std::cout << "; wrote " << out.string() << "\n";
   return 0;
 }
 

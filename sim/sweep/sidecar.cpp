@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <sstream>
 #include <variant>
 
 #include "sim/errors.hpp"
+#include "sim/input_file.hpp"
 
 namespace clustersim::sim {
 
@@ -119,39 +122,58 @@ T integer(std::string_view t, const std::string& where) {
   T v = 0;
   const auto res = std::from_chars(t.data(), t.data() + t.size(), v);
   if (t.empty() || res.ec != std::errc() || res.ptr != t.data() + t.size()) {
-    throw DataError(where + ": malformed line");
+    throw DataError(where + ": malformed line: '" + escape(t) + "' is not an integer");
   }
   return v;
 }
 }  // namespace
 
-std::optional<SweepRow> RowDecoder::decode(std::string_view line) {
+namespace {
+bool is_column_name(std::string_view n) {
+  return !n.empty() && std::all_of(n.begin(), n.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+}  // namespace
+
+std::optional<SweepRow> RowDecoder::decode(std::string_view line, int64_t line_number) {
+  const std::string where = line_number > 0 ? where_ + ":" + std::to_string(line_number) : where_;
+  const auto fail = [&where](const std::string& why) { throw DataError(where + ": " + why); };
   const auto f = split_tabs(line);
-  if (f[0] == "M" && f.size() >= 2 && (f.size() - 2) % 4 == 0) {
+  if (f[0] == "M") {
+    if (f.size() < 2 || (f.size() - 2) % 4 != 0) fail("malformed column list (M line)");
     auto meta = std::make_shared<SweepMetaList>();
-    for (size_t i = 2; i + 3 < f.size(); i += 4) meta->push_back({f[i], f[i + 2], f[i + 3], f[i + 1] == "s"});
-    metas_[integer(f[1], where_)] = std::move(meta);
+    for (size_t i = 2; i + 3 < f.size(); i += 4) {
+      if (!is_column_name(f[i])) fail("column name '" + escape(f[i]) + "' is not [a-z0-9_]+");
+      if (f[i + 1] != "s" && f[i + 1] != "d") fail("column type '" + escape(f[i + 1]) + "' is not d or s");
+      meta->push_back({f[i], f[i + 2], f[i + 3], f[i + 1] == "s"});
+    }
+    metas_[integer(f[1], where)] = std::move(meta);
     return std::nullopt;
   }
-  if (f[0] != "R" || f.size() < 6) throw DataError(where_ + ": malformed line");
+  if (f[0] != "R" || f.size() < 6) fail("malformed line (neither a column list nor a row)");
   SweepRow r;
-  r.index = integer(f[1], where_);
-  r.seed = integer<uint64_t>(f[2], where_);
+  r.index = integer(f[1], where);
+  if (r.index < 0) fail("negative point index " + f[1]);
+  r.seed = integer<uint64_t>(f[2], where);
   r.status = f[3];
+  if (r.status != "ok" && r.status != "invalid" && r.status != "out_of_memory") {
+    fail("status '" + escape(r.status) + "' of point " + f[1] + " is not ok, invalid or out_of_memory");
+  }
   r.reason = f[4];
-  const int64_t id = integer(f[5], where_);
+  const int64_t id = integer(f[5], where);
+  if (id < 0 && r.status != "invalid") fail("point " + f[1] + " is " + r.status + " and has no columns");
+  if (id < 0 && f.size() != 6) fail("malformed row for point " + f[1]);
   if (id >= 0) {
     const auto it = metas_.find(id);
-    if (it == metas_.end() || it->second->size() != f.size() - 6) {
-      throw DataError(where_ + ": malformed row for point " + f[1]);
-    }
+    if (it == metas_.end() || it->second->size() != f.size() - 6) fail("malformed row for point " + f[1]);
     r.meta = it->second;
     for (size_t i = 0; i < r.meta->size(); ++i) {
       if ((*r.meta)[i].is_string) {
         r.values.emplace_back(f[6 + i]);
       } else {
         const auto v = parse_number(f[6 + i]);
-        if (!v) throw DataError(where_ + ": malformed number in the row of point " + f[1]);
+        if (!v) fail("malformed number in the row of point " + f[1]);
         r.values.emplace_back(*v);
       }
     }
@@ -161,44 +183,70 @@ std::optional<SweepRow> RowDecoder::decode(std::string_view line) {
 
 constexpr std::string_view kSidecarMagic = "clustersim-sweep-partial";
 
-Sidecar::Sidecar(fs::path path, const std::string& fingerprint, bool resume, std::map<int64_t, SweepRow>& done)
+Sidecar::Sidecar(fs::path path, const std::vector<FingerprintPart>& fingerprint, bool resume,
+                 std::map<int64_t, SweepRow>& done, const RowCheck& check)
     : path_(std::move(path)) {
   bool fresh = true;
-  if (resume && fs::exists(path_)) {
-    std::ifstream in(path_, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    std::string all = text.str();
+  std::error_code exists_error;
+  if (resume && fs::exists(path_, exists_error)) {
+    std::string all;
+    try {
+      all = read_input_file(path_, kMaxTraceInputBytes);
+    } catch (const InputFileError& e) {
+      throw DataError(path_.string() + ": " + e.what());
+    }
     const size_t complete = all.rfind('\n');
     all.resize(complete == std::string::npos ? 0 : complete + 1);
     std::istringstream lines(all);
     std::string line;
     bool header = false;
+    int64_t number = 0;
     RowDecoder decoder(path_.string());
     while (std::getline(lines, line)) {
+      ++number;
       if (!header) {
         const auto f = split_tabs(line);
-        if (f.size() != 3 || f[0] != kSidecarMagic || f[1] != "1") {
-          throw DataError(path_.string() + ": not a sweep sidecar file");
+        if (f.size() < 2 || f[0] != kSidecarMagic) throw DataError(path_.string() + ":1: not a sweep sidecar file");
+        if (f[1] != "2") {
+          throw DataError(path_.string() + ":1: written by an older clustersim (format " + escape(f[1]) +
+                          ", whose fingerprint does not cover the inputs' content); delete it or run without --resume");
         }
-        if (f[2] != fingerprint) {
-          throw DataError(path_.string() + ": belongs to another sweep (scenario, options or points differ); "
-                                           "delete it or run without --resume");
+        if (f.size() % 2 != 0) throw DataError(path_.string() + ":1: malformed sidecar header");
+        std::vector<FingerprintPart> was;
+        for (size_t i = 2; i + 1 < f.size(); i += 2) was.push_back({f[i], f[i + 1]});
+        if (was != fingerprint) {
+          std::string what = describe_fingerprint_change(was, fingerprint, "since the sidecar was written");
+          if (what.empty()) what = "its fingerprint differs";
+          throw DataError(path_.string() + ":1: " + what +
+                          "; it belongs to another sweep: delete it or run without --resume");
         }
         header = true;
         continue;
       }
-      if (std::optional<SweepRow> r = decoder.decode(line)) done[r->index] = std::move(*r);
+      if (std::optional<SweepRow> r = decoder.decode(line, number)) {
+        if (check) {
+          if (const std::string why = check(*r); !why.empty()) {
+            throw DataError(path_.string() + ":" + std::to_string(number) + ": " + why);
+          }
+        }
+        done[r->index] = std::move(*r);
+      }
     }
     for (const auto& [id, meta] : decoder.metas()) encoder_.known(meta, id);
     if (header) {
-      fs::resize_file(path_, all.size());
+      std::error_code ec;
+      fs::resize_file(path_, all.size(), ec);
+      if (ec) throw IoError("cannot write " + path_.string() + ": " + ec.message());
       fresh = false;
     }
   }
   file_ = std::fopen(path_.c_str(), fresh ? "wb" : "ab");
-  if (file_ == nullptr) throw IoError("cannot write " + path_.string());
-  if (fresh) write(std::string(kSidecarMagic) + "\t1\t" + escape(fingerprint) + "\n");
+  if (file_ == nullptr) throw IoError("cannot write " + path_.string() + ": " + std::strerror(errno));
+  if (fresh) {
+    std::string header = std::string(kSidecarMagic) + "\t2";
+    for (const FingerprintPart& p : fingerprint) header += "\t" + escape(p.name) + "\t" + escape(p.hash);
+    write(header + "\n");
+  }
 }
 
 Sidecar::~Sidecar() {
@@ -220,7 +268,7 @@ void Sidecar::remove() {
 
 void Sidecar::write(const std::string& text) {
   if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0) {
-    throw IoError("cannot write " + path_.string());
+    throw IoError("cannot write " + path_.string() + ": " + std::strerror(errno));
   }
 }
 

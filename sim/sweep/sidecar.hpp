@@ -2,15 +2,19 @@
 // FILE.h5.partial that makes a killed sweep resumable (docs/sweeps.md, "Resuming"; docs/scale-out.md).
 //
 // Sidecar format: text, one record a line, fields separated by tabs, with \\, \t, \n, \r escaped:
-//   clustersim-sweep-partial <TAB> 1 <TAB> FINGERPRINT          first line; FINGERPRINT identifies the sweep
+//   clustersim-sweep-partial <TAB> 2 <TAB> then per part: NAME, HASH    first line: the sweep's fingerprint by
+//                                                     content (sim/sweep/fingerprint.hpp), the shard a part too
 //   M <TAB> ID <TAB> then per column: NAME, TYPE (d|s), UNITS, DESCRIPTION     a list of result columns
 //   R <TAB> INDEX <TAB> SEED <TAB> STATUS <TAB> REASON <TAB> META-ID (-1: none) <TAB> VALUE...   a finished point
 // Appended and flushed after every point; a last line without its newline (a killed write) is ignored. Doubles
 // are written as their shortest round-trip text, so a row read back is bit-identical to the row written.
+// Reading checks every field: column names [a-z0-9_]+, types d|s, status ok|invalid|out_of_memory (ok and
+// out_of_memory with columns), integers; an error names the file and line (DataError, exit 65).
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -20,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/sweep/fingerprint.hpp"
 #include "sim/sweep/sweep_runner.hpp"
 
 namespace clustersim::sim {
@@ -57,8 +62,11 @@ class RowDecoder {
  public:
   explicit RowDecoder(std::string where) : where_(std::move(where)) {}
   /// One line without its newline: an M line (recorded; returns nullopt) or an R line (returns its row; its
-  /// columns are the shared list of the M line it names). Throws DataError when the line is malformed.
-  std::optional<SweepRow> decode(std::string_view line);
+  /// columns are the shared list of the M line it names). Throws DataError ("WHERE:LINE: reason" when
+  /// `line_number` > 0) when the line is malformed: an unknown record, a column name not [a-z0-9_]+, a type not
+  /// d|s, a status not ok|invalid|out_of_memory, a non-integer index, seed or id, an unknown column list, a
+  /// value that is not a number in a number column.
+  std::optional<SweepRow> decode(std::string_view line, int64_t line_number = 0);
   /// The column lists read so far, by id.
   const std::map<int64_t, std::shared_ptr<const SweepMetaList>>& metas() const { return metas_; }
 
@@ -70,10 +78,15 @@ class RowDecoder {
 /// The sidecar FILE.h5.partial of a running sweep: every finished row appended and flushed.
 class Sidecar {
  public:
+  /// Checks one resumed row (its point exists, its seed is the point's); returns "" or why it is wrong.
+  using RowCheck = std::function<std::string(const SweepRow&)>;
   /// Opens `path` for appending: fresh (truncated, header written) or, with `resume`, after reading its
-  /// finished rows into `done` (by index). Throws DataError when it belongs to another sweep (its fingerprint
-  /// differs) or is malformed, IoError when it cannot be written.
-  Sidecar(std::filesystem::path path, const std::string& fingerprint, bool resume, std::map<int64_t, SweepRow>& done);
+  /// finished rows into `done` (by index; the file read with read_input_file, at most kMaxTraceInputBytes).
+  /// Throws DataError naming the path (and line) when it is not a regular readable file, belongs to another
+  /// sweep (its fingerprint differs: the message names each changed part, "the scenario changed since the
+  /// sidecar was written"), is malformed or a row fails `check`; IoError when it cannot be written.
+  Sidecar(std::filesystem::path path, const std::vector<FingerprintPart>& fingerprint, bool resume,
+          std::map<int64_t, SweepRow>& done, const RowCheck& check = {});
   ~Sidecar();
   Sidecar(const Sidecar&) = delete;
   Sidecar& operator=(const Sidecar&) = delete;

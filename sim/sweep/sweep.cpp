@@ -20,6 +20,7 @@
 #include "models/hardware/catalog.hpp"
 #include "models/parallelism/layout.hpp"
 #include "models/splitmix64.hpp"
+#include "sim/input_file.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/io/scenario_params.hpp"
 #include "sim/step/step_simulation.hpp"
@@ -390,14 +391,39 @@ int64_t SweepSpec::size() const {
   return n;
 }
 
+namespace {
+/// Refuses a grid of more than kMaxSweepPoints points (the product of the axis lengths, overflow-checked) before
+/// anything is expanded: a ScenarioError at the [sweep] table naming each axis and its length.
+void check_grid_size(const std::filesystem::path& scenario, Pos pos, const SweepSpec& spec) {
+  int64_t n = 1;
+  bool over = false;
+  std::string axes;
+  for (const SweepAxis& a : spec.axes) {
+    const auto len = static_cast<int64_t>(a.values.size());
+    std::string keys;
+    for (const std::string& k : a.keys) keys += (keys.empty() ? "" : "+") + k;
+    axes += (axes.empty() ? "" : " x ") + keys + " (" + std::to_string(len) + ")";
+    if (!over && (len != 0 && n > kMaxSweepPoints / len)) over = true;
+    if (!over) n *= len;
+  }
+  if (over || n > kMaxSweepPoints) {
+    fail(scenario, pos, "sweep",
+         "the grid has more than " + std::to_string(kMaxSweepPoints) + " points: " + axes +
+             "; split the sweep or shorten an axis");
+  }
+}
+}  // namespace
+
 SweepSpec read_sweep(const std::filesystem::path& scenario) {
-  std::ifstream in(scenario, std::ios::binary);
-  if (!in) throw ScenarioError(scenario, 0, 0, "", "cannot open the scenario file");
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string text;
+  try {
+    text = read_input_file(scenario, kMaxTextInputBytes);
+  } catch (const InputFileError& e) {
+    throw ScenarioError(scenario, 0, 0, "", std::string("cannot read the scenario file: it ") + e.what());
+  }
   toml::table doc;
   try {
-    doc = toml::parse(text.str(), scenario.string());
+    doc = toml::parse(text, scenario.string());
   } catch (const toml::parse_error& e) {
     const auto& b = e.source().begin;
     throw ScenarioError(scenario, static_cast<int64_t>(b.line), static_cast<int64_t>(b.column), "",
@@ -523,6 +549,7 @@ SweepSpec read_sweep(const std::filesystem::path& scenario) {
     }
     spec.axes.push_back(std::move(axis));
   }
+  check_grid_size(scenario, pos_of(sweep->source()), spec);
   return spec;
 }
 

@@ -95,8 +95,13 @@ struct SweepSpec {
 /// z ^= z >> 27; z *= 0x94d049bb133111eb; z ^= z >> 31). Depends on nothing but (base_seed, index).
 uint64_t sweep_point_seed(uint64_t base_seed, int64_t index);
 
+/// The most points a sweep's grid may have (the product of its axes' lengths, before parallelism = "auto" adds
+/// layouts): 10^6, the same bound as one range's values. A grid over it is refused before it is expanded.
+inline constexpr int64_t kMaxSweepPoints = 1'000'000;
+
 /// Reads the [sweep] table of `scenario` (absent: no axes). Errors are ScenarioError with file:line:col and
-/// the key, like the loader's.
+/// the key, like the loader's; a grid of more than kMaxSweepPoints points is one, at the [sweep] table, key
+/// "sweep", naming each axis and its length.
 SweepSpec read_sweep(const std::filesystem::path& scenario);
 
 /// The points of `spec`, `base_seed` as the scenario's simulation.seed. With auto_parallelism, expands the

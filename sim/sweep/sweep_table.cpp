@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -237,9 +238,23 @@ std::vector<GridGroup> sweep_grids(const std::vector<SummaryColumn>& axes, const
 }
 
 void write_sweep_file(const fs::path& path, const RunMetadata& meta, const SweepTable& t,
-                      const std::vector<SummaryColumn>& axes) {
+                      const std::vector<SummaryColumn>& axes, const SweepIdentity& identity) {
+  std::vector<ColumnGroup> groups{columns_group(t)};
+  if (!identity.inputs.empty()) {
+    std::vector<std::string> part, hash;
+    for (const FingerprintPart& p : identity.inputs) {
+      part.push_back(p.name);
+      hash.push_back(p.hash);
+    }
+    part.emplace_back("point_count");
+    hash.push_back(std::to_string(identity.points));
+    groups.push_back({kSweepFingerprintGroup,
+                      "the sweep's inputs by content (FNV-1a 64 of each) and, last, point_count: its number of points",
+                      {{"part", "", "an input: scenario, set, sweep, a trace, catalog, engine, points", part},
+                       {"hash", "", "FNV-1a 64 of the part's content, 16 hex digits", hash}}});
+  }
   try {
-    write_results_file(path, meta, t.columns, {columns_group(t)}, sweep_grids(axes, t));
+    write_results_file(path, meta, t.columns, groups, sweep_grids(axes, t));
   } catch (const std::exception& e) {
     throw IoError(e.what());
   }
@@ -444,6 +459,36 @@ std::string format_ranking(const LoadedSweep& sweep, const std::vector<const Swe
   return out.str();
 }
 
+namespace {
+/// The /sweep_inputs of `path`; empty (points -1) when the file has none. Throws DataError when malformed.
+SweepIdentity read_identity(const fs::path& path) {
+  SweepIdentity id;
+  std::vector<SummaryColumn> columns;
+  try {
+    columns = read_results_columns(path, kSweepFingerprintGroup);
+  } catch (const std::runtime_error&) {
+    return id;  // a file written before the fingerprint
+  }
+  const std::vector<std::string>* part = nullptr;
+  const std::vector<std::string>* hash = nullptr;
+  for (const SummaryColumn& c : columns) {
+    if (c.name == "part") part = std::get_if<std::vector<std::string>>(&c.values);
+    if (c.name == "hash") hash = std::get_if<std::vector<std::string>>(&c.values);
+  }
+  if (part == nullptr || hash == nullptr || part->size() != hash->size() || part->empty() ||
+      part->back() != "point_count") {
+    throw DataError(path.string() + ": /" + kSweepFingerprintGroup + " is malformed");
+  }
+  for (size_t i = 0; i + 1 < part->size(); ++i) id.inputs.push_back({(*part)[i], (*hash)[i]});
+  const std::string& count = hash->back();
+  const auto res = std::from_chars(count.data(), count.data() + count.size(), id.points);
+  if (count.empty() || res.ec != std::errc() || res.ptr != count.data() + count.size() || id.points < 0) {
+    throw DataError(path.string() + ": /" + kSweepFingerprintGroup + " point_count '" + count + "' is not a count");
+  }
+  return id;
+}
+}  // namespace
+
 MergedSweep merge_sweep_files(const std::vector<fs::path>& files) {
   struct ShardFile {
     fs::path path;
@@ -451,6 +496,7 @@ MergedSweep merge_sweep_files(const std::vector<fs::path>& files) {
     std::map<std::string, SummaryColumn> columns;
     std::vector<std::string> order, kinds;
     std::vector<int64_t> index;
+    SweepIdentity identity;
   };
   std::vector<ShardFile> shards;
   for (const fs::path& file : files) {
@@ -463,6 +509,7 @@ MergedSweep merge_sweep_files(const std::vector<fs::path>& files) {
         if (c.name == "name") s.order = std::get<std::vector<std::string>>(c.values);
         if (c.name == "kind") s.kinds = std::get<std::vector<std::string>>(c.values);
       }
+      s.identity = read_identity(s.path);
     } catch (const std::runtime_error& e) {
       throw DataError(std::string(e.what()) + " (not a clustersim sweep file?)");
     } catch (const std::bad_variant_access&) {
@@ -479,6 +526,17 @@ MergedSweep merge_sweep_files(const std::vector<fs::path>& files) {
         s.meta.seed != first.seed || s.meta.schema_version != first.schema_version) {
       throw DataError(s.path.string() + ": is a shard of another sweep than " + shards.front().path.string() +
                       " (command line, scenario or seed differ)");
+    }
+    if (!shards.empty()) {
+      const SweepIdentity& a = shards.front().identity;
+      const std::string differs = describe_fingerprint_change(a.inputs, s.identity.inputs, "between " +
+                                                              shards.front().path.string() + " and " + s.path.string());
+      if (!differs.empty() || a.points != s.identity.points) {
+        throw DataError(s.path.string() + ": is a shard of another sweep than " + shards.front().path.string() + ": " +
+                        (differs.empty() ? "their point counts differ (" + std::to_string(a.points) + " and " +
+                                               std::to_string(s.identity.points) + ")"
+                                         : differs));
+      }
     }
     shards.push_back(std::move(s));
   }
@@ -556,7 +614,10 @@ MergedSweep merge_sweep_files(const std::vector<fs::path>& files) {
   } catch (const std::runtime_error& e) {
     throw DataError(e.what());
   }
-  return {shards.front().meta, std::move(t), std::move(axes), shards.size(), refs.size()};
+  MergedSweep merged{shards.front().meta, std::move(t), std::move(axes), shards.front().identity, shards.size(),
+                     refs.size(), 0};
+  if (merged.identity.points >= 0) merged.missing = merged.identity.points - static_cast<int64_t>(refs.size());
+  return merged;
 }
 
 }  // namespace clustersim::sim

@@ -12,12 +12,22 @@
 #include <vector>
 
 #include "sim/output/results_file.hpp"
+#include "sim/sweep/fingerprint.hpp"
 #include "sim/sweep/sweep_runner.hpp"
 
 namespace clustersim::sim {
 
 inline constexpr const char* kSweepColumnsGroup = "sweep/columns";  ///< the column roles table
 inline constexpr const char* kSweepGridGroup = "sweep";             ///< the grid axes and grids
+inline constexpr const char* kSweepFingerprintGroup = "sweep_inputs";  ///< the inputs' hashes, point count
+
+/// What a sweep's file says about the sweep as a whole (so that `merge` can check its shards): the inputs'
+/// fingerprint (sim/sweep/fingerprint.hpp, without the shard) and the number of points of the whole sweep.
+/// Written as /sweep_inputs: string columns `part` and `hash`, the last row `point_count` and the count.
+struct SweepIdentity {
+  std::vector<FingerprintPart> inputs;
+  int64_t points = -1;  ///< every shard's points together; -1: unknown (a file written before issue 26)
+};
 
 /// The /summary columns of a sweep with the role of each.
 struct SweepTable {
@@ -42,23 +52,27 @@ std::vector<SummaryColumn> sweep_grid_axes(const LoadedSweep& sweep, const Sweep
 /// position; cells of points not in the table, e.g. another shard's, are NaN). Empty without axes.
 std::vector<GridGroup> sweep_grids(const std::vector<SummaryColumn>& axes, const SweepTable& table);
 
-/// Writes the sweep's results file atomically: /summary, /sweep/columns and the grids. Throws IoError.
+/// Writes the sweep's results file atomically: /summary, /sweep/columns, /sweep_inputs (when `identity`
+/// has parts) and the grids. Throws IoError.
 void write_sweep_file(const std::filesystem::path& path, const RunMetadata& meta, const SweepTable& table,
-                      const std::vector<SummaryColumn>& axes);
+                      const std::vector<SummaryColumn>& axes, const SweepIdentity& identity = {});
 
 /// The files of a sharded sweep combined.
 struct MergedSweep {
   RunMetadata meta;                ///< the first file's (all must agree)
   SweepTable table;                ///< every file's rows sorted by run_index
   std::vector<SummaryColumn> axes; ///< the grid axes of the file holding the lowest run_index
+  SweepIdentity identity;          ///< the shards' (all must agree); points -1 when a file has none
   size_t files = 0;
   size_t points = 0;
+  int64_t missing = 0;             ///< identity.points - points when known, else 0
 };
 
 /// Reads and combines the results files of one sharded sweep: column order that of the file holding the lowest
 /// run_index, then any further columns of the others; rows sorted by run_index; a column a file lacks is NaN /
-/// "". Throws DataError when a file is not a sweep file, belongs to another sweep (command line, scenario, seed
-/// or schema differ) or two files hold the same run_index.
+/// "". Throws DataError when a file is not a sweep file, belongs to another sweep (command line, scenario, seed,
+/// schema or the inputs' fingerprint differ: the message names the part, "the request trace 'a.csv' differs
+/// between ...") or two files hold the same run_index. Does not check completeness: see MergedSweep::missing.
 MergedSweep merge_sweep_files(const std::vector<std::filesystem::path>& shards);
 
 /// The simulated points of `rows` (invalid ones left out) ranked by the sweep's objective ([sweep] objective,

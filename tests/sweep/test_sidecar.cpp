@@ -13,6 +13,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -54,6 +55,9 @@ SweepRow invalid_row(int64_t index) {
   r.reason = "--set:1:1: parallelism.tensor: must divide\\heads";
   return r;
 }
+
+/// A fingerprint of one part (the scenario's hash `h`).
+std::vector<FingerprintPart> fp(const std::string& h) { return {{"scenario", h}, {"shard", "0/1"}}; }
 
 void expect_same(const SweepRow& a, const SweepRow& b) {
   EXPECT_EQ(a.index, b.index);
@@ -139,7 +143,7 @@ TEST(Sidecar, ResumeReadsTheFinishedRowsAndIgnoresATornLastLine) {
   const fs::path path = temp_file("resume.h5.partial");
   {
     std::map<int64_t, SweepRow> none;
-    Sidecar sidecar(path, "fp-1", false, none);
+    Sidecar sidecar(path, fp("1"), false, none);
     sidecar.append(ok_row(5, 2.5, "fits"));
     sidecar.append(invalid_row(6));
   }
@@ -149,14 +153,14 @@ TEST(Sidecar, ResumeReadsTheFinishedRowsAndIgnoresATornLastLine) {
   }
   std::map<int64_t, SweepRow> done;
   {
-    Sidecar sidecar(path, "fp-1", true, done);
+    Sidecar sidecar(path, fp("1"), true, done);
     ASSERT_EQ(done.size(), 2u);
     expect_same(done.at(5), ok_row(5, 2.5, "fits"));
     expect_same(done.at(6), invalid_row(6));
     sidecar.append(ok_row(7, 3.5, "fits"));  // written where the torn line was
   }
   std::map<int64_t, SweepRow> again;
-  Sidecar reread(path, "fp-1", true, again);
+  Sidecar reread(path, fp("1"), true, again);
   ASSERT_EQ(again.size(), 3u);
   expect_same(again.at(7), ok_row(7, 3.5, "fits"));
   reread.remove();
@@ -167,14 +171,96 @@ TEST(Sidecar, AnotherSweepsOrAForeignFileIsRefused) {
   const fs::path path = temp_file("foreign.h5.partial");
   {
     std::map<int64_t, SweepRow> none;
-    Sidecar sidecar(path, "fp-A", false, none);
+    Sidecar sidecar(path, fp("A"), false, none);
   }
   std::map<int64_t, SweepRow> done;
-  EXPECT_THROW(Sidecar(path, "fp-B", true, done), DataError);
+  EXPECT_THROW(Sidecar(path, fp("B"), true, done), DataError);
   std::ofstream(path) << "hello\n";
-  EXPECT_THROW(Sidecar(path, "fp-A", true, done), DataError);
+  EXPECT_THROW(Sidecar(path, fp("A"), true, done), DataError);
   // Without --resume the file is simply started afresh.
-  EXPECT_NO_THROW(Sidecar(path, "fp-B", false, done));
+  EXPECT_NO_THROW(Sidecar(path, fp("B"), false, done));
+}
+
+/// The DataError message of opening `path` for --resume (with `check`), or "" when it opens.
+std::string resume_error(const fs::path& path, const std::vector<FingerprintPart>& parts,
+                         const Sidecar::RowCheck& check = {}) {
+  std::map<int64_t, SweepRow> done;
+  try {
+    Sidecar sidecar(path, parts, true, done, check);
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Issue 26, defect 2: the sidecar says which input changed.
+TEST(Sidecar, AChangedInputIsNamed) {
+  const fs::path path = temp_file("changed.h5.partial");
+  const std::vector<FingerprintPart> was{{"scenario", "1"}, {"request trace 't.csv'", "2"}, {"points", "3"}};
+  {
+    std::map<int64_t, SweepRow> none;
+    Sidecar sidecar(path, was, false, none);
+  }
+  std::vector<FingerprintPart> now = was;
+  now[0].hash = "9";
+  now[2].hash = "9";
+  const std::string scenario = resume_error(path, now);
+  EXPECT_NE(scenario.find(path.string() + ":1: the scenario changed since the sidecar was written"), std::string::npos)
+      << scenario;
+  EXPECT_EQ(scenario.find("points"), std::string::npos) << scenario;  // a consequence, not named beside a cause
+  now = was;
+  now[1].hash = "9";
+  EXPECT_NE(resume_error(path, now).find("the request trace 't.csv' changed since the sidecar was written"),
+            std::string::npos);
+  EXPECT_EQ(resume_error(path, was), "");
+  // A sidecar of the old format (a hash of the scenario's path) is refused, not trusted.
+  std::ofstream(path) << "clustersim-sweep-partial\t1\t0123456789abcdef\n";
+  EXPECT_NE(resume_error(path, was).find("older clustersim"), std::string::npos);
+}
+
+// Issue 26, defects 15 and 18: every field of a sidecar is checked, and an error names the file and line (65).
+TEST(Sidecar, CorruptFieldsAreDataErrorsWithTheLine) {
+  const fs::path path = temp_file("corrupt.h5.partial");
+  const auto with = [&](const std::string& lines) {
+    std::ofstream(path, std::ios::binary) << "clustersim-sweep-partial\t2\tscenario\tA\tshard\t0/1\n" << lines;
+    return resume_error(path, fp("A"));
+  };
+  const std::string ok_meta = "M\t0\tstep_time_s\td\ts\tstep\n";
+  EXPECT_EQ(with(ok_meta + "R\t0\t5\tok\t\t0\t1.5\n"), "");
+  const std::string name = with("M\t0\tStep Time!\td\ts\tstep\n");
+  EXPECT_NE(name.find(path.string() + ":2: column name 'Step Time!' is not [a-z0-9_]+"), std::string::npos) << name;
+  EXPECT_NE(with("M\t0\tstep_time_s\tx\ts\tstep\n").find(":2: column type 'x'"), std::string::npos);
+  const std::string status = with(ok_meta + "R\t0\t5\tdone\t\t0\t1.5\n");
+  EXPECT_NE(status.find(path.string() + ":3: status 'done' of point 0"), std::string::npos) << status;
+  EXPECT_NE(with(ok_meta + "R\t0\t-5\tok\t\t0\t1.5\n").find(":3: malformed line: '-5' is not an integer"),
+            std::string::npos);
+  EXPECT_NE(with(ok_meta + "R\t0\t5x\tok\t\t0\t1.5\n").find(":3:"), std::string::npos);
+  EXPECT_NE(with(ok_meta + "R\t0\t5\tok\t\t-1\n").find(":3: point 0 is ok and has no columns"), std::string::npos);
+  EXPECT_NE(with(ok_meta + "R\t0\t5\tok\t\t0\tfast\n").find(":3: malformed number"), std::string::npos);
+  // The seed checked against the sweep's point (the check sweep_command passes).
+  std::ofstream(path, std::ios::binary) << "clustersim-sweep-partial\t2\tscenario\tA\tshard\t0/1\n"
+                                        << ok_meta << "R\t0\t5\tok\t\t0\t1.5\n";
+  const std::string seed = resume_error(path, fp("A"), [](const SweepRow& r) {
+    return r.seed == 7 ? std::string() : "point 0 has seed " + std::to_string(r.seed) + ", the sweep gives it 7";
+  });
+  EXPECT_NE(seed.find(path.string() + ":3: point 0 has seed 5"), std::string::npos) << seed;
+}
+
+// Issue 26, defect 10/17 for sidecars: a FIFO is refused (65), never opened and waited on.
+TEST(Sidecar, AFifoIsRefused) {
+  const fs::path path = temp_file("fifo.h5.partial");
+  fs::remove(path);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  const std::string e = resume_error(path, fp("A"));
+  EXPECT_NE(e.find(path.string()), std::string::npos) << e;
+  EXPECT_NE(e.find("FIFO"), std::string::npos) << e;
+  fs::remove(path);
+}
+
+// Issue 26, defect 10 for sidecars: an endless device is refused before it is read (65), not read for gigabytes.
+TEST(Sidecar, ADeviceIsRefused) {
+  const std::string e = resume_error("/dev/zero", fp("A"));
+  EXPECT_EQ(e.rfind("/dev/zero: ", 0), 0u) << e;
 }
 
 }  // namespace
