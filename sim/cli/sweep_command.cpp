@@ -44,6 +44,7 @@
 #include "sim/job/job_simulation.hpp"
 #include "sim/output/job_report.hpp"
 #include "sim/output/output_path.hpp"
+#include "sim/run/run_inputs.hpp"
 #include "sim/output/results_file.hpp"
 #include "sim/output/step_report.hpp"
 #include "sim/step/step_simulation.hpp"
@@ -270,6 +271,11 @@ void set_up_sweep(const std::vector<std::string>& args, const SweepRanks& ranks,
 
   s.catalog.emplace(load_catalog(vm));
   s.sweep.emplace(load_sweep(vm["scenario"].as<std::string>(), set_overrides(vm), *s.catalog, s.jobs));
+  // Before any point runs: -o and its sidecar must not be a device, a directory or one of the sweep's inputs.
+  std::vector<InputFile> inputs = s.sweep->serving ? run_inputs(*s.sweep->serving) : run_inputs(s.sweep->base);
+  inputs.push_back({s.sweep->scenario, "the scenario file"});
+  check_output_path(s.output, inputs, "-o");
+  check_output_path(s.sidecar_path, inputs, "the sidecar of -o");
   for (const SweepPoint& p : s.sweep->points) {
     if (p.index % s.shard.count == s.shard.index) s.mine.push_back(&p);
   }

@@ -23,6 +23,7 @@
 #include "sim/input_file.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/io/scenario_params.hpp"
+#include "sim/io/toml_limits.hpp"
 #include "sim/step/step_simulation.hpp"
 
 namespace clustersim::sim {
@@ -419,8 +420,9 @@ SweepSpec read_sweep(const std::filesystem::path& scenario) {
   try {
     text = read_input_file(scenario, kMaxTextInputBytes);
   } catch (const InputFileError& e) {
-    throw ScenarioError(scenario, 0, 0, "", std::string("cannot read the scenario file: it ") + e.what());
+    throw ScenarioError(scenario, 0, 0, "", std::string("cannot open the scenario file: it ") + e.what());
   }
+  if (const auto v = check_toml_limits(text)) throw ScenarioError(scenario, v->line, v->column, "", v->message);
   toml::table doc;
   try {
     doc = toml::parse(text, scenario.string());
