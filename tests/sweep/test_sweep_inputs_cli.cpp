@@ -257,5 +257,26 @@ TEST(SweepInputs, InvalidPointsAreNamedAndStrictRefusesThem) {
   fs::remove_all(d);
 }
 
+// Defect 1 for the sweep: -o naming the scenario, its trace or a directory is refused (74) before any point runs,
+// and the input is left as it was.
+TEST(SweepInputs, AnOutputThatIsAnInputIsRefusedBeforeTheRun) {
+  const fs::path d = four_point_sweep("output-is-input");
+  const std::string scenario = read_file(d / "s.toml"), trace = read_file(d / "t.csv");
+  auto r = run_cli(sweep_cmd(d, "s.toml"));
+  EXPECT_EQ(r.exit_code, 74) << r.err;
+  EXPECT_NE(r.err.find("is the scenario file"), std::string::npos) << r.err;
+  r = run_cli(sweep_cmd(d, "t.csv"));
+  EXPECT_EQ(r.exit_code, 74) << r.err;
+  EXPECT_NE(r.err.find("is the request trace"), std::string::npos) << r.err;
+  fs::create_directories(d / "dir.h5");
+  r = run_cli(sweep_cmd(d, "dir.h5"));
+  EXPECT_EQ(r.exit_code, 74) << r.err;
+  EXPECT_NE(r.err.find("is a directory"), std::string::npos) << r.err;
+  EXPECT_EQ(read_file(d / "s.toml"), scenario);
+  EXPECT_EQ(read_file(d / "t.csv"), trace);
+  EXPECT_FALSE(fs::exists(d / "s.toml.partial"));
+  fs::remove_all(d);
+}
+
 }  // namespace
 }  // namespace clustersim::sim
