@@ -18,11 +18,17 @@
 // (workload.trace, TIMESTAMP,ContextTokens,GeneratedTokens rows with edge token counts and impossible or
 // malformed dates), a training seed with a [job] an eviction trace (reliability.spot_eviction_trace on spot VMs,
 // edge hours, non-numbers, comments).
+// A mutant with a [sweep] table (the seeds from scenarios/sweeps: value lists, zips, "auto" layouts; their
+// entries mutated like any key, and one mutant in four gets a swept key of the format with 1-3 edge values) goes
+// through the sweep's set-up instead: load_sweep (grid bound, every point's overrides), its content fingerprint,
+// and a sidecar of up to 3 finished rows, written, mutated as text (a character deleted, a line duplicated, a
+// field replaced by an edge word) and read back as --resume reads it (the rows checked against the points).
 // An internal error (with its message) or an over-long input is written to --failures DIR as input_<seed>_<i>.toml.
 //
 // Usage: fuzz_scenarios [--seconds S] [--max-inputs N] [--seed K] [--input-limit S] [--failures DIR]
 //                       [--print INDEX] SEED.toml...     (--print: write input INDEX to stdout and stop)
-// Exit status: 0 when every input held the property, 1 otherwise, 64 on a bad command line.
+// Exit status: 0 when every input held the property, 1 otherwise, 64 on a bad command line. With the environment
+// variable FUZZ_SHOW_ERRORS set, each located data error is printed to stderr (to see what the mutants hit).
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -42,6 +48,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "models/splitmix64.hpp"
+#include "sim/errors.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/io/scenario_params.hpp"
 #include "sim/job/job_simulation.hpp"
@@ -51,6 +58,9 @@
 #include "sim/run/exit_status.hpp"
 #include "sim/run/run_scenario.hpp"
 #include "sim/run/run_serving.hpp"
+#include "sim/sweep/fingerprint.hpp"
+#include "sim/sweep/sidecar.hpp"
+#include "sim/sweep/sweep_runner.hpp"
 
 namespace fs = std::filesystem;
 using namespace clustersim;
@@ -242,7 +252,38 @@ struct FuzzInput {
   std::string text;
   std::string side_name;  ///< "" when none; else a file name relative to the scenario
   std::string side_text;
+  uint64_t sidecar_mutation = 0;  ///< a sweep's: draws the sidecar's text mutation
 };
+
+/// A swept key of the format (scenario_params()) in `sweep`, with 1-3 values of its type (edge values included).
+void add_swept_key(Draw& g, toml::table& sweep) {
+  const auto params = clustersim::sim::detail::scenario_params();
+  const auto& p = params[g.below(params.size())];
+  toml::table scratch;
+  toml::array values;
+  for (size_t i = 0, n = 1 + g.below(3); i < n; ++i) {
+    set_value(g, scratch, "v", &p);
+    if (const toml::node* v = scratch.get("v")) values.push_back(*v);
+  }
+  sweep.insert_or_assign(std::string(p.key), values);
+}
+
+/// A sidecar's text with one mutation: a character deleted, a line duplicated, or a tab-separated field replaced
+/// by an edge word.
+std::string mutate_sidecar(Draw& g, std::string text) {
+  if (text.empty() || g.chance(20)) return text;
+  if (g.chance(60)) return mutate_text(g, text);
+  static const char* kWords[] = {"", "-1", "nan", "1e999", "18446744073709551616", "x y", "ok", "invalid", "d", "s",
+                                 "M", "R", "9223372036854775807", "\\", "\\q"};
+  std::vector<size_t> tabs;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\t') tabs.push_back(i);
+  }
+  if (tabs.empty()) return text;
+  const size_t at = tabs[g.below(tabs.size())] + 1;
+  const size_t end = text.find_first_of("\t\n", at);
+  return text.substr(0, at) + kWords[g.below(std::size(kWords))] + (end == std::string::npos ? "" : text.substr(end));
+}
 
 /// A request trace's rows: the Azure 2023 layout, with edge token counts, impossible or malformed dates, rows out
 /// of order, wrong column counts, a changed header.
@@ -317,6 +358,8 @@ FuzzInput make_input(const std::vector<std::string>& seeds, uint64_t seed, uint6
   }
   const size_t n = 1 + g.below(4);
   for (size_t i = 0; i < n; ++i) mutate_tree(g, root);
+  if (root.contains("sweep") && root["sweep"].is_table() && g.chance(25)) add_swept_key(g, *root["sweep"].as_table());
+  input.sidecar_mutation = g.next();
   if (g.chance(25)) add_side_file(g, root, input);
   std::ostringstream out;
   out << root;
@@ -357,6 +400,23 @@ extern "C" void on_alarm(int) {
 
 enum class Outcome { ok, verdict, data_error, unlocated_data_error, internal_error };
 
+std::string testing_read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Whether the file parses as TOML with a top-level [sweep] table.
+bool has_sweep_table(const fs::path& file) {
+  try {
+    const toml::table doc = toml::parse(testing_read(file), file.string());
+    return doc.get("sweep") != nullptr && doc.get("sweep")->is_table();
+  } catch (const toml::parse_error&) {
+    return false;
+  }
+}
+
 /// A serving scenario through the whole run path: load, run, report, /summary and its tables.
 void run_serving(const fs::path& file, const models::Catalog& catalog, const fs::path& out) {
   const sim::ServingScenario sc = sim::load_serving_scenario(file, {}, catalog);
@@ -372,8 +432,42 @@ void run_serving(const fs::path& file, const models::Catalog& catalog, const fs:
                            {"timeseries", "samples", sim::serving_sample_columns(run)}});
 }
 
-Outcome run_one(const fs::path& file, const models::Catalog& catalog, const fs::path& out, std::string& message) {
+/// A sweep's set-up as `clustersim sweep --resume` runs it, without running the points: load_sweep, the content
+/// fingerprint, and a sidecar of up to 3 rows written, mutated by `mutation` and read back.
+void run_sweep_setup(const fs::path& file, const models::Catalog& catalog, const fs::path& sidecar,
+                     uint64_t mutation) {
+  const sim::LoadedSweep sweep = sim::load_sweep(file, {}, catalog);
+  const std::vector<sim::FingerprintPart> fingerprint =
+      sim::sweep_fingerprint(sweep, models::Catalog::default_directory());
+  {
+    std::map<int64_t, sim::SweepRow> none;
+    sim::Sidecar writer(sidecar, fingerprint, false, none);
+    const auto meta = std::make_shared<const sim::SweepMetaList>(
+        sim::SweepMetaList{{"step_time_s", "s", "the step", false}, {"vm_size", "", "the VM", true}});
+    for (size_t i = 0; i < sweep.points.size() && i < 3; ++i) {
+      const sim::SweepPoint& p = sweep.points[i];
+      writer.append(i == 1 ? sim::SweepRow{p.index, p.seed, "invalid", "a reason\twith a tab", nullptr, {}}
+                           : sim::SweepRow{p.index, p.seed, "ok", "", meta, {1.5 * static_cast<double>(i), "x"}});
+    }
+  }
+  Draw g(mutation);
+  const std::string text = mutate_sidecar(g, testing_read(sidecar));
+  std::ofstream(sidecar, std::ios::binary | std::ios::trunc) << text;
+  std::map<int64_t, sim::SweepRow> done;
+  const auto check = [&sweep](const sim::SweepRow& r) -> std::string {
+    if (r.index < 0 || r.index >= static_cast<int64_t>(sweep.points.size())) return "no such point";
+    return sweep.points[static_cast<size_t>(r.index)].seed == r.seed ? "" : "another seed";
+  };
+  sim::Sidecar reader(sidecar, fingerprint, true, done, check);
+}
+
+Outcome run_one(const fs::path& file, const models::Catalog& catalog, const fs::path& out, std::string& message,
+                uint64_t sidecar_mutation) {
   try {
+    if (has_sweep_table(file)) {
+      run_sweep_setup(file, catalog, out.string() + ".partial", sidecar_mutation);
+      return Outcome::ok;
+    }
     if (sim::is_serving_scenario(file)) {
       run_serving(file, catalog, out);
       return Outcome::ok;
@@ -394,6 +488,11 @@ Outcome run_one(const fs::path& file, const models::Catalog& catalog, const fs::
   } catch (const sim::ScenarioError& e) {
     message = e.what();
     return Outcome::data_error;
+  } catch (const sim::DataError& e) {
+    // A sidecar's error: "PATH:LINE: reason" (a located one) or a point's value the models reject.
+    message = e.what();
+    return std::string_view(message).find(".partial:") != std::string_view::npos ? Outcome::data_error
+                                                                                 : Outcome::unlocated_data_error;
   } catch (...) {
     // Not a ScenarioError: exit 65 without a file:line:column (a model rejecting a value the loader let
     // through), or an internal error.
@@ -480,13 +579,14 @@ int main(int argc, char** argv) {
     alarm(input_limit);
     std::string message;
     const auto t0 = std::chrono::steady_clock::now();
-    const Outcome o = run_one(input, catalog, output, message);
+    const Outcome o = run_one(input, catalog, output, message, made.sidecar_mutation);
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     alarm(0);
     if (took > slowest_s) {
       slowest_s = took;
       slowest = g_index;
     }
+    if (o == Outcome::data_error && std::getenv("FUZZ_SHOW_ERRORS") != nullptr) std::cerr << message << "\n";
     ++counts[o];
     ++tried;
     if (o == Outcome::unlocated_data_error && unlocated[message]++ == 0) {
