@@ -13,6 +13,7 @@
 #include "models/hardware/catalog.hpp"
 #include "sim/errors.hpp"
 #include "sim/output/atomic_file.hpp"
+#include "sim/output/output_path.hpp"
 #include "sim/validation/serving_validation.hpp"
 #include "sim/validation/validation.hpp"
 #include "sim/validation/validation_report.hpp"
@@ -110,6 +111,13 @@ int run_validate_command(const std::vector<std::string>& args) {
   }
   const int jobs = vm["jobs"].as<int>();
   if (jobs < 1) throw UsageError("--jobs must be >= 1");
+  if (vm.count("write-uncertainty") && !vm.count("leave-one-out")) {
+    throw UsageError("--write-uncertainty needs --leave-one-out");
+  }
+  // Before the minutes of fitting: the bands' file must be writable (not a device, a directory, a missing one).
+  if (vm.count("write-uncertainty")) {
+    check_output_path(vm["write-uncertainty"].as<std::string>(), {}, "--write-uncertainty");
+  }
   const models::Catalog catalog = models::Catalog::load(
       vm.count("catalog") ? vm["catalog"].as<std::string>() : models::Catalog::default_directory().string());
   const std::filesystem::path dir = vm.count("directory")
@@ -136,9 +144,6 @@ int run_validate_command(const std::vector<std::string>& args) {
       std::printf("  %-18s matmul %.2f, memory %.2f: %s (%d evaluations)\n", g.c_str(), f.fractions.matmul,
                   f.fractions.memory, f.in_sample.text().c_str(), f.evaluations);
     }
-  }
-  if (vm.count("write-uncertainty") && !vm.count("leave-one-out")) {
-    throw UsageError("--write-uncertainty needs --leave-one-out");
   }
   if (vm.count("leave-one-out")) {
     const std::vector<HeldOutDataset> held_out = leave_one_dataset_out(suite, catalog, jobs);

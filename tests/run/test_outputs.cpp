@@ -139,6 +139,19 @@ TEST(Outputs, AMissingDirectoryIsNamedBeforeTheRun) {
   fs::remove_all(dir);
 }
 
+// validate --write-uncertainty: its file is checked before the minutes of fitting (a device, a missing directory).
+TEST(Outputs, ValidatesBandsFileIsCheckedBeforeTheFit) {
+  const fs::path dir = fresh_dir("validate");
+  auto r = run_cli("validate --leave-one-out --write-uncertainty /dev/null");
+  EXPECT_EQ(r.exit_code, 74) << r.err;
+  EXPECT_NE(r.err.find("is a device"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+  r = run_cli("validate --leave-one-out --write-uncertainty " + q(dir / "nope" / "bands.toml"));
+  EXPECT_EQ(r.exit_code, 74) << r.err;
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
 // merge: the output may not be one of the shards it reads.
 TEST(Outputs, MergeRefusesToOverwriteAShard) {
   const fs::path dir = fresh_dir("merge");
