@@ -471,6 +471,17 @@ class Fleet {
   }
 
   [[nodiscard]] bool work_done() const { return arrived_all() && unfinished_ == 0; }
+
+  /// Counts one engine iteration of a replica; throws std::invalid_argument past the setup's
+  /// max_engine_iterations.
+  void count_iteration() {
+    if (++iterations_ > setup_.max_engine_iterations) {
+      throw std::invalid_argument("simulate_serving: the engines ran more than " +
+                                  std::to_string(setup_.max_engine_iterations) +
+                                  " iterations (the workload needs far more scheduler steps than a simulation "
+                                  "should take): raise serving.max_num_batched_tokens or shorten the workload");
+    }
+  }
   [[nodiscard]] bool arrived_all() const { return arrived_ == requests_.size(); }
   [[nodiscard]] double now_s() const { return sim_.now().to_seconds().value(); }
   Simulator& simulator() { return sim_; }
@@ -504,6 +515,7 @@ class Fleet {
   int64_t serving_count_ = 0, provisioning_count_ = 0;
   bool indexed_ = false;
   int64_t decisions_ = 0;  ///< the autoscaler's, so far
+  int64_t iterations_ = 0;  ///< every replica's engine iterations, so far
   std::set<std::pair<int64_t, int64_t>> by_load_;
   std::set<int64_t> serving_ids_;  ///< the serving replicas (round robin)
 };
@@ -622,6 +634,7 @@ bool Replica::continue_block() {
 }
 
 void Replica::start_iteration() {
+  fleet_.count_iteration();
   const EnginePolicy& policy = fleet_.setup().policy;
   const bool in_block = block_left_ > 0 && continue_block();
   if (in_block) {

@@ -64,6 +64,13 @@ enum class Routing { round_robin, least_outstanding };
 /// simulate_serving throws std::invalid_argument (an interval far too short for the run).
 inline constexpr int64_t kMaxAutoscaleDecisions = 10'000'000;
 
+/// The most engine iterations (scheduler steps of all replicas, drain included) one run may take: 20,000,000, about
+/// 20-30 s of one core (about 1 us each, measured on a 1-token max_num_batched_tokens run). The shipped serving
+/// scenarios take at most 1.1 million, the 350 validation rows at most 0.5 million. Beyond it simulate_serving
+/// throws std::invalid_argument (65): a per-iteration token budget far too small for the workload (e.g.
+/// serving.max_num_batched_tokens of a few tokens, each prompt taking hundreds of iterations).
+inline constexpr int64_t kMaxEngineIterations = 20'000'000;
+
 /// Replicas that follow the load (Kubernetes' Horizontal Pod Autoscaler rule, kubernetes.io "Horizontal Pod
 /// Autoscaling": desired = ceil(metric / target), evaluated every sync period, a scale-down taking the highest
 /// recommendation of a stabilization window). The metric is the requests outstanding in the fleet (queued at the
@@ -124,6 +131,8 @@ struct ServingSetup {
   ServingZones zones;
   /// From a replica's start (VM allocated) to serving: VM boot, weights loaded, engine warmed up, s.
   double provisioning_s = 0.0;
+  /// The run's budget of engine iterations (kMaxEngineIterations; a test lowers it).
+  int64_t max_engine_iterations = kMaxEngineIterations;
 };
 
 /// What happened to one request. first_token_s and finish_s are NaN when it never got that far (it needs more

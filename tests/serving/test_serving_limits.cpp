@@ -127,6 +127,24 @@ TEST(ServingAutoscaler, DecisionsBeyondTheRunBudgetAreAnErrorNotMinutesOfWork) {
   }
 }
 
+TEST(ServingBudget, EngineIterationsBeyondTheBudgetAreAnErrorNotMinutesOfWork) {
+  // Found by the extended fuzzer: max_num_batched_tokens = 1 over a 6,000 s window (120,000 requests of ~1,000
+  // prompt tokens, one token an iteration) ran 3 min 40 s. Beyond the run's iteration budget it stops with
+  // std::invalid_argument (exit 65); here a budget of 1,000 and a 2,000-token prompt, one token an iteration.
+  ServingSetup setup = h100_7b_setup();
+  setup.policy.chunked_prefill = true;
+  setup.policy.max_num_batched_tokens = 1;
+  setup.max_engine_iterations = 1000;
+  try {
+    (void)simulate_serving(setup, {ServingRequest{0.0, 2000, 20}});
+    ADD_FAILURE() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("the engines ran more than 1000 iterations"), std::string::npos) << e.what();
+  }
+  setup.max_engine_iterations = 3000;  // 2,000 prefill + 19 decode iterations fit
+  EXPECT_EQ(simulate_serving(setup, {ServingRequest{0.0, 2000, 20}}).requests.at(0).output_tokens, 20);
+}
+
 TEST(TraceLimits, TokenCountsAboveThePerRequestBoundAreRefusedNotOverflowed) {
   // Issue 26, defect 5: 2^63 - 1 gave exit 70; 2^62 + 2^62 a request that never completed.
   const std::string max = trace_error(write_trace("max.csv", "2023-11-16 18:15:46.68,9223372036854775807,5\n"));
