@@ -478,8 +478,8 @@ class Fleet {
     if (++iterations_ > setup_.max_engine_iterations) {
       throw std::invalid_argument("simulate_serving: the engines ran more than " +
                                   std::to_string(setup_.max_engine_iterations) +
-                                  " iterations (the workload needs far more scheduler steps than a simulation "
-                                  "should take): raise serving.max_num_batched_tokens or shorten the workload");
+                                  " iterations (scheduler steps of all replicas, the run's budget): use fewer "
+                                  "replicas, a shorter workload or a larger serving.max_num_batched_tokens");
     }
   }
   [[nodiscard]] bool arrived_all() const { return arrived_ == requests_.size(); }

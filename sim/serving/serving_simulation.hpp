@@ -64,12 +64,13 @@ enum class Routing { round_robin, least_outstanding };
 /// simulate_serving throws std::invalid_argument (an interval far too short for the run).
 inline constexpr int64_t kMaxAutoscaleDecisions = 10'000'000;
 
-/// The most engine iterations (scheduler steps of all replicas, drain included) one run may take: 20,000,000, about
-/// 20-30 s of one core (about 1 us each, measured on a 1-token max_num_batched_tokens run). The shipped serving
-/// scenarios take at most 1.1 million, the 350 validation rows at most 0.5 million. Beyond it simulate_serving
-/// throws std::invalid_argument (65): a per-iteration token budget far too small for the workload (e.g.
-/// serving.max_num_batched_tokens of a few tokens, each prompt taking hundreds of iterations).
-inline constexpr int64_t kMaxEngineIterations = 20'000'000;
+/// The most engine iterations (scheduler steps of all replicas, drain included) one run may take: 10,000,000, about
+/// 10-15 s of one core (1.0-1.3 us each, measured on a 1-token max_num_batched_tokens run and on 1,100 lightly
+/// loaded replicas). The shipped serving scenarios take at most 1.1 million, the 350 validation rows at most 0.5
+/// million. Beyond it simulate_serving throws std::invalid_argument (65): too many replicas stepping for the
+/// workload, a per-iteration token budget far too small for it (serving.max_num_batched_tokens of a few tokens),
+/// or a workload too long to simulate at once.
+inline constexpr int64_t kMaxEngineIterations = 10'000'000;
 
 /// Replicas that follow the load (Kubernetes' Horizontal Pod Autoscaler rule, kubernetes.io "Horizontal Pod
 /// Autoscaling": desired = ceil(metric / target), evaluated every sync period, a scale-down taking the highest
