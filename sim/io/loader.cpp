@@ -185,7 +185,7 @@ void Loader::apply_overrides(const std::vector<std::string>& overrides) {
   }
 }
 
-void Loader::check_schema_version() { check_param(*detail::find_param("schema_version")); }
+void Loader::check_schema_version() { check_param(*detail::find_param("schema_version"), nullptr); }
 
 void Loader::check_structure(const ScenarioKind& kind) {
   for (const auto& [k, node] : doc_) {
@@ -228,7 +228,7 @@ void Loader::check_structure(const ScenarioKind& kind) {
 
 void Loader::check_params(const ScenarioKind& kind) {
   for (const auto& p : detail::scenario_params()) {
-    if (kind.takes_table(p.table()) && kind.foreign_key_message(p.key).empty()) check_param(p);
+    if (kind.takes_table(p.table()) && kind.foreign_key_message(p.key).empty()) check_param(p, &kind);
   }
 }
 
@@ -292,15 +292,15 @@ Loc Loader::loc_of(const std::string& dotted) const {
   return table_loc(table);
 }
 
-void Loader::check_param(const ParamSpec& p) {
+void Loader::check_param(const ParamSpec& p, const ScenarioKind* kind) {
   const std::string key{p.key};
   const std::string table{p.table()};
   const std::string leaf{p.leaf()};
   if (!table.empty() && doc_.get(table) == nullptr) {
-    // The whole optional table is absent: defaults still apply, required keys do not. The job tables have
-    // no meaning without [job], so they take no defaults then either.
-    const bool job_table = table == "job" || table == "reliability" || table == "cost";
-    if (p.need == Need::defaulted && !(job_table && doc_.get("job") == nullptr)) set_default(p);
+    // The whole optional table is absent: defaults still apply, required keys do not; nor do they when the
+    // kind says the table means nothing without another that is absent too ([reliability] without [job]).
+    const std::string_view parent = kind == nullptr ? std::string_view{} : kind->defaults_need(table);
+    if (p.need == Need::defaulted && (parent.empty() || doc_.get(parent) != nullptr)) set_default(p);
     return;
   }
   const toml::node* node = find_node(table, leaf);

@@ -123,7 +123,9 @@ class Loader {
   Loc node_loc(const toml::node& node) const;
   Loc value_loc_of(const std::string& dotted, const toml::node& node) const;
   Loc key_loc_of(const std::string& dotted, const toml::key& key) const;
-  void check_param(const ParamSpec& p);
+  /// One key's presence, type and range, and its default; `kind` (nullptr for schema_version, checked before
+  /// the kind is known) says which absent tables take no defaults.
+  void check_param(const ParamSpec& p, const ScenarioKind* kind);
   bool set_framework_default(const ParamSpec& p);
   void set_default(const ParamSpec& p);
   void set_from_literal(const std::string& dotted, std::string_view literal);

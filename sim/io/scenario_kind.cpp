@@ -22,6 +22,13 @@ std::string_view ScenarioKind::foreign_key_message(std::string_view dotted) cons
   return {};
 }
 
+std::string_view ScenarioKind::defaults_need(std::string_view table) const {
+  for (const auto& [t, parent] : defaults_need_table) {
+    if (t == table) return parent;
+  }
+  return {};
+}
+
 const std::vector<ScenarioKind>& scenario_kinds() {
   static const std::vector<ScenarioKind> kinds = {
       ScenarioKind{
@@ -37,6 +44,7 @@ const std::vector<ScenarioKind>& scenario_kinds() {
                            {{"simulation.variability", "simulation.gpu_compute_cv", "simulation.slow_vm_fraction",
                              "simulation.slow_vm_factor"},
                             "a training run's key: the variability of a synchronous training step"}},
+          .defaults_need_table = {},
           .loaded_as_other_message =
               "a serving scenario: `clustersim run` simulates it; this command takes training scenarios",
           .check = check_serving,
@@ -52,6 +60,7 @@ const std::vector<ScenarioKind>& scenario_kinds() {
           .foreign_keys = {{{"reference.metric", "reference.value"},
                             "a serving scenario's key: a training run's [reference] gives tflops_per_gpu, "
                             "step_time_s, tokens_per_s_per_gpu or mfu"}},
+          .defaults_need_table = {{"job", "job"}, {"reliability", "job"}, {"cost", "job"}},
           .loaded_as_other_message = "",
           .check = check_training_scenario,
       },

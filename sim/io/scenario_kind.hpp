@@ -20,6 +20,7 @@
 #pragma once
 
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace clustersim::models {
@@ -46,6 +47,9 @@ struct ScenarioKind {
   std::vector<std::string_view> required_tables;  ///< missing: "required table is missing" at 1:1
   std::string_view foreign_table_message;
   std::vector<ForeignKeys> foreign_keys;  ///< keys of its tables it does not take, each an error at the key
+  /// {table, parent}: when both are absent the table takes no defaults (it means nothing without its parent:
+  /// a training run's [reliability] and [cost] without [job]; [job] itself).
+  std::vector<std::pair<std::string_view, std::string_view>> defaults_need_table;
   /// A loader of another kind given this kind's document: the error at this kind's marker table (the default
   /// kind, which has none, reports the wanted kind's marker table as missing).
   std::string_view loaded_as_other_message;
@@ -55,6 +59,8 @@ struct ScenarioKind {
   [[nodiscard]] bool takes_table(std::string_view table) const;
   /// The message for `dotted` (a key of one of its tables) when this kind does not take it, else "".
   [[nodiscard]] std::string_view foreign_key_message(std::string_view dotted) const;
+  /// The table whose absence leaves `table` without defaults (defaults_need_table), or "".
+  [[nodiscard]] std::string_view defaults_need(std::string_view table) const;
 };
 
 /// Every kind, the default kind (no marker table) last.

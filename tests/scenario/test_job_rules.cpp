@@ -18,6 +18,22 @@ TEST(JobRules, ReliabilityAndCostNeedAJob) {
   EXPECT_EQ(error_of(kTraining + "\n[job]\nsteps = 10\n"), "");
 }
 
+TEST(JobRules, TheJobTablesTakeTheirDefaultsOnlyWithAJob) {
+  // The training kind's defaults_need_table: [job], [reliability] and [cost] mean nothing without [job].
+  const TempScenario bare(kTraining);
+  const detail::Loader without = checked_loader(bare.path());
+  EXPECT_FALSE(without.has("job.replications"));
+  EXPECT_FALSE(without.has("reliability.spot"));
+  EXPECT_FALSE(without.has("cost.spot_discount"));
+  const TempScenario job(kTraining + "\n[job]\nsteps = 10\n");
+  const detail::Loader with = checked_loader(job.path());
+  EXPECT_EQ(with.get_int("job.replications"), 200);
+  EXPECT_FALSE(with.get_bool("reliability.spot"));
+  EXPECT_TRUE(with.has("cost.spot_discount"));
+  EXPECT_EQ(detail::scenario_kind_named("training").defaults_need("cost"), "job");
+  EXPECT_EQ(detail::scenario_kind_named("training").defaults_need("cluster"), "");
+}
+
 TEST(JobRules, PriceComesFromTheCatalogWhenOmitted) {
   const TempScenario file(kTraining + "\n[job]\nsteps = 10\n");
   detail::Loader l = checked_loader(file.path());
