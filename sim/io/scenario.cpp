@@ -52,21 +52,9 @@ const std::filesystem::path& ScenarioDocument::path() const {
 
 namespace {
 
-/// Checks the loader's document (parsed) with `overrides` as a scenario of kind `wanted`, up to its builder.
-void check_as(detail::Loader& loader, const std::vector<std::string>& overrides, const models::Catalog& catalog,
-              const detail::ScenarioKind& wanted) {
-  loader.apply_overrides(overrides);
-  loader.check_schema_version();
-  const detail::ScenarioKind& kind = detail::kind_of(loader);
-  loader.check_structure(kind);
-  detail::check_loaded_as(loader, kind, wanted);
-  loader.check_params(kind);
-  kind.check(loader, catalog);
-}
-
 Scenario load_training(detail::Loader& loader, const std::vector<std::string>& overrides,
                        const models::Catalog& catalog) {
-  check_as(loader, overrides, catalog, detail::scenario_kind_named("training"));
+  detail::check_as(loader, overrides, catalog, detail::scenario_kind_named("training"));
   return detail::build_training_scenario(loader);
 }
 
@@ -87,7 +75,7 @@ ServingScenario load_serving_scenario(const std::filesystem::path& path, const s
                                       const models::Catalog& catalog) {
   detail::Loader loader(path);
   loader.parse();
-  check_as(loader, overrides, catalog, detail::scenario_kind_named("serving"));
+  detail::check_as(loader, overrides, catalog, detail::scenario_kind_named("serving"));
   return detail::build_serving_scenario(loader);
 }
 

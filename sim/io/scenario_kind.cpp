@@ -82,6 +82,17 @@ const ScenarioKind& kind_of(const Loader& loader) {
   return scenario_kinds().back();
 }
 
+void check_as(Loader& loader, const std::vector<std::string>& overrides, const models::Catalog& catalog,
+              const ScenarioKind& wanted) {
+  loader.apply_overrides(overrides);
+  loader.check_schema_version();
+  const ScenarioKind& kind = kind_of(loader);
+  loader.check_structure(kind);
+  check_loaded_as(loader, kind, wanted);
+  loader.check_params(kind);
+  kind.check(loader, catalog);
+}
+
 void check_loaded_as(const Loader& loader, const ScenarioKind& document, const ScenarioKind& wanted) {
   if (&document == &wanted) return;
   if (!document.marker_table.empty()) {

@@ -10,15 +10,18 @@
 //   2. sim/io/scenario_kind.cpp: one more ScenarioKind in scenario_kinds(): its marker table, the tables it takes
 //      and requires, the keys of shared tables it refuses, the messages, its check function.
 //   3. sim/io/<kind>_scenario.cpp (new): its rules, `void check_<kind>(Loader&, const models::Catalog&)`, reusing
-//      the shared rules units (model_rules, reference_rules, ...), its builder and its load function, which runs
-//      check_as-style: overrides, schema_version, kind_of + check_structure, check_loaded_as, check_params, the
-//      kind's check, the builder (see load_serving_scenario in scenario.cpp). Larger kinds split the rules into
-//      <kind>_scenario_rules.cpp, as serving does.
+//      the shared rules units (model_rules, reference_rules, ...), its builder and its load function: a parsed
+//      Loader, check_as(loader, overrides, catalog, scenario_kind_named("<kind>")), the builder (as
+//      load_serving_scenario in scenario.cpp). Larger kinds split the rules into <kind>_scenario_rules.cpp, as
+//      serving does.
 //   4. sim/io/scenario.hpp: its resolved struct and load function; sim/io/CMakeLists.txt: the new unit.
+//   The other kinds' foreign_table_message name serving today ("[x] belongs to a serving scenario"): reword the
+//   training kind's when a third kind's tables can appear in a training document.
 //   Tests: tests/scenario/test_<kind>_scenario.cpp. The command that runs it (sim/run, sim/cli) dispatches on
 //   scenario_kind(path).
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -74,5 +77,9 @@ const ScenarioKind& kind_of(const Loader& loader);
 /// table, or the wanted kind's marker table reported missing ("required table is missing: not a serving
 /// scenario", at 1:1). Nothing when the kinds are the same.
 void check_loaded_as(const Loader& loader, const ScenarioKind& document, const ScenarioKind& wanted);
+/// A load as `wanted` up to its builder, on a parsed loader: the overrides, schema_version, the structure and the
+/// keys of the document's kind, check_loaded_as, then the kind's rules. Throws ScenarioError.
+void check_as(Loader& loader, const std::vector<std::string>& overrides, const models::Catalog& catalog,
+              const ScenarioKind& wanted);
 
 }  // namespace clustersim::sim::detail
