@@ -2,8 +2,9 @@
 //
 // Loading is strict: unknown keys, wrong types, missing required keys, out-of-range values and an
 // inconsistent parallelism layout are ScenarioError, whose message names the file, line, column and key.
-// Every key is declared once in a parameter table (name, type, unit, default, help) in scenario.cpp; the
-// same table rejects unknown keys and generates the reference in docs/scenario-format.md.
+// Every key is declared once in a parameter table (name, type, unit, default, help) in scenario_params.cpp; the
+// same table rejects unknown keys and generates the reference in docs/scenario-format.md. The rules of each
+// table live in sim/io/*_rules.cpp, each kind of scenario is declared in sim/io/scenario_kind.cpp.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/network/collectives.hpp"
@@ -219,8 +221,12 @@ struct ServingScenario {
   std::string resolved_toml;  ///< the scenario after --set overrides and defaults, as TOML text
 };
 
-/// Whether the scenario file at `path` describes a serving fleet (has a [serving] table). Throws ScenarioError
-/// when the file cannot be read or parsed.
+/// The kind of the scenario file at `path`: "serving" when it has a [serving] table, else "training" (the kinds
+/// are declared in sim/io/scenario_kind.cpp). Throws ScenarioError when the file cannot be read or parsed.
+std::string_view scenario_kind(const std::filesystem::path& path);
+
+/// Whether the scenario file at `path` describes a serving fleet: scenario_kind(path) == "serving". Throws
+/// ScenarioError when the file cannot be read or parsed.
 bool is_serving_scenario(const std::filesystem::path& path);
 
 /// Bad scenario input. what() is "FILE:LINE:COL: key 'KEY': message" (docs/scenario-format.md, "Errors"):
