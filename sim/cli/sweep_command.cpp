@@ -137,7 +137,9 @@ std::optional<SweepRequest> parse_sweep(const std::vector<std::string>& args, co
 /// The sweep's progress on stderr (rank 0): a bar redrawn in place on a terminal, else a line every 2 s.
 class SweepProgressLine final : public SweepProgress {
  public:
-  void start(size_t total, size_t target, size_t offset) override { line_.emplace("sweep", "points", total, target, offset); }
+  void start(size_t total, size_t target, size_t offset) override {
+    line_.emplace("sweep", "points", total, target, offset);
+  }
   void update(size_t done) override { line_->update(done); }
   void finish() override { line_->finish(); }
 

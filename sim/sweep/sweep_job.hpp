@@ -61,13 +61,14 @@ class SweepProgress {
   virtual void finish() = 0;
 };
 
-/// `clustersim sweep` on this rank of `ranks` (SweepRanks: MPI or one process). Stages: (1) every rank parses (`parse`) and loads the sweep; (2) rank 0
-/// opens the sidecar (reading it with --resume); each is agreed on by all ranks, so an error ends every rank
-/// with the same exit status; (3) the points are run: on threads with one rank, else spread over the ranks;
-/// (4) rank 0 writes the results file and prints the summary line, the ranking, "wrote ..." (to `out`, or
-/// `err` with --format json, when `out` gets the JSON) and the invalid points (to `err`). With one rank,
-/// SIGINT/SIGTERM are caught for the sweep's life: the sweep stops between points, resumable (75). Errors are
-/// printed to `err`; returns the exit status (every rank returns rank 0's). Never throws.
+/// `clustersim sweep` on this rank of `ranks` (SweepRanks: MPI or one process). Stages: (1) every rank parses
+/// (`parse`) and loads the sweep; (2) rank 0 opens the sidecar (reading it with --resume); each is agreed on by
+/// all ranks, so an error ends every rank with the same exit status; (3) the points are run: on threads with one
+/// rank, else spread over the ranks; (4) rank 0 writes the results file and prints the summary line, the
+/// ranking, "wrote ..." (to `out`, or `err` with --format json, when `out` gets the JSON) and the invalid points
+/// (to `err`). With one rank, SIGINT/SIGTERM are caught for the sweep's life: the sweep stops between points,
+/// resumable (75). Errors are printed to `err`; returns the exit status (every rank returns rank 0's). Never
+/// throws.
 int run_sweep_job(SweepGroup& ranks, const SweepRequestParser& parse, SweepProgress& progress, std::ostream& out,
                   std::ostream& err);
 

@@ -36,7 +36,9 @@ struct TempDir {
 LoadedSweep four_points() {
   LoadedSweep s;
   s.spec.axes = {{{"parallelism.tensor"}, {{int64_t{1}}, {int64_t{2}}, {int64_t{4}}, {int64_t{8}}}}};
-  for (int64_t i = 0; i < 4; ++i) s.points.push_back({i, static_cast<uint64_t>(100 + i), {{"parallelism.tensor", int64_t{1} << i}}});
+  for (int64_t i = 0; i < 4; ++i) {
+    s.points.push_back({i, static_cast<uint64_t>(100 + i), {{"parallelism.tensor", int64_t{1} << i}}});
+  }
   return s;
 }
 
