@@ -20,15 +20,12 @@
 #include "models/units.hpp"
 #include "sim/output/json.hpp"
 #include "sim/output/output_path.hpp"
-#include "sim/output/results_file.hpp"
-#include "sim/version.hpp"
 
 namespace clustersim::sim {
 
 namespace {
 
 namespace po = boost::program_options;
-
 
 /// "1024", "1K", "64M", "8G" (binary multiples, either case) as bytes; nullopt for anything else or for a value
 /// that does not fit in int64.
@@ -253,17 +250,7 @@ int run_collective_command(const std::vector<std::string>& args, const std::stri
       std::cout << format_collective_table(p, rows);
     }
     if (o.output) {
-      RunMetadata meta;
-      meta.software_version = software_version();
-      meta.git_sha = git_sha();
-      meta.command_line = command_line;
-      meta.seed = 0;
-      meta.scenario_toml = collective_parameters_toml(p);
-      try {
-        write_results_file(*o.output, meta, collective_summary_columns(p, rows));
-      } catch (const std::exception& e) {
-        throw IoError(e.what());
-      }
+      write_collective_file(*o.output, p, rows, command_line);
       (o.json ? std::cerr : std::cout) << "# wrote " << *o.output << "\n";
     }
     return 0;

@@ -22,7 +22,6 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
-#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -30,23 +29,17 @@
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
-#include "sim/cli/progress.hpp"
-#include "sim/run/run_serving.hpp"
-#include "sim/output/catalog_table.hpp"
 #include "sim/cli/collective_command.hpp"
+#include "sim/cli/progress.hpp"
 #include "sim/cli/sweep_command.hpp"
 #include "sim/cli/validate_command.hpp"
-#include "sim/io/scenario.hpp"
-#include "sim/output/chrome_trace.hpp"
-#include "sim/output/results_file.hpp"
-#include "sim/output/job_report.hpp"
-#include "sim/output/step_report.hpp"
 #include "sim/errors.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/output/catalog_table.hpp"
 #include "sim/output/json.hpp"
 #include "sim/output/output_path.hpp"
-#include "sim/run/run_inputs.hpp"
 #include "sim/run/exit_status.hpp"
-#include "sim/run/run_scenario.hpp"
+#include "sim/run/run_output.hpp"
 #include "sim/version.hpp"
 
 namespace po = boost::program_options;
@@ -76,57 +69,6 @@ std::string output_format(const po::variables_map& vm) {
   const std::string format = vm["format"].as<std::string>();
   if (format != "text" && format != "json") throw UsageError("--format must be text or json, got '" + format + "'");
   return format;
-}
-
-/// `clustersim run` on a serving scenario: the report (or the JSON row) and, with -o, the results file with
-/// /summary, /requests and /timeseries.
-int run_serving(const std::string& path, const std::vector<std::string>& overrides, const models::Catalog& catalog,
-                bool json, const std::string& output, const std::string& command_line) {
-  const sim::ServingScenario scenario = sim::load_serving_scenario(path, overrides, catalog);
-  if (!output.empty()) sim::check_output_path(output, sim::run_inputs(scenario), "-o");
-  const sim::ServingRun run = sim::run_serving_scenario(scenario, catalog);
-  const std::vector<sim::SummaryColumn> columns = sim::serving_summary_columns(scenario, run);
-  std::ostream& said = json ? std::cerr : std::cout;
-  if (json) {
-    std::cout << "{\"command\": \"run\", \"scenario\": " << sim::json_string(scenario.name)
-              << ", \"summary\": " << sim::columns_json(columns, true) << "}\n";
-  } else {
-    std::cout << sim::format_serving_summary(scenario, run);
-  }
-  if (!output.empty()) {
-    sim::RunMetadata meta;
-    meta.software_version = sim::software_version();
-    meta.git_sha = sim::git_sha();
-    meta.command_line = command_line;
-    meta.seed = scenario.seed;
-    meta.scenario_toml = scenario.resolved_toml;
-    const std::vector<sim::ColumnGroup> groups{
-        {"requests", "one row per request, in arrival order", sim::serving_request_columns(run)},
-        {"timeseries", "the fleet sampled every serving.sample_interval_s", sim::serving_sample_columns(run)}};
-    try {
-      sim::write_results_file(output, meta, columns, groups);
-    } catch (const std::exception& e) {
-      throw sim::IoError(e.what());
-    }
-    said << "wrote " << output << "\n";
-  }
-  return 0;
-}
-
-/// The -o and --trace paths of `clustersim run`, checked against the run's inputs and each other before it
-/// simulates (sim::check_output_path; sim::IoError, 74).
-void check_run_outputs(const po::variables_map& vm, std::vector<sim::InputFile> inputs) {
-  if (vm.count("output")) {
-    sim::check_output_path(vm["output"].as<std::string>(), inputs, "-o");
-    inputs.push_back({vm["output"].as<std::string>(), "the -o file"});
-  }
-  if (vm.count("trace")) sim::check_output_path(vm["trace"].as<std::string>(), inputs, "--trace");
-  std::error_code ec1, ec2;
-  if (vm.count("output") && vm.count("trace") &&
-      std::filesystem::weakly_canonical(vm["output"].as<std::string>(), ec1) ==
-          std::filesystem::weakly_canonical(vm["trace"].as<std::string>(), ec2) && !ec1 && !ec2) {
-    throw sim::IoError("cannot write --trace '" + vm["trace"].as<std::string>() + "': is the -o file");
-  }
 }
 
 int cmd_run(const std::vector<std::string>& args, const std::string& command_line) {
@@ -165,71 +107,35 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
   const models::Catalog catalog = load_catalog(vm);
   const std::vector<std::string> overrides =
       vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  const std::string scenario_path = vm["scenario"].as<std::string>();
-  if (sim::is_serving_scenario(scenario_path)) {
-    if (vm.count("trace")) throw UsageError("--trace: a serving scenario has no training step to trace");
-    return run_serving(scenario_path, overrides, catalog, json, vm.count("output") ? vm["output"].as<std::string>() : "",
-                       command_line);
-  }
-  const sim::Scenario scenario = sim::load_scenario(scenario_path, overrides, catalog);
-  check_run_outputs(vm, sim::run_inputs(scenario));
+  sim::RunOptions run_options;
+  run_options.command_line = command_line;
+  if (vm.count("output")) run_options.output = vm["output"].as<std::string>();
+  if (vm.count("trace")) run_options.trace = vm["trace"].as<std::string>();
   // A job's Monte Carlo can take seconds: its replications as progress on stderr (nothing for a short one).
   std::optional<cli::ProgressLine> line;
-  const sim::RunResult run = sim::run_scenario(scenario, catalog, [&line](int64_t done, int64_t planned) {
+  run_options.progress = [&line](int64_t done, int64_t planned) {
     if (!line) {
       line.emplace("job", "replications", static_cast<size_t>(planned), static_cast<size_t>(planned), 0, true);
     }
     line->update(static_cast<size_t>(done));
-  });
+  };
+  const sim::RunOutput run = sim::run_scenario_file(vm["scenario"].as<std::string>(), overrides, catalog, run_options);
   if (line) line->finish();
-  const sim::StepReport& report = run.step;
   // With --format json stdout is one JSON object and the "wrote" lines go to stderr.
   std::ostream& said = json ? std::cerr : std::cout;
   if (json) {
-    std::cout << "{\"command\": \"run\", \"scenario\": " << sim::json_string(scenario.name)
-              << ", \"summary\": " << sim::columns_json(sim::run_summary_columns(scenario, run), true) << "}\n";
+    std::cout << "{\"command\": \"run\", \"scenario\": " << sim::json_string(run.scenario_name)
+              << ", \"summary\": " << sim::columns_json(run.summary, true) << "}\n";
   } else {
-    std::cout << sim::format_step_summary(scenario, catalog, report, run.one_zone_report());
-    if (run.job) std::cout << sim::format_job_summary(scenario, *run.job, run.on_demand_job());
+    std::cout << run.report;
   }
-
-  if (vm.count("trace")) {
-    const std::string path = vm["trace"].as<std::string>();
-    const sim::ChromeTraceInfo info{scenario.name,
-                                    scenario.parallelism.tensor,
-                                    scenario.parallelism.data,
-                                    report.microbatches,
-                                    {{"software_version", sim::software_version()}, {"git_sha", sim::git_sha()},
-                                     {"command_line", command_line}},
-                                    scenario.parallelism.context};
-    try {
-      sim::write_chrome_trace(path, report.pipeline, info);
-    } catch (const std::runtime_error& e) {
-      throw sim::IoError(e.what());
-    }
-    said << "wrote " << path << "\n";
+  if (run_options.trace) {
+    sim::write_run_trace(*run_options.trace, run);
+    said << "wrote " << *run_options.trace << "\n";
   }
-  if (vm.count("output")) {
-    sim::RunMetadata meta;
-    meta.software_version = sim::software_version();
-    meta.git_sha = sim::git_sha();
-    meta.command_line = command_line;
-    meta.seed = scenario.simulation.seed;
-    meta.scenario_toml = scenario.resolved_toml;
-    const std::string path = vm["output"].as<std::string>();
-    const std::vector<sim::SummaryColumn> columns = sim::run_summary_columns(scenario, run);
-    std::vector<sim::ColumnGroup> groups{
-        {"runs/0/stages", "one row per pipeline stage of run 0", sim::stage_columns(report)}};
-    if (run.job) {
-      groups.push_back({"runs/0/replications", "one row per Monte Carlo replication of the job of run 0",
-                        sim::replication_columns(*run.job)});
-    }
-    try {
-      sim::write_results_file(path, meta, columns, groups);
-    } catch (const std::exception& e) {
-      throw sim::IoError(e.what());
-    }
-    said << "wrote " << path << "\n";
+  if (run_options.output) {
+    sim::write_run(*run_options.output, run);
+    said << "wrote " << *run_options.output << "\n";
   }
   return 0;
 }

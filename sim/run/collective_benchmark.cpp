@@ -13,6 +13,7 @@
 #include "models/units.hpp"
 #include "sim/errors.hpp"
 #include "sim/format.hpp"
+#include "sim/version.hpp"
 
 namespace clustersim::sim {
 
@@ -228,6 +229,21 @@ std::vector<CollectiveTimingRow> run_collective_benchmark(CollectiveBenchmark& p
     size *= p.step_factor;
   }
   return rows;
+}
+
+void write_collective_file(const std::filesystem::path& path, const CollectiveBenchmark& b,
+                           const std::vector<CollectiveTimingRow>& rows, const std::string& command_line) {
+  RunMetadata meta;
+  meta.software_version = software_version();
+  meta.git_sha = git_sha();
+  meta.command_line = command_line;
+  meta.seed = 0;
+  meta.scenario_toml = collective_parameters_toml(b);
+  try {
+    write_results_file(path, meta, collective_summary_columns(b, rows));
+  } catch (const std::exception& e) {
+    throw IoError(e.what());
+  }
 }
 
 }  // namespace clustersim::sim

@@ -1,9 +1,11 @@
 // What one `clustersim collective` run computes: an nccl-tests-style sweep of one collective over message sizes
-// on a cluster's topology (models::CollectiveModel), its table (nccl-tests' columns) and its HDF5 columns. The
-// CLI (sim/cli/collective_command.cpp) only parses the options into a CollectiveBenchmark and prints.
+// on a cluster's topology (models::CollectiveModel), its table (nccl-tests' columns), its HDF5 columns and its
+// results file. The CLI (sim/cli/collective_command.cpp) only parses the options into a CollectiveBenchmark
+// and prints.
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,5 +66,11 @@ std::vector<SummaryColumn> collective_summary_columns(const CollectiveBenchmark&
 
 /// The benchmark's parameters as TOML (the results file's scenario_toml attribute).
 std::string collective_parameters_toml(const CollectiveBenchmark& b);
+
+/// Writes the benchmark's results file `path` atomically: /summary = collective_summary_columns (one row per
+/// size); root attributes: the version, git sha, `command_line`, seed 0 and collective_parameters_toml. Throws
+/// IoError with the writer's message on any failure (nothing is left at `path`).
+void write_collective_file(const std::filesystem::path& path, const CollectiveBenchmark& b,
+                           const std::vector<CollectiveTimingRow>& rows, const std::string& command_line);
 
 }  // namespace clustersim::sim

@@ -10,6 +10,7 @@
 
 #include "sim/job/job_simulation.hpp"
 #include "sim/output/results_file.hpp"
+#include "sim/run/run_output.hpp"  // RunProgress
 #include "sim/step/step_simulation.hpp"
 
 namespace clustersim::models {
@@ -31,9 +32,6 @@ struct RunResult {
   [[nodiscard]] const StepReport* one_zone_report() const { return one_zone ? &*one_zone : nullptr; }
   [[nodiscard]] const JobStatistics* on_demand_job() const { return on_demand ? &*on_demand : nullptr; }
 };
-
-/// Told during a run's job Monte Carlo: replications finished, and the most that may run (a progress display).
-using RunProgress = std::function<void(int64_t replications_done, int64_t replications_planned)>;
 
 /// The spot job's on-demand counterpart: the same work, checkpoints and failures, without evictions (no spot,
 /// no eviction trace) and at the pay-as-you-go price (spot_discount 0). The comparison the report prints.

@@ -17,7 +17,7 @@ namespace clustersim::sim {
 /// The ranks of a sweep: joins the MPI job on construction (MPI_Init_thread) and leaves it on destruction
 /// (MPI_Finalize); in the plain binary a single rank with nothing to join. Messages are byte strings, sent
 /// without blocking and delivered in order between any two ranks. Not copyable; construct at most one.
-class SweepRanks final : public RankChannel {
+class SweepRanks final : public SweepGroup {
  public:
   SweepRanks();
   ~SweepRanks() override;
@@ -40,11 +40,11 @@ class SweepRanks final : public RankChannel {
   /// that must be the same on every rank that succeeded (e.g. of the sweep's points; 0 when irrelevant).
   /// Returns, the same on every rank: 0 when every rank succeeded with the same check; else rank 0's status if
   /// it failed, else that of the lowest failing rank; else 65 (ranks disagree on `check`; rank 0 says so).
-  int agree(int code, const std::string& message, uint64_t check);
+  int agree(int code, const std::string& message, uint64_t check) override;
 
   /// Collective: rank 0's `code` on every rank (the final exit status), after every message sent by this
   /// rank has been delivered.
-  int finish(int code);
+  int finish(int code) override;
 
   /// Sends `bytes` to rank `dest` with tag `tag` (>= 0) without blocking (the bytes are copied).
   void send(int dest, int tag, const std::string& bytes) override;

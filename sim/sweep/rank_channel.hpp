@@ -2,6 +2,7 @@
 // them: an interface, so that the sweep engine links without MPI and its protocol is tested in memory.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace clustersim::sim {
@@ -23,6 +24,18 @@ class RankChannel {
   virtual bool poll(int& source, int& tag, std::string& bytes) = 0;
   /// Prints `message` and ends every rank with exit status `code`.
   [[noreturn]] virtual void abort(int code, const std::string& message) = 0;
+};
+
+/// The processes of a sweep as its orchestration (sim/sweep/sweep_job.hpp) needs them: the channel, and the
+/// collective agreement on each stage's outcome. SweepRanks implements it; an implementation in memory lets the
+/// orchestration link (and be tested) without MPI.
+class SweepGroup : public RankChannel {
+ public:
+  /// Collective: combines one stage's outcome on every rank (SweepRanks::agree): 0 when every rank succeeded
+  /// with the same `check`, else the failing status, the same on every rank.
+  virtual int agree(int code, const std::string& message, uint64_t check) = 0;
+  /// Collective: rank 0's `code` on every rank (the final exit status).
+  virtual int finish(int code) = 0;
 };
 
 }  // namespace clustersim::sim

@@ -76,6 +76,25 @@ TEST(Layering, NoSourceIncludesALayerAboveIt) {
   EXPECT_GT(files, 80);
 }
 
+/// The CLI only parses, calls and prints: one place writes a run (sim/run/run_output.hpp, the sweep engine),
+/// so no file of sim/cli includes the results file's writer.
+TEST(Layering, TheCliWritesNoResultsFile) {
+  const std::regex include(R"re(^\s*#\s*include\s*"sim/output/results_file.hpp")re");
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(kRoot / "sim" / "cli")) {
+    if (!entry.is_regular_file()) continue;
+    ++files;
+    std::ifstream in(entry.path());
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      EXPECT_FALSE(std::regex_search(line, include))
+          << fs::relative(entry.path(), kRoot).generic_string() << ":" << n
+          << ": the CLI includes sim/output/results_file.hpp: write through sim/run (write_run) or sim/sweep";
+    }
+  }
+  EXPECT_GT(files, 5);
+}
+
 TEST(Layering, TheRulesThemselves) {
   EXPECT_EQ(layer_of("models/units.hpp"), "core");
   EXPECT_EQ(layer_of("models/network/topology.hpp"), "models");

@@ -1,0 +1,124 @@
+#include "sim/run/run_output.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+#include "models/hardware/catalog.hpp"
+#include "sim/errors.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/output/chrome_trace.hpp"
+#include "sim/output/job_report.hpp"
+#include "sim/output/step_report.hpp"
+#include "sim/run/run_inputs.hpp"
+#include "sim/run/run_scenario.hpp"
+#include "sim/run/run_serving.hpp"
+#include "sim/version.hpp"
+
+namespace clustersim::sim {
+
+struct StepTrace {
+  RunResult run;         ///< run.step.pipeline holds the spans
+  ChromeTraceInfo info;  ///< the scenario's layout and the metadata written into "otherData"
+};
+
+namespace {
+
+RunMetadata metadata_of(const std::string& command_line, uint64_t seed, const std::string& resolved_toml) {
+  RunMetadata meta;
+  meta.software_version = software_version();
+  meta.git_sha = git_sha();
+  meta.command_line = command_line;
+  meta.seed = seed;
+  meta.scenario_toml = resolved_toml;
+  return meta;
+}
+
+RunOutput run_serving_file(const std::filesystem::path& path, const std::vector<std::string>& overrides,
+                           const models::Catalog& catalog, const RunOptions& options) {
+  const ServingScenario scenario = load_serving_scenario(path, overrides, catalog);
+  if (options.output) check_output_path(*options.output, run_inputs(scenario), "-o");
+  const ServingRun run = run_serving_scenario(scenario, catalog);
+  RunOutput out;
+  out.kind = "serving";
+  out.scenario_name = scenario.name;
+  out.summary = serving_summary_columns(scenario, run);
+  out.groups = {{"requests", "one row per request, in arrival order", serving_request_columns(run)},
+                {"timeseries", "the fleet sampled every serving.sample_interval_s", serving_sample_columns(run)}};
+  out.metadata = metadata_of(options.command_line, scenario.seed, scenario.resolved_toml);
+  out.report = format_serving_summary(scenario, run);
+  return out;
+}
+
+RunOutput run_training_file(const std::filesystem::path& path, const std::vector<std::string>& overrides,
+                            const models::Catalog& catalog, const RunOptions& options) {
+  const Scenario scenario = load_scenario(path, overrides, catalog);
+  check_run_outputs(options.output, options.trace, run_inputs(scenario));
+  RunResult run = run_scenario(scenario, catalog, options.progress);
+  RunOutput out;
+  out.kind = "training";
+  out.scenario_name = scenario.name;
+  out.summary = run_summary_columns(scenario, run);
+  out.groups = {{"runs/0/stages", "one row per pipeline stage of run 0", stage_columns(run.step)}};
+  if (run.job) {
+    out.groups.push_back({"runs/0/replications", "one row per Monte Carlo replication of the job of run 0",
+                          replication_columns(*run.job)});
+  }
+  out.metadata = metadata_of(options.command_line, scenario.simulation.seed, scenario.resolved_toml);
+  out.report = format_step_summary(scenario, catalog, run.step, run.one_zone_report());
+  if (run.job) out.report += format_job_summary(scenario, *run.job, run.on_demand_job());
+  const ChromeTraceInfo info{scenario.name,
+                             scenario.parallelism.tensor,
+                             scenario.parallelism.data,
+                             run.step.microbatches,
+                             {{"software_version", out.metadata.software_version},
+                              {"git_sha", out.metadata.git_sha},
+                              {"command_line", options.command_line}},
+                             scenario.parallelism.context};
+  out.step_trace = std::make_shared<const StepTrace>(StepTrace{std::move(run), info});
+  return out;
+}
+
+}  // namespace
+
+void check_run_outputs(const std::optional<std::string>& output, const std::optional<std::string>& trace,
+                       std::vector<InputFile> inputs) {
+  if (output) {
+    check_output_path(*output, inputs, "-o");
+    inputs.push_back({*output, "the -o file"});
+  }
+  if (trace) check_output_path(*trace, inputs, "--trace");
+  std::error_code ec1, ec2;
+  if (output && trace &&
+      std::filesystem::weakly_canonical(*output, ec1) == std::filesystem::weakly_canonical(*trace, ec2) && !ec1 &&
+      !ec2) {
+    throw IoError("cannot write --trace '" + *trace + "': is the -o file");
+  }
+}
+
+RunOutput run_scenario_file(const std::filesystem::path& path, const std::vector<std::string>& overrides,
+                            const models::Catalog& catalog, const RunOptions& options) {
+  if (is_serving_scenario(path)) {
+    if (options.trace) throw UsageError("--trace: a serving scenario has no training step to trace");
+    return run_serving_file(path, overrides, catalog, options);
+  }
+  return run_training_file(path, overrides, catalog, options);
+}
+
+void write_run(const std::filesystem::path& out, const RunOutput& run) {
+  try {
+    write_results_file(out, run.metadata, run.summary, run.groups);
+  } catch (const std::exception& e) {
+    throw IoError(e.what());
+  }
+}
+
+void write_run_trace(const std::filesystem::path& out, const RunOutput& run) {
+  if (!run.step_trace) throw std::logic_error("write_run_trace: a " + run.kind + " run has no step trace");
+  try {
+    write_chrome_trace(out, run.step_trace->run.step.pipeline, run.step_trace->info);
+  } catch (const std::runtime_error& e) {
+    throw IoError(e.what());
+  }
+}
+
+}  // namespace clustersim::sim

@@ -1,0 +1,76 @@
+// What `clustersim run` writes, in one place: run_scenario_file loads a scenario of either kind (training or
+// serving, told apart by sim::is_serving_scenario), checks the outputs it will be asked to write against the
+// run's inputs, runs it (run_scenario / run_serving_scenario) and returns everything the command prints or
+// writes: the /summary row, the further column groups, the root attributes and the text report. write_run
+// writes the HDF5 results file (docs/hdf5-schema.md) and write_run_trace the training step's Chrome trace
+// (sim/output/chrome_trace.hpp). The CLI only parses options, calls these and prints.
+//
+// A light header: no HDF5, TOML or simulation includes (the trace's data stays behind an opaque pointer).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/output/output_path.hpp"
+#include "sim/output/results_file.hpp"
+
+namespace clustersim::models {
+class Catalog;
+}
+
+namespace clustersim::sim {
+
+/// Told during a run's job Monte Carlo: replications finished, and the most that may run (a progress display).
+using RunProgress = std::function<void(int64_t replications_done, int64_t replications_planned)>;
+
+/// How `clustersim run` runs a scenario file.
+struct RunOptions {
+  std::string command_line;           ///< the whole command line: the metadata's and the trace's command_line
+  std::optional<std::string> output;  ///< -o: checked before the run (check_run_outputs); written by write_run
+  std::optional<std::string> trace;   ///< --trace: checked likewise; a serving scenario refuses it (UsageError)
+  RunProgress progress;               ///< told after each job replication (training with a [job]); may be empty
+};
+
+/// The training step's timeline and what the Chrome trace says about it (defined in run_output.cpp).
+struct StepTrace;
+
+/// Everything one run writes or prints.
+struct RunOutput {
+  std::string kind;                    ///< "training" | "serving"
+  std::string scenario_name;           ///< [scenario] name
+  std::vector<SummaryColumn> summary;  ///< the /summary row: run_summary_columns / serving_summary_columns
+  /// training: runs/0/stages (and runs/0/replications with a [job]); serving: requests, timeseries
+  std::vector<ColumnGroup> groups;
+  RunMetadata metadata;                ///< version, git sha, the command line, the seed, the resolved TOML
+  std::string report;                  ///< the text report `clustersim run` prints
+  std::shared_ptr<const StepTrace> step_trace;  ///< training only: what write_run_trace writes; null for serving
+};
+
+/// The -o and --trace paths of a run, checked against the run's `inputs` and each other before it simulates:
+/// sim::check_output_path's IoError (74), or IoError "cannot write --trace 'P': is the -o file".
+void check_run_outputs(const std::optional<std::string>& output, const std::optional<std::string>& trace,
+                       std::vector<InputFile> inputs);
+
+/// Loads the scenario at `path` with `overrides` (--set) against `catalog`, checks options.output and
+/// options.trace (check_run_outputs; before anything is simulated), runs it and returns what it writes. A
+/// serving scenario with options.trace throws UsageError "--trace: a serving scenario has no training step to
+/// trace" before it is loaded. Errors: the loaders' ScenarioError / DataError / CatalogError (65), IoError
+/// (74) from the output checks, and run_scenario's / run_serving_scenario's errors.
+RunOutput run_scenario_file(const std::filesystem::path& path, const std::vector<std::string>& overrides,
+                            const models::Catalog& catalog, const RunOptions& options);
+
+/// Writes `run` to the HDF5 results file `out` atomically (/summary, then the groups; root attributes from
+/// run.metadata). Throws sim::IoError with the writer's message on any failure; nothing is left at `out` then.
+void write_run(const std::filesystem::path& out, const RunOutput& run);
+
+/// Writes the training step's Chrome trace of `run` to `out` atomically. Throws sim::IoError when the file
+/// cannot be written, std::logic_error when `run` has no step trace (a serving run), and what
+/// chrome_trace_json throws.
+void write_run_trace(const std::filesystem::path& out, const RunOutput& run);
+
+}  // namespace clustersim::sim

@@ -1,0 +1,183 @@
+// run_scenario_file, write_run and write_run_trace (sim/run/run_output.hpp): the one call behind `clustersim
+// run` for both kinds returns the same /summary row, groups and report as the recipes it is made of, and
+// write_run writes exactly that.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "models/hardware/catalog.hpp"
+#include "sim/errors.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/output/job_report.hpp"
+#include "sim/output/step_report.hpp"
+#include "sim/run/run_output.hpp"
+#include "sim/run/run_scenario.hpp"
+#include "sim/run/run_serving.hpp"
+#include "sim/sweep/summary_file.hpp"
+#include "sim/version.hpp"
+
+namespace clustersim::sim {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kScenarios = fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios";
+const fs::path kSpot = kScenarios / "azure" / "gpt3-175b-h100-spot-5pct.toml";
+const fs::path kServing = kScenarios / "serving" / "llama3-70b-nd-h100-tp4-20rps.toml";
+
+const models::Catalog& catalog() {
+  static const models::Catalog c = models::Catalog::load(models::Catalog::default_directory());
+  return c;
+}
+
+/// A fresh directory under the system's temporary directory, removed at the end of the test.
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("clustersim-run-output-" + std::to_string(::getpid()));
+  TempDir() {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+/// Equal values, NaN equal to NaN (a column without a value holds NaN).
+bool same_values(const SummaryColumn& a, const SummaryColumn& b) {
+  const auto* x = std::get_if<std::vector<double>>(&a.values);
+  const auto* y = std::get_if<std::vector<double>>(&b.values);
+  if (x == nullptr || y == nullptr) return a.values == b.values;
+  return std::equal(x->begin(), x->end(), y->begin(), y->end(),
+                    [](double p, double q) { return p == q || (std::isnan(p) && std::isnan(q)); });
+}
+
+void expect_same_columns(const std::vector<SummaryColumn>& got, const std::vector<SummaryColumn>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].name, want[i].name);
+    EXPECT_EQ(got[i].units, want[i].units) << got[i].name;
+    EXPECT_EQ(got[i].description, want[i].description) << got[i].name;
+    EXPECT_TRUE(same_values(got[i], want[i])) << got[i].name;
+  }
+}
+
+TEST(RunOutput, TrainingRunIsTheRecipesRowGroupsMetadataAndReport) {
+  const std::vector<std::string> overrides{"job.replications=20"};
+  RunOptions options;
+  options.command_line = "clustersim run spot.toml";
+  int64_t ticks = 0;
+  options.progress = [&ticks](int64_t, int64_t) { ++ticks; };
+  const RunOutput out = run_scenario_file(kSpot, overrides, catalog(), options);
+
+  const Scenario sc = load_scenario(kSpot, overrides, catalog());
+  const RunResult run = run_scenario(sc, catalog());
+  EXPECT_EQ(out.kind, "training");
+  EXPECT_EQ(out.scenario_name, sc.name);
+  expect_same_columns(out.summary, run_summary_columns(sc, run));
+  ASSERT_EQ(out.groups.size(), 2u);
+  EXPECT_EQ(out.groups[0].path, "runs/0/stages");
+  expect_same_columns(out.groups[0].columns, stage_columns(run.step));
+  EXPECT_EQ(out.groups[1].path, "runs/0/replications");
+  expect_same_columns(out.groups[1].columns, replication_columns(*run.job));
+  EXPECT_EQ(out.metadata.command_line, "clustersim run spot.toml");
+  EXPECT_EQ(out.metadata.seed, sc.simulation.seed);
+  EXPECT_EQ(out.metadata.scenario_toml, sc.resolved_toml);
+  EXPECT_EQ(out.metadata.software_version, software_version());
+  EXPECT_EQ(out.report, format_step_summary(sc, catalog(), run.step, run.one_zone_report()) +
+                            format_job_summary(sc, *run.job, run.on_demand_job()));
+  EXPECT_NE(out.step_trace, nullptr);
+  EXPECT_GE(ticks, 40);  // the progress callback saw both jobs' replications
+}
+
+TEST(RunOutput, ServingRunIsTheRecipesRowGroupsMetadataAndReport) {
+  RunOptions options;
+  options.command_line = "clustersim run serving.toml";
+  const RunOutput out = run_scenario_file(kServing, {}, catalog(), options);
+
+  const ServingScenario sc = load_serving_scenario(kServing, {}, catalog());
+  const ServingRun run = run_serving_scenario(sc, catalog());
+  EXPECT_EQ(out.kind, "serving");
+  EXPECT_EQ(out.scenario_name, sc.name);
+  expect_same_columns(out.summary, serving_summary_columns(sc, run));
+  ASSERT_EQ(out.groups.size(), 2u);
+  EXPECT_EQ(out.groups[0].path, "requests");
+  expect_same_columns(out.groups[0].columns, serving_request_columns(run));
+  EXPECT_EQ(out.groups[1].path, "timeseries");
+  expect_same_columns(out.groups[1].columns, serving_sample_columns(run));
+  EXPECT_EQ(out.metadata.seed, sc.seed);
+  EXPECT_EQ(out.metadata.scenario_toml, sc.resolved_toml);
+  EXPECT_EQ(out.report, format_serving_summary(sc, run));
+  EXPECT_EQ(out.step_trace, nullptr);
+  EXPECT_THROW(write_run_trace("unused.json", out), std::logic_error);
+}
+
+TEST(RunOutput, WriteRunRoundTrips) {
+  const TempDir dir;
+  RunOptions options;
+  options.command_line = "clustersim run serving.toml -o x.h5";
+  const RunOutput out = run_scenario_file(kServing, {}, catalog(), options);
+  const fs::path file = dir.path / "x.h5";
+  write_run(file, out);
+  const RunMetadata meta = read_results_metadata(file);
+  EXPECT_EQ(meta.command_line, out.metadata.command_line);
+  EXPECT_EQ(meta.seed, out.metadata.seed);
+  EXPECT_EQ(meta.scenario_toml, out.metadata.scenario_toml);
+  EXPECT_EQ(meta.git_sha, out.metadata.git_sha);
+  // The reader returns columns in name order.
+  for (const auto& [group, want] :
+       {std::pair{std::string("summary"), out.summary}, std::pair{std::string("requests"), out.groups[0].columns}}) {
+    std::vector<SummaryColumn> sorted = want;
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    expect_same_columns(read_results_columns(file, group), sorted);
+  }
+}
+
+TEST(RunOutput, OutputsAreCheckedBeforeTheRunAndFailuresAreIoErrors) {
+  const TempDir dir;
+  RunOptions options;
+  options.output = (dir.path / "x.h5").string();
+  options.trace = options.output;
+  try {
+    (void)run_scenario_file(kSpot, {}, catalog(), options);
+    ADD_FAILURE() << "the trace on the -o file was accepted";
+  } catch (const IoError& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot write --trace '" + *options.trace + "': is the -o file");
+  }
+  options.trace.reset();
+  options.output = kServing.string();  // the scenario itself
+  EXPECT_THROW((void)run_scenario_file(kServing, {}, catalog(), options), IoError);
+  options.output.reset();
+  options.trace = (dir.path / "t.json").string();
+  EXPECT_THROW((void)run_scenario_file(kServing, {}, catalog(), options), UsageError);
+
+  options.trace.reset();
+  const RunOutput out = run_scenario_file(kServing, {}, catalog(), options);
+  EXPECT_THROW(write_run(dir.path / "missing" / "x.h5", out), IoError);
+  EXPECT_FALSE(fs::exists(dir.path / "missing"));
+}
+
+TEST(RunOutput, TheTraceIsWrittenForATrainingRun) {
+  const TempDir dir;
+  RunOptions options;
+  options.command_line = "clustersim run cp8.toml --trace t.json";
+  const RunOutput out =
+      run_scenario_file(kScenarios / "azure" / "llama3-70b-128k-cp8-h100.toml", {}, catalog(), options);
+  write_run_trace(dir.path / "t.json", out);
+  std::ifstream in(dir.path / "t.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(text.str().find("clustersim run cp8.toml --trace t.json"), std::string::npos);
+  EXPECT_THROW(write_run_trace(dir.path / "missing" / "t.json", out), IoError);
+}
+
+}  // namespace
+}  // namespace clustersim::sim
