@@ -214,8 +214,13 @@ bool same(const Pinned& golden, const Pinned& now, std::string& change) {
   if (g == n) return true;
   const double scale = std::max(std::fabs(g), std::fabs(n));
   if (std::isfinite(scale) && std::fabs(n - g) <= kRelativeTolerance * scale) return true;
-  change = g != 0 && std::isfinite(g) ? "relative change " + format_double((n - g) / std::fabs(g)).substr(0, 12)
-                                      : "from zero or infinity";
+  if (g != 0 && std::isfinite(g)) {
+    char relative[32];
+    std::snprintf(relative, sizeof relative, "%+.3g", (n - g) / std::fabs(g));
+    change = std::string("relative change ") + relative;
+  } else {
+    change = "from zero or infinity";
+  }
   return false;
 }
 
