@@ -3,6 +3,8 @@
 #               configure, build (Release) and run the shipped GPT-3 175B scenario
 #   make test   the same set-up, then every test (unit, regression, validation)
 #   make bench  the same set-up, then the benchmarks, printed as tables
+#   make golden the same set-up, then rewrite tests/regression/golden/ from the current model (after a
+#               deliberate change; `git diff` then names each moved column under its scenario)
 # Variables: BUILD_DIR (default build), JOBS (default: number of cores).
 
 BUILD_DIR ?= build
@@ -16,7 +18,7 @@ DEB_PACKAGES := g++ make cmake git libboost-graph-dev libboost-program-options-d
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-xarray python3-nbconvert \
   python3-ipykernel python3-pytest openmpi-bin libopenmpi-dev
 
-.PHONY: all deps configure build demo test bench validate tsan sanitize fuzz clean
+.PHONY: all deps configure build demo test bench golden validate tsan sanitize fuzz clean
 
 all: build
 
@@ -52,6 +54,11 @@ test: build
 
 bench: build
 	cmake --build $(BUILD_DIR) --target bench
+
+# Every shipped scenario's golden file (tests/regression/test_golden.cpp), rewritten in parallel (one file per
+# scenario), and files of scenarios no longer shipped removed.
+golden: build
+	CLUSTERSIM_UPDATE_GOLDEN=1 ctest --test-dir $(BUILD_DIR) -R '^Golden' -j $(JOBS) --output-on-failure
 
 # The validation suite (docs/validation.md): every published run grouped by source, GPU and framework, the
 # training fractions refitted on the whole suite, and the leave-one-source-out table.

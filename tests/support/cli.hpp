@@ -50,19 +50,28 @@ inline CliResult run_cli(const std::string& args) {
   return r;
 }
 
+/// Every shipped scenario file (*.toml) under scenarios/, of both kinds, sorted, as paths relative to the source
+/// directory. Only lists the directory (no file is parsed): cheap enough for a gtest parameter generator, which
+/// runs in every process of the test binary.
+inline std::vector<std::filesystem::path> shipped_scenario_files() {
+  std::vector<std::filesystem::path> files;
+  const std::filesystem::path root = std::filesystem::path(CLUSTERSIM_SOURCE_DIR);
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root / "scenarios")) {
+    if (!e.is_regular_file() || e.path().extension() != ".toml") continue;
+    files.push_back(e.path().lexically_relative(root));
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 /// Every shipped scenario file under scenarios/, sorted, as paths relative to the source directory: the training
 /// ones (`serving` false) or the serving ones (a [serving] table, sim::is_serving_scenario; `serving` true).
 inline std::vector<std::filesystem::path> shipped_scenarios(bool serving = false) {
   std::vector<std::filesystem::path> files;
   const std::filesystem::path root = std::filesystem::path(CLUSTERSIM_SOURCE_DIR);
-  for (const auto& e : std::filesystem::recursive_directory_iterator(root / "scenarios")) {
-    if (!e.is_regular_file() || e.path().extension() != ".toml") continue;
-    const std::filesystem::path rel = e.path().lexically_relative(root);
-    if (sim::is_serving_scenario(e.path()) == serving) {
-      files.push_back(rel);
-    }
+  for (const std::filesystem::path& rel : shipped_scenario_files()) {
+    if (sim::is_serving_scenario(root / rel) == serving) files.push_back(rel);
   }
-  std::sort(files.begin(), files.end());
   return files;
 }
 
