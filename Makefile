@@ -3,9 +3,12 @@
 #               configure, build (Release) and run the shipped GPT-3 175B scenario
 #   make test   the same set-up, then every test (unit, regression, validation)
 #   make bench  the same set-up, then the benchmarks, printed as tables
-# Variables: BUILD_DIR (default build), JOBS (default: number of cores).
+#   make install    the same set-up, then install clustersim, clustersim-mpi, the catalog, the example scenarios
+#                   and the analysis package under PREFIX (default /usr/local; as any user: PREFIX=$HOME/.local)
+# Variables: BUILD_DIR (default build), JOBS (default: number of cores), PREFIX (default /usr/local).
 
 BUILD_DIR ?= build
+PREFIX ?= /usr/local
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CLUSTERSIM := $(BUILD_DIR)/sim/cli/clustersim
 DEMO_SCENARIO := scenarios/megatron/sc21-table1-145p6b-1536gpus.toml
@@ -16,7 +19,7 @@ DEB_PACKAGES := g++ make cmake git libboost-graph-dev libboost-program-options-d
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-xarray python3-nbconvert \
   python3-ipykernel python3-pytest openmpi-bin libopenmpi-dev
 
-.PHONY: all deps configure build demo test bench validate tsan sanitize fuzz clean
+.PHONY: all deps configure build demo test bench validate install tsan sanitize fuzz clean
 
 all: build
 
@@ -52,6 +55,10 @@ test: build
 
 bench: build
 	cmake --build $(BUILD_DIR) --target bench
+
+# README "Install". Needs write access to PREFIX only (no root for PREFIX=$HOME/.local).
+install: build
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 # The validation suite (docs/validation.md): every published run grouped by source, GPU and framework, the
 # training fractions refitted on the whole suite, and the leave-one-source-out table.

@@ -35,6 +35,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/errors.hpp"
+#include "sim/cli/catalog_directory.hpp"
 #include "sim/cli/progress.hpp"
 #include "sim/output/json.hpp"
 #include "sim/run/exit_status.hpp"
@@ -117,7 +118,7 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
 
 models::Catalog load_catalog(const po::variables_map& vm) {
   const std::string dir = vm.count("catalog") ? vm["catalog"].as<std::string>()
-                                               : models::Catalog::default_directory().string();
+                                               : cli::default_catalog_directory().string();
   return models::Catalog::load(dir);
 }
 
@@ -286,7 +287,7 @@ void set_up_sweep(const std::vector<std::string>& args, const SweepRanks& ranks,
   s.meta.scenario_toml = s.sweep->resolved_toml();
 
   const fs::path catalog_dir = vm.count("catalog") ? fs::path(vm["catalog"].as<std::string>())
-                                                   : models::Catalog::default_directory();
+                                                   : cli::default_catalog_directory();
   s.inputs = sweep_fingerprint(*s.sweep, catalog_dir);
   s.sidecar_parts = s.inputs;
   s.sidecar_parts.push_back({"shard", std::to_string(s.shard.index) + "/" + std::to_string(s.shard.count)});
