@@ -3,22 +3,29 @@
 #               configure, build (Release) and run the shipped GPT-3 175B scenario
 #   make test   the same set-up, then every test (unit, regression, validation)
 #   make bench  the same set-up, then the benchmarks, printed as tables
-#   make golden the same set-up, then rewrite tests/regression/golden/ from the current model (after a
-#               deliberate change; `git diff` then names each moved column under its scenario)
-# Variables: BUILD_DIR (default build), JOBS (default: number of cores).
+#   make golden     the same set-up, then rewrite tests/regression/golden/ from the current model (after a
+#                   deliberate change; `git diff` then names each moved column under its scenario)
+#   make install    the same set-up, then install clustersim, clustersim-mpi, the catalog, the example scenarios
+#                   and the analysis package under PREFIX (default /usr/local; as any user: PREFIX=$HOME/.local)
+#   make package    the same set-up, then the Debian package $(BUILD_DIR)/clustersim_<version>_amd64.deb
+#                   (`apt install ./build/clustersim_*.deb`)
+# Variables: BUILD_DIR (default build), JOBS (default: number of cores), PREFIX (default /usr/local).
 
 BUILD_DIR ?= build
+PREFIX ?= /usr/local
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CLUSTERSIM := $(BUILD_DIR)/sim/cli/clustersim
 DEMO_SCENARIO := scenarios/megatron/sc21-table1-145p6b-1536gpus.toml
 
-# Debian 12 packages the build, the tests and the demo need.
-DEB_PACKAGES := g++ make cmake git libboost-graph-dev libboost-program-options-dev libeigen3-dev \
+# Debian 12 packages the build, the tests, the demo, the docs' Python snippets (xarray's engine="h5netcdf"), the
+# notebooks (the `jupyter` command: jupyter-core, jupyter-nbconvert) and `make package` (dpkg-shlibdeps:
+# dpkg-dev) need.
+DEB_PACKAGES := g++ make cmake git dpkg-dev libboost-graph-dev libboost-program-options-dev libeigen3-dev \
   libhdf5-dev libtomlplusplus-dev libbenchmark-dev libgtest-dev libgmock-dev hdf5-tools \
-  python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-xarray python3-nbconvert \
-  python3-ipykernel python3-pytest openmpi-bin libopenmpi-dev
+  python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-xarray python3-h5netcdf \
+  python3-nbconvert python3-ipykernel jupyter-core jupyter-nbconvert python3-pytest openmpi-bin libopenmpi-dev
 
-.PHONY: all deps configure build demo test bench golden validate tsan sanitize fuzz clean
+.PHONY: all deps configure build demo test bench golden validate install package tsan sanitize fuzz clean
 
 all: build
 
@@ -59,6 +66,13 @@ bench: build
 # scenario), and files of scenarios no longer shipped removed.
 golden: build
 	CLUSTERSIM_UPDATE_GOLDEN=1 ctest --test-dir $(BUILD_DIR) -R '^Golden' -j $(JOBS) --output-on-failure
+
+# README "Install". Needs write access to PREFIX only (no root for PREFIX=$HOME/.local).
+install: build
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
+package: build
+	cmake --build $(BUILD_DIR) --target package
 
 # The validation suite (docs/validation.md): every published run grouped by source, GPU and framework, the
 # training fractions refitted on the whole suite, and the leave-one-source-out table.

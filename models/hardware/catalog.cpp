@@ -649,9 +649,13 @@ std::optional<PredictionBand> DeviceSpec::prediction_band(const std::string& fra
   return std::nullopt;
 }
 
-std::filesystem::path Catalog::default_directory() {
+std::filesystem::path Catalog::default_directory(const std::filesystem::path& installed_directory) {
   const char* env = std::getenv("CLUSTERSIM_CATALOG_DIR");
   if (env != nullptr && *env != '\0') return std::filesystem::path(env);
+  std::error_code ec;
+  if (!installed_directory.empty() && fs::is_regular_file(installed_directory / "devices.toml", ec)) {
+    return installed_directory;
+  }
   return std::filesystem::path(CLUSTERSIM_CATALOG_DIR);
 }
 

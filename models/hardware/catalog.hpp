@@ -191,8 +191,12 @@ class Catalog {
   /// and key of the first bad entry (unknown key, missing key, wrong type, non-positive rate, measured rate above
   /// its peak, VM naming an unknown device or fabric) or of a TOML parse error. Schema: docs/catalog.md.
   static Catalog load(const std::filesystem::path& directory);
-  /// The directory compiled into the binary, overridden by the environment variable CLUSTERSIM_CATALOG_DIR.
-  static std::filesystem::path default_directory();
+  /// The catalog directory to use when none is given (README "Install"), first match of: the environment
+  /// variable CLUSTERSIM_CATALOG_DIR (when set and not empty); `installed_directory` when it is not empty and
+  /// holds a devices.toml (the installed layout, found by the caller beside its executable:
+  /// sim/cli/catalog_directory.hpp); the source tree's models/hardware/catalog compiled into the binary.
+  /// Reads nothing but the existence of `installed_directory`/devices.toml; never throws.
+  static std::filesystem::path default_directory(const std::filesystem::path& installed_directory = {});
 
   /// Builds a catalog from already-validated entries (tests, programmatic use). Throws CatalogError when a
   /// VM size names a device that is not in `devices`.

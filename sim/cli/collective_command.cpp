@@ -1,4 +1,5 @@
 #include "sim/cli/collective_command.hpp"
+#include "sim/cli/catalog_directory.hpp"
 #include "sim/errors.hpp"
 #include "sim/run/collective_benchmark.hpp"
 #include "sim/run/exit_status.hpp"
@@ -144,7 +145,7 @@ Options parse_options(const po::variables_map& vm) {
   if (!vm.count("vm-size")) throw UsageError("missing --vm-size");
   p.vm_size = vm["vm-size"].as<std::string>();
   o.catalog_dir = vm.count("catalog") ? vm["catalog"].as<std::string>()
-                                      : models::Catalog::default_directory().string();
+                                      : cli::default_catalog_directory().string();
   p.nodes = vm["nodes"].as<int64_t>();
   if (p.nodes < 1) throw UsageError("--nodes must be at least 1");
   if (p.nodes > kMaxCollectiveNodes) {

@@ -9,7 +9,8 @@
 //   clustersim scenario-keys                                     print the scenario key reference (Markdown)
 //   clustersim validate [DIR] [--fit] [--leave-one-out]          the validation suite (docs/validation.md)
 //   clustersim --version
-// Global option: --catalog DIR (default: CLUSTERSIM_CATALOG_DIR or the source tree's catalog).
+// Global option: --catalog DIR (default: CLUSTERSIM_CATALOG_DIR, the installed catalog beside the executable, or
+// the source tree's catalog: sim/cli/catalog_directory.hpp).
 //
 // Exit status: the one table of sim/run/exit_status.hpp (sysexits.h; README "Exit status"). On any error
 // nothing is written.
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
+#include "sim/cli/catalog_directory.hpp"
 #include "sim/cli/collective_command.hpp"
 #include "sim/cli/progress.hpp"
 #include "sim/cli/sweep_command.hpp"
@@ -60,7 +62,7 @@ std::string join_command_line(int argc, char** argv) {
 
 models::Catalog load_catalog(const po::variables_map& vm) {
   const std::string dir = vm.count("catalog") ? vm["catalog"].as<std::string>()
-                                               : models::Catalog::default_directory().string();
+                                               : cli::default_catalog_directory().string();
   return models::Catalog::load(dir);
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
+#include "sim/cli/catalog_directory.hpp"
 #include "sim/cli/progress.hpp"
 #include "sim/errors.hpp"
 #include "sim/run/exit_status.hpp"
@@ -131,6 +132,7 @@ std::optional<SweepRequest> parse_sweep(const std::vector<std::string>& args, co
   r.scenario = vm["scenario"].as<std::string>();
   r.overrides = set_overrides(vm);
   if (vm.count("catalog")) r.catalog_dir = vm["catalog"].as<std::string>();
+  r.default_catalog_dir = cli::default_catalog_directory();
   return r;
 }
 
@@ -183,7 +185,7 @@ int list_runs_main(const std::vector<std::string>& args) {
   }
   if (!vm.count("scenario")) throw UsageError("missing SCENARIO");
   const models::Catalog catalog = models::Catalog::load(
-      vm.count("catalog") ? vm["catalog"].as<std::string>() : models::Catalog::default_directory().string());
+      vm.count("catalog") ? vm["catalog"].as<std::string>() : cli::default_catalog_directory().string());
   std::cout << sweep_points_listing(load_sweep(vm["scenario"].as<std::string>(), set_overrides(vm), catalog));
   return 0;
 }

@@ -1,4 +1,5 @@
 #include "sim/cli/validate_command.hpp"
+#include "sim/cli/catalog_directory.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -119,7 +120,7 @@ int run_validate_command(const std::vector<std::string>& args) {
     check_output_path(vm["write-uncertainty"].as<std::string>(), {}, "--write-uncertainty");
   }
   const models::Catalog catalog = models::Catalog::load(
-      vm.count("catalog") ? vm["catalog"].as<std::string>() : models::Catalog::default_directory().string());
+      vm.count("catalog") ? vm["catalog"].as<std::string>() : cli::default_catalog_directory().string());
   const std::filesystem::path dir = vm.count("directory")
                                         ? std::filesystem::path(vm["directory"].as<std::string>())
                                         : std::filesystem::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "validation";

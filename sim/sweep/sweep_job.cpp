@@ -124,7 +124,9 @@ void set_up_sweep(const SweepRequestParser& parse, const SweepGroup& ranks, Swee
   if (!s.request) return;
   const SweepRequest& r = *s.request;
   s.sidecar_path = r.output.string() + ".partial";
-  const fs::path catalog_dir = r.catalog_dir ? fs::path(*r.catalog_dir) : models::Catalog::default_directory();
+  const fs::path catalog_dir = r.catalog_dir                   ? fs::path(*r.catalog_dir)
+                               : !r.default_catalog_dir.empty() ? r.default_catalog_dir
+                                                                : models::Catalog::default_directory();
   s.catalog.emplace(models::Catalog::load(catalog_dir.string()));
   s.sweep.emplace(load_sweep(r.scenario, r.overrides, *s.catalog, r.jobs));
   // Before any point runs: -o and its sidecar must not be a device, a directory or one of the sweep's inputs.

@@ -33,7 +33,10 @@ struct SweepShard {
 struct SweepRequest {
   std::string scenario;                   ///< the scenario file
   std::vector<std::string> overrides;     ///< --set, in order
-  std::optional<std::string> catalog_dir; ///< --catalog; nullopt: models::Catalog::default_directory()
+  std::optional<std::string> catalog_dir; ///< --catalog; nullopt: default_catalog_dir
+  /// The catalog without --catalog (the CLI's default: CLUSTERSIM_CATALOG_DIR, the installed catalog beside the
+  /// executable, the source tree's); empty: models::Catalog::default_directory().
+  std::filesystem::path default_catalog_dir;
   std::filesystem::path output;           ///< -o; its sidecar is "<output>.partial"
   int jobs = 1;                           ///< worker threads per rank, at least 1
   SweepShard shard;

@@ -345,6 +345,39 @@ TEST(ShippedCatalog, DefaultDirectoryIsTheSourceTreeUnlessOverridden) {
   }
 }
 
+// The installed layout (README "Install"): CLUSTERSIM_CATALOG_DIR, then the installed directory when it holds a
+// devices.toml, then the source tree.
+TEST(ShippedCatalog, DefaultDirectoryPrefersAnInstalledCatalogToTheSourceTree) {
+  const char* saved = std::getenv("CLUSTERSIM_CATALOG_DIR");
+  const std::string saved_value = saved != nullptr ? saved : "";
+  const fs::path installed =
+      fs::temp_directory_path() / ("clustersim_installed_catalog_" + std::to_string(::getpid()));
+  const fs::path empty = installed.string() + "_empty";
+  fs::remove_all(installed);
+  fs::remove_all(empty);
+  fs::create_directories(installed);
+  fs::create_directories(empty);
+  std::ofstream(installed / "devices.toml") << "\n";
+
+  ::unsetenv("CLUSTERSIM_CATALOG_DIR");
+  EXPECT_EQ(Catalog::default_directory(installed), installed);
+  EXPECT_EQ(fs::weakly_canonical(Catalog::default_directory(empty)), fs::weakly_canonical(shipped_dir()));
+  EXPECT_EQ(fs::weakly_canonical(Catalog::default_directory(installed / "missing")),
+            fs::weakly_canonical(shipped_dir()));
+  ::setenv("CLUSTERSIM_CATALOG_DIR", "/somewhere/else", 1);
+  EXPECT_EQ(Catalog::default_directory(installed), fs::path("/somewhere/else"));
+  ::setenv("CLUSTERSIM_CATALOG_DIR", "", 1);  // empty: as if unset
+  EXPECT_EQ(Catalog::default_directory(installed), installed);
+
+  if (saved != nullptr) {
+    ::setenv("CLUSTERSIM_CATALOG_DIR", saved_value.c_str(), 1);
+  } else {
+    ::unsetenv("CLUSTERSIM_CATALOG_DIR");
+  }
+  fs::remove_all(installed);
+  fs::remove_all(empty);
+}
+
 TEST(ShippedCatalog, EnumNames) {
   EXPECT_EQ(clustersim::models::to_string(IntraNodeFabric::infinity_fabric), "infinity_fabric");
   EXPECT_EQ(clustersim::models::to_string(IntraNodeFabric::nvswitch), "nvswitch");
