@@ -1,6 +1,7 @@
 #include "sim/run/run_output.hpp"
 
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 
 #include "models/hardware/catalog.hpp"
@@ -35,6 +36,7 @@ RunMetadata metadata_of(const std::string& command_line, uint64_t seed, const st
 
 RunOutput run_serving_file(const std::filesystem::path& path, const std::vector<std::string>& overrides,
                            const models::Catalog& catalog, const RunOptions& options) {
+  if (options.trace) throw UsageError("--trace: a serving scenario has no training step to trace");
   const ServingScenario scenario = load_serving_scenario(path, overrides, catalog);
   if (options.output) check_output_path(*options.output, run_inputs(scenario), "-o");
   const ServingRun run = run_serving_scenario(scenario, catalog);
@@ -46,6 +48,7 @@ RunOutput run_serving_file(const std::filesystem::path& path, const std::vector<
                 {"timeseries", "the fleet sampled every serving.sample_interval_s", serving_sample_columns(run)}};
   out.metadata = metadata_of(options.command_line, scenario.seed, scenario.resolved_toml);
   out.report = format_serving_summary(scenario, run);
+  out.fingerprints = {{"engine", run.result.fingerprint}};
   return out;
 }
 
@@ -66,6 +69,8 @@ RunOutput run_training_file(const std::filesystem::path& path, const std::vector
   out.metadata = metadata_of(options.command_line, scenario.simulation.seed, scenario.resolved_toml);
   out.report = format_step_summary(scenario, catalog, run.step, run.one_zone_report());
   if (run.job) out.report += format_job_summary(scenario, *run.job, run.on_demand_job());
+  out.fingerprints = {{"step", run.step.pipeline.fingerprint}};
+  if (run.one_zone) out.fingerprints.emplace_back("one_zone_step", run.one_zone->pipeline.fingerprint);
   const ChromeTraceInfo info{scenario.name,
                              scenario.parallelism.tensor,
                              scenario.parallelism.data,
@@ -77,6 +82,16 @@ RunOutput run_training_file(const std::filesystem::path& path, const std::vector
   out.step_trace = std::make_shared<const StepTrace>(StepTrace{std::move(run), info});
   return out;
 }
+
+/// A scenario kind's runner: what run_scenario_file does for a document of that kind.
+struct RunKind {
+  std::string_view name;  ///< a kind sim/io declares (sim::scenario_kind)
+  RunOutput (*run)(const std::filesystem::path&, const std::vector<std::string>&, const models::Catalog&,
+                   const RunOptions&);
+};
+
+/// One entry per scenario kind (a new kind adds its runner here: docs/architecture.md, "Adding a scenario kind").
+constexpr RunKind kRunKinds[] = {{"training", run_training_file}, {"serving", run_serving_file}};
 
 }  // namespace
 
@@ -97,11 +112,11 @@ void check_run_outputs(const std::optional<std::string>& output, const std::opti
 
 RunOutput run_scenario_file(const std::filesystem::path& path, const std::vector<std::string>& overrides,
                             const models::Catalog& catalog, const RunOptions& options) {
-  if (is_serving_scenario(path)) {
-    if (options.trace) throw UsageError("--trace: a serving scenario has no training step to trace");
-    return run_serving_file(path, overrides, catalog, options);
+  const std::string_view kind = scenario_kind(path);
+  for (const RunKind& k : kRunKinds) {
+    if (k.name == kind) return k.run(path, overrides, catalog, options);
   }
-  return run_training_file(path, overrides, catalog, options);
+  throw std::logic_error("run_scenario_file: no runner for the scenario kind '" + std::string(kind) + "'");
 }
 
 void write_run(const std::filesystem::path& out, const RunOutput& run) {

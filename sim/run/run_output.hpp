@@ -1,5 +1,6 @@
-// What `clustersim run` writes, in one place: run_scenario_file loads a scenario of either kind (training or
-// serving, told apart by sim::is_serving_scenario), checks the outputs it will be asked to write against the
+// What `clustersim run` writes, in one place: run_scenario_file loads a scenario of any kind (training or
+// serving: sim::scenario_kind, whose kinds sim/io declares; each kind's runner is one entry of run_output.cpp's
+// table of kinds), checks the outputs it will be asked to write against the
 // run's inputs, runs it (run_scenario / run_serving_scenario) and returns everything the command prints or
 // writes: the /summary row, the further column groups, the root attributes and the text report. write_run
 // writes the HDF5 results file (docs/hdf5-schema.md) and write_run_trace the training step's Chrome trace
@@ -14,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/output/output_path.hpp"
@@ -48,6 +50,10 @@ struct RunOutput {
   std::vector<ColumnGroup> groups;
   RunMetadata metadata;                ///< version, git sha, the command line, the seed, the resolved TOML
   std::string report;                  ///< the text report `clustersim run` prints
+  /// The engines' determinism fingerprints (FNV-1a over every event's time and kind; sim/engine): training
+  /// "step" (and "one_zone_step" for a cluster over several zones), serving "engine". Not written; the golden
+  /// files pin them (tests/regression/test_golden.cpp).
+  std::vector<std::pair<std::string, uint64_t>> fingerprints;
   std::shared_ptr<const StepTrace> step_trace;  ///< training only: what write_run_trace writes; null for serving
 };
 
@@ -56,7 +62,8 @@ struct RunOutput {
 void check_run_outputs(const std::optional<std::string>& output, const std::optional<std::string>& trace,
                        std::vector<InputFile> inputs);
 
-/// Loads the scenario at `path` with `overrides` (--set) against `catalog`, checks options.output and
+/// Loads the scenario at `path` (of the kind sim::scenario_kind says) with `overrides` (--set) against `catalog`,
+/// checks options.output and
 /// options.trace (check_run_outputs; before anything is simulated), runs it and returns what it writes. A
 /// serving scenario with options.trace throws UsageError "--trace: a serving scenario has no training step to
 /// trace" before it is loaded. Errors: the loaders' ScenarioError / DataError / CatalogError (65), IoError

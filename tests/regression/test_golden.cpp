@@ -35,8 +35,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/io/scenario.hpp"
-#include "sim/run/run_scenario.hpp"
-#include "sim/run/run_serving.hpp"
+#include "sim/run/run_output.hpp"
 #include "tests/support/cli.hpp"
 
 namespace clustersim {
@@ -136,23 +135,20 @@ struct GoldenRun {
   std::vector<Pinned> lines;
 };
 
-GoldenRun run_training(const fs::path& scenario) {
-  const sim::Scenario sc = sim::load_scenario(kSource / scenario, {}, catalog());
-  const sim::RunResult run = sim::run_scenario(sc, catalog());
-  GoldenRun g{"training", pin(sim::run_summary_columns(sc, run))};
-  g.lines.push_back({"fingerprint_step", "hex", "[]", format_hex(run.step.pipeline.fingerprint)});
-  if (run.one_zone) {
-    g.lines.push_back({"fingerprint_one_zone_step", "hex", "[]", format_hex(run.one_zone->pipeline.fingerprint)});
+/// The golden lines of one `clustersim run` of `scenario` (sim::run_scenario_file, as the command runs it): every
+/// /summary column, the engines' fingerprints and, for a table no engine hash covers (serving's /requests), its
+/// FNV-1a.
+GoldenRun run_golden(const fs::path& scenario) {
+  const sim::RunOutput out = sim::run_scenario_file(kSource / scenario, {}, catalog(), {});
+  GoldenRun g{out.kind, pin(out.summary)};
+  for (const auto& [name, fingerprint] : out.fingerprints) {
+    g.lines.push_back({"fingerprint_" + name, "hex", "[]", format_hex(fingerprint)});
   }
-  return g;
-}
-
-GoldenRun run_serving(const fs::path& scenario) {
-  const sim::ServingScenario sc = sim::load_serving_scenario(kSource / scenario, {}, catalog());
-  const sim::ServingRun run = sim::run_serving_scenario(sc, catalog());
-  GoldenRun g{"serving", pin(sim::serving_summary_columns(sc, run))};
-  g.lines.push_back({"fingerprint_engine", "hex", "[]", format_hex(run.result.fingerprint)});
-  g.lines.push_back({"fingerprint_requests_fnv1a", "hex", "[]", format_hex(fnv1a(sim::serving_request_columns(run)))});
+  for (const sim::ColumnGroup& group : out.groups) {
+    if (group.path == "requests") {
+      g.lines.push_back({"fingerprint_requests_fnv1a", "hex", "[]", format_hex(fnv1a(group.columns))});
+    }
+  }
   return g;
 }
 
@@ -239,8 +235,7 @@ class Golden : public ::testing::TestWithParam<fs::path> {};
 
 TEST_P(Golden, Scenario) {
   const fs::path& scenario = GetParam();
-  const GoldenRun now =
-      sim::is_serving_scenario(kSource / scenario) ? run_serving(scenario) : run_training(scenario);
+  const GoldenRun now = run_golden(scenario);
   if (now.kind == "training") {
     EXPECT_GE(now.lines.size(), 30u) << scenario << ": issue 27 pins at least 30 columns per training scenario";
   }
@@ -291,7 +286,7 @@ INSTANTIATE_TEST_SUITE_P(, Golden, ::testing::ValuesIn(testing::shipped_scenario
 TEST(GoldenFiles, EachHasAShippedScenario) {
   std::set<std::string> expected;
   for (const fs::path& scenario : testing::shipped_scenario_files()) {
-    const char* kind = sim::is_serving_scenario(kSource / scenario) ? "serving" : "training";
+    const std::string kind{sim::scenario_kind(kSource / scenario)};
     expected.insert(golden_file(kind, scenario).generic_string());
   }
   std::vector<fs::path> orphans;
