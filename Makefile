@@ -19,8 +19,8 @@ DEMO_SCENARIO := scenarios/megatron/sc21-table1-145p6b-1536gpus.toml
 
 # Debian 12 packages the build, the tests, the demo, the docs' Python snippets (xarray's engine="h5netcdf"), the
 # notebooks (the `jupyter` command: jupyter-core, jupyter-nbconvert) and `make package` (dpkg-shlibdeps:
-# dpkg-dev) need.
-DEB_PACKAGES := g++ make cmake git dpkg-dev libboost-graph-dev libboost-program-options-dev libeigen3-dev \
+# dpkg-dev; CPack's shlibdeps step runs file(1)) need.
+DEB_PACKAGES := g++ make cmake git dpkg-dev file libboost-graph-dev libboost-program-options-dev libeigen3-dev \
   libhdf5-dev libtomlplusplus-dev libbenchmark-dev libgtest-dev libgmock-dev hdf5-tools \
   python3 python3-h5py python3-numpy python3-pandas python3-matplotlib python3-xarray python3-h5netcdf \
   python3-nbconvert python3-ipykernel jupyter-core jupyter-nbconvert python3-pytest openmpi-bin libopenmpi-dev
