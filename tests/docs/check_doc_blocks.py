@@ -282,14 +282,17 @@ class Runner:
         return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
     def make_dry_run(self, line):
-        """`make TARGET...` up to a shell operator or comment, as `make -n` in the source tree."""
-        words = []
-        for w in line.replace("\\\n", " ").split()[1:]:
+        """`make TARGET...` up to a shell operator or comment, as `make -n` in the source tree.
+        Returns (the command run, (status, output), what followed a shell operator: not run)."""
+        words, rest = [], line.replace("\\\n", " ").split()[1:]
+        while rest:
+            w = rest[0]
             if w in ("&&", "||", ";", "|") or w.startswith("#"):
                 break
-            words.append(w)
+            words.append(rest.pop(0))
         command = "make -n -C %s %s" % (self.source_dir, " ".join(words))
-        return command, self.shell(command)
+        tail = " ".join(rest) if rest and not rest[0].startswith("#") else ""
+        return command, self.shell(command), tail
 
 
 def make_work_dir(source_dir):
@@ -363,8 +366,11 @@ def check_file(path, source_dir, bin_dir, log=print):
                                                                    text.split("\n")[0][:90]))
                     continue
                 if word == "make":
-                    command, (status, output) = runner.make_dry_run(line)
+                    command, (status, output), tail = runner.make_dry_run(line)
                     summary["make"].append(command.replace(source_dir, "SOURCE"))
+                    if tail:
+                        summary["not_run_lines"].append("%s:%d: (after make) %s" % (name, block.line_no + 1 + n,
+                                                                                    tail[:90]))
                 else:
                     command = line
                     status, output = runner.shell(line)
