@@ -272,13 +272,21 @@ class Runner:
             self.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
 
     def shell(self, command, cwd=None):
-        p = subprocess.run(["bash", "-c", command], cwd=cwd or self.work_dir, env=self.env,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=COMMAND_TIMEOUT_S)
+        """(exit status, stdout and stderr together); status 124 after COMMAND_TIMEOUT_S."""
+        try:
+            p = subprocess.run(["bash", "-c", command], cwd=cwd or self.work_dir, env=self.env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=COMMAND_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return 124, "timed out after %d s" % COMMAND_TIMEOUT_S
         return p.returncode, p.stdout.decode("utf-8", "replace")
 
     def python(self, source):
-        p = subprocess.run(["/usr/bin/python3", "-"], input=source.encode(), cwd=self.work_dir, env=self.env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=COMMAND_TIMEOUT_S)
+        """(exit status, stdout, stderr) of a python block; status 124 after COMMAND_TIMEOUT_S."""
+        try:
+            p = subprocess.run(["/usr/bin/python3", "-"], input=source.encode(), cwd=self.work_dir, env=self.env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=COMMAND_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return 124, "", "timed out after %d s" % COMMAND_TIMEOUT_S
         return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
     def make_dry_run(self, line):
