@@ -176,5 +176,3 @@ BENCHMARK(BM_AllReduce1GiB)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
-
-BENCHMARK_MAIN();

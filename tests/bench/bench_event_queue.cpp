@@ -104,5 +104,3 @@ BENCHMARK(BM_SimulatorHold)
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
-
-BENCHMARK_MAIN();

@@ -153,5 +153,3 @@ BENCHMARK(BM_FullSolve<Pods>)->Apply(sizes);
 BENCHMARK(BM_Incremental<Pods>)->Apply(sizes);
 
 }  // namespace
-
-BENCHMARK_MAIN();

@@ -8,7 +8,7 @@
 // Counters: replications_per_s, events_per_rep (cycles + interruptions + resumes, approximately: checkpoints +
 // 2 x interruptions), wall_days (mean wall time to finish, days: at least the 30 days of work; about 30.3 on
 // demand), goodput (mean productive / wall time, a fraction). A case whose wall_days is not finite or is shorter
-// than the job's work fails (SkipWithError).
+// than the job's work fails (SkipWithError; the program then exits 1: bench_main.cpp).
 //
 // DoNotOptimize takes the result by const reference: Google Benchmark 1.7.1's non-const overload (GCC: an
 // in-out asm operand "+m,r") made GCC 12 -O3 write a stale stack slot back into s.mean_hours after each iteration,
@@ -82,5 +82,3 @@ void BM_MonthLongJob(benchmark::State& state) {
 BENCHMARK(BM_MonthLongJob)->Arg(0)->Arg(5)->Arg(50)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
-
-BENCHMARK_MAIN();

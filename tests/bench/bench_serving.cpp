@@ -53,5 +53,3 @@ void BM_ServeOneHourAt100PerSecond(benchmark::State& state) {
 BENCHMARK(BM_ServeOneHourAt100PerSecond)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 }  // namespace
-
-BENCHMARK_MAIN();

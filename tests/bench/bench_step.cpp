@@ -78,5 +78,3 @@ BENCHMARK(BM_Step)->Args({1536, 0})->Args({16384, 0})->Args({1024, 1})->Args({16
     ->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
-
-BENCHMARK_MAIN();

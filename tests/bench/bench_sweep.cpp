@@ -84,5 +84,3 @@ void BM_MoeLayoutSearch(benchmark::State& state) {
 BENCHMARK(BM_MoeLayoutSearch)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
 }  // namespace
-
-BENCHMARK_MAIN();
