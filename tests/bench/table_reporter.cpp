@@ -53,6 +53,16 @@ std::string group_thousands(const std::string& fixed) {
   return out + fixed.substr(end);
 }
 
+/// `text` with each '|' escaped ("\|"), so that it stays one Markdown table cell.
+std::string escape_pipes(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 /// A cell of `width` characters: left-aligned text, or right-aligned (numbers).
 std::string pad(const std::string& text, std::size_t width, bool left) {
   const std::string fill(width - std::min(width, text.size()), ' ');
@@ -154,7 +164,7 @@ void TableReporter::Finalize() {
 
   std::vector<std::vector<std::string>> cells;
   for (const Row& r : rows_) {
-    std::vector<std::string> line = {r.name};
+    std::vector<std::string> line = {"`" + r.name + "`"};
     if (r.error) {
       line.resize(header.size());
     } else {
@@ -168,6 +178,7 @@ void TableReporter::Finalize() {
       line.resize(header.size());
     }
     if (any_label) line.back() = r.label;
+    for (std::string& cell : line) cell = escape_pipes(cell);
     cells.push_back(std::move(line));
   }
 

@@ -4,20 +4,20 @@
 //
 //   bench_job: 2 CPUs at 2,096 MHz, load average 1.20 0.90 0.80, 2026-11-27 18:45 UTC   (columns trimmed)
 //
-//   | case                          | time per iteration (ms) | CPU per iteration (ms) | iterations | wall_days |
-//   |:------------------------------|------------------------:|-----------------------:|-----------:|----------:|
-//   | BM_MonthLongJob/0/manual_time |                   86.50 |                  64.10 |          5 |     30.32 |
+//   | case                            | time per iteration (ms) | CPU per iteration (ms) | iterations | wall_days |
+//   |:--------------------------------|------------------------:|-----------------------:|-----------:|----------:|
+//   | `BM_MonthLongJob/0/manual_time` |                   86.50 |                  64.10 |          5 |     30.32 |
 //
 // Rows: one per benchmark case, in run order. A case run with repetitions shows its median (Google Benchmark's
 // "median" aggregate, named "<case> (median of N)"); the other aggregates (mean, stddev, cv, complexity) are
 // left out: --benchmark_format=json has them all. Plain repetitions (without aggregates only) are "#1", "#2"...
 // Case names are Google Benchmark's without the run set-up parts (iterations:N, repeats:N, min_time:N,
 // real_time) but with "/manual_time", since that changes what the time column means.
-// Columns: case; time per iteration and CPU per iteration (main thread) in one unit for the table, the finest
+// Columns: case (in backticks, so that Markdown shows BM_FullSolve<Pods> as it is); time per iteration and CPU per iteration (main thread) in one unit for the table, the finest
 // unit of its cases (ns, us, ms or s); iterations; each user counter by name, in name order (a counter's unit is
 // in its name: wall_days, points_per_s; rates are per second of the case's clock); label (SetLabel), when any
 // case has one. A case that failed (SkipWithError) shows "ERROR: <message>" in the label column and blank
-// numbers, and makes had_error() true.
+// numbers, and makes had_error() true. A '|' in a cell is escaped ("\|").
 #pragma once
 
 #include <benchmark/benchmark.h>

@@ -63,25 +63,25 @@ TEST(FormatNumber, FourSignificantDigitsWholeNumbersWholeAndThousandsSeparated) 
   EXPECT_EQ(format_number(std::numeric_limits<double>::infinity()), "inf");
 }
 
-TEST(TableReporter, OneAlignedRowPerCaseInTheFinestUnitWithCountersByName) {
+TEST(TableReporter, OneAlignedMarkdownRowPerCaseInTheFinestUnitWithCountersByName) {
   auto a = run("BM_Hold", "pending:1000", 80e-9, benchmark::kNanosecond);
   a.counters["ns_per_op"] = 72.59;
-  auto b = run("BM_Sim", "pending:1000", 90.8e-6, benchmark::kMicrosecond);
+  auto b = run("BM_Sim<Pods>", "1000", 90.8e-6, benchmark::kMicrosecond);
   b.counters["ns_per_op"] = 89.12;
   b.counters["items_per_second"] = 11.22e6;
-  b.report_label = "engine";
+  b.report_label = "a | b";  // one cell in Markdown too
   const std::string table = table_of({{a}, {b}});
   const auto lines = lines_of(table);
   const std::vector<std::string> expected = {
       "",
-      "| case                 | time per iteration (ns) | CPU per iteration (ns) | iterations | items_per_second | "
+      "| case                   | time per iteration (ns) | CPU per iteration (ns) | iterations | items_per_second | "
       "ns_per_op | label  |",
-      "|:---------------------|------------------------:|-----------------------:|-----------:|-----------------:|"
+      "|:-----------------------|------------------------:|-----------------------:|-----------:|-----------------:|"
       "----------:|:-------|",
-      "| BM_Hold/pending:1000 |                   80.00 |                  40.00 |         10 |                  | "
+      "| `BM_Hold/pending:1000` |                   80.00 |                  40.00 |         10 |                  | "
       "    72.59 |        |",
-      "| BM_Sim/pending:1000  |                  90,800 |                 45,400 |         10 |       11,220,000 | "
-      "    89.12 | engine |",
+      "| `BM_Sim<Pods>/1000`    |                  90,800 |                 45,400 |         10 |       11,220,000 | "
+      "    89.12 | a \\| b |",
       ""};
   EXPECT_EQ(lines, expected) << table;
 }
@@ -101,7 +101,7 @@ TEST(TableReporter, RepeatedCaseShowsItsMedianAndManualTimeStaysInTheName) {
     runs.push_back(r);
   }
   const std::string table = table_of({runs});
-  EXPECT_NE(table.find("| BM_AllReduce1GiB/nodes:128/dp:0/manual_time (median of 3) |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| `BM_AllReduce1GiB/nodes:128/dp:0/manual_time (median of 3)` |"), std::string::npos) << table;
   EXPECT_NE(table.find("15.28"), std::string::npos) << table;
   EXPECT_EQ(table.find("99.00"), std::string::npos) << table;
   EXPECT_EQ(lines_of(table).size(), 5U) << table;  // blank, header, rule, the median, blank
@@ -120,7 +120,7 @@ TEST(TableReporter, FailedCaseShowsItsErrorAndBlankNumbers) {
   EXPECT_NE(table.find("| ERROR: wall_days = 0.000000: not finite"), std::string::npos) << table;
   const auto lines = lines_of(table);
   ASSERT_EQ(lines.size(), 6U);
-  EXPECT_EQ(lines[4].rfind("| BM_MonthLongJob/5 |                         |                        |            |"
+  EXPECT_EQ(lines[4].rfind("| `BM_MonthLongJob/5` |                         |                        |            |"
                            "           | ERROR: wall_days",
                            0),
             0U)
