@@ -10,17 +10,18 @@
 //         node (ring with one channel each, and the double binary tree).
 // Time per case (manual time, one iteration, 3 repetitions: read the median; each builds everything anew):
 //   the benchmark's own time = topology build + first model.time() (the flow solves, cold memo).
-// Counters (ms unless named):
-//   topology   build_topology (vertices, links, routing distance tables)
-//   first      first model.time(): every applicable algorithm's schedule (routing) + max-min solve
-//   second     the same call again: memo hit, a multiplication per (algorithm, protocol)
-//   route      of `first`: build_schedule for each algorithm the tuner tries (routing every transfer)
-//   solve      of `first`: bandwidth_seconds_per_byte for each schedule (progressive max-min filling)
-//              (route and solve are re-measured outside the timed run, on a fresh topology's schedules)
-//   transfers  routed transfers over all schedules tried
-//   ring, tree, hierarchical  route + solve of that algorithm's schedule (absent where it does not apply)
-//   peak_MB    VmHWM of the process after the case (/proc/self/status), reset before each case through
-//              /proc/self/clear_refs (Linux >= 4.0) after malloc_trim; includes the loaded catalog and binary.
+// Counters:
+//   topology_ms   build_topology (vertices, links, routing distance tables)
+//   first_ms      first model.time(): every applicable algorithm's schedule (routing) + max-min solve
+//   second_ms     the same call again: memo hit, a multiplication per (algorithm, protocol)
+//   route_ms      of `first_ms`: build_schedule for each algorithm the tuner tries (routing every transfer)
+//   solve_ms      of `first_ms`: bandwidth_seconds_per_byte for each schedule (progressive max-min filling)
+//                 (route and solve are re-measured outside the timed run, on a fresh topology's schedules)
+//   transfers     routed transfers over all schedules tried
+//   ring_ms, tree_ms, hierarchical_ms  route + solve of that algorithm's schedule (absent where it does not apply)
+//   peak_MB       VmHWM of the process after the case (/proc/self/status, in 1e6 B), reset before each case
+//                 through /proc/self/clear_refs (Linux >= 4.0) after malloc_trim; includes the catalog and binary.
+//   predicted_ms  the all-reduce's simulated time (what the model predicts, not a cost)
 // Run: `make bench` (or this program directly; --benchmark_filter=1024 for the small cases only).
 #include <benchmark/benchmark.h>
 #include <malloc.h>
@@ -150,13 +151,13 @@ void BM_AllReduce1GiB(benchmark::State& state) {
     }
   }
 
-  state.counters["topology"] = topology_ms;
-  state.counters["first"] = first_ms;
-  state.counters["second"] = second_ms;
-  state.counters["route"] = route_ms;
-  state.counters["solve"] = solve_ms;
+  state.counters["topology_ms"] = topology_ms;
+  state.counters["first_ms"] = first_ms;
+  state.counters["second_ms"] = second_ms;
+  state.counters["route_ms"] = route_ms;
+  state.counters["solve_ms"] = solve_ms;
   state.counters["transfers"] = transfers;
-  for (const auto& [name, ms] : per_algorithm_ms) state.counters[name] = ms;
+  for (const auto& [name, ms] : per_algorithm_ms) state.counters[name + "_ms"] = ms;
   state.counters["peak_MB"] = peak;
   state.counters["predicted_ms"] = timing.time.value() * 1e3;
   state.SetLabel(std::string(dp ? "dp8x" : "all") + " " + std::string(models::to_string(timing.algorithm)) + "/" +
@@ -176,5 +177,3 @@ BENCHMARK(BM_AllReduce1GiB)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
-
-BENCHMARK_MAIN();
