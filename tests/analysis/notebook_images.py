@@ -96,7 +96,8 @@ def main(argv: list[str]) -> int:
         else:
             with tempfile.TemporaryDirectory(prefix=f"clustersim-{notebook.stem}-") as tmp:
                 images, blind = count_images(execute(notebook, Path(tmp)))
-        print(f"{notebook.stem}: {images} images (image/png outputs), {time.monotonic() - start:.1f} s")
+        took = "" if count_only else f", executed in {time.monotonic() - start:.1f} s"
+        print(f"{notebook.stem}: {images} images (image/png outputs){took}")
         if images == 0:
             failed.append(f"{notebook.name} shows no image")
         failed += [f"{notebook.name}: the cell '{first}' saves a figure but shows none (end it with plt.show())"
