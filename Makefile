@@ -9,6 +9,8 @@
 #                   and the analysis package under PREFIX (default /usr/local; as any user: PREFIX=$HOME/.local)
 #   make package    the same set-up, then the Debian package $(BUILD_DIR)/clustersim_<version>_amd64.deb
 #                   (`apt install ./build/clustersim_*.deb`)
+#   make notebooks  the same set-up, then execute the three analysis notebooks: the executed copies, figures
+#                   inline, in out/notebooks/<name>.ipynb, the PNGs and HDF5 files they save in out/notebooks/<name>/
 # Variables: BUILD_DIR (default build), JOBS (default: number of cores), PREFIX (default /usr/local).
 
 BUILD_DIR ?= build
@@ -78,6 +80,19 @@ package: build
 # training fractions refitted on the whole suite, and the leave-one-source-out table.
 validate: build
 	$(CLUSTERSIM) validate --fit --leave-one-out -j $(JOBS)
+
+# analysis/notebooks executed with Debian's python3 kernel (jupyter-nbconvert, python3-ipykernel), into
+# out/notebooks/ (git-ignored, rewritten on each run); then each executed copy's image count (0 fails).
+NOTEBOOKS := analysis/notebooks/capacity_planning_sweep.ipynb analysis/notebooks/cross_zone.ipynb \
+  analysis/notebooks/spot_vs_on_demand.ipynb
+.PHONY: notebooks
+notebooks: build
+	rm -rf out/notebooks && mkdir -p out/notebooks
+	CLUSTERSIM_BINARY=$(abspath $(CLUSTERSIM)) CLUSTERSIM_SOURCE_DIR=$(CURDIR) \
+	  CLUSTERSIM_OUTPUT_DIR=$(CURDIR)/out/notebooks PYDEVD_DISABLE_FILE_VALIDATION=1 \
+	  jupyter nbconvert --to notebook --execute --ExecutePreprocessor.kernel_name=python3 \
+	  --ExecutePreprocessor.timeout=600 --output-dir out/notebooks $(NOTEBOOKS)
+	@/usr/bin/python3 tests/analysis/notebook_images.py --count $(addprefix out/notebooks/,$(notdir $(NOTEBOOKS)))
 
 # The sweep's threads under ThreadSanitizer (a separate build in $(BUILD_DIR)-tsan): the tests labelled threads
 # (the sweep and run tests, which run points on several threads sharing one cluster cache and two in-memory MPI

@@ -1,5 +1,8 @@
-"""Plots of clustersim results. Every function returns a matplotlib Figure (Agg backend), with a title and
-every axis labelled with its units; save it with fig.savefig(path)."""
+"""Plots of clustersim results. Every function returns a matplotlib Figure, with a title and every axis
+labelled with its units; save it with fig.savefig(path), show it with plt.show() (or as a notebook cell's value).
+
+The module chooses no backend: matplotlib picks the inline one in a Jupyter kernel and Agg where there is no
+display. A headless script or test that must not open windows sets MPLBACKEND=Agg in its own environment."""
 
 from __future__ import annotations
 
@@ -7,12 +10,10 @@ import json
 import os
 
 import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import matplotlib.ticker
+import numpy as np
+import pandas as pd
 
 __all__ = [
     "BREAKDOWN_COLUMNS",

@@ -1,6 +1,9 @@
 """Tests of clustersim_analysis on small HDF5 files written with h5py after docs/hdf5-schema.md."""
 
 import json
+import os
+import subprocess
+import sys
 
 import h5py
 import matplotlib
@@ -244,3 +247,13 @@ def test_plot_timeline(tmp_path):
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert "stage 0 compute" in labels and "stage 1 DP sync" in labels
     assert ax.get_xlim()[1] >= 2600e-6
+
+
+def test_import_keeps_the_backend():
+    """Importing the package chooses no matplotlib backend (a notebook's inline one must survive the import); a
+    fresh interpreter, as this module already set Agg."""
+    code = ("import matplotlib; matplotlib.use('svg'); import matplotlib.pyplot; import clustersim_analysis; "
+            "print(matplotlib.get_backend())")
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "svg"
