@@ -71,6 +71,9 @@ golden: build
 
 # README "Install". Needs write access to PREFIX only (no root for PREFIX=$HOME/.local).
 install: build
+	@test -w $(BUILD_DIR) || { echo "make install: $(BUILD_DIR)/ belongs to $$(stat -c %U $(BUILD_DIR)), and cmake --install" \
+	  "writes $(BUILD_DIR)/install_manifest.txt. As $$(id -un): git clone the repository, then make install" \
+	  "PREFIX=$(PREFIX) in your clone."; exit 1; }
 	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 package: build

@@ -47,8 +47,9 @@ constexpr auto kDeviceKeys = std::to_array<std::string_view>({
     "gemm_table_device",
     "attention_table",
     "attention_table_device",
-    "memory_gb",
-    "memory_gib",
+    "memory_mib",
+    "memory_source",
+    "memory_part",
     "memory_bandwidth_tb_per_s",
     "achievable_memory_bandwidth_tb_per_s",
     "sm_count",
@@ -289,6 +290,20 @@ std::vector<std::pair<std::string, const toml::table*>> entries(const std::strin
   return out;
 }
 
+/// One capacity per physical memory part: a device naming a memory_part an earlier device (file order) named
+/// must state the same memory_mib; otherwise a CatalogError at its memory_mib.
+void check_memory_part(const std::string& file, const toml::table& t, const DeviceSpec& d,
+                       std::map<std::string, const DeviceSpec*>& first_of_part) {
+  if (d.memory_part.empty()) return;
+  const auto [it, inserted] = first_of_part.emplace(d.memory_part, &d);
+  const DeviceSpec& first = *it->second;
+  if (inserted || first.memory_capacity.value() == d.memory_capacity.value()) return;
+  const EntryReader r(file, d.name, t, kDeviceKeys);
+  r.fail_at("memory_mib", "memory_part '" + d.memory_part + "' is " +
+                              format_number(first.memory_capacity.value() / (1024.0 * 1024.0)) + " MiB on " +
+                              first.name + "; devices with the same memory part must state the same capacity");
+}
+
 DeviceSpec read_device(const std::string& file, const std::string& name, const toml::table& t) {
   const EntryReader r(file, name, t, kDeviceKeys);
   DeviceSpec d;
@@ -360,12 +375,11 @@ DeviceSpec read_device(const std::string& file, const std::string& name, const t
     }
   }
 
-  const auto gb = r.optional_positive("memory_gb");
-  const auto gib = r.optional_positive("memory_gib");
-  if (gb && gib) r.fail_at("memory_gib", "give memory_gb or memory_gib, not both");
-  if (!gb && !gib) r.fail_missing("memory_gb", " (or memory_gib)");
-  d.memory_capacity = gb ? units::gigabytes(*gb) : units::gib(*gib);
-  d.memory_quoted_in_gib = gib.has_value();
+  // One unit for every device: MiB as nvidia-smi / rocm-smi reports the total, with its source beside it.
+  d.memory_capacity = units::mib(r.positive_count("memory_mib"));
+  d.memory_quoted_in_gib = true;
+  d.memory_source = r.required_string("memory_source");
+  if (d.kind == DeviceKind::gpu || t.contains("memory_part")) d.memory_part = r.required_string("memory_part");
 
   const double bw = r.positive("memory_bandwidth_tb_per_s");
   const double triad = r.positive("achievable_memory_bandwidth_tb_per_s");
@@ -588,8 +602,10 @@ Catalog Catalog::load(const std::filesystem::path& directory) {
 
   const toml::table devices_doc = parse_catalog_file(devices_path);
   std::map<std::string, DeviceSpec> devices;
+  std::map<std::string, const DeviceSpec*> first_of_part;  // memory_part -> the first device (file order) naming it
   for (const auto& [name, table] : entries(devices_file, devices_doc, "device")) {
-    devices.emplace(name, read_device(devices_file, name, *table));
+    const DeviceSpec& d = devices.emplace(name, read_device(devices_file, name, *table)).first->second;
+    check_memory_part(devices_file, *table, d, first_of_part);
   }
 
   attach_gemm_tables(devices_file, directory, devices);

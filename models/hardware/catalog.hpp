@@ -84,10 +84,18 @@ struct DeviceSpec {
   /// This device's bf16 matmul maximum over that of the device its attention table was measured on: the same
   /// chip at other clocks (the 500 W H100) runs the measured kernels at that ratio (1 without a table).
   double attention_table_clock_ratio = 1.0;
-  /// Memory capacity (HBM for GPUs, DRAM for the CPU device), bytes.
+  /// Memory capacity (HBM for GPUs, DRAM for the CPU device), bytes: the catalog's memory_mib x 2^20, the
+  /// device's total as nvidia-smi / rocm-smi reports it (the datasheet's where no output is published). No
+  /// CUDA-context or framework reserve is taken off (the memory model adds its own: models/memory).
   units::Bytes memory_capacity;
-  /// Display only: the source quotes the capacity in GiB (memory_gib) rather than decimal GB (memory_gb).
+  /// Display only: print the capacity in GiB rather than decimal GB. Every catalog entry (memory_mib) sets it;
+  /// false only for a DeviceSpec built in code.
   bool memory_quoted_in_gib = false;
+  /// Where the capacity comes from (memory_source): the tool output, with a public link, or the datasheet.
+  std::string memory_source;
+  /// GPUs: the memory configuration, e.g. "GA100 80GB HBM2e" (memory_part). Devices naming the same part state
+  /// the same capacity (Catalog::load rejects a catalog where they differ); empty for the CPU device.
+  std::string memory_part;
   /// Datasheet memory bandwidth, B/s.
   units::BytesPerSecond memory_bandwidth;
   /// Measured achievable memory bandwidth (stream triad), B/s. Used for memory-bound ops.

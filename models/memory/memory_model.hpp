@@ -83,9 +83,9 @@
 //    (~0.5-1 GiB), NCCL communicator buffers (~0.3-1 GiB for TP, DP and PP communicators) and caching
 //    allocator fragmentation.
 //
-// 8. Verdict: fits = max over stages of total() <= device.memory_capacity, as the catalog states it (decimal
-//    GB for `memory_gb` entries: a conservative reading for HBM GPUs, whose real capacity is binary, an
-//    A100-80GB holds 80 GiB = 85.9e9 B; docs/memory.md).
+// 8. Verdict: fits = max over stages of total() <= device.memory_capacity, the catalog's memory_mib: the
+//    device's total as nvidia-smi / rocm-smi reports it (A100-80GB, SXM4 or PCIe: 81920 MiB = 80 GiB), with
+//    no reserve taken off; the reserve is item 7's, added to the need (docs/catalog.md "Memory capacity").
 #pragma once
 
 #include <cstdint>

@@ -127,7 +127,7 @@ TEST(ShippedCatalog, Gb300IsBlackwellUltraOnNdGb300V6) {
   // GB200: FP4 40 PFLOPS with sparsity per superchip (2 GPUs) -> 10 dense per GPU; Blackwell Ultra is 1.5x.
   ASSERT_TRUE(shipped().device("GB200").peak_fp4.has_value());
   EXPECT_DOUBLE_EQ(gb300.peak_fp4->value(), 1.5 * shipped().device("GB200").peak_fp4->value());
-  EXPECT_DOUBLE_EQ(gb300.memory_capacity.value(), 288e9);         // 288 GB HBM3e per GPU
+  EXPECT_DOUBLE_EQ(gb300.memory_capacity.value(), 284208.0 * 1024 * 1024);  // "288 GB" HBM3e: nvidia-smi 284208 MiB
   EXPECT_DOUBLE_EQ(gb300.memory_bandwidth.value(), 8e12);         // 8 TB/s
   EXPECT_DOUBLE_EQ(gb300.fabric_bandwidth_per_direction.value(), 1.8e12 / 2.0);  // NVLink 5, 1.8 TB/s bidir
   EXPECT_DOUBLE_EQ(gb300.tdp_watts, 1400.0);
@@ -277,11 +277,12 @@ TEST(ShippedCatalog, VmRowsMatchAzureCsv) {
     const VmSize& vm = shipped().vm_size(r.name);
     const DeviceSpec& d = shipped().device(vm.device);
     EXPECT_NEAR(vm.devices_per_vm * vm.device_share, r.gpus, 1e-12);
-    // Azure quotes GPU memory in the vendor's unit: "80 GB" HBM is binary (GiB), GDDR decimal. H100: 79.6 GiB
-    // (81559 MiB) x 8 against the quoted 640.
-    const double unit = d.memory_quoted_in_gib ? 1024.0 * 1024.0 * 1024.0 : 1e9;
-    EXPECT_NEAR(vm.devices_per_vm * vm.device_share * d.memory_capacity.value() / unit, r.gpu_memory_gb_total,
-                d.memory_quoted_in_gib ? 4.0 : 1.0);
+    // Azure quotes the vendor's marketing figure ("80 GB", "141 GB", "16 GB"); the catalog holds what nvidia-smi /
+    // rocm-smi reports, in MiB. In GiB they agree within 7 %: H100 79.6 GiB (81559 MiB) x 8 against the quoted
+    // 640, H200 140.4 x 8 against 1128, T4 15.0 (15360 MiB) against 16, A10 22.5 (23028 MiB) against 24.
+    EXPECT_TRUE(d.memory_quoted_in_gib);
+    EXPECT_NEAR(vm.devices_per_vm * vm.device_share * units::in_gib(d.memory_capacity), r.gpu_memory_gb_total,
+                0.07 * r.gpu_memory_gb_total);
     EXPECT_EQ(vm.infiniband_ports, r.ib_ports);
     EXPECT_DOUBLE_EQ(vm.infiniband_port_rate.value(), r.ib_gbps * 1e9);
     if (std::isnan(r.price)) {
@@ -394,12 +395,14 @@ const std::vector<std::string> kDevicesLines = {
     "peak_fp32_tflops = 10",                      // 4
     "peak_bf16_tflops = 100",                     // 5
     "achievable_matmul_bf16_tflops = 80",         // 6
-    "memory_gb = 40",                             // 7
+    "memory_mib = 40960",                         // 7
     "memory_bandwidth_tb_per_s = 2",              // 8
     "achievable_memory_bandwidth_tb_per_s = 1.5", // 9
     "sm_count = 100",                             // 10
     "fabric_gb_per_s_per_direction = 300",        // 11
     "tdp_watts = 400",                            // 12
+    "memory_source = \"test\"",                   // 13
+    "memory_part = \"X 40GB\"",                   // 14
 };
 const std::vector<std::string> kVmLines = {
     "[Test_VM]",                   // 1
@@ -470,10 +473,10 @@ TEST_F(CatalogErrors, UnknownKey) {
 }
 
 TEST_F(CatalogErrors, WrongTypeString) {
-  const std::string msg = load(with(kDevicesLines, 7, "memory_gb = \"40\""), kVmLines);
+  const std::string msg = load(with(kDevicesLines, 7, "memory_mib = \"40960\""), kVmLines);
   EXPECT_EQ(msg.rfind(at("devices.toml", 7), 0), 0U) << msg;
-  EXPECT_CONTAINS(msg, "key 'X100.memory_gb'");
-  EXPECT_CONTAINS(msg, "expected a number");
+  EXPECT_CONTAINS(msg, "key 'X100.memory_mib'");
+  EXPECT_CONTAINS(msg, "expected an integer");
 }
 
 TEST_F(CatalogErrors, CountMustBeAnInteger) {
@@ -498,7 +501,7 @@ TEST_F(CatalogErrors, AchievableAbovePeak) {
 
 TEST_F(CatalogErrors, MissingKeyPointsAtTheEntry) {
   std::vector<std::string> lines = kDevicesLines;
-  lines.pop_back();  // tdp_watts
+  lines.erase(lines.begin() + 11);  // line 12, tdp_watts
   const std::string msg = load(lines, kVmLines);
   EXPECT_EQ(msg.rfind(at("devices.toml", 1), 0), 0U) << msg;
   EXPECT_CONTAINS(msg, "key 'X100.tdp_watts'");
@@ -530,9 +533,9 @@ TEST_F(CatalogErrors, InfinibandPortsWithoutRate) {
 
 TEST_F(CatalogErrors, EstimatesMustNameTheEntrysNumbers) {
   std::vector<std::string> lines = kDevicesLines;
-  lines.push_back("estimates = [\"tdp_watts\", \"sm_cout\"]");  // line 13
+  lines.push_back("estimates = [\"tdp_watts\", \"sm_cout\"]");  // line 15
   const std::string msg = load(lines, kVmLines);
-  EXPECT_EQ(msg.rfind(at("devices.toml", 13), 0), 0U) << msg;
+  EXPECT_EQ(msg.rfind(at("devices.toml", 15), 0), 0U) << msg;
   EXPECT_CONTAINS(msg, "key 'X100.estimates'");
   EXPECT_CONTAINS(msg, "'sm_cout' is not a number of this entry");
   lines.back() = "estimates = [\"tdp_watts\"]";
@@ -551,9 +554,9 @@ TEST_F(CatalogErrors, NvlinkDomainNeedsAnNvswitch) {
 
 TEST_F(CatalogErrors, Fp4PeakNeedsAnFp8Mode) {
   std::vector<std::string> lines = kDevicesLines;
-  lines.push_back("peak_fp4_tflops = 400");  // line 13
+  lines.push_back("peak_fp4_tflops = 400");  // line 15
   const std::string msg = load(lines, kVmLines);
-  EXPECT_EQ(msg.rfind(at("devices.toml", 13), 0), 0U) << msg;
+  EXPECT_EQ(msg.rfind(at("devices.toml", 15), 0), 0U) << msg;
   EXPECT_CONTAINS(msg, "key 'X100.peak_fp4_tflops'");
   EXPECT_CONTAINS(msg, "no peak_fp8_tflops");
   lines.push_back("peak_fp8_tflops = 200");
