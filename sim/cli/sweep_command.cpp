@@ -2,7 +2,6 @@
 
 #include <boost/program_options.hpp>
 
-#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -11,7 +10,6 @@
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
@@ -19,6 +17,7 @@
 #include "sim/cli/progress.hpp"
 #include "sim/errors.hpp"
 #include "sim/run/exit_status.hpp"
+#include "sim/sweep/command_support.hpp"
 #include "sim/sweep/mpi_ranks.hpp"
 #include "sim/sweep/sweep_job.hpp"
 #include "sim/sweep/sweep_runner.hpp"
@@ -48,13 +47,6 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
 
 std::vector<std::string> set_overrides(const po::variables_map& vm) {
   return vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-}
-
-std::optional<int64_t> parse_int(std::string_view t) {
-  int64_t v = 0;
-  const auto res = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (t.empty() || res.ec != std::errc() || res.ptr != t.data() + t.size()) return std::nullopt;
-  return v;
 }
 
 /// --shard: "I/N" with 0 <= I < N, or "auto" (a Slurm job array's task id and count). Throws UsageError.

@@ -168,7 +168,7 @@ void Loader::apply_overrides(const std::vector<std::string>& overrides) {
       if (node == nullptr) {
         doc_.insert(table, toml::table{});
         node = doc_.get(table);
-        override_locs_.emplace(table, key_loc);
+        overrides_.emplace(table, Override{key_loc, key + "=" + raw});
       }
       target = node->as_table();
       if (target == nullptr) {
@@ -181,7 +181,8 @@ void Loader::apply_overrides(const std::vector<std::string>& overrides) {
     } else {
       target->insert_or_assign(leaf, raw);
     }
-    override_locs_.insert_or_assign(key, value_loc);
+    overrides_.insert_or_assign(key, Override{value_loc, key + "=" + raw});
+    set_options_.push_back(key + "=" + raw);
   }
 }
 
@@ -196,8 +197,10 @@ void Loader::check_structure(const ScenarioKind& kind) {
         fail(key, value_loc_of(key, node), "expected a table, got " + std::string(node_type_name(node.type())));
       }
       if (!kind.takes_table(key)) {
-        std::string message{kind.foreign_table_message};
+        const std::string option = set_option(key);
+        std::string message{option.empty() ? kind.foreign_table_message : kind.foreign_set_message};
         message.replace(message.find("{table}"), 7, key);
+        if (!option.empty()) message = "--set " + option + ": " + message;
         fail(key, key_loc_of(key, k), std::move(message));
       }
       if (key == "sweep") continue;  // read by sim/sweep (read_sweep), not part of one run
@@ -257,13 +260,13 @@ Loc Loader::node_loc(const toml::node& node) const {
 
 /// A value's position: its --set option, else its place in the file.
 Loc Loader::value_loc_of(const std::string& dotted, const toml::node& node) const {
-  if (auto it = override_locs_.find(dotted); it != override_locs_.end()) return it->second;
+  if (auto it = overrides_.find(dotted); it != overrides_.end()) return it->second.loc;
   return node_loc(node);
 }
 
 /// A key's position (for unknown keys): the key itself in the file.
 Loc Loader::key_loc_of(const std::string& dotted, const toml::key& key) const {
-  if (auto it = override_locs_.find(dotted); it != override_locs_.end()) return it->second;
+  if (auto it = overrides_.find(dotted); it != overrides_.end()) return it->second.loc;
   const auto& src = key.source();
   if (src.begin.line == 0) return Loc{path_, 1, 1};
   return Loc{path_, static_cast<int64_t>(src.begin.line), static_cast<int64_t>(src.begin.column)};
@@ -272,9 +275,14 @@ Loc Loader::key_loc_of(const std::string& dotted, const toml::key& key) const {
 Loc Loader::table_loc(std::string_view table) const {
   if (table.empty()) return Loc{path_, 1, 1};
   const std::string name{table};
-  if (auto it = override_locs_.find(name); it != override_locs_.end()) return it->second;
+  if (auto it = overrides_.find(name); it != overrides_.end()) return it->second.loc;
   if (const toml::node* n = doc_.get(name)) return node_loc(*n);
   return Loc{path_, 1, 1};
+}
+
+std::string Loader::set_option(std::string_view dotted) const {
+  const auto it = overrides_.find(dotted);
+  return it == overrides_.end() ? std::string{} : it->second.option;
 }
 
 const toml::node* Loader::find_node(std::string_view table, std::string_view leaf) const {

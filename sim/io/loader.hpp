@@ -56,14 +56,22 @@ class Loader {
   [[nodiscard]] bool has_table(const std::string& name) const;
   /// Whether the document (with its overrides) has the top-level key or table `name`, of any type.
   [[nodiscard]] bool in_document(std::string_view name) const { return doc_.get(name) != nullptr; }
+  /// Whether the file itself has the top-level key or table `name`: in the document and not created by a --set.
+  [[nodiscard]] bool in_file(std::string_view name) const { return in_document(name) && set_option(name).empty(); }
+  /// The --set option that gave `dotted` (a key), or created `dotted` (a table), as "KEY=VALUE" (both trimmed);
+  /// "" when the file gave it (or nothing did).
+  [[nodiscard]] std::string set_option(std::string_view dotted) const;
+  /// Every --set option applied, in order, as "KEY=VALUE" (both trimmed).
+  [[nodiscard]] const std::vector<std::string>& set_options() const { return set_options_; }
 
   /// Applies "dotted.key=value" overrides in order (a later one wins). The i-th (1-based) option is reported
   /// as "--set:i:COL", COL 1 for its key and the value's column for its value.
   void apply_overrides(const std::vector<std::string>& overrides);
   /// schema_version first: a file of another version is reported as such, not as a list of unknown keys.
   void check_schema_version();
-  /// Every table and key of the document is in the key table and belongs to `kind` (else the kind's message);
-  /// tables are tables; the kind's required tables exist.
+  /// Every table and key of the document is in the key table and belongs to `kind` (else the kind's message;
+  /// a table of another kind that a --set created: "--set KEY=VALUE: " and the kind's foreign_set_message, at
+  /// the option); tables are tables; the kind's required tables exist.
   void check_structure(const ScenarioKind& kind);
   /// Presence, type and allowed values of every key `kind` takes; fills the resolved values and defaults.
   void check_params(const ScenarioKind& kind);
@@ -134,7 +142,13 @@ class Loader {
   std::filesystem::path path_;
   toml::table doc_;
   toml::table resolved_;
-  std::map<std::string, Loc, std::less<>> override_locs_;  ///< dotted key or table name -> its --set option
+  /// A --set option: where it is, and its text ("KEY=VALUE", both trimmed).
+  struct Override {
+    Loc loc;
+    std::string option;
+  };
+  std::map<std::string, Override, std::less<>> overrides_;  ///< dotted key or table name -> its --set option
+  std::vector<std::string> set_options_;                    ///< every --set option, in order, "KEY=VALUE"
 };
 
 }  // namespace clustersim::sim::detail

@@ -38,6 +38,8 @@ const std::vector<ScenarioKind>& scenario_kinds() {
           .required_tables = {"model", "serving", "workload"},
           .foreign_table_message =
               "a serving scenario ([serving]) has no [{table}]: it simulates a fleet, not a training run",
+          .foreign_set_message =
+              "[{table}] belongs to training scenarios; this file is a serving scenario (it has a [serving] table)",
           .foreign_keys = {{{"reference.tflops_per_gpu", "reference.step_time_s", "reference.tokens_per_s_per_gpu",
                              "reference.mfu"},
                             "a training metric: a serving scenario's [reference] gives metric and value"},
@@ -57,6 +59,8 @@ const std::vector<ScenarioKind>& scenario_kinds() {
           .required_tables = {"model", "training", "cluster"},
           .foreign_table_message =
               "[{table}] belongs to a serving scenario, which has a [serving] table and no training tables",
+          .foreign_set_message =
+              "[{table}] belongs to serving scenarios; this file is a training scenario (it has no [serving] table)",
           .foreign_keys = {{{"reference.metric", "reference.value"},
                             "a serving scenario's key: a training run's [reference] gives tflops_per_gpu, "
                             "step_time_s, tokens_per_s_per_gpu or mfu"}},
@@ -77,7 +81,7 @@ const ScenarioKind& scenario_kind_named(std::string_view name) {
 
 const ScenarioKind& kind_of(const Loader& loader) {
   for (const ScenarioKind& k : scenario_kinds()) {
-    if (k.marker_table.empty() || loader.in_document(k.marker_table)) return k;
+    if (k.marker_table.empty() || loader.in_file(k.marker_table)) return k;
   }
   return scenario_kinds().back();
 }

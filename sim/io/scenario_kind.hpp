@@ -15,8 +15,8 @@
 //      load_serving_scenario in scenario.cpp). Larger kinds split the rules into <kind>_scenario_rules.cpp, as
 //      serving does.
 //   4. sim/io/scenario.hpp: its resolved struct and load function; sim/io/CMakeLists.txt: the new unit.
-//   The other kinds' foreign_table_message name serving today ("[x] belongs to a serving scenario"): reword the
-//   training kind's when a third kind's tables can appear in a training document.
+//   The other kinds' foreign_table_message and foreign_set_message name serving today ("[x] belongs to a serving
+//   scenario"): reword the training kind's when a third kind's tables can appear in a training document.
 //   Tests: tests/scenario/test_<kind>_scenario.cpp. The command that runs it (sim/run, sim/cli) dispatches on
 //   scenario_kind(path).
 #pragma once
@@ -49,6 +49,9 @@ struct ScenarioKind {
   std::vector<std::string_view> tables;
   std::vector<std::string_view> required_tables;  ///< missing: "required table is missing" at 1:1
   std::string_view foreign_table_message;
+  /// The message for such a table when a --set created it (the file is of this kind; the option cannot make it
+  /// another): after "--set KEY=VALUE: ", at the option, "{table}" standing for the table's name.
+  std::string_view foreign_set_message;
   std::vector<ForeignKeys> foreign_keys;  ///< keys of its tables it does not take, each an error at the key
   /// {table, parent}: when both are absent the table takes no defaults (it means nothing without its parent:
   /// a training run's [reliability] and [cost] without [job]; [job] itself).
@@ -70,8 +73,8 @@ struct ScenarioKind {
 const std::vector<ScenarioKind>& scenario_kinds();
 /// The kind named `name` ("training", "serving"). Throws std::out_of_range for another name.
 const ScenarioKind& scenario_kind_named(std::string_view name);
-/// The kind of the loader's document (with its overrides): the first kind whose marker table it has (a key of
-/// that name of any type counts), else the default kind.
+/// The kind of the loader's document: the first kind whose marker table the file has (a key of that name of any
+/// type counts; a table a --set created does not: overrides change values, not the kind), else the default kind.
 const ScenarioKind& kind_of(const Loader& loader);
 /// Stops a load as `wanted` of a document of kind `document` (kind_of), with document's message at its marker
 /// table, or the wanted kind's marker table reported missing ("required table is missing: not a serving

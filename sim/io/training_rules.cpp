@@ -75,8 +75,7 @@ void check_parallelism_shape(Loader& l) {
   }
 }
 
-void check_training_on_cluster(Loader& l, const ClusterShape& cluster, const models::Catalog& catalog) {
-  const models::VmSize* vm = cluster.vm;
+void check_gpu_count(Loader& l, const ClusterShape& cluster) {
   const int64_t gpus = cluster.gpus;
   const std::string& cluster_text = cluster.text;
   // The sizes of the dimensions other than data, as written ("tensor × pipeline", "tensor × context ×
@@ -92,8 +91,31 @@ void check_training_on_cluster(Loader& l, const ClusterShape& cluster, const mod
     const int64_t d = l.get_int("parallelism.data");
     const int64_t tpd = l.checked_mul(tp, d, "parallelism.data");
     if (tpd != gpus) {
+      // What to change: the data size that fits (when one does), the other dimensions, or the nodes that hold
+      // this layout (when whole VMs do; with zones, their nodes change too); then the --set options involved.
+      std::string fix = gpus % tp == 0 ? "set parallelism.data = " + std::to_string(gpus / tp) +
+                                             " (--set parallelism.data=" + std::to_string(gpus / tp) + ")"
+                                       : "no data size fits (" + names + " = " + std::to_string(tp) +
+                                             " does not divide " + std::to_string(gpus) + ")";
+      fix += gpus % tp == 0 ? ", or change tensor, context or pipeline" : ": change tensor, context or pipeline";
+      const int64_t per_vm = cluster.vm->devices_per_vm;
+      if (l.has("cluster.zones")) {
+        fix += ", or cluster.nodes and cluster.zones";
+      } else if (tpd % per_vm == 0) {
+        fix += ", or cluster.nodes (--set cluster.nodes=" + std::to_string(tpd / per_vm) + ")";
+      } else {
+        fix += ", or cluster.nodes";
+      }
+      std::string from_set;
+      for (const char* key : {"parallelism.tensor", "parallelism.context", "parallelism.pipeline", "parallelism.data",
+                              "cluster.nodes", "cluster.vm_size"}) {
+        if (const std::string option = l.set_option(key); !option.empty()) {
+          from_set += (from_set.empty() ? "; from --set: " : ", ") + option;
+        }
+      }
       l.fail_at("parallelism.data", names + " × data = " + sizes + " × " + std::to_string(d) + " = " +
-                                        std::to_string(tpd) + ", but the cluster has " + cluster_text);
+                                        std::to_string(tpd) + ", but the cluster has " + cluster_text + ": " + fix +
+                                        from_set);
     }
   } else {
     if (gpus % t != 0) {
@@ -110,6 +132,13 @@ void check_training_on_cluster(Loader& l, const ClusterShape& cluster, const mod
     }
     l.set("parallelism.data", gpus / tp);
   }
+}
+
+void check_training_on_cluster(Loader& l, const ClusterShape& cluster, const models::Catalog& catalog) {
+  const models::VmSize* vm = cluster.vm;
+  const int64_t gpus = cluster.gpus;
+  const int64_t p = l.get_int("parallelism.pipeline");
+  check_gpu_count(l, cluster);
   const int64_t d = l.get_int("parallelism.data");
   // The MoE layers' folded layout, now that data is known.
   if (const auto problem = models::expert_layout_problem(layout_keys(l), model_keys(l))) {

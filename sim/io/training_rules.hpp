@@ -33,8 +33,14 @@ void check_tp_comm_overlap(Loader& l);
 /// (models::layout_problem). Throws ScenarioError at the key.
 void check_parallelism_shape(Loader& l);
 
-/// The training run on its cluster: tensor x context x pipeline x data = the cluster's GPUs (data derived when
-/// omitted), the experts' folded layout (models::expert_layout_problem), recompute_modules only with selective
+/// The layout fills the cluster: tensor x context x pipeline x data = the cluster's GPUs, data derived (set) when
+/// omitted. Throws ScenarioError: at parallelism.data when the product differs, naming what to change (the data
+/// size that fits, with its --set form, or the other dimensions, or cluster.nodes, with its --set form when whole
+/// VMs hold the layout) and the --set options among the keys involved; at the first of tensor, tensor x context,
+/// tensor x context x pipeline that does not divide the GPUs when data is omitted.
+void check_gpu_count(Loader& l, const ClusterShape& cluster);
+
+/// The training run on its cluster: check_gpu_count, the experts' folded layout (models::expert_layout_problem), recompute_modules only with selective
 /// recompute, Megatron-Core's rules of moe_a2a_overlap, the flex dispatcher and capacity padding, the batch
 /// split (models::batch_split_error) and the interleaved schedule's microbatches, the device's precision, then
 /// check_step_size. Throws ScenarioError at the key.

@@ -1,7 +1,6 @@
 #include "sim/sweep/distribution.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -14,6 +13,7 @@
 #include <thread>
 
 #include "sim/run/exit_status.hpp"
+#include "sim/sweep/command_support.hpp"
 #include "sim/sweep/sidecar.hpp"
 
 namespace clustersim::sim {
@@ -35,25 +35,6 @@ bool GuidedScheduler::next(size_t& begin, size_t& end, size_t cap, size_t weight
 }
 
 namespace {
-
-/// Runs `body`, mapping exceptions to exit statuses (sim/run/exit_status.hpp); the error text goes to `message`.
-template <typename F>
-int attempt(std::string& message, F&& body) {
-  try {
-    return body();
-  } catch (...) {
-    ErrorExit e = exit_for(std::current_exception(), "sweep");
-    message = std::move(e.message);
-    return e.status;
-  }
-}
-
-std::optional<int64_t> parse_int(std::string_view t) {
-  int64_t v = 0;
-  const auto res = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (t.empty() || res.ec != std::errc() || res.ptr != t.data() + t.size()) return std::nullopt;
-  return v;
-}
 
 /// The first failure among the threads of a rank: its exit status and message (whole lines).
 struct Failure {
@@ -110,7 +91,7 @@ std::vector<SweepRow> serve_points(RankChannel& ranks, const LoadedSweep& sweep,
   const auto clusters = std::make_shared<ClusterCache>();  // one flow-solve memo for all threads
   const auto worker = [&] {
     std::string message;
-    const int code = attempt(message, [&] {
+    const int code = attempt("sweep", message, [&] {
       SweepPointRunner runner(sweep, catalog, clusters);
       size_t begin = 0;
       size_t end = 0;
@@ -133,7 +114,7 @@ std::vector<SweepRow> serve_points(RankChannel& ranks, const LoadedSweep& sweep,
   for (int r = 0; r < ranks.size(); ++r) decoders.emplace_back("the rows of rank " + std::to_string(r));
   int finals = 0;
   std::string message;
-  const int code = attempt(message, [&] {
+  const int code = attempt("sweep", message, [&] {
     const auto worker_rank = [&](int source) { return source > 0 && source < ranks.size(); };
     while (!failure.failed) {
       const bool busy = drain_messages(ranks, kTagRows, worker_rank, [&](int source, const std::string& bytes) {
@@ -202,7 +183,7 @@ void work_on_points(RankChannel& ranks, const LoadedSweep& sweep, const models::
   const auto clusters = std::make_shared<ClusterCache>();  // one flow-solve memo for all threads
   const auto worker = [&] {
     std::string message;
-    const int code = attempt(message, [&] {
+    const int code = attempt("sweep", message, [&] {
       SweepPointRunner runner(sweep, catalog, clusters);
       while (true) {
         const SweepPoint* point = nullptr;
@@ -229,7 +210,7 @@ void work_on_points(RankChannel& ranks, const LoadedSweep& sweep, const models::
   RowEncoder encoder;
   bool asked = false;
   std::string message;
-  const int code = attempt(message, [&] {
+  const int code = attempt("sweep", message, [&] {
     const auto rank_zero = [](int source) { return source == 0; };
     while (!failure.failed) {
       bool busy = drain_messages(ranks, kTagPoints, rank_zero, [&](int, const std::string& bytes) {

@@ -1,13 +1,11 @@
 #include "sim/sweep/sweep_job.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <csignal>
 #include <map>
 #include <memory>
 #include <ostream>
 #include <string_view>
-#include <system_error>
 #include <utility>
 
 #include "models/hardware/catalog.hpp"
@@ -16,6 +14,7 @@
 #include "sim/output/output_path.hpp"
 #include "sim/run/exit_status.hpp"
 #include "sim/run/run_inputs.hpp"
+#include "sim/sweep/command_support.hpp"
 #include "sim/sweep/distribution.hpp"
 #include "sim/sweep/fingerprint.hpp"
 #include "sim/sweep/rank_channel.hpp"
@@ -67,25 +66,6 @@ struct StopSignals {
 };
 
 const char* stop_signal_name() { return g_stop_signal == SIGTERM ? "SIGTERM" : "SIGINT"; }
-
-/// Runs `body`, mapping exceptions to exit statuses (sim/run/exit_status.hpp); the error text goes to `message`.
-template <typename F>
-int attempt(const std::string& command, std::string& message, F&& body) {
-  try {
-    return body();
-  } catch (...) {
-    ErrorExit e = exit_for(std::current_exception(), command);
-    message = std::move(e.message);
-    return e.status;
-  }
-}
-
-std::optional<int64_t> parse_int(std::string_view t) {
-  int64_t v = 0;
-  const auto res = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (t.empty() || res.ec != std::errc() || res.ptr != t.data() + t.size()) return std::nullopt;
-  return v;
-}
 
 std::string overrides_text(const std::vector<std::string>& overrides) {
   std::string s;

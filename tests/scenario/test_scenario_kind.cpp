@@ -23,6 +23,7 @@ TEST(ScenarioKind, EveryTableOfTheKeyTableBelongsToAKindAndTheDefaultKindIsLast)
   for (const detail::ScenarioKind& k : detail::scenario_kinds()) {
     EXPECT_NE(k.check, nullptr) << k.name;
     EXPECT_NE(k.foreign_table_message.find("{table}"), std::string_view::npos) << k.name;
+    EXPECT_NE(k.foreign_set_message.find("{table}"), std::string_view::npos) << k.name;
     for (const std::string_view r : k.required_tables) EXPECT_TRUE(k.takes_table(r)) << k.name << " " << r;
     if (!k.marker_table.empty()) {
       EXPECT_TRUE(k.takes_table(k.marker_table)) << k.name;
@@ -62,6 +63,30 @@ TEST(ScenarioKind, TablesAndKeysOfTheOtherKindAreErrorsWithItsMessage) {
   EXPECT_EQ(error_of(kServing, {"simulation.variability=on"}, true),
             "--set:1:24: key 'simulation.variability': a training run's key: the variability of a synchronous "
             "training step");
+}
+
+TEST(ScenarioKind, ASetOfAnotherKindsKeyNamesTheSetAndTheFilesKind) {
+  // Issue 28: `--set serving.replicas=4` on a training scenario blamed the file's [cluster] (the --set made the
+  // document a serving one). The file gives the kind; the error is at the option (--set:LINE:1), naming it.
+  EXPECT_EQ(error_of(kTraining, {"simulation.seed=3", "serving.replicas=4"}),
+            "--set:2:1: key 'serving': --set serving.replicas=4: [serving] belongs to serving scenarios; this file is "
+            "a training scenario (it has no [serving] table)");
+  EXPECT_EQ(error_of(kTraining, {"serving.replicas=4"}, true),
+            "--set:1:1: key 'serving': --set serving.replicas=4: [serving] belongs to serving scenarios; this file is "
+            "a training scenario (it has no [serving] table)");
+  EXPECT_EQ(error_of(kTraining, {"workload.rate_per_s=2"}),
+            "--set:1:1: key 'workload': --set workload.rate_per_s=2: [workload] belongs to serving scenarios; this "
+            "file is a training scenario (it has no [serving] table)");
+  // The reverse, from either load.
+  EXPECT_EQ(error_of(kServing, {"training.global_batch_size = 8"}, true),
+            "--set:1:1: key 'training': --set training.global_batch_size=8: [training] belongs to training "
+            "scenarios; this file is a serving scenario (it has a [serving] table)");
+  EXPECT_EQ(error_of(kServing, {"cluster.nodes=2"}),
+            "--set:1:1: key 'cluster': --set cluster.nodes=2: [cluster] belongs to training scenarios; this file is "
+            "a serving scenario (it has a [serving] table)");
+  // A --set into a table the file has keeps the table's own kind rules (here: the serving load's marker).
+  EXPECT_EQ(error_of(kTraining, {"cluster.nodes=2"}, true),
+            "FILE:1:1: key 'serving': required table is missing: not a serving scenario");
 }
 
 TEST(ScenarioKind, LoadingTheWrongKindSaysWhich) {
