@@ -124,6 +124,7 @@ struct Scenario {
   /// job.replications (a job Monte Carlo beyond its event budget).
   std::map<std::string, Location> locations;
   std::string resolved_toml;          ///< the scenario after --set overrides and defaults, as TOML text
+  std::vector<std::string> overrides;  ///< the --set options applied, in order, as "KEY=VALUE" (both trimmed)
 };
 
 /// A serving scenario's fleet ([serving], docs/serving.md): names and numbers as the file gives them; the run
@@ -219,6 +220,7 @@ struct ServingScenario {
   uint64_t seed = 0;
   std::filesystem::path source_path;
   std::string resolved_toml;  ///< the scenario after --set overrides and defaults, as TOML text
+  std::vector<std::string> overrides;  ///< the --set options applied, in order, as "KEY=VALUE" (both trimmed)
 };
 
 /// The kind of the scenario file at `path`: "serving" when it has a [serving] table, else "training" (the kinds

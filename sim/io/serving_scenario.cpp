@@ -77,6 +77,7 @@ ServingScenario build_serving_scenario(const Loader& l) {
   s.seed = static_cast<uint64_t>(l.get_int("simulation.seed"));
   s.source_path = l.path();
   s.resolved_toml = l.resolved_text();
+  s.overrides = l.set_options();
   return s;
 }
 

@@ -145,6 +145,7 @@ Scenario build_training_scenario(const Loader& l) {
   s.simulation.variability = variability_spec(l);
   s.source_path = l.path();
   s.resolved_toml = l.resolved_text();
+  s.overrides = l.set_options();
   return s;
 }
 

@@ -233,7 +233,11 @@ std::string chrome_trace_json(const PipelineResult& pipeline, const ChromeTraceI
   out += ", \"microbatches\": " + std::to_string(info.microbatches);
   out += ", \"step_time_s\": " + fixed_decimal(std::max<int64_t>(0, to_ns(pipeline.step_time)), 1000000000);
   out += ", \"critical_stage\": " + std::to_string(pipeline.critical_stage);
-  out += ", \"fidelity\": \"replica: each stage's tracks are one representative GPU (its first rank)\"";
+  out += info.full_fidelity
+             ? ", \"fidelity\": \"full: every data-parallel replica of a stage simulated (" +
+                   std::to_string(pipeline.replicas) +
+                   "); each stage's tracks are replica 0's representative GPU (its first rank)\""
+             : ", \"fidelity\": \"replica: each stage's tracks are one representative GPU (its first rank)\"";
   out += ", \"time_unit\": \"us\"";
   for (const auto& [key, value] : info.other_data) out += ", " + json_string(key) + ": " + json_string(value);
   out += "},\n\"traceEvents\": [\n";

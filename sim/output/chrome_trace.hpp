@@ -6,7 +6,9 @@
 // written with exactly three decimals (the engine's nanoseconds), measured from the step's start.
 //   pid   one process per pipeline stage: pid = stage + 1, named "stage k (GPUs a-b)" (process_name and
 //         process_sort_index metadata events). In replica fidelity the stage's timeline is that of one
-//         representative GPU (its first rank, a), which every GPU a..b of the stage mirrors.
+//         representative GPU (its first rank, a), which every GPU a..b of the stage mirrors. In full fidelity
+//         every data-parallel replica of the stage is simulated and the tracks are replica 0's (GPU a again);
+//         "otherData"'s "fidelity" says which ran.
 //   tid   one thread per stream of that GPU: tid = 100 * pid + stream, stream 1 "compute" (forward and backward
 //         passes), 2 "tp comm" (the tensor-parallel part of each pass, drawn at the pass's end), 3 "p2p"
 //         (pipeline transfers arriving at the stage), 4 "dp sync" (gradient sync), 5 "optimizer". Spans that
@@ -44,6 +46,10 @@ struct ChromeTraceInfo {
   std::vector<std::pair<std::string, std::string>> other_data;
   /// c: GPUs of a stage are t * c * d consecutive ranks; written to "otherData" when above 1.
   int64_t context_parallel = 1;
+  /// The fidelity that ran (simulation.fidelity = "full"), for "otherData"'s "fidelity": false "replica: ..."
+  /// (one representative GPU per stage), true "full: ..." (every data-parallel replica of a stage simulated,
+  /// PipelineResult::replicas of them, the tracks being replica 0's).
+  bool full_fidelity = false;
 };
 
 /// The trace as JSON text (what write_chrome_trace writes). Throws std::logic_error if a span is

@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "sim/format.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/job/job_simulation.hpp"
 
@@ -27,8 +28,8 @@ std::string hours_text(double h) {
 std::string format_job_summary(const Scenario& sc, const JobStatistics& j, const JobStatistics* on_demand) {
   const JobConfig& cfg = *sc.job;
   std::ostringstream out;
-  out << line("job         %lld steps, %lld replications, %s VMs%s\n", static_cast<long long>(cfg.steps),
-              static_cast<long long>(j.replications), cfg.spot ? "spot" : "on-demand",
+  out << line("job         %s, %s, %s VMs%s\n", counted(cfg.steps, "step").c_str(),
+              counted(j.replications, "replication").c_str(), cfg.spot ? "spot" : "on-demand",
               cfg.spot ? line(" (eviction rate %.1f %%/h per VM)", 100.0 * cfg.spot_eviction_rate_per_hour).c_str()
                        : "");
   if (!j.feasible) {

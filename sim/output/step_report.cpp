@@ -19,7 +19,7 @@ namespace {
 
 std::string schedule_text(const Scenario& sc) {
   if (sc.parallelism.virtual_stages > 1) {
-    return "interleaved 1F1B (" + std::to_string(sc.parallelism.virtual_stages) + " virtual stages)";
+    return "interleaved 1F1B (" + counted(sc.parallelism.virtual_stages, "virtual stage") + ")";
   }
   std::string s = sc.schedule == models::PipelineSchedule::gpipe ? "GPipe" : "1F1B";
   if (sc.parallelism.zero_stage > 0) s += ", ZeRO-" + std::to_string(sc.parallelism.zero_stage);
@@ -31,9 +31,8 @@ std::string schedule_text(const Scenario& sc) {
 std::string variability_text(const StepVariability& v, const StepReport& r, uint64_t seed) {
   const double nominal = v.nominal_step_time.value();
   std::string out = printf_string(
-      "variability slowest of %lld GPUs on %lld VMs computes x%.3f on average (p50 x%.3f, p99 x%.3f); P(a slow VM) "
-      "%.1f %%\n",
-      static_cast<long long>(v.vms * v.gpus_per_vm), static_cast<long long>(v.vms), v.factor_mean, v.factor_p50,
+      "variability slowest of %s on %s computes x%.3f on average (p50 x%.3f, p99 x%.3f); P(a slow VM) %.1f %%\n",
+      counted(v.vms * v.gpus_per_vm, "GPU").c_str(), counted(v.vms, "VM").c_str(), v.factor_mean, v.factor_p50,
       v.factor_p99, 100.0 * v.probability_any_slow_vm);
   const std::string drawn =
       v.drawn ? printf_string(", one draw of every GPU, seed %llu", static_cast<unsigned long long>(seed)) : "";
@@ -86,20 +85,17 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
   const models::VmSize& vm = catalog.vm_size(sc.cluster.vm_size);
   const auto& par = sc.parallelism;
   std::ostringstream out;
-  out << sc.name << "\n";
-  if (!sc.description.empty()) out << "  " << sc.description << "\n";
+  out << report_header(sc.name, sc.description, sc.overrides);
   // NVLink domains that span VMs (GB200 NVL72 racks): how many, and how many VMs of each the job uses.
   const int64_t domain = vm.domain_vms(sc.cluster.nodes, sc.cluster.vms_per_nvlink_domain);
   const int64_t domain_count = sc.cluster.nodes / domain;
   const std::string domains =
-      domain > 1 ? printf_string("; %lld NVLink domain%s of %lld VMs", static_cast<long long>(domain_count),
-                                 domain_count == 1 ? "" : "s", static_cast<long long>(domain))
-                 : std::string();
+      domain > 1 ? "; " + counted(domain_count, "NVLink domain") + " of " + counted(domain, "VM") : std::string();
   out << printf_string("cluster     %lld x %s (%lld x %s%s)\n", static_cast<long long>(sc.cluster.nodes),
                        vm.name.c_str(), static_cast<long long>(r.gpus), vm.device.c_str(), domains.c_str());
-  out << printf_string("layout      %s, micro batch %lld, %lld microbatches, %s, recompute %s, %s\n",
+  out << printf_string("layout      %s, micro batch %lld, %s, %s, recompute %s, %s\n",
                        models::layout_text(par).c_str(), static_cast<long long>(sc.training.micro_batch_size),
-                       static_cast<long long>(r.microbatches), schedule_text(sc).c_str(),
+                       counted(r.microbatches, "microbatch", "microbatches").c_str(), schedule_text(sc).c_str(),
                        std::string(models::to_string(sc.training.activation_recompute)).c_str(),
                        std::string(models::to_string(sc.training.precision)).c_str());
   const double step = r.step_time.value();
@@ -139,10 +135,11 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
     if (!r.memory.fits) out << "            " << r.memory.verdict << "\n";
   }
   if (const auto& band = r.prediction_band) {
-    out << printf_string("uncertainty %.3f - %.3f s: +- %.1f %% (RMS), up to %.1f %%, of %d published runs "
+    out << printf_string("uncertainty %.3f - %.3f s: +- %.1f %% (RMS), up to %.1f %%, of %s "
                          "predicted with their source left out (%s)\n",
                          step * (1.0 - band->rms_relative_error), step * (1.0 + band->rms_relative_error),
-                         100.0 * band->rms_relative_error, 100.0 * band->max_relative_error, band->rows,
+                         100.0 * band->rms_relative_error, 100.0 * band->max_relative_error,
+                         counted(band->rows, "published run").c_str(),
                          band->scope.c_str());
   } else if (cpu) {
     out << "uncertainty unknown: no published training run on a CPU validates this device's estimated rates\n";
@@ -158,8 +155,9 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
       zones += (zones.empty() ? "" : ", ") + z.name + ": " + std::to_string(z.nodes);
     }
     const std::string crossing = cross_zone_traffic(r.crosses_zones);
-    out << printf_string("cross-zone  %zu zones (%s nodes): %.3f s per step vs %.3f s in one zone: penalty %+.1f %%\n",
-                         sc.cluster.zones.size(), zones.c_str(), r.step_time.value(), one_zone->step_time.value(),
+    out << printf_string("cross-zone  %s (%s nodes): %.3f s per step vs %.3f s in one zone: penalty %+.1f %%\n",
+                         counted(static_cast<int64_t>(sc.cluster.zones.size()), "zone").c_str(), zones.c_str(),
+                         r.step_time.value(), one_zone->step_time.value(),
                          100.0 * (r.step_time / one_zone->step_time - 1.0));
     out << "            crossing the zone boundary: " << (crossing.empty() ? "nothing" : crossing) << "\n";
   }

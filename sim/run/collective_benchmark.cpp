@@ -138,7 +138,7 @@ std::string format_collective_table(const CollectiveBenchmark& p, const std::vec
                 static_cast<long long>(p.gpus), group.c_str(), algorithm_name(p).c_str());
   const std::string domains =
       p.topology.vms_per_nvlink_domain
-          ? printf_string(", NVLink domains of %lld VMs", static_cast<long long>(*p.topology.vms_per_nvlink_domain))
+          ? ", NVLink domains of " + counted(*p.topology.vms_per_nvlink_domain, "VM")
           : std::string();
   out += printf_string("# fabric %s, zones %s%s\n", fabric.c_str(), zones.c_str(), domains.c_str());
   out += "#\n";

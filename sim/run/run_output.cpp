@@ -78,7 +78,8 @@ RunOutput run_training_file(const std::filesystem::path& path, const std::vector
                              {{"software_version", out.metadata.software_version},
                               {"git_sha", out.metadata.git_sha},
                               {"command_line", options.command_line}},
-                             scenario.parallelism.context};
+                             scenario.parallelism.context,
+                             scenario.simulation.fidelity == Fidelity::full};
   out.step_trace = std::make_shared<const StepTrace>(StepTrace{std::move(run), info});
   return out;
 }

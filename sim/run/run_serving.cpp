@@ -281,17 +281,16 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
   const ServingSummary& s = run.summary;
   const ServingFleetConfig& f = sc.serving;
   std::ostringstream out;
-  out << sc.name << "\n";
-  if (!sc.description.empty()) out << "  " << sc.description << "\n";
-  out << printf_string("fleet       %lld replicas x TP %lld%s on %lld x %s, %s weights%s\n",
-                       static_cast<long long>(f.replicas), static_cast<long long>(f.tensor),
+  out << report_header(sc.name, sc.description, sc.overrides);
+  out << printf_string("fleet       %s x TP %lld%s on %lld x %s, %s weights%s\n",
+                       counted(f.replicas, "replica").c_str(), static_cast<long long>(f.tensor),
                        f.pipeline > 1 ? (" x PP " + std::to_string(f.pipeline)).c_str() : "",
                        static_cast<long long>(run.vms), f.vm_size.c_str(), f.precision.c_str(),
                        f.kv_cache_fp8 ? ", fp8 KV cache" : "");
   out << printf_string("replica     %.1f GiB of weights per GPU, KV cache %lld tokens, one decode step %.2f ms\n",
                        run.weight_bytes_per_gpu / 1073741824.0, static_cast<long long>(run.kv_cache_tokens),
                        run.decode_step_s * 1e3);
-  out << printf_string("workload    %lld requests over %.1f s%s\n", static_cast<long long>(s.requests), s.makespan_s,
+  out << printf_string("workload    %s over %.1f s%s\n", counted(s.requests, "request").c_str(), s.makespan_s,
                        sc.workload.trace ? (", trace " + sc.workload.trace->filename().string()).c_str() : "");
   if (run.trace_requests_cut > 0) {
     out << printf_string("            the window workload.duration_s = %g s cut %lld later requests of the trace\n",
@@ -309,10 +308,10 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
     if (sc.slo.tpot_p99_ms) out << printf_string(" TPOT %.0f ms", *sc.slo.tpot_p99_ms);
     out << printf_string(": goodput %.2f requests/s\n", s.goodput_requests_per_s);
   }
-  out << printf_string("engines     %.0f %% busy, KV cache %.0f %% mean / %.0f %% peak, queue peak %lld, %lld "
-                       "preemptions, %lld rejected\n",
+  out << printf_string("engines     %.0f %% busy, KV cache %.0f %% mean / %.0f %% peak, queue peak %lld, %s, "
+                       "%lld rejected\n",
                        100.0 * s.utilization, 100.0 * s.mean_kv_occupancy, 100.0 * s.peak_kv_occupancy,
-                       static_cast<long long>(s.peak_waiting), static_cast<long long>(s.preemptions),
+                       static_cast<long long>(s.peak_waiting), counted(s.preemptions, "preemption").c_str(),
                        static_cast<long long>(s.rejected));
   if (run.result.unschedulable > 0) {
     out << printf_string("            %lld rejected as never schedulable: a prompt (or a preempted one with its "
@@ -335,9 +334,9 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
                          static_cast<long long>(s.restarted_requests), static_cast<long long>(s.unserved));
   }
   if (f.spot_replicas > 0) {
-    out << printf_string("spot        %lld of %lld replicas on spot at %.0f %% off: %lld eviction(s), %lld request(s) "
+    out << printf_string("spot        %lld of %s on spot at %.0f %% off: %lld eviction(s), %lld request(s) "
                          "started again\n",
-                         static_cast<long long>(f.spot_replicas), static_cast<long long>(f.replicas),
+                         static_cast<long long>(f.spot_replicas), counted(f.replicas, "replica").c_str(),
                          100.0 * f.spot_discount, static_cast<long long>(s.evictions),
                          static_cast<long long>(s.restarted_requests));
   }

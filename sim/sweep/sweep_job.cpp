@@ -10,6 +10,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/errors.hpp"
+#include "sim/format.hpp"
 #include "sim/output/json.hpp"
 #include "sim/output/output_path.hpp"
 #include "sim/run/exit_status.hpp"
@@ -152,8 +153,10 @@ std::string invalid_points_text(const LoadedSweep& sweep, const std::vector<cons
     out += "sweep: point " + std::to_string(r->index) + " (" + overrides_text(p.overrides()) + ") is invalid: " +
            reason + (reason.empty() || reason.back() != '\n' ? "\n" : "");
   }
-  if (count > 10) out += "sweep: ... and " + std::to_string(count - 10) + " more invalid points (the reason column)\n";
-  if (count > 0) out += "sweep: " + std::to_string(count) + (count == 1 ? " invalid point\n" : " invalid points\n");
+  if (count > 10) {
+    out += "sweep: ... and " + counted(static_cast<int64_t>(count - 10), "more invalid point") + " (the reason column)\n";
+  }
+  if (count > 0) out += "sweep: " + counted(static_cast<int64_t>(count), "invalid point") + "\n";
   return out;
 }
 
@@ -211,7 +214,8 @@ int sweep_main(SweepGroup& ranks, const SweepRequestParser& parse, SweepProgress
   }
   const size_t resumed = s.mine.size() - todo.size();
   if (root && request.resume) {
-    err << "sweep: resuming: " << resumed << " of " << s.mine.size() << " points already done, computing "
+    err << "sweep: resuming: " << resumed << " of " << counted(static_cast<int64_t>(s.mine.size()), "point")
+        << " already done, computing "
         << todo.size() << "\n";
   }
 
@@ -266,7 +270,8 @@ int sweep_main(SweepGroup& ranks, const SweepRequestParser& parse, SweepProgress
     for (size_t k = 0; k < target; ++k) rows[todo[k]] = std::move(computed[k]);
     progress.finish();
     if (request.stop_after >= 0 && target < todo.size()) {
-      err << "sweep: stopped after " << target << " new points (--stop-after); rerun with --resume\n";
+      err << "sweep: stopped after " << counted(static_cast<int64_t>(target), "new point")
+          << " (--stop-after); rerun with --resume\n";
       return kExitStopped;
     }
     std::vector<const SweepRow*> ordered;
@@ -294,8 +299,7 @@ int sweep_main(SweepGroup& ranks, const SweepRequestParser& parse, SweepProgress
     }
     // With --format json stdout is one JSON object; the summary line, the ranking and "wrote" go to stderr.
     std::ostream& said = request.json ? err : out;
-    said << "sweep " << sweep.scenario.string() << ": " << ordered.size()
-         << (ordered.size() == 1 ? " point" : " points");
+    said << "sweep " << sweep.scenario.string() << ": " << counted(static_cast<int64_t>(ordered.size()), "point");
     if (request.shard.count > 1) {
       said << " (shard " << request.shard.index << "/" << request.shard.count << " of " << sweep.points.size()
            << ")";
@@ -311,7 +315,8 @@ int sweep_main(SweepGroup& ranks, const SweepRequestParser& parse, SweepProgress
     if (request.json) out << sweep_json(table, sweep.spec.objective, rank_points(sweep, ordered)) << "\n";
     err << invalid_points_text(sweep, ordered);
     if (request.strict && invalid > 0) {
-      err << "sweep: --strict: " << invalid << (invalid == 1 ? " point is" : " points are") << " invalid\n";
+      err << "sweep: --strict: " << counted(static_cast<int64_t>(invalid), "point") << (invalid == 1 ? " is" : " are")
+          << " invalid\n";
       return kExitDataError;
     }
     return 0;
@@ -359,10 +364,11 @@ std::string merge_sweep_shards(const fs::path& out, const std::vector<fs::path>&
            "content): neither their inputs nor their completeness can be checked\n";
   }
   write_sweep_file(out, merged.meta, merged.table, merged.axes, merged.identity);
-  std::string line = "merged " + std::to_string(merged.files) + " files, " + std::to_string(merged.points) + " points";
+  std::string line = "merged " + counted(static_cast<int64_t>(merged.files), "file") + ", " +
+                     counted(static_cast<int64_t>(merged.points), "point");
   if (merged.missing > 0) {
-    line += " (partial: " + std::to_string(merged.missing) + " of " + std::to_string(merged.identity.points) +
-            " points missing)";
+    line += " (partial: " + std::to_string(merged.missing) + " of " + counted(merged.identity.points, "point") +
+            " missing)";
   }
   return line + "; wrote " + out.string() + "\n";
 }

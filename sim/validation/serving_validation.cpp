@@ -292,7 +292,8 @@ std::string format_serving_leave_one_out(const std::vector<HeldOutServingDataset
   std::ostringstream out;
   std::vector<ServingValidationRow> all;
   for (const HeldOutServingDataset& h : held_out) {
-    out << printf_string("  %-34s %2d rows: %s\n", h.dataset.c_str(), h.summary.rows, h.summary.text().c_str());
+    out << printf_string("  %-34s %7s: %s\n", h.dataset.c_str(), counted(h.summary.rows, "row").c_str(),
+                         h.summary.text().c_str());
     for (const EngineFit& f : h.fits) {
       out << printf_string("    %-13s refitted: %.2f ms + %.0f us per sampled sequence\n", f.family.c_str(),
                            f.overhead.fixed.value() * 1e3, f.overhead.per_sequence.value() * 1e6);

@@ -125,6 +125,19 @@ TEST(ChromeTrace, ProcessesThreadsAndCompleteEvents) {
   EXPECT_EQ(m, 24u);
 }
 
+// The trace says the fidelity that ran (issue 28: a full-fidelity trace said "replica").
+TEST(ChromeTrace, SaysTheFidelityThatRan) {
+  ChromeTraceInfo info = sample_info();
+  const std::string replica = clustersim::sim::chrome_trace_json(two_stage_pipeline(), info);
+  EXPECT_TRUE(contains(replica, "\"fidelity\": \"replica: ")) << replica.substr(0, 400);
+  EXPECT_FALSE(contains(replica, "\"fidelity\": \"full"));
+  info.full_fidelity = true;
+  const std::string full = clustersim::sim::chrome_trace_json(two_stage_pipeline(), info);
+  EXPECT_TRUE(contains(full, "\"fidelity\": \"full: every data-parallel replica of a stage simulated ("))
+      << full.substr(0, 400);
+  EXPECT_FALSE(contains(full, "\"fidelity\": \"replica"));
+}
+
 TEST(ChromeTrace, OutputIsSortedAndIndependentOfSpanOrder) {
   PipelineResult a = two_stage_pipeline();
   PipelineResult b = a;

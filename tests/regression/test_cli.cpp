@@ -99,7 +99,13 @@ TEST(Cli, SetOverridesAKey) {
   ASSERT_EQ(changed.exit_code, 0) << changed.err;
   // micro batch 16 x data 32: 512 sequences is 1 microbatch per replica, 1024 is 2.
   EXPECT_NE(changed.out.find(" 2 microbatches"), std::string::npos) << changed.out;
-  EXPECT_NE(base.out.find(" 1 microbatches"), std::string::npos) << base.out;
+  EXPECT_NE(base.out.find(" 1 microbatch,"), std::string::npos) << base.out;
+  // The file's description no longer describes the run once --set changed it: the header says so (issue 28).
+  EXPECT_EQ(base.out.find("the file's description"), std::string::npos) << base.out;
+  EXPECT_NE(changed.out.find("  1.7B GPT on 32 A100-80GB (Megatron-LM SC'21, Table 1)\n"
+                             "  (the file's description; this run is the file with --set training.global_batch_size=1024)\n"),
+            std::string::npos)
+      << changed.out;
 }
 
 struct BadInput {

@@ -18,6 +18,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/errors.hpp"
+#include "sim/format.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/output/job_report.hpp"
 #include "sim/output/step_report.hpp"
@@ -177,6 +178,43 @@ TEST(RunOutput, TheTraceIsWrittenForATrainingRun) {
   EXPECT_NE(text.str().find("\"traceEvents\""), std::string::npos);
   EXPECT_NE(text.str().find("clustersim run cp8.toml --trace t.json"), std::string::npos);
   EXPECT_THROW(write_run_trace(dir.path / "missing" / "t.json", out), IoError);
+}
+
+// simulation.fidelity = "full" through run_scenario_file reaches the trace (issue 28: it said "replica").
+TEST(RunOutput, AFullFidelityTraceSaysFull) {
+  const TempDir dir;
+  const RunOutput out = run_scenario_file(kScenarios / "azure" / "llama3-70b-128k-cp8-h100.toml",
+                                          {"simulation.fidelity=full"}, catalog(), RunOptions{});
+  write_run_trace(dir.path / "t.json", out);
+  std::ifstream in(dir.path / "t.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("\"fidelity\": \"full: "), std::string::npos);
+  EXPECT_EQ(text.str().find("\"fidelity\": \"replica"), std::string::npos);
+}
+
+// Counted nouns and the report header (sim/format.hpp; issue 28: "1 replicas", a description that no longer
+// described a run changed by --set).
+TEST(ReportText, CountedIsSingularForOneOnly) {
+  EXPECT_EQ(counted(1, "replica"), "1 replica");
+  EXPECT_EQ(counted(0, "replica"), "0 replicas");
+  EXPECT_EQ(counted(4, "replica"), "4 replicas");
+  EXPECT_EQ(counted(1, "microbatch", "microbatches"), "1 microbatch");
+  EXPECT_EQ(counted(48, "microbatch", "microbatches"), "48 microbatches");
+}
+
+TEST(ReportText, TheHeaderMarksTheFilesDescriptionUnderOverrides) {
+  EXPECT_EQ(report_header("n", "d", {}), "n\n  d\n");
+  EXPECT_EQ(report_header("n", "", {"a.b=1"}), "n\n");
+  EXPECT_EQ(report_header("n", "d", {"cluster.nodes=4", "training.precision=\"bf16\""}),
+            "n\n  d\n  (the file's description; this run is the file with --set cluster.nodes=4 --set "
+            "training.precision=\"bf16\")\n");
+  const RunOutput out = run_scenario_file(kScenarios / "serving" / "llama3-70b-nd-h100-tp4-20rps.toml",
+                                          {"serving.replicas=1"}, catalog(), RunOptions{});
+  EXPECT_NE(out.report.find("fleet       1 replica x TP 4"), std::string::npos) << out.report;
+  EXPECT_NE(out.report.find("(the file's description; this run is the file with --set serving.replicas=1)"),
+            std::string::npos)
+      << out.report;
 }
 
 }  // namespace

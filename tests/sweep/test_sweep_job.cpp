@@ -100,7 +100,7 @@ TEST(SweepJob, MergeWritesTheShardsOrRefusesAnIncompleteSet) {
   EXPECT_THROW((void)merge_sweep_shards(partial, {a}, false, err), DataError);
   EXPECT_FALSE(fs::exists(partial));
   EXPECT_EQ(merge_sweep_shards(partial, {a}, true, err),
-            "merged 1 files, 2 points (partial: 2 of 4 points missing); wrote " + partial.string() + "\n");
+            "merged 1 file, 2 points (partial: 2 of 4 points missing); wrote " + partial.string() + "\n");
   // The merged file must not be one of its shards.
   EXPECT_THROW((void)merge_sweep_shards(a, {a, b}, false, err), IoError);
 }
