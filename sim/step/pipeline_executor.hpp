@@ -20,6 +20,7 @@
 
 #include "models/parallelism/step_program.hpp"
 #include "models/units.hpp"
+#include "sim/step/critical_path.hpp"
 
 namespace clustersim::sim {
 
@@ -70,7 +71,8 @@ struct PipelineResult {
   std::vector<TraceSpan> spans;  ///< every pass, transfer and tail span, in start-time order per stage
   units::Seconds step_time;
   std::vector<StageBreakdown> stages;
-  int64_t critical_stage = 0;  ///< the stage that finishes last (its breakdown is the step's)
+  int64_t critical_stage = 0;  ///< the stage that finishes last (the lowest index of those)
+  CriticalPath critical_path;  ///< the step's critical path by kind (sim/step/critical_path.hpp)
   int64_t replicas = 1;        ///< data-parallel replicas simulated per stage
   uint64_t events = 0;         ///< engine events executed
   uint64_t fingerprint = 0;    ///< the engine's determinism fingerprint
