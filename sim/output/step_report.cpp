@@ -45,6 +45,44 @@ std::string variability_text(const StepVariability& v, const StepReport& r, uint
   return out;
 }
 
+/// What the other stages on the critical path were doing: the three longest waits, one line each (the stage, its
+/// time, the kinds that make up a tenth or more of it), then the rest in one line.
+std::string waits_text(const CriticalPath& path, double step) {
+  std::vector<const StageWait*> waits;
+  for (const StageWait& w : path.waits) waits.push_back(&w);
+  std::stable_sort(waits.begin(), waits.end(), [](const StageWait* a, const StageWait* b) { return a->time > b->time; });
+  std::string out;
+  const size_t shown = std::min<size_t>(3, waits.size());
+  for (size_t i = 0; i < shown; ++i) {
+    const StageWait& w = *waits[i];
+    std::string doing;
+    const std::pair<const char*, units::Seconds> kinds[] = {{"compute", w.compute},
+                                                            {"TP comm", w.tp_comm},
+                                                            {"CP K/V", w.cp_comm},
+                                                            {"expert all-to-all", w.ep_comm},
+                                                            {"host issue", w.host},
+                                                            {"ZeRO-3 DP comm", w.dp_comm}};
+    for (const auto& [name, t] : kinds) {
+      if (t.value() < 0.1 * w.time.value()) continue;
+      doing += printf_string("%s%s %.0f %%", doing.empty() ? "" : ", ", name, 100.0 * t.value() / w.time.value());
+    }
+    out += printf_string("    %-32s %9.3f s  %5.1f %%  (%s)\n", ("on stage " + std::to_string(w.stage)).c_str(),
+                         w.time.value(), 100.0 * w.time.value() / step, doing.c_str());
+  }
+  if (waits.size() > shown) {
+    double rest = 0.0;
+    std::vector<int64_t> stages;
+    for (size_t i = shown; i < waits.size(); ++i) {
+      rest += waits[i]->time.value();
+      stages.push_back(waits[i]->stage);
+    }
+    std::sort(stages.begin(), stages.end());
+    out += printf_string("    %-32s %9.3f s  %5.1f %%\n",
+                         ("on stages " + stage_ranges(stages)).c_str(), rest, 100.0 * rest / step);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string cross_zone_traffic(const models::ZoneCrossings& c) {
@@ -99,24 +137,37 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
                        std::string(models::to_string(sc.training.activation_recompute)).c_str(),
                        std::string(models::to_string(sc.training.precision)).c_str());
   const double step = r.step_time.value();
-  out << printf_string("step time   %.3f s   (critical stage %lld of %zu)\n", step,
-                       static_cast<long long>(r.pipeline.critical_stage), r.pipeline.stages.size());
+  const CriticalPath& path = r.pipeline.critical_path;
+  const size_t stages = r.pipeline.stages.size();
+  if (stages > 1) {
+    out << printf_string("step time   %.3f s   on the critical path (stage %lld's pace, %s)\n", step,
+                         static_cast<long long>(path.home_stage),
+                         path.end_stage == path.home_stage
+                             ? "and it ends the step"
+                             : ("stage " + std::to_string(path.end_stage) + " ends the step").c_str());
+  } else {
+    out << printf_string("step time   %.3f s   on the critical path\n", step);
+  }
   auto line = [&](const char* what, units::Seconds s) {
     out << printf_string("  %-34s %9.3f s  %5.1f %%\n", what, s.value(), 100.0 * s.value() / step);
   };
-  line("compute", r.critical.compute);
-  const units::Seconds gemm = r.critical.compute - r.critical.attention - r.critical.memory_bound;
+  line("compute", path.compute);
+  const units::Seconds gemm = path.compute - path.attention - path.memory_bound;
   line("  GEMMs", gemm);
-  if (r.critical.attention.value() > 0.0) line("  attention kernels", r.critical.attention);
-  line("  memory-bound kernels", r.critical.memory_bound);
-  line("tensor-parallel comm (exposed)", r.critical.tp_comm);
-  if (sc.parallelism.context > 1) line("context-parallel K/V (exposed)", r.critical.cp_comm);
-  if (sc.model.moe()) line("expert dispatch/combine (exposed)", r.critical.ep_comm);
-  if (sc.model.moe() || r.critical.host.value() > 0.0) line("host (CPU) issue (GPU idle)", r.critical.host);
-  line("pipeline comm (exposed)", r.critical.pp_exposed);
-  line("pipeline bubble", r.critical.bubble);
-  line("data-parallel grad sync (exposed)", r.critical.grad_sync);
-  line("optimizer", r.critical.optimizer);
+  if (path.attention.value() > 0.0) line("  attention kernels", path.attention);
+  line("  memory-bound kernels", path.memory_bound);
+  line("tensor-parallel comm (exposed)", path.tp_comm);
+  if (sc.parallelism.context > 1) line("context-parallel K/V (exposed)", path.cp_comm);
+  if (sc.model.moe()) line("expert dispatch/combine (exposed)", path.ep_comm);
+  if (sc.model.moe() || path.host.value() > 0.0) line("host (CPU) issue (GPU idle)", path.host);
+  line("pipeline comm (exposed)", path.pp_comm);
+  if (stages > 1) {
+    line("waiting on other stages (bubble)", path.pipeline_wait);
+    out << waits_text(path, step);
+  }
+  line("data-parallel grad sync (exposed)", path.dp_comm);
+  line("optimizer", path.optimizer);
+  out << "bottleneck  " << r.bottleneck.text << "\n";
   // A CPU VM's device is its CPU (one per VM): say so, and that its rates are estimates.
   const bool cpu = catalog.device(vm.device).kind == models::DeviceKind::cpu;
   const char* per = cpu ? "per CPU" : "per GPU";
@@ -205,30 +256,43 @@ std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepRe
   cols.push_back(real("slowest_gpu_factor", "1",
                       "with variability on, the expected compute-time factor of the job's slowest GPU; NaN with it off",
                       v ? v->factor_mean : nan));
-  cols.push_back(real("compute_time_s", "s", "compute kernels on the critical stage", r.critical.compute.value()));
-  cols.push_back(real("attention_time_s", "s", "of compute_time_s: fused attention kernels",
-                      r.critical.attention.value()));
+  // The step's critical path by kind (sim/step/critical_path.hpp): the parts sum to step_time_s.
+  const CriticalPath& path = r.pipeline.critical_path;
+  cols.push_back(real("compute_time_s", "s", "compute kernels on the critical path (its home stage's)",
+                      path.compute.value()));
+  cols.push_back(real("attention_time_s", "s", "of compute_time_s: fused attention kernels", path.attention.value()));
   cols.push_back(real("memory_bound_time_s", "s", "of compute_time_s: memory-bound kernels (the rest is GEMMs)",
-                      r.critical.memory_bound.value()));
-  cols.push_back(real("exposed_tp_comm_s", "s", "tensor-parallel communication not hidden by compute",
-                      r.critical.tp_comm.value()));
+                      path.memory_bound.value()));
+  cols.push_back(real("exposed_tp_comm_s", "s", "tensor-parallel communication on the critical path, not hidden",
+                      path.tp_comm.value()));
   cols.push_back(real("exposed_cp_comm_s", "s",
-                      "context-parallel K/V exchange not hidden by attention (and the attention's slowdown beside it)",
-                      r.critical.cp_comm.value()));
-  cols.push_back(real("exposed_ep_comm_s", "s", "MoE dispatch and combine (all-to-all) not hidden by compute",
-                      r.critical.ep_comm.value()));
+                      "context-parallel K/V exchange on the critical path, not hidden by attention (and the "
+                      "attention's slowdown beside it)",
+                      path.cp_comm.value()));
+  cols.push_back(real("exposed_ep_comm_s", "s",
+                      "MoE dispatch and combine (all-to-all) on the critical path, not hidden by compute",
+                      path.ep_comm.value()));
   cols.push_back(real("exposed_host_s", "s",
-                      "GPU idle waiting on the host to issue kernels (after MoE host synchronisations)",
-                      r.critical.host.value()));
+                      "GPU idle on the critical path waiting on the host to issue kernels (after MoE host "
+                      "synchronisations)",
+                      path.host.value()));
   cols.push_back(real("expert_imbalance", "1",
                       "the busiest expert-parallel rank's routed tokens over the mean (1 for dense models)",
                       r.expert_imbalance));
-  cols.push_back(real("exposed_pp_comm_s", "s", "pipeline transfers the critical stage waited on",
-                      r.critical.pp_exposed.value()));
-  cols.push_back(real("exposed_dp_comm_s", "s", "data-parallel gradient sync not hidden by compute",
-                      r.critical.grad_sync.value()));
-  cols.push_back(real("bubble_time_s", "s", "pipeline bubble on the critical stage", r.critical.bubble.value()));
-  cols.push_back(real("optimizer_time_s", "s", "optimizer step", r.critical.optimizer.value()));
+  cols.push_back(real("exposed_pp_comm_s", "s", "pipeline transfers on the critical path", path.pp_comm.value()));
+  cols.push_back(real("exposed_dp_comm_s", "s",
+                      "data-parallel communication on the critical path: gradient sync past the last backward, "
+                      "ZeRO parameter all-gathers",
+                      path.dp_comm.value()));
+  cols.push_back(real("bubble_time_s", "s",
+                      "pipeline bubble: other stages' passes on the critical path (fill, drain, imbalance)",
+                      path.pipeline_wait.value()));
+  cols.push_back(real("optimizer_time_s", "s", "optimizer step on the critical path", path.optimizer.value()));
+  cols.push_back(integer("critical_path_stage", "1",
+                         "the critical path's home stage: the stage it spends the most pass time on", path.home_stage));
+  cols.push_back({"bottleneck", "", "the largest part of the critical path, where and on which resource",
+                  std::vector<std::string>{r.bottleneck.text}});
+  cols.push_back(real("bottleneck_share", "1", "the bottleneck's share of the step time", r.bottleneck.share));
   cols.push_back(real("tflops_per_gpu", "TFLOP/s", "achieved TFLOP/s per GPU counting recomputation (Megatron)",
                       r.tflops_per_gpu));
   cols.push_back(real("model_tflops_per_gpu", "TFLOP/s", "model TFLOP/s per GPU (no recomputation)",

@@ -7,6 +7,7 @@
 
 #include "sim/engine/simulator.hpp"
 #include "sim/engine/time.hpp"
+#include "sim/step/step_timeline.hpp"
 
 namespace clustersim::sim {
 
@@ -22,6 +23,7 @@ struct StageState {
   bool finished = false;
   Time finish = Time::zero();
   Time tail_reached = Time::zero();
+  TailRun tail;  ///< the tail's times (the critical path's)
   StageBreakdown breakdown;
 };
 
@@ -29,14 +31,16 @@ class Executor {
  public:
   /// `free_transfers`: run the program as if its pipeline transfers took no time (the reference run that
   /// measures their exposed cost), without copying it.
+  /// `critical_path`: record each pass's times and walk the step's critical path (PipelineResult::critical_path).
   Executor(const models::StepProgram& program, const ExecutionFidelity& fidelity, bool record,
-           bool free_transfers = false)
+           bool free_transfers = false, bool critical_path = true)
       : program_(program),
         ranks_(program.stages.size()),
         chunks_(static_cast<size_t>(program.virtual_stages)),
         microbatches_(static_cast<size_t>(program.microbatches)),
         replicas_(static_cast<size_t>(fidelity.replicas)),
-        record_(record) {
+        record_(record),
+        path_(critical_path && !free_transfers) {
     if (chunks_ < 1) throw std::invalid_argument("pipeline executor: virtual_stages must be >= 1");
     if (fidelity.replicas < 1) throw std::invalid_argument("pipeline executor: replicas must be >= 1");
     slowdown_ = fidelity.slowdown.empty() ? std::vector<double>(ranks_ * replicas_, 1.0) : fidelity.slowdown;
@@ -54,6 +58,10 @@ class Executor {
       }
     }
     states_.resize(ranks_ * replicas_);
+    if (path_) {
+      passes_.resize(states_.size());
+      for (size_t u = 0; u < states_.size(); ++u) passes_[u].resize(program.stages[u / replicas_].order.size());
+    }
     const size_t slots = ranks_ * chunks_ * replicas_;
     forward_arrival_.assign(slots, std::vector<int64_t>(microbatches_, kNever));
     backward_arrival_.assign(slots, std::vector<int64_t>(microbatches_, kNever));
@@ -129,6 +137,19 @@ class Executor {
     result.spans = std::move(spans_);
     result.events = sim_.events_executed();
     result.fingerprint = sim_.fingerprint();
+    if (path_) {
+      StepTimeline timeline;
+      timeline.program = &program_;
+      timeline.replicas = replicas_;
+      timeline.passes = std::move(passes_);
+      timeline.tails.reserve(states_.size());
+      for (const StageState& st : states_) timeline.tails.push_back(st.tail);
+      timeline.forward_arrival = std::move(forward_arrival_);
+      timeline.backward_arrival = std::move(backward_arrival_);
+      timeline.slowdown = slowdown_;
+      timeline.compute_slowdown = compute_slowdown_;
+      result.critical_path = critical_path_of(timeline, end.ns());
+    }
     return result;
   }
 
@@ -270,6 +291,7 @@ class Executor {
     const Time start = sim_.now();
     const Time end = start + pass_time_[((u * chunks_ + chunk) * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)];
     if (!forward) note_reduction_trigger(k, s.next - 1, start, end);
+    if (path_) passes_[u][s.next - 1] = PassRun{start.ns(), end.ns(), end.ns(), merged};
     if (record_ && replica == 0) {
       spans_.push_back({static_cast<int64_t>(k), pass.chunk, pass.microbatch,
                         forward ? SpanKind::forward : SpanKind::backward, start.to_seconds(), end.to_seconds(),
@@ -314,6 +336,7 @@ class Executor {
   void continue_after_pass(size_t u) {
     StageState& s = states_[u];
     s.busy = false;
+    if (path_) passes_[u][s.next - 1].continue_ns = sim_.now().ns();
     if (s.next == program_.stages[u / replicas_].order.size()) {
       reach_tail(u);
     } else {
@@ -386,6 +409,7 @@ class Executor {
     const Time end = optimizer_end + Time::from_seconds(stage.param_gather);
     s.breakdown.grad_sync += (sync_end - now).to_seconds() + (end - optimizer_end).to_seconds();
     s.breakdown.optimizer = (optimizer_end - sync_end).to_seconds();
+    s.tail = TailRun{now.ns(), ready.ns(), sync_end.ns(), optimizer_end.ns(), end.ns()};
     if (record_ && u % replicas_ == 0) {
       const auto rank = static_cast<int64_t>(k);
       if (sync > Time::zero() && !stage.overlap_grad_sync) {
@@ -408,6 +432,7 @@ class Executor {
   size_t microbatches_;
   size_t replicas_;
   bool record_;
+  bool path_;  ///< record pass times and walk the critical path (not in the free-transfer reference run)
   std::vector<double> slowdown_;
   std::vector<double> compute_slowdown_;  ///< per unit, on its compute kernels (ExecutionFidelity)
   std::vector<size_t> tail_waiting_;  ///< per stage, replicas that reached the tail
@@ -416,6 +441,7 @@ class Executor {
   std::vector<std::vector<int64_t>> forward_arrival_;   ///< [virtual stage][microbatch] input present (ns)
   std::vector<std::vector<int64_t>> backward_arrival_;  ///< [virtual stage][microbatch] gradient present (ns)
   std::vector<TraceSpan> spans_;
+  std::vector<std::vector<PassRun>> passes_;  ///< [unit][index in the stage's order]: how each pass ran
   /// One gradient reduction of a stage: attached to the pass at `trigger` in the stage's order.
   struct Reduction {
     size_t trigger = 0;
@@ -472,7 +498,7 @@ units::Seconds pipeline_step_time(const models::StepProgram& program, const Exec
   if (program.stages.empty() || program.microbatches < 1) {
     throw std::invalid_argument("pipeline executor: need at least one stage and one microbatch");
   }
-  return Executor(program, fidelity, /*record=*/false).run().step_time;
+  return Executor(program, fidelity, /*record=*/false, /*free_transfers=*/false, /*critical_path=*/false).run().step_time;
 }
 
 }  // namespace clustersim::sim

@@ -134,7 +134,6 @@ StepReport StepSimulator::simulate(const models::StepSetup& setup, const models:
     }
   }
   r.pipeline = execute_pipeline(program, fidelity);
-  r.critical = r.pipeline.stages[static_cast<size_t>(r.pipeline.critical_stage)];
   r.step_time = r.pipeline.step_time;
   r.gpus = setup.parallelism.gpus();
   r.microbatches = program.microbatches;
@@ -150,6 +149,7 @@ StepReport StepSimulator::simulate(const models::StepSetup& setup, const models:
   r.mfu = r.model_tflops_per_gpu / peak_tflops;
   r.hfu = r.tflops_per_gpu / peak_tflops;
   r.crosses_zones = program.crosses_zones;
+  r.bottleneck = bottleneck_of(setup.parallelism, vm, net.topology, r.crosses_zones, r.pipeline);
   r.memory = models::estimate_memory(setup, device);
   r.prediction_band = device.prediction_band(models::framework_family(setup.training.framework),
                                              models::validation_workload(setup.model, setup.parallelism));

@@ -15,6 +15,7 @@
 #include "models/network/topology.hpp"
 #include "models/parallelism/step_program.hpp"
 #include "models/variability/variability.hpp"
+#include "sim/step/bottleneck.hpp"
 #include "sim/step/pipeline_executor.hpp"
 
 namespace clustersim::sim {
@@ -52,8 +53,7 @@ struct StepVariability {
 
 /// Result of simulating one optimizer step.
 struct StepReport {
-  PipelineResult pipeline;        ///< per-stage timelines
-  StageBreakdown critical;        ///< breakdown of the stage that finishes last; sums to step_time
+  PipelineResult pipeline;        ///< per-stage timelines and the critical path (pipeline.critical_path)
   units::Seconds step_time;
   int64_t gpus = 0;
   int64_t microbatches = 0;
@@ -66,6 +66,7 @@ struct StepReport {
   double mfu = 0.0;               ///< model_tflops_per_gpu / datasheet peak at the run's precision
   double hfu = 0.0;               ///< tflops_per_gpu / the same peak
   models::ZoneCrossings crosses_zones;  ///< communication kinds that cross an availability-zone boundary
+  Bottleneck bottleneck;  ///< the dominant part of the critical path, in words (sim/step/bottleneck.hpp)
   models::MemoryReport memory;          ///< per-stage memory per GPU and the out-of-memory verdict
   /// How far to trust step_time: the leave-one-source-out errors of published runs on this device's
   /// calibration group and framework family (catalog prediction_uncertainty.toml); nullopt without one.
