@@ -215,6 +215,44 @@ std::string format_step_summary(const Scenario& sc, const models::Catalog& catal
   return out.str();
 }
 
+std::vector<SummaryColumn> critical_path_wait_columns(const StepReport& r) {
+  const std::vector<StageWait>& waits = r.pipeline.critical_path.waits;
+  auto column = [&](std::string name, std::string description, units::Seconds StageWait::*part) {
+    std::vector<double> v;
+    for (const StageWait& w : waits) v.push_back((w.*part).value());
+    return SummaryColumn{std::move(name), "s", std::move(description), std::move(v)};
+  };
+  std::vector<int64_t> stage;
+  for (const StageWait& w : waits) stage.push_back(w.stage);
+  std::vector<SummaryColumn> cols;
+  cols.push_back({"stage", "1", "pipeline rank the critical path waited on", std::move(stage)});
+  cols.push_back(column("time_s", "that stage's passes on the critical path (their sum is /summary/bubble_time_s)",
+                        &StageWait::time));
+  cols.push_back(column("compute_time_s", "of time_s: its compute kernels", &StageWait::compute));
+  cols.push_back(column("exposed_tp_comm_s", "of time_s: its tensor-parallel communication", &StageWait::tp_comm));
+  cols.push_back(column("exposed_cp_comm_s", "of time_s: its context-parallel K/V exchange", &StageWait::cp_comm));
+  cols.push_back(column("exposed_ep_comm_s", "of time_s: its MoE dispatch and combine", &StageWait::ep_comm));
+  cols.push_back(column("exposed_host_s", "of time_s: its GPU idle waiting on the host", &StageWait::host));
+  cols.push_back(column("exposed_dp_comm_s", "of time_s: ZeRO-3 traffic inside its passes", &StageWait::dp_comm));
+  return cols;
+}
+
+std::string format_stage_table(const StepReport& r) {
+  std::string out = "stages      each stage's own time (s): busy in its passes, then idle and tail; each row sums to "
+                    "the step\n";
+  out += printf_string("  %5s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "stage", "compute", "TP comm", "CP K/V",
+                       "EP a2a", "host", "PP comm", "bubble", "DP sync", "optimizer", "finish");
+  for (size_t k = 0; k < r.pipeline.stages.size(); ++k) {
+    const StageBreakdown& s = r.pipeline.stages[k];
+    out += printf_string("  %5zu %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f%s\n", k, s.compute.value(),
+                         s.tp_comm.value(), s.cp_comm.value(), s.ep_comm.value(), s.host.value(), s.pp_exposed.value(),
+                         s.bubble.value(), s.grad_sync.value(), s.optimizer.value(), s.finish.value(),
+                         static_cast<int64_t>(k) == r.pipeline.critical_path.home_stage ? "  (the critical path's pace)"
+                                                                                         : "");
+  }
+  return out;
+}
+
 std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepReport& r, const StepReport* one_zone) {
   auto real = [](std::string name, std::string units, std::string description, double v) {
     return SummaryColumn{std::move(name), std::move(units), std::move(description), std::vector<double>{v}};

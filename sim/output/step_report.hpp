@@ -36,11 +36,22 @@ std::optional<ReferenceComparison> compare_with_reference(const Scenario& scenar
 /// send/recv"); "" when none does.
 std::string cross_zone_traffic(const models::ZoneCrossings& crossings);
 
-/// Multi-line text summary: layout, step time and its breakdown (s and % of the step), TFLOP/s per GPU,
+/// Multi-line text summary: layout, step time and its critical path by kind (s and % of the step; the stages the
+/// path waited on, with what they were doing), the bottleneck line, TFLOP/s per GPU,
 /// MFU, HFU, the reference comparison when there is one, and, when `one_zone` is given (the same job in a
 /// single zone), the cross-zone penalty T / T_one_zone - 1 and what crosses the zone boundary.
 std::string format_step_summary(const Scenario& scenario, const models::Catalog& catalog, const StepReport& report,
                                 const StepReport* one_zone = nullptr);
+
+/// The stages the critical path waited on (runs/0/critical_path_waits): one row per stage other than the home stage
+/// with passes on the path, in stage order: the stage, its time on the path and what it was doing (s; the parts sum
+/// to time_s). Zero rows for a one-stage pipeline or a path that stays on its home stage.
+std::vector<SummaryColumn> critical_path_wait_columns(const StepReport& report);
+
+/// The per-stage table as text (`clustersim run --stages`): one row per pipeline stage of its own breakdown
+/// (StageBreakdown: compute, exposed TP/CP/EP/host, pipeline transfers, bubble, DP sync, optimizer, in s; they sum to
+/// the step time) and when it finished; the critical path's home stage is marked.
+std::string format_stage_table(const StepReport& report);
 
 /// One row of /summary columns for this run (units on each); the cross-zone columns are NaN / "" without
 /// `one_zone`.

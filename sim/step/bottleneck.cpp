@@ -146,8 +146,15 @@ Bottleneck bottleneck_of(const models::ParallelismConfig& par, const models::VmS
     what = "GPU compute";
     if (pipeline > 1) what += " on stage " + std::to_string(path.home_stage);
     if (c > 0.0) {
-      what += printf_string(" (GEMMs %.0f %%, attention %.0f %%, memory-bound kernels %.0f %%)", 100.0 * gemm / c,
-                            100.0 * path.attention.value() / c, 100.0 * path.memory_bound.value() / c);
+      // The kernels that make up compute, each shown when it is at least 0.5 % of it.
+      std::string kinds;
+      for (const auto& [name, t] : {std::pair<const char*, double>{"GEMMs", gemm},
+                                    {"attention", path.attention.value()},
+                                    {"memory-bound kernels", path.memory_bound.value()}}) {
+        if (t < 0.005 * c) continue;
+        kinds += printf_string("%s%s %.0f %%", kinds.empty() ? "" : ", ", name, 100.0 * t / c);
+      }
+      what += " (" + kinds + ")";
     }
   } else if (b.part == "tp_comm") {
     what = "tensor-parallel collectives on " + place_of(t, topology, vm) +
