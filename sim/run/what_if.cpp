@@ -21,15 +21,20 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+/// The loader's message of `error`, without its location and key.
+std::string message_of(const ScenarioError& error) {
+  const std::string what = error.what();
+  const std::string marker = ": key '" + error.key() + "': ";
+  const size_t at = what.find(marker);
+  return at == std::string::npos ? what : what.substr(at + marker.size());
+}
+
 /// `error` re-located at the what-if option when the loader located it at the what-if's own --set (the one after
 /// the scenario's `scenario_sets`); `position` is the option's 1-based position among the --what-if-set options.
 ScenarioError relocated(const ScenarioError& error, size_t scenario_sets, size_t position) {
   if (error.file() != "--set" || error.line() != static_cast<int64_t>(scenario_sets) + 1) return error;
-  const std::string what = error.what();
-  const std::string marker = ": key '" + error.key() + "': ";
-  const size_t at = what.find(marker);
-  const std::string message = at == std::string::npos ? what : what.substr(at + marker.size());
-  return ScenarioError("--what-if-set", static_cast<int64_t>(position), error.column(), error.key(), message);
+  return ScenarioError("--what-if-set", static_cast<int64_t>(position), error.column(), error.key(),
+                       message_of(error));
 }
 
 std::vector<std::string> with(std::vector<std::string> overrides, const std::vector<std::string>& more) {
@@ -193,7 +198,7 @@ std::shared_ptr<const TrainingWhatIfPlan> plan_training_what_if(const Scenario& 
             std::move(s), catalog.vm_size(next.name).price_usd_per_hour};
       } catch (const ScenarioError& e) {
         plan->skipped.push_back({"next_vm_size", "--set " + next.overrides[0] + "," + next.overrides[1] +
-                                                     " does not load: " + e.what()});
+                                                     " does not load: key '" + e.key() + "': " + message_of(e)});
       }
     }
   }
@@ -388,7 +393,8 @@ ServingWhatIf serving_what_if(const ServingScenario& sc, const ServingRun& basel
       loaded.emplace_back(load_serving_scenario(sc.source_path, with(sc.overrides, c.overrides), catalog));
     } catch (const ScenarioError& e) {
       if (c.user) throw relocated(e, sc.overrides.size(), user_position);
-      out.skipped.push_back({c.name, "--set " + c.overrides.at(0) + " does not load: " + e.what()});
+      out.skipped.push_back(
+          {c.name, "--set " + c.overrides.at(0) + " does not load: key '" + e.key() + "': " + message_of(e)});
       loaded.emplace_back();
     }
   }

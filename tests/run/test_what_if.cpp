@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <utility>
 #include <string>
 #include <variant>
 #include <vector>
@@ -210,6 +212,31 @@ TEST(WhatIf, NextVmSizeThatDoesNotDivideTheGpusIsSkippedWithItsReason) {
   EXPECT_TRUE(skipped(one.what_if, "next_vm_size"));
   EXPECT_EQ(one.what_if.skipped.at(0).reason,
             "the job's GPU count (1) is not a multiple of Standard_NC48ads_A100_v4's 2 GPUs per VM");
+}
+
+TEST(WhatIf, TheCatalogsNextSizeMustBeAKnownOtherSize) {
+  const fs::path dir = fs::temp_directory_path() / ("clustersim-what-if-catalog-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::copy(models::Catalog::default_directory(), dir, fs::copy_options::recursive);
+  const std::string vms = testing::read_file(dir / "vm_sizes.toml");
+  for (const auto& [to, message] :
+       {std::pair{std::string("Standard_ND96isr_H900_v9"), std::string("unknown VM size 'Standard_ND96isr_H900_v9'")},
+        std::pair{std::string("Standard_ND96isr_H100_v5"), std::string("names this VM size itself")}}) {
+    std::string changed = vms;
+    const std::string from = "next_size = \"Standard_ND96isr_H200_v5\"";
+    changed.replace(changed.find(from), from.size(), "next_size = \"" + to + "\"");
+    std::ofstream(dir / "vm_sizes.toml", std::ios::trunc) << changed;
+    try {
+      (void)models::Catalog::load(dir);
+      ADD_FAILURE() << "next_size " << to << " was accepted";
+    } catch (const models::CatalogError& e) {
+      EXPECT_NE(std::string(e.what()).find(": key 'Standard_ND96isr_H100_v5.next_size': " + message), std::string::npos)
+          << e.what();
+    }
+  }
+  fs::remove_all(dir);
+  EXPECT_EQ(catalog().vm_size("Standard_ND96isr_H100_v5").next_size, "Standard_ND96isr_H200_v5");
+  EXPECT_EQ(catalog().vm_size("Standard_ND128isr_GB300_v6").next_size, "");
 }
 
 TEST(WhatIf, RanksOrderTheRowsByStepTimeAndCost) {
