@@ -88,7 +88,8 @@ struct TrainingWhatIf {
 };
 
 /// The scenarios a training what-if loads (next_vm_size and the user's), loaded before anything is simulated so
-/// that a bad --what-if-set fails first. Errors: a user's KEY=VALUE that the loader rejects throws its
+/// that a bad --what-if-set fails first. The plan refers to `scenario` and `catalog`: both must outlive it.
+/// next_vm_size that does not apply or load is a skip with its reason, not an error. Errors: a user's KEY=VALUE that the loader rejects throws its
 /// ScenarioError, re-located at the option ("--what-if-set:I:COL: key 'KEY': ...", I its 1-based position) when
 /// the loader located it at that --set, as is otherwise.
 struct TrainingWhatIfPlan;
