@@ -98,12 +98,13 @@ units::Seconds ComputeModel::gemm_time(const GemmShape& s, Precision p, double e
     // does a device that carries a sibling's table as an estimate (other clocks: nothing measured it).
     const bool measured_precision = (p == Precision::bf16 || p == Precision::fp16) && !gemm_table_estimated_;
     const units::Seconds roofline = roofline_gemm_time(
-        s, device_->sm_count, measured_precision ? measured_matmul(p) : achievable_matmul(p),
+        s, device_->sm_count,
+        (measured_precision ? measured_matmul(p) : achievable_matmul(p)) * device_->matmul_rate_scale,
         device_->achievable_memory_bandwidth * share_, element_bytes, output_bytes);
     return roofline * device_->gemm_correction->ratio(s.m, s.n, s.k);
   }
-  return roofline_gemm_time(s, device_->sm_count, achievable_matmul(p), memory_bandwidth_, element_bytes,
-                            output_bytes);
+  return roofline_gemm_time(s, device_->sm_count, achievable_matmul(p) * device_->matmul_rate_scale,
+                            memory_bandwidth_, element_bytes, output_bytes);
 }
 
 units::FlopsPerSecond ComputeModel::gemm_rate(const GemmShape& shape, Precision p, double element_bytes) const {

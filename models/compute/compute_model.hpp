@@ -15,7 +15,8 @@
 //               measurement at that precision (fp16 on A100, fp8 on H100/H200), times the device's fitted
 //               training_matmul_fraction except where the measured table covers the precision (16-bit GEMMs
 //               of a device with its own gemm_table run at the measured rates, unfitted; a device carrying a
-//               sibling's table as an estimate keeps its fraction);
+//               sibling's table as an estimate keeps its fraction); times DeviceSpec::matmul_rate_scale (1 but
+//               in a what-if: sim/run/what_if.hpp);
 //   wave_eff  = tiles / (ceil(tiles / SMs) * SMs): the last wave of thread blocks leaves SMs idle
 //               (NVIDIA "Matrix Multiplication Background User's Guide", wave quantisation); with split-K the
 //               K dimension is cut into s slices, each its own thread block (s x the output tiles), and the

@@ -82,6 +82,7 @@ constexpr auto kVmKeys = std::to_array<std::string_view>({
     "nccl_ring_efficiency",
     "nccl_nvls_efficiency",
     "nccl_source",
+    "next_size",
     "source",
     "estimates",
 });
@@ -433,7 +434,7 @@ DeviceSpec read_device(const std::string& file, const std::string& name, const t
 }
 
 VmSize read_vm(const std::string& file, const std::string& name, const toml::table& t,
-               const std::map<std::string, DeviceSpec>& devices) {
+               const std::map<std::string, DeviceSpec>& devices, const std::map<std::string, int>& vm_names) {
   const EntryReader r(file, name, t, kVmKeys);
   VmSize v;
   v.name = name;
@@ -507,6 +508,13 @@ VmSize read_vm(const std::string& file, const std::string& name, const toml::tab
     }
   }
   if (t.contains("nccl_source")) v.nccl.source = r.required_string("nccl_source");
+  if (t.contains("next_size")) {
+    v.next_size = r.required_string("next_size");
+    if (v.next_size == name) r.fail_at("next_size", "names this VM size itself");
+    if (vm_names.count(v.next_size) == 0) {
+      r.fail_at("next_size", "unknown VM size '" + v.next_size + "'; known VM sizes: " + known_names(vm_names));
+    }
+  }
   v.source = r.required_string("source");
   v.estimates = r.estimates();
   return v;
@@ -612,8 +620,11 @@ Catalog Catalog::load(const std::filesystem::path& directory) {
 
   const toml::table vms_doc = parse_catalog_file(vms_path);
   std::map<std::string, VmSize> vms;
-  for (const auto& [name, table] : entries(vms_file, vms_doc, "VM size")) {
-    vms.emplace(name, read_vm(vms_file, name, *table, devices));
+  const auto vm_entries = entries(vms_file, vms_doc, "VM size");
+  std::map<std::string, int> vm_names;  // every size of the file, for next_size (which may name a later one)
+  for (const auto& [name, table] : vm_entries) vm_names.emplace(name, 0);
+  for (const auto& [name, table] : vm_entries) {
+    vms.emplace(name, read_vm(vms_file, name, *table, devices, vm_names));
   }
 
   // Optional: prediction bands from the validation suite, keyed "GROUP/FAMILY" ("*" for any).

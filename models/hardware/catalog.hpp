@@ -128,6 +128,11 @@ struct DeviceSpec {
   /// nullopt when the catalog has none of that workload (and for a CPU).
   [[nodiscard]] std::optional<PredictionBand> prediction_band(const std::string& framework_family,
                                                               const std::string& workload = "dense") const;
+  /// What-if only (never read from the catalog; sim/run/what_if.hpp): the GEMM math rate R_mm of every GEMM
+  /// (models/compute/compute_model.hpp, both the roofline and the measured-table path) times this factor, > 0.
+  /// Nothing else reads it: attention, memory traffic and the kernel overhead keep their rates. 1 for every
+  /// catalog entry.
+  double matmul_rate_scale = 1.0;
   /// Device-to-fabric bandwidth per direction (NVLink: half the datasheet bidirectional figure), B/s.
   units::BytesPerSecond fabric_bandwidth_per_direction;
   double tdp_watts = 0.0;
@@ -170,6 +175,14 @@ struct VmSize {
   /// NVL72 rack, Azure nd-gb200-v6-series: "groups of 18 ND GB200 v6 VMs", 72 GPUs); 1 for every other size.
   int nvlink_domain_vms = 1;
   NcclCalibration nccl;                          ///< collective calibration, where measured
+  /// What-if only (never read from the catalog; sim/run/what_if.hpp): every latency term of the collective
+  /// model on VMs of this size (NCCL's base latency and per-step latencies, CollectiveConstants::for_vm)
+  /// times this factor, > 0. 1 for every catalog entry.
+  double collective_latency_scale = 1.0;
+  /// The next VM size up (catalog key `next_size`, e.g. ND H100 v5 -> ND H200 v5): the upgrade the what-if
+  /// analysis tries (`clustersim run --what-if`, docs/what-if.md). A known VM size other than this one; "" when
+  /// the catalog names none.
+  std::string next_size;
   std::string source;
   std::set<std::string> estimates;  ///< keys whose values are estimates, as DeviceSpec::estimates
 

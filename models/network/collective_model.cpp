@@ -23,6 +23,12 @@ CollectiveConstants CollectiveConstants::for_vm(const VmSize& vm) {
   if (vm.nccl.ring_efficiency) c.ring_efficiency = *vm.nccl.ring_efficiency;
   if (vm.fabric == IntraNodeFabric::pcie) c.pcie_efficiency = c.ring_efficiency;
   if (vm.fabric == IntraNodeFabric::nvswitch) c.nvls_efficiency = vm.nccl.nvls_efficiency;
+  if (vm.collective_latency_scale != 1.0) {  // a what-if (sim/run/what_if.hpp): every alpha term scaled
+    for (units::Seconds* t : {&c.base_latency, &c.intra_step_simple, &c.intra_step_ll, &c.network_step_simple,
+                              &c.network_step_ll}) {
+      *t = *t * vm.collective_latency_scale;
+    }
+  }
   return c;
 }
 

@@ -56,7 +56,8 @@ struct CollectiveConstants {
   double infiniband_efficiency = kInfinibandEfficiency;
   double ethernet_efficiency = kEthernetEfficiency;
 
-  /// The constants of `vm` (its nccl_* calibration over the defaults; PCIe step latencies for PCIe VMs).
+  /// The constants of `vm` (its nccl_* calibration over the defaults; PCIe step latencies for PCIe VMs), every
+  /// latency times vm.collective_latency_scale (1 but in a what-if).
   static CollectiveConstants for_vm(const VmSize& vm);
 };
 

@@ -82,7 +82,12 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
        "override a scenario key, e.g. --set parallelism.tensor=4 (repeatable)")
       ("catalog", po::value<std::string>(), "hardware catalog directory")
       ("format", po::value<std::string>()->default_value("text"),
-       "stdout: text (the report) or json (the /summary row: the HDF5 names, values and units)");
+       "stdout: text (the report) or json (the /summary row: the HDF5 names, values and units)")
+      ("what-if", po::bool_switch(),
+       "after the run, re-simulate with one resource changed at a time and rank the changes (docs/what-if.md)")
+      ("what-if-set", po::value<std::vector<std::string>>()->composing(),
+       "one more what-if row: the scenario with this --set, e.g. --what-if-set parallelism.tensor=4 "
+       "(repeatable; implies --what-if)");
   po::options_description hidden;
   hidden.add_options()("scenario", po::value<std::string>(), "scenario file");
   po::options_description all;
@@ -113,6 +118,8 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
   run_options.command_line = command_line;
   if (vm.count("output")) run_options.output = vm["output"].as<std::string>();
   if (vm.count("trace")) run_options.trace = vm["trace"].as<std::string>();
+  if (vm.count("what-if-set")) run_options.what_if.user = vm["what-if-set"].as<std::vector<std::string>>();
+  run_options.what_if.enabled = vm["what-if"].as<bool>() || !run_options.what_if.user.empty();
   // A job's Monte Carlo can take seconds: its replications as progress on stderr (nothing for a short one).
   std::optional<cli::ProgressLine> line;
   run_options.progress = [&line](int64_t done, int64_t planned) {
@@ -127,7 +134,11 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
   std::ostream& said = json ? std::cerr : std::cout;
   if (json) {
     std::cout << "{\"command\": \"run\", \"scenario\": " << sim::json_string(run.scenario_name)
-              << ", \"summary\": " << sim::columns_json(run.summary, true) << "}\n";
+              << ", \"summary\": " << sim::columns_json(run.summary, true);
+    if (const sim::ColumnGroup* what_if = sim::what_if_group(run)) {
+      std::cout << ", \"what_if\": " << sim::columns_json(what_if->columns, false);
+    }
+    std::cout << "}\n";
   } else {
     std::cout << run.report;
   }

@@ -13,6 +13,7 @@
 #include "sim/run/run_inputs.hpp"
 #include "sim/run/run_scenario.hpp"
 #include "sim/run/run_serving.hpp"
+#include "sim/run/what_if.hpp"
 #include "sim/version.hpp"
 
 namespace clustersim::sim {
@@ -23,6 +24,9 @@ struct StepTrace {
 };
 
 namespace {
+
+constexpr const char* kWhatIfGroup =
+    "one row per what-if perturbation, one change at a time, the baseline first (docs/what-if.md)";
 
 RunMetadata metadata_of(const std::string& command_line, uint64_t seed, const std::string& resolved_toml) {
   RunMetadata meta;
@@ -49,6 +53,11 @@ RunOutput run_serving_file(const std::filesystem::path& path, const std::vector<
   out.metadata = metadata_of(options.command_line, scenario.seed, scenario.resolved_toml);
   out.report = format_serving_summary(scenario, run);
   out.fingerprints = {{"engine", run.result.fingerprint}};
+  if (options.what_if.any()) {
+    const ServingWhatIf what_if = serving_what_if(scenario, run, catalog, options.what_if);
+    out.groups.push_back({"what_if", kWhatIfGroup, serving_what_if_columns(what_if)});
+    out.report += format_serving_what_if(what_if);
+  }
   return out;
 }
 
@@ -56,7 +65,10 @@ RunOutput run_training_file(const std::filesystem::path& path, const std::vector
                             const models::Catalog& catalog, const RunOptions& options) {
   const Scenario scenario = load_scenario(path, overrides, catalog);
   check_run_outputs(options.output, options.trace, run_inputs(scenario));
-  RunResult run = run_scenario(scenario, catalog, options.progress);
+  std::shared_ptr<const TrainingWhatIfPlan> what_if_plan;
+  if (options.what_if.any()) what_if_plan = plan_training_what_if(scenario, catalog, options.what_if);
+  StepSimulator simulator;  // the what-if rows reuse its clusters
+  RunResult run = run_scenario(scenario, catalog, simulator, options.progress);
   RunOutput out;
   out.kind = "training";
   out.scenario_name = scenario.name;
@@ -69,6 +81,11 @@ RunOutput run_training_file(const std::filesystem::path& path, const std::vector
   out.metadata = metadata_of(options.command_line, scenario.simulation.seed, scenario.resolved_toml);
   out.report = format_step_summary(scenario, catalog, run.step, run.one_zone_report());
   if (run.job) out.report += format_job_summary(scenario, *run.job, run.on_demand_job());
+  if (what_if_plan) {
+    const TrainingWhatIf what_if = run_training_what_if(*what_if_plan, run.step, simulator);
+    out.groups.push_back({"what_if", kWhatIfGroup, training_what_if_columns(what_if)});
+    out.report += format_training_what_if(what_if);
+  }
   out.fingerprints = {{"step", run.step.pipeline.fingerprint}};
   if (run.one_zone) out.fingerprints.emplace_back("one_zone_step", run.one_zone->pipeline.fingerprint);
   const ChromeTraceInfo info{scenario.name,
@@ -95,6 +112,13 @@ struct RunKind {
 constexpr RunKind kRunKinds[] = {{"training", run_training_file}, {"serving", run_serving_file}};
 
 }  // namespace
+
+const ColumnGroup* what_if_group(const RunOutput& run) {
+  for (const ColumnGroup& g : run.groups) {
+    if (g.path == "what_if") return &g;
+  }
+  return nullptr;
+}
 
 void check_run_outputs(const std::optional<std::string>& output, const std::optional<std::string>& trace,
                        std::vector<InputFile> inputs) {

@@ -30,12 +30,23 @@ namespace clustersim::sim {
 /// Told during a run's job Monte Carlo: replications finished, and the most that may run (a progress display).
 using RunProgress = std::function<void(int64_t replications_done, int64_t replications_planned)>;
 
+/// What `clustersim run --what-if` asks for (docs/what-if.md; computed by sim/run/what_if.hpp).
+struct WhatIfRequest {
+  bool enabled = false;           ///< the standard set of perturbations (--what-if)
+  std::vector<std::string> user;  ///< --what-if-set KEY=VALUE (the --set syntax): one more row each, in order
+  /// Whether a what-if runs at all (the standard set, or only the user's rows).
+  [[nodiscard]] bool any() const { return enabled || !user.empty(); }
+};
+
 /// How `clustersim run` runs a scenario file.
 struct RunOptions {
   std::string command_line;           ///< the whole command line: the metadata's and the trace's command_line
   std::optional<std::string> output;  ///< -o: checked before the run (check_run_outputs); written by write_run
   std::optional<std::string> trace;   ///< --trace: checked likewise; a serving scenario refuses it (UsageError)
   RunProgress progress;               ///< told after each job replication (training with a [job]); may be empty
+  /// --what-if / --what-if-set: after the run, the what-if table (RunOutput: the "what_if" group, the report's
+  /// table). A training what-if re-simulates the step only; a serving one re-runs the fleet.
+  WhatIfRequest what_if;
 };
 
 /// The training step's timeline and what the Chrome trace says about it (defined in run_output.cpp).
@@ -46,7 +57,8 @@ struct RunOutput {
   std::string kind;                    ///< "training" | "serving"
   std::string scenario_name;           ///< [scenario] name
   std::vector<SummaryColumn> summary;  ///< the /summary row: run_summary_columns / serving_summary_columns
-  /// training: runs/0/stages (and runs/0/replications with a [job]); serving: requests, timeseries
+  /// training: runs/0/stages (and runs/0/replications with a [job]); serving: requests, timeseries; then, with
+  /// RunOptions::what_if, the "what_if" group (what_if_group)
   std::vector<ColumnGroup> groups;
   RunMetadata metadata;                ///< version, git sha, the command line, the seed, the resolved TOML
   std::string report;                  ///< the text report `clustersim run` prints
@@ -57,6 +69,9 @@ struct RunOutput {
   std::shared_ptr<const StepTrace> step_trace;  ///< training only: what write_run_trace writes; null for serving
 };
 
+/// The run's "what_if" group (the what-if table: sim/run/what_if.hpp), null when it ran none.
+const ColumnGroup* what_if_group(const RunOutput& run);
+
 /// The -o and --trace paths of a run, checked against the run's `inputs` and each other before it simulates:
 /// sim::check_output_path's IoError (74), or IoError "cannot write --trace 'P': is the -o file".
 void check_run_outputs(const std::optional<std::string>& output, const std::optional<std::string>& trace,
@@ -66,7 +81,8 @@ void check_run_outputs(const std::optional<std::string>& output, const std::opti
 /// checks options.output and
 /// options.trace (check_run_outputs; before anything is simulated), runs it and returns what it writes. A
 /// serving scenario with options.trace throws UsageError "--trace: a serving scenario has no training step to
-/// trace" before it is loaded. Errors: the loaders' ScenarioError / DataError / CatalogError (65), IoError
+/// trace" before it is loaded. With options.what_if, the what-if analysis after the run (its
+/// --what-if-set scenarios loaded before the run: their ScenarioError first). Errors: the loaders' ScenarioError / DataError / CatalogError (65), IoError
 /// (74) from the output checks, and run_scenario's / run_serving_scenario's errors.
 RunOutput run_scenario_file(const std::filesystem::path& path, const std::vector<std::string>& overrides,
                             const models::Catalog& catalog, const RunOptions& options);
