@@ -83,6 +83,7 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
       ("catalog", po::value<std::string>(), "hardware catalog directory")
       ("format", po::value<std::string>()->default_value("text"),
        "stdout: text (the report) or json (the /summary row: the HDF5 names, values and units)")
+      ("stages", po::bool_switch(), "also print each pipeline stage's own breakdown (the HDF5 runs/0/stages)")
       ("what-if", po::bool_switch(),
        "after the run, re-simulate with one resource changed at a time and rank the changes (docs/what-if.md)")
       ("what-if-set", po::value<std::vector<std::string>>()->composing(),
@@ -118,6 +119,7 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
   run_options.command_line = command_line;
   if (vm.count("output")) run_options.output = vm["output"].as<std::string>();
   if (vm.count("trace")) run_options.trace = vm["trace"].as<std::string>();
+  run_options.stages = vm["stages"].as<bool>();
   if (vm.count("what-if-set")) run_options.what_if.user = vm["what-if-set"].as<std::vector<std::string>>();
   run_options.what_if.enabled = vm["what-if"].as<bool>() || !run_options.what_if.user.empty();
   // A job's Monte Carlo can take seconds: its replications as progress on stderr (nothing for a short one).

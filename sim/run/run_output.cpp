@@ -73,13 +73,17 @@ RunOutput run_training_file(const std::filesystem::path& path, const std::vector
   out.kind = "training";
   out.scenario_name = scenario.name;
   out.summary = run_summary_columns(scenario, run);
-  out.groups = {{"runs/0/stages", "one row per pipeline stage of run 0", stage_columns(run.step)}};
+  out.groups = {{"runs/0/stages", "one row per pipeline stage of run 0", stage_columns(run.step)},
+                {"runs/0/critical_path_waits",
+                 "one row per stage the critical path of run 0's step waited on (its bubble), with what it was doing",
+                 critical_path_wait_columns(run.step)}};
   if (run.job) {
     out.groups.push_back({"runs/0/replications", "one row per Monte Carlo replication of the job of run 0",
                           replication_columns(*run.job)});
   }
   out.metadata = metadata_of(options.command_line, scenario.simulation.seed, scenario.resolved_toml);
   out.report = format_step_summary(scenario, catalog, run.step, run.one_zone_report());
+  if (options.stages) out.report += format_stage_table(run.step);
   if (run.job) out.report += format_job_summary(scenario, *run.job, run.on_demand_job());
   if (what_if_plan) {
     const TrainingWhatIf what_if = run_training_what_if(*what_if_plan, run.step, simulator);

@@ -47,6 +47,8 @@ struct RunOptions {
   /// --what-if / --what-if-set: after the run, the what-if table (RunOutput: the "what_if" group, the report's
   /// table). A training what-if re-simulates the step only; a serving one re-runs the fleet.
   WhatIfRequest what_if;
+  /// --stages: the training report also prints the per-stage table (format_stage_table) after the breakdown
+  bool stages = false;
 };
 
 /// The training step's timeline and what the Chrome trace says about it (defined in run_output.cpp).
@@ -57,7 +59,8 @@ struct RunOutput {
   std::string kind;                    ///< "training" | "serving"
   std::string scenario_name;           ///< [scenario] name
   std::vector<SummaryColumn> summary;  ///< the /summary row: run_summary_columns / serving_summary_columns
-  /// training: runs/0/stages (and runs/0/replications with a [job]); serving: requests, timeseries; then, with
+  /// training: runs/0/stages, runs/0/critical_path_waits (and runs/0/replications with a [job]); serving:
+  /// requests, timeseries; then, with
   /// RunOptions::what_if, the "what_if" group (what_if_group)
   std::vector<ColumnGroup> groups;
   RunMetadata metadata;                ///< version, git sha, the command line, the seed, the resolved TOML

@@ -83,11 +83,13 @@ TEST(RunOutput, TrainingRunIsTheRecipesRowGroupsMetadataAndReport) {
   EXPECT_EQ(out.kind, "training");
   EXPECT_EQ(out.scenario_name, sc.name);
   expect_same_columns(out.summary, run_summary_columns(sc, run));
-  ASSERT_EQ(out.groups.size(), 2u);
+  ASSERT_EQ(out.groups.size(), 3u);
   EXPECT_EQ(out.groups[0].path, "runs/0/stages");
   expect_same_columns(out.groups[0].columns, stage_columns(run.step));
-  EXPECT_EQ(out.groups[1].path, "runs/0/replications");
-  expect_same_columns(out.groups[1].columns, replication_columns(*run.job));
+  EXPECT_EQ(out.groups[1].path, "runs/0/critical_path_waits");
+  expect_same_columns(out.groups[1].columns, critical_path_wait_columns(run.step));
+  EXPECT_EQ(out.groups[2].path, "runs/0/replications");
+  expect_same_columns(out.groups[2].columns, replication_columns(*run.job));
   EXPECT_EQ(out.metadata.command_line, "clustersim run spot.toml");
   EXPECT_EQ(out.metadata.seed, sc.simulation.seed);
   EXPECT_EQ(out.metadata.scenario_toml, sc.resolved_toml);
@@ -118,6 +120,34 @@ TEST(RunOutput, ServingRunIsTheRecipesRowGroupsMetadataAndReport) {
   EXPECT_EQ(out.report, format_serving_summary(sc, run));
   EXPECT_EQ(out.step_trace, nullptr);
   EXPECT_THROW(write_run_trace("unused.json", out), std::logic_error);
+}
+
+// The waits of the critical path: one row per stage other than the home stage, their times summing to the bubble
+// of /summary; --stages adds the per-stage table to the report.
+TEST(RunOutput, CriticalPathWaitsSumToTheBubbleAndStagesPrintsTheTable) {
+  RunOptions options;
+  options.stages = true;
+  const RunOutput out = run_scenario_file(kSpot, {"job.replications=2"}, catalog(), options);
+  const auto column = [](const std::vector<SummaryColumn>& cols, const std::string& name) -> const SummaryColumn& {
+    for (const SummaryColumn& c : cols) {
+      if (c.name == name) return c;
+    }
+    throw std::runtime_error("no column " + name);
+  };
+  const auto& waits = std::get<std::vector<double>>(column(out.groups.at(1).columns, "time_s").values);
+  const auto& stages = std::get<std::vector<int64_t>>(column(out.groups.at(1).columns, "stage").values);
+  const double bubble = std::get<std::vector<double>>(column(out.summary, "bubble_time_s").values).at(0);
+  const int64_t home = std::get<std::vector<int64_t>>(column(out.summary, "critical_path_stage").values).at(0);
+  double sum = 0.0;
+  for (double w : waits) sum += w;
+  EXPECT_NEAR(sum, bubble, 1e-12 + 1e-9 * bubble);
+  EXPECT_EQ(stages.size(), 7u);  // PP 8: the fill and drain pass through every other stage
+  EXPECT_EQ(std::count(stages.begin(), stages.end(), home), 0);
+  EXPECT_NE(out.report.find("stages      each stage's own time"), std::string::npos);
+  EXPECT_NE(out.report.find("(the critical path's pace)"), std::string::npos);
+  options.stages = false;
+  EXPECT_EQ(run_scenario_file(kSpot, {"job.replications=2"}, catalog(), options).report.find("each stage's own time"),
+            std::string::npos);
 }
 
 TEST(RunOutput, WriteRunRoundTrips) {
