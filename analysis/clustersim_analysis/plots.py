@@ -431,9 +431,11 @@ def _what_if_value_column(df: pd.DataFrame, metric: str) -> str | None:
 
 
 def _format_value(v: float, unit: str) -> str:
-    """'21.3 s', '850 ms', '1.23 USD'; 3 significant digits."""
+    """'21.3 s', '850 ms' (3 significant digits), '1.60 USD' (cents)."""
     if not np.isfinite(v):
         return "n/a"
+    if unit == "USD":
+        return f"{v:,.2f} USD"
     if unit == "s" and 0 < abs(v) < 1:
         return f"{v * 1e3:.3g} ms"
     return f"{v:.3g} {unit}".rstrip()
@@ -498,10 +500,10 @@ def tornado(df: pd.DataFrame, metric: str | None = None, labels: str = "perturba
     if title is None:
         what = _pretty(metric[: -len("_change")] if metric.endswith("_change") else metric)
         scenario = df.attrs.get("scenario", "")
-        title = f"What if: {what} per change" + (f", {scenario}" if scenario else "")
+        title = f"What if: {what} with one change at a time" + (f", {scenario}" if scenario else "")
         if base is not None and value_col:
             title += f"\nbaseline: {_format_value(float(base[value_col]), unit)}"
-            if "description" in df.columns and str(base["description"]):
+            if "description" in df.columns and str(base["description"]) not in ("", "baseline"):
                 title += f" ({base['description']})"
     ax.set_title(title, fontsize="medium")
     ax.grid(axis="x", alpha=0.3)

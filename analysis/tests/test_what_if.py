@@ -180,6 +180,8 @@ def test_tornado_serving_skips_nan_and_formats_ms(serving_file):
     fig = ca.tornado(df, metric="usd_per_million_tokens_change", labels="description")
     labels = [b[0] for b in _bars(fig.axes[0])]
     assert labels[0] == "+1 replica" and len(labels) == 4
+    assert "1.25 USD (+25.0 %)" in [t.get_text() for t in fig.axes[0].texts]
+    assert "baseline: 1.00 USD (as written)" in fig.axes[0].get_title()
     with pytest.raises(KeyError, match="step_time_change"):
         ca.tornado(df, metric="step_time_change")
 
