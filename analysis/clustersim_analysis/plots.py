@@ -29,15 +29,36 @@ __all__ = [
     "tornado",
 ]
 
-# The components of step_time_s (docs/hdf5-schema.md), bottom to top, with legend labels.
+# The parts of the step's critical path (/summary, docs/hdf5-schema.md), left to right, each with its legend
+# label and a fixed colour: the same part has the same colour in every figure. They sum to step_time_s.
+# Compute splits into GEMMs (compute_time_s - attention_time_s - memory_bound_time_s), attention and
+# memory-bound kernels when those columns are present.
+CRITICAL_PATH_PARTS = [
+    ("compute_time_s", "compute", "#1f77b4"),
+    ("exposed_tp_comm_s", "exposed TP comm", "#ff7f0e"),
+    ("exposed_cp_comm_s", "exposed CP comm", "#bcbd22"),
+    ("exposed_ep_comm_s", "exposed EP comm (all-to-all)", "#d62728"),
+    ("exposed_host_s", "waiting on the host", "#8c564b"),
+    ("exposed_pp_comm_s", "exposed PP comm", "#2ca02c"),
+    ("exposed_dp_comm_s", "exposed DP comm", "#9467bd"),
+    ("optimizer_time_s", "optimizer", "#e377c2"),
+    ("bubble_time_s", "waiting on other stages", "#7f7f7f"),
+]
+
+# The components of step_time_s per run or per stage (plot_step_breakdown), bottom to top, with legend labels;
+# each is drawn in its CRITICAL_PATH_PARTS colour.
 BREAKDOWN_COLUMNS = [
     ("compute_time_s", "compute"),
     ("exposed_tp_comm_s", "exposed TP comm"),
+    ("exposed_cp_comm_s", "exposed CP comm"),
+    ("exposed_ep_comm_s", "exposed EP comm (all-to-all)"),
+    ("exposed_host_s", "waiting on the host"),
     ("exposed_pp_comm_s", "exposed PP comm"),
     ("exposed_dp_comm_s", "exposed DP comm"),
     ("bubble_time_s", "pipeline bubble"),
     ("optimizer_time_s", "optimizer"),
 ]
+_PART_COLOURS = {col: color for col, _, color in CRITICAL_PATH_PARTS}
 
 _GIB = 1024.0**3
 
@@ -88,7 +109,8 @@ def _run_labels(df: pd.DataFrame, labels=None) -> list[str]:
 
 def plot_step_breakdown(df: pd.DataFrame, labels=None, title: str | None = None, horizontal: bool | None = None,
                         category_label: str = "run"):
-    """Stacked bars of step time per run: compute, exposed TP / PP / DP comm, bubble, optimizer (s).
+    """Stacked bars of step time per run: compute, exposed TP / CP / EP comm, waiting on the host, exposed PP /
+    DP comm, bubble, optimizer (s); each part in its CRITICAL_PATH_PARTS colour, parts zero in every bar left out.
 
     labels: a column name or a list of bar labels (default: the layout, the scenario or the run index).
     category_label: the label of the bars' axis (e.g. "pipeline stage" for a stages table).
@@ -103,15 +125,16 @@ def plot_step_breakdown(df: pd.DataFrame, labels=None, title: str | None = None,
         fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * n + 2), 5))
     pos = np.arange(n)
     base = np.zeros(n)
-    colors = plt.get_cmap("tab10").colors
-    for i, (col, label) in enumerate(BREAKDOWN_COLUMNS):
+    for col, label in BREAKDOWN_COLUMNS:
         if col not in df.columns:
             continue
         vals = np.nan_to_num(df[col].to_numpy(dtype=float))
+        if not np.any(vals):  # a part that is zero in every bar stays out of the legend
+            continue
         if horizontal:
-            ax.barh(pos, vals, left=base, label=label, color=colors[i])
+            ax.barh(pos, vals, left=base, label=label, color=_PART_COLOURS[col])
         else:
-            ax.bar(pos, vals, bottom=base, label=label, color=colors[i])
+            ax.bar(pos, vals, bottom=base, label=label, color=_PART_COLOURS[col])
         base += vals
     unit = _units(df, "step_time_s", "s") or "s"
     if horizontal:
@@ -306,21 +329,6 @@ def plot_timeline(trace_json_path: str | os.PathLike, categories=None, title: st
     return fig
 
 
-# The parts of the step's critical path (/summary, docs/hdf5-schema.md), left to right, each with its legend
-# label and a fixed colour: the same part has the same colour in every figure. They sum to step_time_s.
-# Compute splits into GEMMs (compute_time_s - attention_time_s - memory_bound_time_s), attention and
-# memory-bound kernels when those columns are present.
-CRITICAL_PATH_PARTS = [
-    ("compute_time_s", "compute", "#1f77b4"),
-    ("exposed_tp_comm_s", "exposed TP comm", "#ff7f0e"),
-    ("exposed_cp_comm_s", "exposed CP comm", "#bcbd22"),
-    ("exposed_ep_comm_s", "exposed EP comm (all-to-all)", "#d62728"),
-    ("exposed_host_s", "waiting on the host", "#8c564b"),
-    ("exposed_pp_comm_s", "exposed PP comm", "#2ca02c"),
-    ("exposed_dp_comm_s", "exposed DP comm", "#9467bd"),
-    ("optimizer_time_s", "optimizer", "#e377c2"),
-    ("bubble_time_s", "waiting on other stages", "#7f7f7f"),
-]
 _COMPUTE_SPLIT = [
     ("gemm", "compute: GEMMs", "#1f77b4"),
     ("attention_time_s", "compute: attention", "#4a9fd8"),
