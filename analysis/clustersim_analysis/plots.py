@@ -438,6 +438,13 @@ def _what_if_value_column(df: pd.DataFrame, metric: str) -> str | None:
     return None
 
 
+def _unit_from_name(column: str) -> str:
+    """The unit a column's name implies, for frames without df.attrs["units"]: *_s -> s, usd_* -> USD."""
+    if column.endswith("_s"):
+        return "s"
+    return "USD" if column.startswith("usd_") else ""
+
+
 def _format_value(v: float, unit: str) -> str:
     """'21.3 s', '850 ms' (3 significant digits), '1.60 USD' (cents)."""
     if not np.isfinite(v):
@@ -480,7 +487,7 @@ def tornado(df: pd.DataFrame, metric: str | None = None, labels: str = "perturba
     order = np.argsort(-np.abs(change), kind="stable")
     rows, change = rows.iloc[order], 100.0 * change[order]
     value_col = _what_if_value_column(df, metric)
-    unit = _units(df, value_col, "") if value_col else ""
+    unit = (_units(df, value_col, "") or _unit_from_name(value_col)) if value_col else ""
     n = len(rows)
     if ax is None:
         fig, ax = plt.subplots(figsize=(9, max(2.5, 0.4 * n + 1.6)))

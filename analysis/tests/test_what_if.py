@@ -186,6 +186,14 @@ def test_tornado_serving_skips_nan_and_formats_ms(serving_file):
         ca.tornado(df, metric="step_time_change")
 
 
+def test_tornado_of_a_frame_without_units():
+    """A what-if table built by hand (no df.attrs): the units come from the column names."""
+    df = pd.DataFrame({"perturbation": ["baseline", "a", "b"], "ttft_p99_s": [2.0, 1.5, 2.5],
+                       "ttft_p99_change": [0.0, -0.25, 0.25]})
+    texts = [t.get_text() for t in ca.tornado(df).axes[0].texts]
+    assert texts == ["1.5 s (-25.0 %)", "2.5 s (+25.0 %)"]
+
+
 def test_tornado_into_given_axes(training_file):
     df = ca.read_what_if(training_file)
     fig, (left, right) = matplotlib.pyplot.subplots(1, 2)
