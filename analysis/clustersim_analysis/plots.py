@@ -401,10 +401,10 @@ def critical_path_bar(runs, labels=None, title: str | None = None, ax=None, spli
                 ax.text(bar.get_x() + v / 2, bar.get_y() + bar.get_height() / 2, f"{v:.3g} s\n{100 * p:.0f} %",
                         ha="center", va="center", fontsize=7, color=_ink(color))
         left += vals
-    for i in range(n):
-        if np.isfinite(step[i]) and abs(total[i] - step[i]) > 1e-3 * max(step[i], 1e-30):
-            ax.plot([step[i], step[i]], [i - 0.45, i + 0.45], color="black", linewidth=2,
-                    label="step_time_s" if i == 0 else None)
+    missed = [i for i in range(n) if np.isfinite(step[i]) and abs(total[i] - step[i]) > 1e-3 * max(step[i], 1e-30)]
+    for k, i in enumerate(missed):
+        ax.plot([step[i], step[i]], [i - 0.45, i + 0.45], color="black", linewidth=2,
+                label="step_time_s" if k == 0 else None)
     unit = _units(df, "step_time_s", "s") or "s"
     ax.set_yticks(pos, names)
     ax.invert_yaxis()

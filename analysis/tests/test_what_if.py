@@ -247,8 +247,9 @@ def test_critical_path_bar_several_runs_fixed_colours():
 
 
 def test_critical_path_bar_marks_a_step_the_parts_miss():
-    df = pd.DataFrame({"scenario": ["old"], "compute_time_s": [8.0], "bubble_time_s": [1.0],
-                       "step_time_s": [10.0]})
+    df = pd.DataFrame({"scenario": ["new", "old"], "compute_time_s": [9.0, 8.0], "bubble_time_s": [1.0, 1.0],
+                       "step_time_s": [10.0, 10.0]})
     ax = ca.critical_path_bar(df).axes[0]
-    assert _widths_per_bar(ax) == pytest.approx([9.0])
+    assert _widths_per_bar(ax) == pytest.approx([10.0, 9.0])
     assert [line.get_xdata()[0] for line in ax.get_lines()] == [10.0]
+    assert ax.get_legend_handles_labels()[1].count("step_time_s") == 1
