@@ -439,18 +439,22 @@ def _what_if_value_column(df: pd.DataFrame, metric: str) -> str | None:
 
 
 def _unit_from_name(column: str) -> str:
-    """The unit a column's name implies, for frames without df.attrs["units"]: *_s -> s, usd_* -> USD."""
+    """The unit a column's name implies, for frames without df.attrs["units"]: *_s -> s,
+    usd_per_million_tokens -> USD/Mtoken, other usd_* -> USD."""
     if column.endswith("_s"):
         return "s"
+    if column.startswith("usd_per_million_tokens"):
+        return "USD/Mtoken"
     return "USD" if column.startswith("usd_") else ""
 
 
 def _format_value(v: float, unit: str) -> str:
-    """'21.3 s', '850 ms' (3 significant digits), '1.60 USD' (cents)."""
+    """'21.3 s', '850 ms', '1.60 USD/Mtoken', '0.121 USD/Mtoken': 3 significant digits (money keeps its
+    trailing zeros)."""
     if not np.isfinite(v):
         return "n/a"
-    if unit == "USD":
-        return f"{v:,.2f} USD"
+    if unit.startswith("USD"):
+        return f"{v:,.0f} {unit}" if abs(v) >= 1000 else f"{v:#.3g} {unit}"
     if unit == "s" and 0 < abs(v) < 1:
         return f"{v * 1e3:.3g} ms"
     return f"{v:.3g} {unit}".rstrip()

@@ -39,12 +39,12 @@ TRAINING_ROWS = [
     # perturbation, description, step_time_s, usd_per_million_tokens
     ("baseline", "the scenario as written", 20.0, 2.00),
     ("gpu_matmul_x1.5", "GPU matmul rate x1.5", 16.0, 1.70),
-    ("hbm_bw_x1.5", "HBM bandwidth x1.5", 19.0, 1.95),
+    ("hbm_bandwidth_x1.5", "HBM bandwidth x1.5", 19.0, 1.95),
     ("nvlink_x2", "NVLink bandwidth x2", 19.8, 1.99),
-    ("nic_bw_x2", "scale-out NIC bandwidth x2", 13.0, 1.40),
+    ("nic_x2", "scale-out NIC bandwidth x2", 13.0, 1.40),
     ("latency_x0.5", "network latency x0.5", 19.9, 2.00),
-    ("no_bubble", "no pipeline bubble", 17.5, 1.75),
-    ("next_vm", "next VM size: ND H200 v5", 21.0, 2.60),
+    ("no_pipeline_bubble", "no pipeline bubble", 17.5, 1.75),
+    ("next_vm_size", "next VM size: ND H200 v5", 21.0, 2.60),
 ]
 
 
@@ -72,7 +72,7 @@ def training_file(tmp_path):
             "step_time_change": step / step[0] - 1, "usd_per_million_tokens": usd,
             "usd_per_million_tokens_change": usd / usd[0] - 1, "rank_step_time": _ranks(step),
             "rank_cost": _ranks(usd)},
-            {"step_time_s": "s", "step_time_change": "1", "usd_per_million_tokens": "USD",
+            {"step_time_s": "s", "step_time_change": "1", "usd_per_million_tokens": "USD/Mtoken",
              "usd_per_million_tokens_change": "1", "rank_step_time": "1", "rank_cost": "1"})
     return path
 
@@ -86,14 +86,14 @@ def serving_file(tmp_path):
     with h5py.File(path, "w") as f:
         _summary(f, [{"scenario": "llama-serving", "step_time_s": np.nan}])
         _write_group(f.create_group("what_if"), {
-            "perturbation": ["baseline", "replicas+1", "fp8_kv_cache", "tp_x2", "next_vm"],
+            "perturbation": ["baseline", "plus_1_replica", "fp8_kv_cache", "tp_x2", "next_vm_size"],
             "description": ["as written", "+1 replica", "fp8 KV cache", "tensor parallel x2", "next VM size"],
             "ttft_p99_s": ttft, "ttft_p99_change": ttft / ttft[0] - 1, "tpot_p99_s": tpot,
             "tpot_p99_change": tpot / tpot[0] - 1, "output_tokens_per_s": [1e4, 1.2e4, 1.1e4, 1.3e4, 1e4],
             "usd_per_million_tokens": usd, "usd_per_million_tokens_change": usd / usd[0] - 1,
             "rank_ttft": np.array([0, 2, 3, 1, 4], dtype=np.int64), "rank_cost": _ranks(usd)},
             {"ttft_p99_s": "s", "ttft_p99_change": "1", "tpot_p99_s": "s", "tpot_p99_change": "1",
-             "output_tokens_per_s": "tokens/s", "usd_per_million_tokens": "USD",
+             "output_tokens_per_s": "tokens/s", "usd_per_million_tokens": "USD/Mtoken",
              "usd_per_million_tokens_change": "1"})
     return path
 
@@ -161,8 +161,8 @@ def test_tornado_sorts_by_magnitude_without_the_baseline(training_file):
     assert len(bars) == len(TRAINING_ROWS) - 1
     widths = [b[1] for b in bars]
     assert [abs(w) for w in widths] == sorted((abs(w) for w in widths), reverse=True)
-    assert names[0] == "nic_bw_x2" and widths[0] == pytest.approx(-35.0)
-    assert dict(bars)["next_vm"] == pytest.approx(5.0)
+    assert names[0] == "nic_x2" and widths[0] == pytest.approx(-35.0)
+    assert dict(bars)["next_vm_size"] == pytest.approx(5.0)
     texts = [t.get_text() for t in ax.texts]
     assert "13 s (-35.0 %)" in texts and "21 s (+5.0 %)" in texts
     assert "baseline: 20 s" in ax.get_title() and "gpt3-test" in ax.get_title()
@@ -174,14 +174,15 @@ def test_tornado_serving_skips_nan_and_formats_ms(serving_file):
     fig = ca.tornado(df)  # serving: ttft_p99_change by default
     ax = fig.axes[0]
     names = [b[0] for b in _bars(ax)]
-    assert names == ["tp_x2", "replicas+1", "fp8_kv_cache"]  # next_vm's TTFT is NaN: left out
+    assert names == ["tp_x2", "plus_1_replica", "fp8_kv_cache"]  # next_vm_size's TTFT is NaN: left out
     assert "400 ms (-50.0 %)" in [t.get_text() for t in ax.texts]
     assert "baseline: 800 ms" in ax.get_title()
     fig = ca.tornado(df, metric="usd_per_million_tokens_change", labels="description")
     labels = [b[0] for b in _bars(fig.axes[0])]
     assert labels[0] == "+1 replica" and len(labels) == 4
-    assert "1.25 USD (+25.0 %)" in [t.get_text() for t in fig.axes[0].texts]
-    assert "baseline: 1.00 USD (as written)" in fig.axes[0].get_title()
+    assert "1.25 USD/Mtoken (+25.0 %)" in [t.get_text() for t in fig.axes[0].texts]
+    assert "0.900 USD/Mtoken (-10.0 %)" in [t.get_text() for t in fig.axes[0].texts]
+    assert "baseline: 1.00 USD/Mtoken (as written)" in fig.axes[0].get_title()
     with pytest.raises(KeyError, match="step_time_change"):
         ca.tornado(df, metric="step_time_change")
 
