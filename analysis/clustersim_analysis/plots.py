@@ -448,16 +448,16 @@ def _unit_from_name(column: str) -> str:
     return "USD" if column.startswith("usd_") else ""
 
 
-def _format_value(v: float, unit: str) -> str:
-    """'21.3 s', '850 ms', '1.60 USD/Mtoken', '0.121 USD/Mtoken': 3 significant digits (money keeps its
-    trailing zeros)."""
+def _format_value(v: float, unit: str, digits: int = 3) -> str:
+    """'21.3 s', '850 ms', '1.60 USD/Mtoken', '0.121 USD/Mtoken': `digits` significant digits (money keeps
+    its trailing zeros)."""
     if not np.isfinite(v):
         return "n/a"
     if unit.startswith("USD"):
-        return f"{v:,.0f} {unit}" if abs(v) >= 1000 else f"{v:#.3g} {unit}"
+        return f"{v:,.0f} {unit}" if abs(v) >= 10**digits else f"{v:#.{digits}g} {unit}"
     if unit == "s" and 0 < abs(v) < 1:
-        return f"{v * 1e3:.3g} ms"
-    return f"{v:.3g} {unit}".rstrip()
+        return f"{v * 1e3:.{digits}g} ms"
+    return f"{v:.{digits}g} {unit}".rstrip()
 
 
 def tornado(df: pd.DataFrame, metric: str | None = None, labels: str = "perturbation", title: str | None = None,
@@ -466,7 +466,7 @@ def tornado(df: pd.DataFrame, metric: str | None = None, labels: str = "perturba
     change of `metric` against the baseline in %, largest |change| on top; the baseline row (perturbation
     "baseline", else row 0) and rows whose change is NaN are left out. Each bar is labelled with the metric's
     absolute value (e.g. "21.3 s") and its change; green where the metric went down (faster, cheaper), red
-    where it went up. A vertical line marks 0; the title names the baseline and its value.
+    where it went up. A vertical line marks 0; the title names the scenario and the baseline's value (4 digits).
 
     metric: a relative column (units "1"): "step_time_change" (training, the default there),
     "ttft_p99_change" (serving's default), "tpot_p99_change", "usd_per_million_tokens_change".
@@ -521,9 +521,7 @@ def tornado(df: pd.DataFrame, metric: str | None = None, labels: str = "perturba
         scenario = df.attrs.get("scenario", "")
         title = f"What if: {what} with one change at a time" + (f", {scenario}" if scenario else "")
         if base is not None and value_col:
-            title += f"\nbaseline: {_format_value(float(base[value_col]), unit)}"
-            if "description" in df.columns and str(base["description"]) not in ("", "baseline"):
-                title += f" ({base['description']})"
+            title += f"\nbaseline: {_format_value(float(base[value_col]), unit, digits=4)}"
     ax.set_title(title, fontsize="medium")
     ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)

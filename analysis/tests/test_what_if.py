@@ -182,7 +182,7 @@ def test_tornado_serving_skips_nan_and_formats_ms(serving_file):
     assert labels[0] == "+1 replica" and len(labels) == 4
     assert "1.25 USD/Mtoken (+25.0 %)" in [t.get_text() for t in fig.axes[0].texts]
     assert "0.900 USD/Mtoken (-10.0 %)" in [t.get_text() for t in fig.axes[0].texts]
-    assert "baseline: 1.00 USD/Mtoken (as written)" in fig.axes[0].get_title()
+    assert "baseline: 1.000 USD/Mtoken" in fig.axes[0].get_title()
     with pytest.raises(KeyError, match="step_time_change"):
         ca.tornado(df, metric="step_time_change")
 
