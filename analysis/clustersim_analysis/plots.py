@@ -460,6 +460,12 @@ def _format_value(v: float, unit: str, digits: int = 3) -> str:
     return f"{v:.{digits}g} {unit}".rstrip()
 
 
+def _metric_name(column: str) -> str:
+    """A what-if column as words, acronyms in capitals: ttft_p99_change -> TTFT p99 change."""
+    words = _pretty(column).split(" ")
+    return " ".join(w.upper() if w in ("ttft", "tpot", "usd") else w for w in words)
+
+
 def tornado(df: pd.DataFrame, metric: str | None = None, labels: str = "perturbation", title: str | None = None,
             ax=None):
     """Tornado chart of a what-if table (read_what_if): one horizontal bar per perturbation, its relative
@@ -514,10 +520,10 @@ def tornado(df: pd.DataFrame, metric: str | None = None, labels: str = "perturba
                 ha="left" if c >= 0 else "right", fontsize=8)
     ax.set_xlim(min(0.0, float(change.min()) if n else 0.0) - 0.45 * span,
                 max(0.0, float(change.max()) if n else 0.0) + 0.45 * span)
-    ax.set_xlabel(f"{_pretty(metric)} vs baseline (%)")
+    ax.set_xlabel(f"{_metric_name(metric)} vs baseline (%)")
     ax.set_ylabel(labels if labels in df.columns else "perturbation")
     if title is None:
-        what = _pretty(metric[: -len("_change")] if metric.endswith("_change") else metric)
+        what = _metric_name(metric[: -len("_change")] if metric.endswith("_change") else metric)
         scenario = df.attrs.get("scenario", "")
         title = f"What if: {what} with one change at a time" + (f", {scenario}" if scenario else "")
         if base is not None and value_col:

@@ -177,6 +177,7 @@ def test_tornado_serving_skips_nan_and_formats_ms(serving_file):
     assert names == ["tp_x2", "plus_1_replica", "fp8_kv_cache"]  # next_vm_size's TTFT is NaN: left out
     assert "400 ms (-50.0 %)" in [t.get_text() for t in ax.texts]
     assert "baseline: 800 ms" in ax.get_title()
+    assert ax.get_xlabel() == "TTFT p99 change vs baseline (%)"
     fig = ca.tornado(df, metric="usd_per_million_tokens_change", labels="description")
     labels = [b[0] for b in _bars(fig.axes[0])]
     assert labels[0] == "+1 replica" and len(labels) == 4
