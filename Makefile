@@ -87,7 +87,7 @@ validate: build
 # analysis/notebooks executed with Debian's python3 kernel (jupyter-nbconvert, python3-ipykernel), into
 # out/notebooks/ (git-ignored, rewritten on each run); then each executed copy's image count (0 fails).
 NOTEBOOKS := analysis/notebooks/capacity_planning_sweep.ipynb analysis/notebooks/cross_zone.ipynb \
-  analysis/notebooks/spot_vs_on_demand.ipynb
+  analysis/notebooks/spot_vs_on_demand.ipynb analysis/notebooks/what_if.ipynb
 .PHONY: notebooks
 notebooks: build
 	rm -rf out/notebooks && mkdir -p out/notebooks

@@ -8,7 +8,9 @@ from .results import (
     load_stages,
     load_replications,
     load_table,
+    read_what_if,
     load_sweep_xarray,
+    MissingGroupError,
     metadata,
     swept_columns,
 )
@@ -20,6 +22,9 @@ from .plots import (
     plot_timeline,
     pareto_front,
     BREAKDOWN_COLUMNS,
+    CRITICAL_PATH_PARTS,
+    critical_path_bar,
+    tornado,
 )
 
 __all__ = [
@@ -27,7 +32,9 @@ __all__ = [
     "load_stages",
     "load_replications",
     "load_table",
+    "read_what_if",
     "load_sweep_xarray",
+    "MissingGroupError",
     "metadata",
     "swept_columns",
     "plot_step_breakdown",
@@ -37,4 +44,7 @@ __all__ = [
     "plot_timeline",
     "pareto_front",
     "BREAKDOWN_COLUMNS",
+    "CRITICAL_PATH_PARTS",
+    "critical_path_bar",
+    "tornado",
 ]

@@ -13,10 +13,27 @@ __all__ = [
     "load_stages",
     "load_replications",
     "load_table",
+    "read_what_if",
     "load_sweep_xarray",
+    "MissingGroupError",
     "metadata",
     "swept_columns",
 ]
+
+
+class MissingGroupError(KeyError):
+    """A results file without the group asked for. str() is the plain message ("FILE: no group /NAME ..."),
+    not KeyError's quoted repr; a KeyError, so `except KeyError` still catches it."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def _require_group(f: h5py.File, path: str | os.PathLike, group: str, hint: str = "") -> h5py.Group:
+    """f[group], or MissingGroupError naming the file and the group (and what writes it, when hint is given)."""
+    if group not in f or not isinstance(f[group], h5py.Group):
+        raise MissingGroupError(f"{os.fspath(path)}: no group /{group}" + (f" ({hint})" if hint else ""))
+    return f[group]
 
 
 def _decode(value):
@@ -70,9 +87,7 @@ def _order_summary(f: h5py.File, df: pd.DataFrame) -> pd.DataFrame:
 def load_table(path: str | os.PathLike, group: str) -> pd.DataFrame:
     """Any column group of the file (e.g. "summary", "runs/0/stages") as a DataFrame."""
     with h5py.File(path, "r") as f:
-        if group not in f:
-            raise KeyError(f"{os.fspath(path)}: no group /{group}")
-        return _read_group(f[group])
+        return _read_group(_require_group(f, path, group))
 
 
 def load_summary(path: str | os.PathLike) -> pd.DataFrame:
@@ -82,8 +97,47 @@ def load_summary(path: str | os.PathLike) -> pd.DataFrame:
     column -> description; for sweep files df.attrs["roles"] maps column -> index / parameter / result.
     """
     with h5py.File(path, "r") as f:
-        df = _read_group(f["summary"])
+        df = _read_group(_require_group(f, path, "summary"))
         df = _order_summary(f, df)
+    return df
+
+
+# /what_if's documented column order (training, then serving); other columns follow in file order.
+_WHAT_IF_ORDER = [
+    "perturbation", "description",
+    "step_time_s", "step_time_change",
+    "ttft_p99_s", "ttft_p99_change", "tpot_p99_s", "tpot_p99_change", "output_tokens_per_s",
+    "usd_per_million_tokens", "usd_per_million_tokens_change",
+    "rank_step_time", "rank_ttft", "rank_cost",
+]
+
+
+def read_what_if(path: str | os.PathLike) -> pd.DataFrame:
+    """/what_if (`clustersim run --what-if`) as a DataFrame: one row per perturbation, row 0 the baseline.
+
+    Training columns: perturbation, description (str), step_time_s (s), step_time_change (1: step / baseline
+    step - 1), usd_per_million_tokens (USD), usd_per_million_tokens_change (1), rank_step_time, rank_cost (int64:
+    the perturbation's rank by step time and by cost per token, 0 for the baseline). Serving: ttft_p99_s, ttft_p99_change, tpot_p99_s, tpot_p99_change,
+    output_tokens_per_s, usd_per_million_tokens(_change), rank_ttft, rank_cost. Columns in that order, rows in
+    file order. df.attrs: "units", "descriptions" (as load_summary), "kind" ("training" when step_time_change
+    is present, "serving" when ttft_p99_change is, else ""), "scenario" (/summary's first scenario, or "").
+
+    Raises MissingGroupError (a KeyError) naming the file when it has no /what_if group (a run without
+    --what-if), and OSError when the file cannot be opened.
+    """
+    with h5py.File(path, "r") as f:
+        group = _require_group(f, path, "what_if", "written by `clustersim run --what-if`")
+        df = _read_group(group)
+        scenario = ""
+        if "summary/scenario" in f and len(f["summary/scenario"]) > 0:
+            scenario = _decode(f["summary/scenario"].asstr()[0])
+    order = [c for c in _WHAT_IF_ORDER if c in df.columns] + [c for c in df.columns if c not in _WHAT_IF_ORDER]
+    attrs = dict(df.attrs)
+    df = df[order]
+    df.attrs.update(attrs)
+    df.attrs["kind"] = ("training" if "step_time_change" in df.columns
+                        else "serving" if "ttft_p99_change" in df.columns else "")
+    df.attrs["scenario"] = scenario
     return df
 
 

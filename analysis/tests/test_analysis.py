@@ -198,6 +198,26 @@ def test_plot_step_breakdown(run_file):
     assert sorted(heights.values()) == pytest.approx(sorted(df["step_time_s"]))
 
 
+def test_plot_step_breakdown_counts_every_part():
+    """A MoE stage's exposed all-to-all, CP exchange and host waits are bars too: the bars reach the step time;
+    a part zero in every bar stays out of the legend; each part has its critical-path colour."""
+    stages = pd.DataFrame({"stage": [0, 1], "compute_time_s": [10.0, 5.0], "exposed_ep_comm_s": [0.0, 6.0],
+                           "exposed_cp_comm_s": [0.5, 0.5], "exposed_host_s": [0.0, 0.25],
+                           "exposed_tp_comm_s": [0.0, 0.0], "bubble_time_s": [4.0, 3.25],
+                           "optimizer_time_s": [0.5, 0.0]})
+    fig = ca.plot_step_breakdown(stages, labels=["stage 0", "stage 1"], horizontal=False)
+    ax = fig.axes[0]
+    heights = {}
+    for patch in ax.patches:
+        heights[round(patch.get_x(), 3)] = heights.get(round(patch.get_x(), 3), 0.0) + patch.get_height()
+    assert sorted(heights.values()) == pytest.approx([15.0, 15.0])
+    handles, labels = ax.get_legend_handles_labels()
+    assert labels == ["compute", "exposed CP comm", "exposed EP comm (all-to-all)", "waiting on the host",
+                      "pipeline bubble", "optimizer"]
+    colours = {label: color for _, label, color in ca.CRITICAL_PATH_PARTS}
+    assert matplotlib.colors.to_hex(handles[2].patches[0].get_facecolor()) == colours["exposed EP comm (all-to-all)"]
+
+
 def test_plot_sweep_heatmap(grid_sweep):
     df = ca.load_summary(grid_sweep)
     fig = ca.plot_sweep_heatmap(df, "parallelism_tensor", "parallelism_pipeline", "step_time_s")
