@@ -8,165 +8,257 @@ namespace clustersim::sim {
 
 namespace {
 
-/// A pass's time on the path, split by kind (seconds).
+/// A pass's time split by kind (seconds); the kinds sum to `time`.
 struct PassParts {
   double time = 0, compute = 0, attention = 0, memory_bound = 0, tp = 0, cp = 0, ep = 0, host = 0, dp = 0;
+
+  void add(const PassParts& p, double fraction) {
+    time += fraction * p.time;
+    compute += fraction * p.compute;
+    attention += fraction * p.attention;
+    memory_bound += fraction * p.memory_bound;
+    tp += fraction * p.tp;
+    cp += fraction * p.cp;
+    ep += fraction * p.ep;
+    host += fraction * p.host;
+    dp += fraction * p.dp;
+  }
 };
 
 double seconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
 
-}  // namespace
+/// One interval of a timeline: a pass of a unit, a pipeline transfer, or a piece of a tail.
+struct Segment {
+  enum class Kind { pass, transfer, dp, optimizer };
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  Kind kind = Kind::pass;
+  size_t unit = 0;  ///< for a pass
+  size_t index = 0; ///< for a pass: its index in the stage's order
+};
 
-CriticalPath critical_path_of(const StepTimeline& tl, int64_t step_ns) {
-  const models::StepProgram& program = *tl.program;
-  const size_t ranks = program.stages.size();
-  const auto chunks = static_cast<size_t>(program.virtual_stages);
-  const auto microbatches = static_cast<size_t>(program.microbatches);
-  const size_t replicas = tl.replicas;
-  const size_t last_vs = ranks * chunks - 1;
-  // Per stage, where each (chunk, microbatch, direction) sits in its order.
-  std::vector<std::vector<size_t>> index(ranks, std::vector<size_t>(chunks * microbatches * 2, 0));
-  for (size_t k = 0; k < ranks; ++k) {
-    const auto& order = program.stages[k].order;
-    for (size_t j = 0; j < order.size(); ++j) {
-      const auto& p = order[j];
-      index[k][(static_cast<size_t>(p.chunk) * microbatches + static_cast<size_t>(p.microbatch)) * 2 +
-               (p.kind == models::PassKind::forward ? 0 : 1)] = j;
-    }
-  }
-  // The unit whose tail ends the step: the lowest stage, then the lowest replica, that finishes at step_ns.
-  size_t u = tl.tails.size();
-  for (size_t v = 0; v < tl.tails.size() && u == tl.tails.size(); ++v) {
-    if (tl.tails[v].end_ns == step_ns) u = v;
-  }
-  if (u == tl.tails.size()) throw std::logic_error("critical path: no stage ends the step");
-  CriticalPath path;
-  path.end_stage = static_cast<int64_t>(u / replicas);
-  const TailRun& tail = tl.tails[u];
-  double dp = seconds(tail.end_ns - tail.optimizer_end_ns) + seconds(tail.sync_end_ns - tail.ready_ns);
-  double pp = 0.0;
-  path.optimizer = units::Seconds(seconds(tail.optimizer_end_ns - tail.sync_end_ns));
-  // The stage's reduction waited for its last replica to reach the tail: the path goes on from that one.
-  const size_t first = u - u % replicas;
-  if (tl.tails[u].reached_ns != tail.ready_ns) {
-    for (size_t v = first; v < first + replicas; ++v) {
-      if (tl.tails[v].reached_ns == tail.ready_ns) {
-        u = v;
-        break;
+class Walk {
+ public:
+  explicit Walk(const StepTimeline& tl)
+      : tl_(tl),
+        program_(*tl.program),
+        ranks_(program_.stages.size()),
+        chunks_(static_cast<size_t>(program_.virtual_stages)),
+        microbatches_(static_cast<size_t>(program_.microbatches)),
+        replicas_(tl.replicas) {
+    index_.assign(ranks_, std::vector<size_t>(chunks_ * microbatches_ * 2, 0));
+    for (size_t k = 0; k < ranks_; ++k) {
+      const auto& order = program_.stages[k].order;
+      for (size_t j = 0; j < order.size(); ++j) {
+        const auto& p = order[j];
+        index_[k][slot_of(static_cast<size_t>(p.chunk), static_cast<size_t>(p.microbatch),
+                          p.kind == models::PassKind::forward)] = j;
       }
     }
   }
-  // The stage the pipeline runs at the pace of: the most pass time on one unit (the last such stage). Where two
-  // predecessors end at the same time, the walk takes the one nearer this stage, so that the path stays on it
-  // as long as the dependencies allow (a balanced 1F1B's path is fill, the last stage's steady state, drain).
-  size_t pace = 0;
-  double most = -1.0;
-  for (size_t v = 0; v < tl.passes.size(); ++v) {
-    double busy = 0.0;
-    for (const PassRun& run : tl.passes[v]) busy += seconds(run.end_ns - run.start_ns);
-    if (busy >= most) {
-      most = busy;
-      pace = v / replicas;
-    }
-  }
-  const auto distance = [pace](size_t k) { return k > pace ? k - pace : pace - k; };
-  std::vector<PassParts> on_stage(ranks);
-  size_t j = tl.passes[u].size() - 1;
-  bool via_stream = true;  // entered from the stage's own stream (not through a transfer it sent)
-  const size_t most_steps = ranks * replicas * chunks * microbatches * 2 + 1;
-  for (size_t steps = 0;; ++steps) {
-    if (steps > most_steps) throw std::logic_error("critical path: the walk does not end");
-    const size_t k = u / replicas, replica = u % replicas;
-    const models::StageProgram& stage = program.stages[k];
-    const PassRun& run = tl.passes[u][j];
-    if (via_stream) pp += seconds(run.continue_ns - run.end_ns);  // a blocking send held the stream
+
+  /// A pass's time by kind, as costed (the pass's rounding to whole ns goes to compute).
+  PassParts parts(size_t u, size_t j) const {
+    const models::StageProgram& stage = program_.stages[u / replicas_];
+    const PassRun& run = tl_.passes[u][j];
     const models::ScheduledPass& pass = stage.order[j];
     const bool forward = pass.kind == models::PassKind::forward;
-    const auto chunk = static_cast<size_t>(pass.chunk);
-    const models::PassCost& cost =
-        run.merged && !stage.forward_paired.empty()
-            ? (forward ? stage.forward_paired[chunk] : stage.backward_paired[chunk])
-            : (forward ? stage.forward[chunk] : stage.backward[chunk]);
-    const double slow = tl.slowdown[u], compute_slow = tl.compute_slowdown[u] * slow;
-    PassParts& parts = on_stage[k];
-    const double d = seconds(run.end_ns - run.start_ns);
-    const double tp = cost.tp_comm.value() * slow, cp = cost.cp_comm.value() * slow, ep = cost.ep_comm.value() * slow,
-                 host = cost.host.value() * slow, pass_dp = cost.dp_comm.value() * slow;
-    parts.time += d;
-    parts.compute += d - (tp + cp + ep + host + pass_dp);  // the pass's rounding to whole ns goes to compute
-    parts.attention += cost.attention.value() * compute_slow;
-    parts.memory_bound += cost.memory_bound.value() * compute_slow;
-    parts.tp += tp;
-    parts.cp += cp;
-    parts.ep += ep;
-    parts.host += host;
-    parts.dp += pass_dp;
-    // What the pass waited for: its stream (the previous pass) or its input, whichever came last.
-    const size_t vs = chunk * ranks + k;
-    const auto mb = static_cast<size_t>(pass.microbatch);
-    const size_t slot = vs * replicas + replica;
-    const int64_t free = j > 0 ? tl.passes[u][j - 1].continue_ns : 0;
-    const int64_t arrival = forward ? tl.forward_arrival[slot][mb] : tl.backward_arrival[slot][mb];
-    if (run.start_ns != std::max(free, arrival)) {
-      throw std::logic_error("critical path: stage " + std::to_string(k) + " pass " + std::to_string(j) +
-                             " started at " + std::to_string(run.start_ns) + " ns, not when its inputs were ready");
-    }
-    const bool first_input = forward && vs == 0;  // there at 0: with the stream's start, the path's start
-    if (j > 0 && (free > arrival || first_input)) {
-      --j;
-      via_stream = true;
-      continue;
-    }
-    if (first_input) break;
-    size_t sender_vs = vs, sender_dir = 1;  // the last virtual stage's backward follows its own forward
-    if (forward) {
-      sender_vs = vs - 1;
-      sender_dir = 0;
-    } else if (vs < last_vs) {
-      sender_vs = vs + 1;
-    } else {
-      sender_dir = 0;
-    }
-    const size_t sender_rank = sender_vs % ranks, sender_chunk = sender_vs / ranks;
-    const size_t sender_unit = sender_rank * replicas + replica;
-    const size_t sender_j = index[sender_rank][(sender_chunk * microbatches + mb) * 2 + sender_dir];
-    if (j > 0 && free == arrival && (k == pace || distance(sender_rank) >= distance(k))) {  // a tie: stay
-      --j;
-      via_stream = true;
-      continue;
-    }
-    pp += seconds(arrival - tl.passes[sender_unit][sender_j].end_ns);
-    u = sender_unit;
-    j = sender_j;
-    via_stream = false;
+    const auto c = static_cast<size_t>(pass.chunk);
+    const models::PassCost& cost = run.merged && !stage.forward_paired.empty()
+                                       ? (forward ? stage.forward_paired[c] : stage.backward_paired[c])
+                                       : (forward ? stage.forward[c] : stage.backward[c]);
+    const double slow = tl_.slowdown[u], compute_slow = tl_.compute_slowdown[u] * slow;
+    PassParts p;
+    p.time = seconds(run.end_ns - run.start_ns);
+    p.tp = cost.tp_comm.value() * slow;
+    p.cp = cost.cp_comm.value() * slow;
+    p.ep = cost.ep_comm.value() * slow;
+    p.host = cost.host.value() * slow;
+    p.dp = cost.dp_comm.value() * slow;
+    p.compute = p.time - (p.tp + p.cp + p.ep + p.host + p.dp);
+    p.attention = cost.attention.value() * compute_slow;
+    p.memory_bound = cost.memory_bound.value() * compute_slow;
+    return p;
   }
-  // The home stage: the most pass time on the path (the lowest such stage).
+
+  /// The critical path's segments in time order, walked back from unit `u`'s end of tail; ties toward `pace`.
+  std::vector<Segment> path(size_t u, size_t pace) const {
+    std::vector<Segment> segments;  // in reverse time order while walking
+    const TailRun& tail = tl_.tails[u];
+    segments.push_back({tail.optimizer_end_ns, tail.end_ns, Segment::Kind::dp, 0, 0});
+    segments.push_back({tail.sync_end_ns, tail.optimizer_end_ns, Segment::Kind::optimizer, 0, 0});
+    segments.push_back({tail.ready_ns, tail.sync_end_ns, Segment::Kind::dp, 0, 0});
+    // The stage's reduction waited for its last replica to reach the tail: the path goes on from that one.
+    const size_t first = u - u % replicas_;
+    for (size_t v = first; v < first + replicas_ && tl_.tails[u].reached_ns != tail.ready_ns; ++v) {
+      if (tl_.tails[v].reached_ns == tail.ready_ns) u = v;
+    }
+    const auto distance = [pace](size_t k) { return k > pace ? k - pace : pace - k; };
+    const size_t last_vs = ranks_ * chunks_ - 1;
+    size_t j = tl_.passes[u].size() - 1;
+    bool via_stream = true;  // entered from the stage's own stream (not through a transfer the pass sent)
+    for (size_t steps = 0;; ++steps) {
+      if (steps > ranks_ * replicas_ * chunks_ * microbatches_ * 2) {
+        throw std::logic_error("critical path: the walk does not end");
+      }
+      const size_t k = u / replicas_, replica = u % replicas_;
+      const PassRun& run = tl_.passes[u][j];
+      if (via_stream) segments.push_back({run.end_ns, run.continue_ns, Segment::Kind::transfer, 0, 0});
+      segments.push_back({run.start_ns, run.end_ns, Segment::Kind::pass, u, j});
+      // What the pass waited for: its stream (the previous pass) or its input, whichever came last.
+      const models::ScheduledPass& pass = program_.stages[k].order[j];
+      const bool forward = pass.kind == models::PassKind::forward;
+      const auto chunk = static_cast<size_t>(pass.chunk);
+      const auto mb = static_cast<size_t>(pass.microbatch);
+      const size_t vs = chunk * ranks_ + k;
+      const size_t slot = vs * replicas_ + replica;
+      const int64_t free = j > 0 ? tl_.passes[u][j - 1].continue_ns : 0;
+      const int64_t arrival = forward ? tl_.forward_arrival[slot][mb] : tl_.backward_arrival[slot][mb];
+      if (run.start_ns != std::max(free, arrival)) {
+        throw std::logic_error("critical path: stage " + std::to_string(k) + " pass " + std::to_string(j) +
+                               " started at " + std::to_string(run.start_ns) + " ns, not when its inputs were ready");
+      }
+      const bool first_input = forward && vs == 0;  // there at 0: with the stream's start, the path's start
+      if (j > 0 && (free > arrival || first_input)) {
+        --j;
+        via_stream = true;
+        continue;
+      }
+      if (first_input) break;
+      // The sender: the previous virtual stage's forward, the next one's backward, or (the last virtual stage's
+      // backward) its own forward.
+      size_t sender_vs = forward ? vs - 1 : (vs < last_vs ? vs + 1 : vs);
+      const bool sender_forward = forward || vs == last_vs;
+      const size_t sender_rank = sender_vs % ranks_;
+      const size_t sender_unit = sender_rank * replicas_ + replica;
+      const size_t sender_j = index_[sender_rank][slot_of(sender_vs / ranks_, mb, sender_forward)];
+      if (j > 0 && free == arrival && (k == pace || distance(sender_rank) >= distance(k))) {  // a tie: stay
+        --j;
+        via_stream = true;
+        continue;
+      }
+      segments.push_back({tl_.passes[sender_unit][sender_j].end_ns, arrival, Segment::Kind::transfer, 0, 0});
+      u = sender_unit;
+      j = sender_j;
+      via_stream = false;
+    }
+    std::reverse(segments.begin(), segments.end());
+    std::erase_if(segments, [](const Segment& s) { return s.end_ns == s.start_ns; });
+    return segments;
+  }
+
+ private:
+  size_t slot_of(size_t chunk, size_t mb, bool forward) const { return (chunk * microbatches_ + mb) * 2 + (forward ? 0 : 1); }
+
+  const StepTimeline& tl_;
+  const models::StepProgram& program_;
+  size_t ranks_, chunks_, microbatches_, replicas_;
+  std::vector<std::vector<size_t>> index_;  ///< [stage][slot_of(chunk, microbatch, direction)]: index in order
+};
+
+}  // namespace
+
+CriticalPath critical_path_of(const StepTimeline& tl, int64_t step_ns) {
+  const size_t ranks = tl.program->stages.size();
+  const size_t replicas = tl.replicas;
+  // The unit whose tail ends the step: the lowest stage, then the lowest replica, that finishes at step_ns.
+  size_t end_unit = tl.tails.size();
+  for (size_t v = 0; v < tl.tails.size() && end_unit == tl.tails.size(); ++v) {
+    if (tl.tails[v].end_ns == step_ns) end_unit = v;
+  }
+  if (end_unit == tl.tails.size()) throw std::logic_error("critical path: no stage ends the step");
+  // The home unit: the most pass time (the last such unit), the stage the pipeline runs at the pace of.
   size_t home = 0;
-  for (size_t k = 1; k < ranks; ++k) {
-    if (on_stage[k].time > on_stage[home].time) home = k;
+  int64_t most = -1;
+  for (size_t v = 0; v < tl.passes.size(); ++v) {
+    int64_t busy = 0;
+    for (const PassRun& run : tl.passes[v]) busy += run.end_ns - run.start_ns;
+    if (busy >= most) {
+      most = busy;
+      home = v;
+    }
   }
-  path.home_stage = static_cast<int64_t>(home);
-  const PassParts& h = on_stage[home];
-  path.compute = units::Seconds(h.compute);
-  path.attention = units::Seconds(h.attention);
-  path.memory_bound = units::Seconds(h.memory_bound);
-  path.tp_comm = units::Seconds(h.tp);
-  path.cp_comm = units::Seconds(h.cp);
-  path.ep_comm = units::Seconds(h.ep);
-  path.host = units::Seconds(h.host);
-  path.pp_comm = units::Seconds(pp);
-  path.dp_comm = units::Seconds(dp + h.dp);
+  const size_t home_stage = home / replicas;
+  const Walk walk(tl);
+  const std::vector<Segment> path = walk.path(end_unit, home_stage);
+  for (size_t i = 0; i < path.size(); ++i) {
+    if ((i == 0 ? 0 : path[i - 1].end_ns) != path[i].start_ns || (i + 1 == path.size() && path[i].end_ns != step_ns)) {
+      throw std::logic_error("critical path: the path's segments do not tile the step");
+    }
+  }
+  // The home unit's passes. After its last pass, what ends the step is the critical path alone (the drain and
+  // the tail of the stage that finishes last; the home stage's own tail runs beside them).
+  std::vector<Segment> own;
+  for (size_t j = 0; j < tl.passes[home].size(); ++j) {
+    own.push_back({tl.passes[home][j].start_ns, tl.passes[home][j].end_ns, Segment::Kind::pass, home, j});
+  }
+  std::erase_if(own, [](const Segment& s) { return s.end_ns == s.start_ns; });
+  // Every instant of the step: the home unit's pass, or, while it has none, what the critical path runs.
+  PassParts home_parts;
+  std::vector<PassParts> waits(ranks);
+  double pp = 0.0, dp = 0.0, optimizer = 0.0;
+  const auto attribute = [&](const Segment& s, int64_t from, int64_t to, bool idle) {
+    if (to <= from) return;
+    const double t = seconds(to - from);
+    switch (s.kind) {
+      case Segment::Kind::transfer:
+        pp += t;
+        return;
+      case Segment::Kind::dp:
+        dp += t;
+        return;
+      case Segment::Kind::optimizer:
+        optimizer += t;
+        return;
+      case Segment::Kind::pass:
+        break;
+    }
+    const PassParts p = walk.parts(s.unit, s.index);
+    const double fraction = static_cast<double>(to - from) / static_cast<double>(s.end_ns - s.start_ns);
+    const size_t k = s.unit / replicas;
+    (idle && k != home_stage ? waits[k] : home_parts).add(p, fraction);
+  };
+  size_t o = 0;
+  int64_t now = 0;
+  for (const Segment& s : path) {
+    now = s.start_ns;
+    while (now < s.end_ns) {
+      while (o < own.size() && own[o].end_ns <= now) ++o;
+      if (o < own.size() && own[o].start_ns <= now) {  // the home unit is busy
+        const int64_t to = std::min(own[o].end_ns, s.end_ns);
+        attribute(own[o], now, to, false);
+        now = to;
+      } else {  // idle until its next work: the critical path's
+        const int64_t to = std::min(o < own.size() ? own[o].start_ns : s.end_ns, s.end_ns);
+        attribute(s, now, to, true);
+        now = to;
+      }
+    }
+  }
+  CriticalPath out;
+  out.home_stage = static_cast<int64_t>(home_stage);
+  out.end_stage = static_cast<int64_t>(end_unit / replicas);
+  out.compute = units::Seconds(home_parts.compute);
+  out.attention = units::Seconds(home_parts.attention);
+  out.memory_bound = units::Seconds(home_parts.memory_bound);
+  out.tp_comm = units::Seconds(home_parts.tp);
+  out.cp_comm = units::Seconds(home_parts.cp);
+  out.ep_comm = units::Seconds(home_parts.ep);
+  out.host = units::Seconds(home_parts.host);
+  out.pp_comm = units::Seconds(pp);
+  out.dp_comm = units::Seconds(dp + home_parts.dp);
+  out.optimizer = units::Seconds(optimizer);
   double wait = 0.0;
   for (size_t k = 0; k < ranks; ++k) {
-    const PassParts& p = on_stage[k];
-    if (k == home || p.time <= 0.0) continue;
-    path.waits.push_back({static_cast<int64_t>(k), units::Seconds(p.time), units::Seconds(p.compute),
-                          units::Seconds(p.tp), units::Seconds(p.cp), units::Seconds(p.ep), units::Seconds(p.host),
-                          units::Seconds(p.dp)});
+    const PassParts& p = waits[k];
+    if (p.time <= 0.0) continue;
+    out.waits.push_back({static_cast<int64_t>(k), units::Seconds(p.time), units::Seconds(p.compute),
+                         units::Seconds(p.tp), units::Seconds(p.cp), units::Seconds(p.ep), units::Seconds(p.host),
+                         units::Seconds(p.dp)});
     wait += p.time;
   }
-  path.pipeline_wait = units::Seconds(wait);
-  return path;
+  out.pipeline_wait = units::Seconds(wait);
+  return out;
 }
 
 }  // namespace clustersim::sim
