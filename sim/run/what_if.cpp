@@ -173,9 +173,42 @@ struct TrainingWhatIfPlan {
   const models::Catalog* catalog = nullptr;
   bool standard = false;
   std::optional<Loaded> next_vm;  ///< set when next_vm_size loaded
+  std::vector<Loaded> software;   ///< the recipe's switches the scenario leaves off (software_switches)
   std::vector<Loaded> user;
   std::vector<WhatIfSkip> skipped;  ///< found while planning
 };
+
+/// One software setting of the standard set: a published recipe's switch the scenario leaves off.
+struct SoftwareSwitch {
+  const char* perturbation;
+  const char* set;          ///< the --set that turns it on
+  const char* description;
+  bool applies;             ///< off in the scenario, and it has something to act on
+};
+
+/// The recipe switches a planner copies (docs/model.md, "Pipeline and step"; Megatron-Core's and NeMo's defaults
+/// turn the first three on): each row turns one on. fp8 runs the linears in fp8 where the device has fp8 tensor
+/// cores (Transformer Engine's recipe).
+std::vector<SoftwareSwitch> software_switches(const Scenario& sc, const models::DeviceSpec& device) {
+  const auto& par = sc.parallelism;
+  const bool sixteen_bit =
+      sc.training.precision == models::Precision::bf16 || sc.training.precision == models::Precision::fp16;
+  const auto fp8 = device.peak.find(models::Precision::fp8);
+  return {
+      {"overlap_grad_reduce", "parallelism.overlap_grad_reduce=true",
+       "the data-parallel gradient reduction overlapped with the last backward, bucket by bucket (--set "
+       "parallelism.overlap_grad_reduce=true)",
+       !par.overlap_grad_reduce && par.data > 1},
+      {"overlap_p2p_comm", "parallelism.overlap_p2p_comm=true",
+       "pipeline sends overlapped with compute (--set parallelism.overlap_p2p_comm=true)",
+       !par.overlap_p2p_comm && par.pipeline > 1},
+      {"tp_comm_overlap", "parallelism.tp_comm_overlap=true",
+       "tensor-parallel communication overlapped with the GEMMs (--set parallelism.tp_comm_overlap=true)",
+       !par.tp_comm_overlap && par.tensor > 1},
+      {"fp8", "training.precision=fp8", "fp8 linears where the GPU has fp8 tensor cores (--set training.precision=fp8)",
+       sixteen_bit && fp8 != device.peak.end() && fp8->second.value() > 0.0},
+  };
+}
 
 std::shared_ptr<const TrainingWhatIfPlan> plan_training_what_if(const Scenario& scenario,
                                                                 const models::Catalog& catalog,
@@ -199,6 +232,20 @@ std::shared_ptr<const TrainingWhatIfPlan> plan_training_what_if(const Scenario& 
       } catch (const ScenarioError& e) {
         plan->skipped.push_back({"next_vm_size", "--set " + next.overrides[0] + "," + next.overrides[1] +
                                                      " does not load: key '" + e.key() + "': " + message_of(e)});
+      }
+    }
+  }
+  if (request.enabled) {
+    const models::DeviceSpec& device = catalog.device(catalog.vm_size(scenario.cluster.vm_size).device);
+    for (const SoftwareSwitch& sw : software_switches(scenario, device)) {
+      if (!sw.applies) continue;
+      try {
+        Scenario s = load_scenario(scenario.source_path, with(scenario.overrides, {sw.set}), catalog);
+        const std::optional<double> price = s.cluster.vm_price_usd_per_hour;
+        plan->software.push_back({sw.perturbation, sw.description, std::move(s), price});
+      } catch (const ScenarioError& e) {
+        plan->skipped.push_back({sw.perturbation, std::string("--set ") + sw.set + " does not load: key '" + e.key() +
+                                                      "': " + message_of(e)});
       }
     }
   }
@@ -269,6 +316,13 @@ TrainingWhatIf run_training_what_if(const TrainingWhatIfPlan& plan, const StepRe
       run_loaded(*plan.next_vm);
     } catch (const std::invalid_argument& e) {  // the models reject the layout on that VM size
       out.skipped.push_back({"next_vm_size", std::string("does not simulate: ") + e.what()});
+    }
+  }
+  for (const auto& l : plan.software) {
+    try {
+      run_loaded(l);
+    } catch (const std::exception& e) {  // the models reject the switch on this layout or device
+      out.skipped.push_back({l.perturbation, std::string("does not simulate: ") + e.what()});
     }
   }
   out.skipped.insert(out.skipped.begin(), plan.skipped.begin(), plan.skipped.end());
