@@ -8,6 +8,13 @@
 namespace clustersim::sim {
 namespace {
 
+/// A remainder within 1e-12 of the whole is rounding, not time: 0 (so that a run with no queueing or preemption
+/// says exactly 0, on any compiler).
+double remainder_of(double whole, double explained) {
+  const double r = whole - explained;
+  return std::abs(r) <= 1e-12 * std::abs(whole) ? 0.0 : r;
+}
+
 /// Keys read in the calibration of decode attention (large, for a precise slope).
 constexpr int64_t kCalibrationKeys = int64_t{1} << 20;
 
@@ -63,7 +70,7 @@ TtftParts ttft_parts(const RequestOutcome& o, const LatencyParts& p) {
   t.restart_s = p.prefill_restart_s;
   const double explained =
       t.kv_wait_s + t.compute_s + t.memory_s + t.communication_s + t.host_s + t.co_scheduled_s + t.restart_s;
-  t.queueing_s = o.ttft_s() - explained;
+  t.queueing_s = remainder_of(o.ttft_s(), explained);
   return t;
 }
 
@@ -75,7 +82,8 @@ TpotParts tpot_parts(const RequestOutcome& o, const LatencyParts& p) {
   t.communication_s = p.decode_communication_s / n;
   t.host_s = p.decode_host_s / n;
   t.prefill_stall_s = p.decode_prefill_stall_s / n;
-  t.preemption_s = o.tpot_s() - (t.compute_s + t.memory_s + t.communication_s + t.host_s + t.prefill_stall_s);
+  t.preemption_s =
+      remainder_of(o.tpot_s(), t.compute_s + t.memory_s + t.communication_s + t.host_s + t.prefill_stall_s);
   return t;
 }
 
