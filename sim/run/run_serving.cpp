@@ -347,8 +347,9 @@ std::string minor_part(const char* name, double share) {
 }
 
 /// The report's lines on what limits TTFT and TPOT (issue 29; docs/serving.md, "What limits TTFT and TPOT"): the
-/// mean shares of their parts and the bottleneck line. Empty with no completed request.
-std::string latency_lines(const ServingSummary& s) {
+/// mean shares of their parts and the bottleneck line, of a run of `iterations` engine iterations. Empty with no
+/// completed request.
+std::string latency_lines(const ServingSummary& s, int64_t iterations) {
   const LatencyShares& l = s.latency;
   if (l.ttft_requests == 0) return "";
   const TtftParts& t = l.ttft;
@@ -378,7 +379,9 @@ std::string latency_lines(const ServingSummary& s) {
   }
   // KV capacity: say when the cache, not the batch limits, held admissions back or preempted.
   if (s.kv_limited_iterations > 0 || s.preemptions > 0) {
-    line += "; the KV cache stopped admissions in " + counted(s.kv_limited_iterations, "iteration") + " and " +
+    line += printf_string("; the KV cache stopped admissions in %.0f %% of iterations (%lld) and ",
+                          100.0 * static_cast<double>(s.kv_limited_iterations) / static_cast<double>(iterations),
+                          static_cast<long long>(s.kv_limited_iterations)) +
             (s.preemptions > 0 ? "preempted " + counted(s.preemptions, "time") : "preempted none");
   }
   return out + line + "\n";
@@ -428,7 +431,7 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
                          static_cast<long long>(run.result.unschedulable),
                          static_cast<long long>(f.max_num_batched_tokens));
   }
-  out << latency_lines(s);
+  out << latency_lines(s, run.result.iterations);
   if (f.min_replicas && f.max_replicas) {
     out << printf_string("autoscaling %lld-%lld replicas at %.0f outstanding requests each: %.1f on average, "
                          "%.1f replica-hours\n",

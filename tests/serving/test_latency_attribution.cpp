@@ -5,10 +5,13 @@
 
 #include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
 #include "models/serving/inference_model.hpp"
+#include "sim/io/scenario.hpp"
+#include "sim/run/run_serving.hpp"
 #include "sim/serving/latency_attribution.hpp"
 #include "sim/serving/serving_simulation.hpp"
 #include "sim/serving/serving_summary.hpp"
@@ -210,6 +213,49 @@ TEST(LatencyAttribution, EvictedRequestsLoseTheirPromptWorkAndStillSum) {
     EXPECT_GT(tpot_parts(r.requests[i], r.parts[i]).preemption_s, 0.0);
   }
   EXPECT_GT(evicted, 0);
+}
+
+/// The /summary value of `name` in `columns` (a double column of one row).
+double column(const std::vector<SummaryColumn>& columns, const std::string& name) {
+  for (const SummaryColumn& c : columns) {
+    if (c.name == name) return std::get<std::vector<double>>(c.values).at(0);
+  }
+  ADD_FAILURE() << name << " is not in /summary";
+  return 0.0;
+}
+
+TEST(LatencyAttribution, TheReportAndSummaryShowThePartsAndTheKvCapacity) {
+  // The shipped 20 requests/s fleet on two replicas for two minutes with half the memory for the KV cache: the
+  // cache fills, stops admissions and preempts, and the bottleneck line says so; the shares sum to 1.
+  const std::filesystem::path file =
+      std::filesystem::path(CLUSTERSIM_SOURCE_DIR) / "scenarios/serving/llama3-70b-nd-h100-tp4-20rps.toml";
+  const ServingScenario sc = load_serving_scenario(
+      file, {"serving.replicas=2", "workload.duration_s=120", "serving.gpu_memory_utilization=0.5"}, catalog());
+  const ServingRun run = run_serving_scenario(sc, catalog());
+  const std::string report = format_serving_summary(sc, run);
+  EXPECT_NE(report.find("\nTTFT parts  queueing "), std::string::npos) << report;
+  EXPECT_NE(report.find("\nTPOT parts  decode "), std::string::npos) << report;
+  EXPECT_NE(report.find("\nbottleneck  TPOT: "), std::string::npos) << report;
+  EXPECT_NE(report.find("; the KV cache stopped admissions in "), std::string::npos) << report;
+  EXPECT_GT(run.result.kv_limited_iterations, 0);
+  const std::vector<SummaryColumn> c = serving_summary_columns(sc, run);
+  double ttft = 0.0, tpot = 0.0;
+  for (const char* name : {"ttft_queueing_share", "ttft_kv_wait_share", "ttft_prefill_compute_share",
+                           "ttft_prefill_memory_share", "ttft_prefill_communication_share", "ttft_prefill_host_share",
+                           "ttft_co_scheduled_share", "ttft_restart_share"}) {
+    ttft += column(c, name);
+  }
+  for (const char* name : {"tpot_decode_compute_share", "tpot_decode_memory_share", "tpot_decode_communication_share",
+                           "tpot_decode_host_share", "tpot_prefill_stall_share", "tpot_preemption_share"}) {
+    tpot += column(c, name);
+  }
+  EXPECT_NEAR(ttft, 1.0, 1e-9);
+  EXPECT_NEAR(tpot, 1.0, 1e-9);
+  EXPECT_GT(column(c, "ttft_kv_wait_share"), 0.0);
+  // The shipped fleet, with room to spare, says nothing of the KV cache.
+  const ServingScenario roomy = load_serving_scenario(file, {"workload.duration_s=120"}, catalog());
+  EXPECT_EQ(format_serving_summary(roomy, run_serving_scenario(roomy, catalog())).find("the KV cache stopped"),
+            std::string::npos);
 }
 
 }  // namespace
