@@ -8,11 +8,11 @@
 namespace clustersim::sim {
 namespace {
 
-/// A remainder within 1e-12 of the whole is rounding, not time: 0 (so that a run with no queueing or preemption
+/// A remainder within 1e-9 of the whole is rounding, not time: 0 (so that a run with no queueing or preemption
 /// says exactly 0, on any compiler).
 double remainder_of(double whole, double explained) {
   const double r = whole - explained;
-  return std::abs(r) <= 1e-12 * std::abs(whole) ? 0.0 : r;
+  return std::abs(r) <= 1e-9 * std::abs(whole) ? 0.0 : r;
 }
 
 /// Keys read in the calibration of decode attention (large, for a precise slope).

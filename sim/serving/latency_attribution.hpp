@@ -40,7 +40,7 @@ class IterationResources {
   double decode_attention_per_key_s_ = 0.0;  ///< per key (cached token or new token) read
 };
 
-/// One request's TTFT in parts that sum to it, s. queueing_s is the remainder (0 within 1e-12 of TTFT): time
+/// One request's TTFT in parts that sum to it, s. queueing_s is the remainder (0 within 1e-9 of TTFT): time
 /// before the first token in no iteration that computed its prompt (the router's and the replica's queue, running
 /// with no chunk scheduled, after a restart) less kv_wait_s.
 struct TtftParts {
@@ -55,7 +55,7 @@ struct TtftParts {
 TtftParts ttft_parts(const RequestOutcome& o, const LatencyParts& p);
 
 /// One request's TPOT (output tokens > 1) in parts that sum to it, s per output token after the first.
-/// preemption_s is the remainder (0 within 1e-12 of TPOT): time after the first token in no iteration that decoded
+/// preemption_s is the remainder (0 within 1e-9 of TPOT): time after the first token in no iteration that decoded
 /// it (waiting and recomputing after a preemption or an eviction; a decode left out of a full token budget).
 struct TpotParts {
   double compute_s = 0, memory_s = 0, communication_s = 0, host_s = 0;

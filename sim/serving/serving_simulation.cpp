@@ -29,6 +29,13 @@ constexpr size_t kMaxSamples = size_t{1} << 20;
 /// Event priority of an idle engine's start: after the arrivals (priority 0) of the same instant.
 constexpr Priority kAfterArrivals = 1;
 
+/// A replica's decode clocks (issue 29): the seconds one decoding sequence of each iteration has been given, by
+/// part (LatencyParts' decode_*), since the replica started. A sequence's decode parts are the clocks' advance while
+/// it decodes there, read when it starts and stops decoding: O(1) per iteration, not per decoding sequence.
+struct DecodeClock {
+  double compute_s = 0.0, memory_s = 0.0, communication_s = 0.0, host_s = 0.0, prefill_stall_s = 0.0;
+};
+
 /// A request inside a replica.
 struct Sequence {
   int64_t index = 0;       ///< into the request list
@@ -39,6 +46,8 @@ struct Sequence {
   int64_t output = 0;      ///< output tokens wanted
   int64_t blocks = 0;      ///< KV blocks held
   double kv_mark_s = 0.0;  ///< its replica's KV-wait clock when it joined the queue (Replica::kv_clock_now)
+  bool decoding = false;   ///< in every iteration of its replica's decodes since decode_mark (Replica::stop_decoding)
+  DecodeClock decode_mark;  ///< its replica's decode clocks when it started decoding
   LatencyParts parts;      ///< where its time went (ServingResult::parts at the end; here, beside the rest)
   [[nodiscard]] bool prefilling() const { return computed < prompt; }
   /// Tokens in the KV cache once the next decode has written its token.
@@ -104,8 +113,17 @@ class Replica {
   void account_kv_wait(Sequence& s);
   /// Prompt work lost before the first token (a preemption or an eviction) moves to the restart part.
   void account_restart(Sequence& s);
-  /// Adds the finished iteration's time to the parts of its sequences (LatencyParts).
+  /// Adds the finished iteration's time to the parts of its prompt chunks and to the decode clocks (LatencyParts).
   void attribute_iteration(double elapsed_s);
+  /// `s` decodes in the iteration being scheduled: from now its decode parts follow the decode clocks.
+  void start_decoding(Sequence& s) {
+    if (s.decoding) return;
+    s.decoding = true;
+    s.decode_mark = decode_clock_;
+  }
+  /// `s` leaves the decodes (finished, preempted, evicted, or left out of an iteration): the clocks' advance since
+  /// it started goes to its decode parts.
+  void stop_decoding(Sequence& s);
 
   Fleet& fleet_;
   int64_t id_;
@@ -128,6 +146,7 @@ class Replica {
   int64_t batch_decodes_ = 0;
   bool kv_blocked_ = false;  ///< the current iteration's admission stopped for want of KV blocks
   double kv_clock_s_ = 0.0;  ///< the KV-wait clock up to the current iteration's start
+  DecodeClock decode_clock_;
 };
 
 /// Random stream of the spot evictions (the workload uses streams 1-3).
@@ -586,6 +605,17 @@ void Replica::account_restart(Sequence& s) {
       p.prefill_co_scheduled_s = 0.0;
 }
 
+void Replica::stop_decoding(Sequence& s) {
+  if (!s.decoding) return;
+  s.decoding = false;
+  LatencyParts& p = s.parts;
+  p.decode_compute_s += decode_clock_.compute_s - s.decode_mark.compute_s;
+  p.decode_memory_s += decode_clock_.memory_s - s.decode_mark.memory_s;
+  p.decode_communication_s += decode_clock_.communication_s - s.decode_mark.communication_s;
+  p.decode_host_s += decode_clock_.host_s - s.decode_mark.host_s;
+  p.decode_prefill_stall_s += decode_clock_.prefill_stall_s - s.decode_mark.prefill_stall_s;
+}
+
 void Replica::attribute_iteration(double elapsed_s) {
   // The model's terms, scaled to the iteration's elapsed simulated time (the engine's clock rounds to its tick),
   // per token of the batch.
@@ -597,6 +627,14 @@ void Replica::attribute_iteration(double elapsed_s) {
   // The decoding sequences together own batch_decodes_ tokens of the iteration, the prompt chunks the rest.
   const double decodes = static_cast<double>(batch_decodes_);
   const double stall = static_cast<double>(batch_prefill_tokens_) / tokens * elapsed_s;
+  if (batch_decodes_ > 0) {  // every decoding sequence of the batch gets the same: the clocks (stop_decoding)
+    decode_clock_.compute_s += decodes * compute;
+    decode_clock_.memory_s += decodes * memory;
+    decode_clock_.communication_s += decodes * communication;
+    decode_clock_.host_s += decodes * host;
+    decode_clock_.prefill_stall_s += stall;
+  }
+  if (batch_prefill_tokens_ == 0) return;
   for (const Work& w : batch_) {
     Sequence& s = *w.seq;
     LatencyParts& p = s.parts;
@@ -608,12 +646,6 @@ void Replica::attribute_iteration(double elapsed_s) {
       p.prefill_communication_s += own * communication;
       p.prefill_host_s += own * host;
       p.prefill_co_scheduled_s += (tokens - own) / tokens * elapsed_s;
-    } else {
-      p.decode_compute_s += decodes * compute;
-      p.decode_memory_s += decodes * memory;
-      p.decode_communication_s += decodes * communication;
-      p.decode_host_s += decodes * host;
-      p.decode_prefill_stall_s += stall;
     }
   }
 }
@@ -641,6 +673,7 @@ std::vector<Sequence*> Replica::evict() {
   std::vector<Sequence*> out(running_.begin(), running_.end());
   out.insert(out.end(), waiting_.begin(), waiting_.end());
   for (Sequence* s : out) {
+    stop_decoding(*s);
     account_restart(*s);
     free(*s);
     s->prompt = fleet_.outcome(*s).prompt_tokens + s->generated;
@@ -689,6 +722,7 @@ void Replica::free(Sequence& s) {
 void Replica::preempt_last() {
   Sequence* victim = running_.back();
   erase_running(running_.end() - 1);
+  stop_decoding(*victim);
   account_restart(*victim);
   free(*victim);
   // Recompute: the prompt and the tokens generated so far are prefilled again.
@@ -707,6 +741,7 @@ bool Replica::continue_block() {
     }
     batch_.push_back({s, 0});
   }
+  for (const Work& w : batch_) start_decoding(*w.seq);
   return !batch_.empty();
 }
 
@@ -772,7 +807,8 @@ void Replica::schedule() {
   kv_blocked_ = false;
   int64_t budget = policy.max_num_batched_tokens;
   // 1. Decodes, oldest first; preempt the newest when the cache is full.
-  for (size_t k = 0; k < running_.size() && budget > 0; ++k) {
+  size_t k = 0;
+  for (; k < running_.size() && budget > 0; ++k) {
     Sequence* s = running_[k];
     if (s->prefilling()) continue;
     while (!grow(*s, s->computed + 1)) {
@@ -785,8 +821,11 @@ void Replica::schedule() {
     }
     if (s == nullptr) break;
     batch_.push_back({s, 0});
+    start_decoding(*s);
     --budget;
   }
+  // Decodes the token budget left out of this iteration: their decode parts pause (TPOT's remainder).
+  for (; budget <= 0 && k < running_.size(); ++k) stop_decoding(*running_[k]);
   // 2. Prompts in progress.
   for (Sequence* s : running_) {
     if (budget <= 0) break;
@@ -851,6 +890,7 @@ void Replica::finish_iteration() {
 void Replica::release(const std::vector<Sequence*>& done) {
   const double now = fleet_.now_s();
   for (Sequence* s : done) {
+    stop_decoding(*s);
     fleet_.outcome(*s).finish_s = now;
     free(*s);
     erase_running(std::find(running_.begin(), running_.end(), s));

@@ -192,6 +192,14 @@ TEST(LatencyAttribution, APromptPreemptedMidwayLosesItsWork) {
   EXPECT_EQ(ttft_parts(r.requests[0], r.parts[0]).restart_s, 0.0);
 }
 
+TEST(LatencyAttribution, ATwoTokenBudgetStillSums) {
+  // A budget of 2 tokens for 4 requests: prompts and decodes share each iteration's 2 tokens, the others wait.
+  ServingSetup setup = setup_of(model_of(testing::llama2_7b()), 1 << 16);
+  setup.policy.max_num_batched_tokens = 2;
+  const ServingResult r = simulate_serving(setup, std::vector<ServingRequest>(4, ServingRequest{0.0, 4, 20}));
+  expect_parts_sum(r);
+}
+
 TEST(LatencyAttribution, EvictedRequestsLoseTheirPromptWorkAndStillSum) {
   // Spot replicas evicted without notice: a request caught decoding starts again elsewhere, waits and recomputes
   // (TPOT's remainder); every part still sums.
