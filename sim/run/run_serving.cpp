@@ -226,6 +226,43 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, co
                       "rejected requests whose prompt (with recomputed tokens) exceeds max_num_batched_tokens "
                       "without chunked prefill",
                       run.result.unschedulable));
+  // What limits TTFT and TPOT (issue 29; sim/serving/latency_attribution.hpp): mean shares over requests.
+  const TtftParts& t = s.latency.ttft;
+  const TpotParts& p = s.latency.tpot;
+  const std::string ttft = "mean over completed requests of the share of their TTFT ";
+  const std::string tpot = "mean over requests with more than one output token of the share of their TPOT ";
+  c.push_back(real("ttft_queueing_share", "1", ttft + "spent queued (not in an iteration computing its prompt), "
+                                                     "less the KV wait", t.queueing_s));
+  c.push_back(real("ttft_kv_wait_share", "1", ttft + "queued while its replica's admission lacked KV blocks",
+                   t.kv_wait_s));
+  c.push_back(real("ttft_prefill_compute_share", "1", ttft + "in its prompt's share of iterations, matmul compute",
+                   t.compute_s));
+  c.push_back(real("ttft_prefill_memory_share", "1", ttft + "in its prompt's share of iterations, HBM bandwidth",
+                   t.memory_s));
+  c.push_back(real("ttft_prefill_communication_share", "1",
+                   ttft + "in its prompt's share of iterations, tensor/pipeline-parallel communication",
+                   t.communication_s));
+  c.push_back(real("ttft_prefill_host_share", "1", ttft + "in its prompt's share of iterations, the engine's host work",
+                   t.host_s));
+  c.push_back(real("ttft_co_scheduled_share", "1",
+                   ttft + "in other requests' tokens of the iterations computing its prompt", t.co_scheduled_s));
+  c.push_back(real("ttft_restart_share", "1", ttft + "in prompt work lost to a preemption or eviction", t.restart_s));
+  c.push_back(real("tpot_decode_compute_share", "1", tpot + "in the decodes' share of its iterations, matmul compute",
+                   p.compute_s));
+  c.push_back(real("tpot_decode_memory_share", "1",
+                   tpot + "in the decodes' share of its iterations, HBM bandwidth (weights, KV reads)", p.memory_s));
+  c.push_back(real("tpot_decode_communication_share", "1",
+                   tpot + "in the decodes' share of its iterations, tensor/pipeline-parallel communication",
+                   p.communication_s));
+  c.push_back(real("tpot_decode_host_share", "1", tpot + "in the decodes' share of its iterations, the engine's host work",
+                   p.host_s));
+  c.push_back(real("tpot_prefill_stall_share", "1", tpot + "in co-scheduled prompt chunks' share of its iterations",
+                   p.prefill_stall_s));
+  c.push_back(real("tpot_preemption_share", "1",
+                   tpot + "out of any iteration decoding it (preempted or evicted: waiting, recomputing)",
+                   p.preemption_s));
+  c.push_back(integer("kv_limited_iterations", "1",
+                      "iterations whose admission stopped for want of free KV blocks", s.kv_limited_iterations));
   return c;
 }
 
@@ -277,6 +314,81 @@ std::vector<SummaryColumn> serving_sample_columns(const ServingRun& run) {
           {"provisioning", "1", "replicas starting", provisioning}};
 }
 
+namespace {
+
+/// "64 %" of a share.
+std::string pct(double share) { return printf_string("%.0f %%", 100.0 * share); }
+
+/// What limits TTFT (decode false) or TPOT (decode true), with its mean share: the bottleneck line's clause.
+std::string limit_clause(const LatencyBottleneck& b, bool decode) {
+  const std::string of = " of " + std::string(decode ? "TPOT" : "TTFT");
+  const std::string phase = decode ? "decode" : "prefill";
+  switch (b.limit) {
+    case LatencyLimit::queueing: return "queueing " + pct(b.share);
+    case LatencyLimit::compute: return phase + " is matmul-compute bound (" + pct(b.share) + of + ")";
+    case LatencyLimit::memory:
+      return phase + " is HBM-bandwidth bound (" + (decode ? "weights + KV reads " : "weight reads ") + pct(b.share) +
+             of + ")";
+    case LatencyLimit::communication:
+      return phase + " is bound by tensor/pipeline-parallel communication (" + pct(b.share) + of + ")";
+    case LatencyLimit::host: return phase + " waits on the engine's host work (" + pct(b.share) + of + ")";
+    case LatencyLimit::co_scheduled:
+      return decode ? "decodes stall behind co-scheduled prompt chunks (" + pct(b.share) + of + ")"
+                    : "other requests' tokens in its prefill iterations (" + pct(b.share) + of + ")";
+    case LatencyLimit::restart: return "prompt work lost to preemptions and evictions (" + pct(b.share) + of + ")";
+    case LatencyLimit::preemption: return "preemptions, waiting and recomputing (" + pct(b.share) + of + ")";
+  }
+  return "";
+}
+
+/// ", <name> <share>" for a part worth printing (at least 0.5 %), else "".
+std::string minor_part(const char* name, double share) {
+  return share >= 0.005 ? std::string(", ") + name + " " + pct(share) : "";
+}
+
+/// The report's lines on what limits TTFT and TPOT (issue 29; docs/serving.md, "What limits TTFT and TPOT"): the
+/// mean shares of their parts and the bottleneck line, of a run of `iterations` engine iterations. Empty with no
+/// completed request.
+std::string latency_lines(const ServingSummary& s, int64_t iterations) {
+  const LatencyShares& l = s.latency;
+  if (l.ttft_requests == 0) return "";
+  const TtftParts& t = l.ttft;
+  std::string out = printf_string(
+      "TTFT parts  queueing %s%s, prefill %s (compute %.0f, HBM %.0f, comm %.0f, host %.0f %%), other requests' "
+      "tokens %s%s\n",
+      pct(t.queueing_s + t.kv_wait_s).c_str(),
+      t.kv_wait_s >= 0.005 ? (" (for KV blocks " + pct(t.kv_wait_s) + ")").c_str() : "",
+      pct(t.compute_s + t.memory_s + t.communication_s + t.host_s).c_str(), 100.0 * t.compute_s, 100.0 * t.memory_s,
+      100.0 * t.communication_s, 100.0 * t.host_s, pct(t.co_scheduled_s).c_str(),
+      minor_part("lost to restarts", t.restart_s).c_str());
+  const TpotParts& p = l.tpot;
+  std::string line = "bottleneck  ";
+  if (l.tpot_requests > 0) {
+    out += printf_string("TPOT parts  decode %s (HBM %.0f, compute %.0f, comm %.0f, host %.0f %%), prefill chunks "
+                         "%s%s\n",
+                         pct(p.compute_s + p.memory_s + p.communication_s + p.host_s).c_str(), 100.0 * p.memory_s,
+                         100.0 * p.compute_s, 100.0 * p.communication_s, 100.0 * p.host_s,
+                         pct(p.prefill_stall_s).c_str(), minor_part("preemptions", p.preemption_s).c_str());
+    line += "TPOT: " + limit_clause(tpot_bottleneck(p), true) + "; ";
+  }
+  const LatencyBottleneck b = ttft_bottleneck(t);
+  line += "TTFT: " + limit_clause(b, false);
+  if (b.limit == LatencyLimit::queueing) {
+    line += printf_string(" (peak %lld waiting; KV cache %s full)", static_cast<long long>(s.peak_waiting),
+                          pct(s.peak_kv_occupancy).c_str());
+  }
+  // KV capacity: say when the cache, not the batch limits, held admissions back or preempted.
+  if (s.kv_limited_iterations > 0 || s.preemptions > 0) {
+    line += printf_string("; the KV cache stopped admissions in %.0f %% of iterations (%lld) and ",
+                          100.0 * static_cast<double>(s.kv_limited_iterations) / static_cast<double>(iterations),
+                          static_cast<long long>(s.kv_limited_iterations)) +
+            (s.preemptions > 0 ? "preempted " + counted(s.preemptions, "time") : "preempted none");
+  }
+  return out + line + "\n";
+}
+
+}  // namespace
+
 std::string format_serving_summary(const ServingScenario& sc, const ServingRun& run) {
   const ServingSummary& s = run.summary;
   const ServingFleetConfig& f = sc.serving;
@@ -319,6 +431,7 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
                          static_cast<long long>(run.result.unschedulable),
                          static_cast<long long>(f.max_num_batched_tokens));
   }
+  out << latency_lines(s, run.result.iterations);
   if (f.min_replicas && f.max_replicas) {
     out << printf_string("autoscaling %lld-%lld replicas at %.0f outstanding requests each: %.1f on average, "
                          "%.1f replica-hours\n",

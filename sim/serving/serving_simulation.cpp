@@ -12,6 +12,7 @@
 
 #include "sim/engine/random_stream.hpp"
 #include "sim/engine/simulator.hpp"
+#include "sim/serving/latency_attribution.hpp"
 
 namespace clustersim::sim {
 namespace {
@@ -28,6 +29,13 @@ constexpr size_t kMaxSamples = size_t{1} << 20;
 /// Event priority of an idle engine's start: after the arrivals (priority 0) of the same instant.
 constexpr Priority kAfterArrivals = 1;
 
+/// A replica's decode clocks (issue 29): the seconds one decoding sequence of each iteration has been given, by
+/// part (LatencyParts' decode_*), since the replica started. A sequence's decode parts are the clocks' advance while
+/// it decodes there, read when it starts and stops decoding: O(1) per iteration, not per decoding sequence.
+struct DecodeClock {
+  double compute_s = 0.0, memory_s = 0.0, communication_s = 0.0, host_s = 0.0, prefill_stall_s = 0.0;
+};
+
 /// A request inside a replica.
 struct Sequence {
   int64_t index = 0;       ///< into the request list
@@ -37,6 +45,10 @@ struct Sequence {
   int64_t generated = 0;   ///< output tokens sampled so far
   int64_t output = 0;      ///< output tokens wanted
   int64_t blocks = 0;      ///< KV blocks held
+  double kv_mark_s = 0.0;  ///< its replica's KV-wait clock when it joined the queue (Replica::kv_clock_now)
+  bool decoding = false;   ///< in every iteration of its replica's decodes since decode_mark (Replica::stop_decoding)
+  DecodeClock decode_mark;  ///< its replica's decode clocks when it started decoding
+  LatencyParts parts;      ///< where its time went (ServingResult::parts at the end; here, beside the rest)
   [[nodiscard]] bool prefilling() const { return computed < prompt; }
   /// Tokens in the KV cache once the next decode has written its token.
   [[nodiscard]] int64_t cached() const { return computed; }
@@ -94,6 +106,24 @@ class Replica {
   Sequence* pop_waiting();
   void push_running(Sequence* s);
   void erase_running(std::vector<Sequence*>::iterator at);
+  /// The KV-wait clock: seconds this replica has spent in iterations whose admission stopped for want of KV
+  /// blocks, now included. A queued request's KV wait is the clock's advance while it waits (O(1) per request).
+  [[nodiscard]] double kv_clock_now() const;
+  /// A queued sequence leaves the queue (admitted, rejected or evicted): its KV wait before its first token.
+  void account_kv_wait(Sequence& s);
+  /// Prompt work lost before the first token (a preemption or an eviction) moves to the restart part.
+  void account_restart(Sequence& s);
+  /// Adds the finished iteration's time to the parts of its prompt chunks and to the decode clocks (LatencyParts).
+  void attribute_iteration(double elapsed_s);
+  /// `s` decodes in the iteration being scheduled: from now its decode parts follow the decode clocks.
+  void start_decoding(Sequence& s) {
+    if (s.decoding) return;
+    s.decoding = true;
+    s.decode_mark = decode_clock_;
+  }
+  /// `s` leaves the decodes (finished, preempted, evicted, or left out of an iteration): the clocks' advance since
+  /// it started goes to its decode parts.
+  void stop_decoding(Sequence& s);
 
   Fleet& fleet_;
   int64_t id_;
@@ -110,6 +140,13 @@ class Replica {
   std::vector<Work> batch_;
   int64_t block_left_ = 0;  ///< iterations left in the current multi-step block (EnginePolicy::scheduler_steps)
   double started_s_ = 0.0;
+  // Latency attribution (issue 29): the current iteration's resource split and token counts, the KV-wait clock.
+  ResourceSplit split_;
+  int64_t batch_prefill_tokens_ = 0;
+  int64_t batch_decodes_ = 0;
+  bool kv_blocked_ = false;  ///< the current iteration's admission stopped for want of KV blocks
+  double kv_clock_s_ = 0.0;  ///< the KV-wait clock up to the current iteration's start
+  DecodeClock decode_clock_;
 };
 
 /// Random stream of the spot evictions (the workload uses streams 1-3).
@@ -119,7 +156,7 @@ class Fleet {
  public:
   Fleet(const ServingSetup& setup, const std::vector<ServingRequest>& requests, ServingResult& result)
       : setup_(setup), requests_(requests), result_(result), sequences_(requests.size()),
-        evictions_(setup.spot.seed, 0, kEvictionStream) {
+        evictions_(setup.spot.seed, 0, kEvictionStream), resources_(*setup.model) {
     const int64_t blocks = setup.kv_cache_tokens / setup.policy.block_size;
     const int64_t slots = setup.autoscaling ? setup.autoscaling->max_replicas : setup.replicas;
     replicas_.reserve(static_cast<size_t>(slots));  // replicas capture `this` in their events
@@ -195,6 +232,8 @@ class Fleet {
     sim_.schedule(Time::from_seconds(units::Seconds(0.0)), [this] { sample(); });
     sim_.run();
     check_outcomes();
+    result_.parts.reserve(sequences_.size());
+    for (const Sequence& s : sequences_) result_.parts.push_back(s.parts);
     result_.fingerprint = sim_.fingerprint();
     if (setup_.autoscaling || setup_.spot.replicas > 0 || setup_.zones.outage_start_s) {
       for (const Replica& r : replicas_) result_.usage.push_back({r.billed_s(result_.makespan_s), r.spot()});
@@ -487,6 +526,7 @@ class Fleet {
   Simulator& simulator() { return sim_; }
   const ServingSetup& setup() const { return setup_; }
   RequestOutcome& outcome(const Sequence& s) { return result_.requests[static_cast<size_t>(s.index)]; }
+  const IterationResources& resources() const { return resources_; }
   ServingResult& result() { return result_; }
   void finished() {
     --unfinished_;
@@ -518,6 +558,7 @@ class Fleet {
   int64_t iterations_ = 0;  ///< every replica's engine iterations, so far
   std::set<std::pair<int64_t, int64_t>> by_load_;
   std::set<int64_t> serving_ids_;  ///< the serving replicas (round robin)
+  IterationResources resources_;
 };
 
 void Replica::set_state(ReplicaState next) {
@@ -530,6 +571,7 @@ void Replica::set_state(ReplicaState next) {
 }
 
 void Replica::push_waiting(Sequence* s, bool front) {
+  s->kv_mark_s = kv_clock_now();
   if (front) {
     waiting_.push_front(s);
   } else {
@@ -542,7 +584,70 @@ Sequence* Replica::pop_waiting() {
   Sequence* s = waiting_.front();
   waiting_.pop_front();
   fleet_.queues_changed(*this, -1, 0);
+  account_kv_wait(*s);
   return s;
+}
+
+double Replica::kv_clock_now() const {
+  return kv_clock_s_ + (busy_ && kv_blocked_ ? fleet_.now_s() - started_s_ : 0.0);
+}
+
+void Replica::account_kv_wait(Sequence& s) {
+  if (s.generated == 0) s.parts.kv_wait_s += kv_clock_now() - s.kv_mark_s;
+}
+
+void Replica::account_restart(Sequence& s) {
+  if (s.generated != 0) return;
+  LatencyParts& p = s.parts;
+  p.prefill_restart_s += p.prefill_compute_s + p.prefill_memory_s + p.prefill_communication_s + p.prefill_host_s +
+                         p.prefill_co_scheduled_s;
+  p.prefill_compute_s = p.prefill_memory_s = p.prefill_communication_s = p.prefill_host_s =
+      p.prefill_co_scheduled_s = 0.0;
+}
+
+void Replica::stop_decoding(Sequence& s) {
+  if (!s.decoding) return;
+  s.decoding = false;
+  LatencyParts& p = s.parts;
+  p.decode_compute_s += decode_clock_.compute_s - s.decode_mark.compute_s;
+  p.decode_memory_s += decode_clock_.memory_s - s.decode_mark.memory_s;
+  p.decode_communication_s += decode_clock_.communication_s - s.decode_mark.communication_s;
+  p.decode_host_s += decode_clock_.host_s - s.decode_mark.host_s;
+  p.decode_prefill_stall_s += decode_clock_.prefill_stall_s - s.decode_mark.prefill_stall_s;
+}
+
+void Replica::attribute_iteration(double elapsed_s) {
+  // The model's terms, scaled to the iteration's elapsed simulated time (the engine's clock rounds to its tick),
+  // per token of the batch.
+  const double total = split_.total_s();
+  const double tokens = static_cast<double>(batch_prefill_tokens_ + batch_decodes_);
+  const double per_token = total > 0 ? elapsed_s / total / tokens : 0.0;
+  const double compute = split_.compute_s * per_token, memory = split_.memory_s * per_token;
+  const double communication = split_.communication_s * per_token, host = split_.host_s * per_token;
+  // The decoding sequences together own batch_decodes_ tokens of the iteration, the prompt chunks the rest.
+  const double decodes = static_cast<double>(batch_decodes_);
+  const double stall = static_cast<double>(batch_prefill_tokens_) / tokens * elapsed_s;
+  if (batch_decodes_ > 0) {  // every decoding sequence of the batch gets the same: the clocks (stop_decoding)
+    decode_clock_.compute_s += decodes * compute;
+    decode_clock_.memory_s += decodes * memory;
+    decode_clock_.communication_s += decodes * communication;
+    decode_clock_.host_s += decodes * host;
+    decode_clock_.prefill_stall_s += stall;
+  }
+  if (batch_prefill_tokens_ == 0) return;
+  for (const Work& w : batch_) {
+    Sequence& s = *w.seq;
+    LatencyParts& p = s.parts;
+    if (w.chunk > 0) {
+      if (s.generated > 0) continue;  // a preempted or evicted request's recomputation: TPOT's remainder
+      const auto own = static_cast<double>(w.chunk);
+      p.prefill_compute_s += own * compute;
+      p.prefill_memory_s += own * memory;
+      p.prefill_communication_s += own * communication;
+      p.prefill_host_s += own * host;
+      p.prefill_co_scheduled_s += (tokens - own) / tokens * elapsed_s;
+    }
+  }
 }
 
 void Replica::push_running(Sequence* s) {
@@ -564,9 +669,12 @@ double Replica::billed_s(double until) const {
 }
 
 std::vector<Sequence*> Replica::evict() {
+  for (Sequence* s : waiting_) account_kv_wait(*s);
   std::vector<Sequence*> out(running_.begin(), running_.end());
   out.insert(out.end(), waiting_.begin(), waiting_.end());
   for (Sequence* s : out) {
+    stop_decoding(*s);
+    account_restart(*s);
     free(*s);
     s->prompt = fleet_.outcome(*s).prompt_tokens + s->generated;
     s->computed = 0;
@@ -578,6 +686,7 @@ std::vector<Sequence*> Replica::evict() {
   batch_.clear();
   block_left_ = 0;
   busy_ = false;
+  kv_blocked_ = false;
   ++epoch_;
   set_state(ReplicaState::stopped);
   return out;
@@ -613,6 +722,8 @@ void Replica::free(Sequence& s) {
 void Replica::preempt_last() {
   Sequence* victim = running_.back();
   erase_running(running_.end() - 1);
+  stop_decoding(*victim);
+  account_restart(*victim);
   free(*victim);
   // Recompute: the prompt and the tokens generated so far are prefilled again.
   victim->prompt = fleet_.outcome(*victim).prompt_tokens + victim->generated;
@@ -630,6 +741,7 @@ bool Replica::continue_block() {
     }
     batch_.push_back({s, 0});
   }
+  for (const Work& w : batch_) start_decoding(*w.seq);
   return !batch_.empty();
 }
 
@@ -657,6 +769,7 @@ void Replica::start_iteration() {
   }
   if (batch_.empty()) {
     busy_ = false;
+    kv_blocked_ = false;
     if (state_ == ReplicaState::draining && outstanding() == 0) fleet_.drained(*this);
     return;
   }
@@ -673,7 +786,12 @@ void Replica::start_iteration() {
       ++b.sampled_sequences;
     }
   }
-  const units::Seconds duration = fleet_.setup().model->iteration_time(b).total();
+  const models::IterationTime time = fleet_.setup().model->iteration_time(b);
+  const units::Seconds duration = time.total();
+  split_ = fleet_.resources().split(b, time);
+  batch_prefill_tokens_ = b.prefill_tokens;
+  batch_decodes_ = b.decode_sequences;
+  if (kv_blocked_) ++fleet_.result().kv_limited_iterations;
   busy_ = true;
   started_s_ = fleet_.now_s();
   ++fleet_.result().iterations;
@@ -686,9 +804,11 @@ void Replica::start_iteration() {
 void Replica::schedule() {
   const EnginePolicy& policy = fleet_.setup().policy;
   batch_.clear();
+  kv_blocked_ = false;
   int64_t budget = policy.max_num_batched_tokens;
   // 1. Decodes, oldest first; preempt the newest when the cache is full.
-  for (size_t k = 0; k < running_.size() && budget > 0; ++k) {
+  size_t k = 0;
+  for (; k < running_.size() && budget > 0; ++k) {
     Sequence* s = running_[k];
     if (s->prefilling()) continue;
     while (!grow(*s, s->computed + 1)) {
@@ -701,8 +821,11 @@ void Replica::schedule() {
     }
     if (s == nullptr) break;
     batch_.push_back({s, 0});
+    start_decoding(*s);
     --budget;
   }
+  // Decodes the token budget left out of this iteration: their decode parts pause (TPOT's remainder).
+  for (; budget <= 0 && k < running_.size(); ++k) stop_decoding(*running_[k]);
   // 2. Prompts in progress.
   for (Sequence* s : running_) {
     if (budget <= 0) break;
@@ -726,7 +849,10 @@ void Replica::schedule() {
     const int64_t reserve = policy.admission == models::CapacityPolicy::guaranteed_no_evict
                                 ? fleet_.outcome(*s).prompt_tokens + s->output
                                 : s->prompt + 1;
-    if (!grow(*s, reserve)) break;
+    if (!grow(*s, reserve)) {
+      kv_blocked_ = true;
+      break;
+    }
     pop_waiting();
     push_running(s);
     const int64_t chunk = std::min(left, budget);
@@ -738,6 +864,9 @@ void Replica::schedule() {
 void Replica::finish_iteration() {
   const double now = fleet_.now_s();
   fleet_.result().busy_s += now - started_s_;
+  attribute_iteration(now - started_s_);
+  if (kv_blocked_) kv_clock_s_ += now - started_s_;
+  kv_blocked_ = false;
   std::vector<Sequence*> done;
   for (const Work& w : batch_) {
     Sequence& s = *w.seq;
@@ -761,6 +890,7 @@ void Replica::finish_iteration() {
 void Replica::release(const std::vector<Sequence*>& done) {
   const double now = fleet_.now_s();
   for (Sequence* s : done) {
+    stop_decoding(*s);
     fleet_.outcome(*s).finish_s = now;
     free(*s);
     erase_running(std::find(running_.begin(), running_.end(), s));

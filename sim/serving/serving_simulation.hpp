@@ -156,6 +156,33 @@ struct RequestOutcome {
   [[nodiscard]] double e2e_s() const { return finish_s - arrival_s; }
 };
 
+/// Where one request's time went inside the iterations that carried it (issue 29), s; docs/serving.md
+/// ("What limits TTFT and TPOT"). An iteration's duration is split by the resource that bounded each of its terms
+/// (latency_attribution.hpp, IterationResources) and, between the requests of its batch, by tokens: a prompt chunk
+/// of c tokens in an iteration of T tokens (prefill tokens + decoding sequences) owns c / T of it, the other
+/// requests' tokens the rest; the decoding sequences together own D / T (D of them), the prompt chunks the rest.
+/// What no iteration explains (queueing before the first token; after it, waits and recomputation after a
+/// preemption or eviction) is the remainder of TTFT and TPOT (latency_attribution.hpp, ttft_parts and tpot_parts).
+struct LatencyParts {
+  // Before the first token (TTFT), in the iterations that computed the request's prompt: its own share, by resource.
+  double prefill_compute_s = 0.0;        ///< matmul compute (GEMMs beyond streaming their weights; prefill attention)
+  double prefill_memory_s = 0.0;         ///< HBM bandwidth (weight streaming, KV reads, element-wise kernels)
+  double prefill_communication_s = 0.0;  ///< tensor-parallel all-reduces, logits gather, pipeline sends
+  double prefill_host_s = 0.0;           ///< the engine's host work and NCCL calls the GPU waits for
+  double prefill_co_scheduled_s = 0.0;   ///< the other requests' tokens (decodes, other chunks) of those iterations
+  /// Prompt work lost to a preemption or an eviction before the first token (computed again later).
+  double prefill_restart_s = 0.0;
+  /// Waiting in a replica's queue, before the first token, while the replica's admission stopped for want of KV
+  /// blocks (the head of its queue did not fit).
+  double kv_wait_s = 0.0;
+  // After the first token (TPOT x (output tokens - 1)): the decode iterations' share of the decoding sequences.
+  double decode_compute_s = 0.0;
+  double decode_memory_s = 0.0;
+  double decode_communication_s = 0.0;
+  double decode_host_s = 0.0;
+  double decode_prefill_stall_s = 0.0;  ///< the prompt chunks' share of the iterations that also decoded it
+};
+
 /// One sample of the fleet's state.
 struct ServingSample {
   double time_s = 0.0;
@@ -185,6 +212,10 @@ struct ServingResult {
   /// evicted request's prompt and generated tokens, recomputed) longer than max_num_batched_tokens (vLLM's
   /// scheduler ignores such a prompt). Counted among the rejected requests too.
   int64_t unschedulable = 0;
+  std::vector<LatencyParts> parts;  ///< per request, in the order given (issue 29)
+  /// Iterations whose admission stopped because the head of the queue found no free KV blocks for its prompt (or,
+  /// under guaranteed_no_evict, its whole context): the KV cache, not the batch limits, held requests back.
+  int64_t kv_limited_iterations = 0;
 };
 
 /// Simulates `requests` (arrival times ascending, else std::invalid_argument) on the setup's replicas. Every

@@ -87,6 +87,8 @@ ServingSummary summarize_serving(const ServingResult& result, const LatencyTarge
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
   s.evictions = result.evictions;
+  s.latency = latency_shares(result);
+  s.kv_limited_iterations = result.kv_limited_iterations;
   const double share = static_cast<double>(gpus_per_replica) / static_cast<double>(gpus_per_vm);
   if (result.usage.empty()) {
     const int64_t gpus = replicas * gpus_per_replica;

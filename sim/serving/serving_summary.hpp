@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/serving/latency_attribution.hpp"
 #include "sim/serving/serving_simulation.hpp"
 
 namespace clustersim::sim {
@@ -51,6 +52,8 @@ struct ServingSummary {
   double mean_replicas = 0;           ///< replica_hours / makespan
   int64_t evictions = 0;              ///< spot VM evictions
   int64_t restarted_requests = 0;     ///< requests that started again after their replica's eviction
+  LatencyShares latency;              ///< what limits TTFT and TPOT: mean shares of their parts (issue 29)
+  int64_t kv_limited_iterations = 0;  ///< iterations whose admission the KV cache stopped
 };
 
 /// The value of a published benchmark's statistic in `s` (a fleet of `gpus` GPUs), in the unit the name ends
