@@ -253,6 +253,15 @@ std::string format_stage_table(const StepReport& r) {
   return out;
 }
 
+double training_usd_per_million_tokens(const Scenario& sc, std::optional<double> price_usd_per_hour,
+                                       double step_time_s) {
+  const double tokens_per_step =
+      static_cast<double>(sc.training.global_batch_size) * static_cast<double>(sc.model.seq_length);
+  return price_usd_per_hour ? *price_usd_per_hour * static_cast<double>(sc.cluster.nodes) * step_time_s / 3600.0 /
+                                  tokens_per_step * 1e6
+                            : std::numeric_limits<double>::quiet_NaN();
+}
+
 std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepReport& r, const StepReport* one_zone) {
   auto real = [](std::string name, std::string units, std::string description, double v) {
     return SummaryColumn{std::move(name), std::move(units), std::move(description), std::vector<double>{v}};
@@ -336,16 +345,10 @@ std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepRe
   cols.push_back(real("model_tflops_per_gpu", "TFLOP/s", "model TFLOP/s per GPU (no recomputation)",
                       r.model_tflops_per_gpu));
   cols.push_back(real("tokens_per_s_per_gpu", "tokens/s", "training tokens per second per GPU", r.tokens_per_s_per_gpu));
-  // The VMs' on-demand price for the step's tokens: price x VMs x step time / (sequences x tokens per sequence).
-  const double tokens_per_step =
-      static_cast<double>(sc.training.global_batch_size) * static_cast<double>(sc.model.seq_length);
   cols.push_back(real("usd_per_million_tokens", "USD/Mtoken",
                       "on-demand VM cost of one million training tokens at this step time, no interruptions; NaN "
                       "without a price",
-                      sc.cluster.vm_price_usd_per_hour
-                          ? *sc.cluster.vm_price_usd_per_hour * static_cast<double>(sc.cluster.nodes) *
-                                r.step_time.value() / 3600.0 / tokens_per_step * 1e6
-                          : nan));
+                      training_usd_per_million_tokens(sc, sc.cluster.vm_price_usd_per_hour, r.step_time.value())));
   cols.push_back(real("mfu", "1", "model FLOPs utilisation of the datasheet peak", r.mfu));
   cols.push_back(real("hfu", "1", "hardware FLOPs utilisation of the datasheet peak", r.hfu));
   cols.push_back({"reference_metric", "", "metric of the [reference] measurement, empty if none",

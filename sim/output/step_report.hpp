@@ -53,6 +53,12 @@ std::vector<SummaryColumn> critical_path_wait_columns(const StepReport& report);
 /// the step time) and when it finished; the critical path's home stage is marked.
 std::string format_stage_table(const StepReport& report);
 
+/// USD per million training tokens of `scenario` at `step_time_s` on VMs of `price_usd_per_hour` (NaN when
+/// nullopt): price x cluster.nodes x step / 3600 / (global batch x sequence length) x 1e6, on demand and without
+/// interruptions. /summary's usd_per_million_tokens and the what-if rows (sim/run/what_if.hpp) use it.
+double training_usd_per_million_tokens(const Scenario& scenario, std::optional<double> price_usd_per_hour,
+                                       double step_time_s);
+
 /// One row of /summary columns for this run (units on each); the cross-zone columns are NaN / "" without
 /// `one_zone`.
 std::vector<SummaryColumn> step_summary_columns(const Scenario& scenario, const StepReport& report,

@@ -13,6 +13,7 @@
 #include "sim/errors.hpp"
 #include "sim/format.hpp"
 #include "sim/io/scenario.hpp"
+#include "sim/output/step_report.hpp"
 #include "sim/run/run_serving.hpp"
 
 namespace clustersim::sim {
@@ -151,15 +152,6 @@ std::vector<HardwarePerturbation> hardware_perturbations(const models::VmSize& v
     h.network.topology.inter_zone_latency = network.topology.inter_zone_latency * 0.5;
   }
   return out;
-}
-
-double training_usd_per_million_tokens(const Scenario& sc, std::optional<double> price_usd_per_hour,
-                                       double step_time_s) {
-  const double tokens_per_step =
-      static_cast<double>(sc.training.global_batch_size) * static_cast<double>(sc.model.seq_length);
-  return price_usd_per_hour
-             ? *price_usd_per_hour * static_cast<double>(sc.cluster.nodes) * step_time_s / 3600.0 / tokens_per_step * 1e6
-             : kNaN;
 }
 
 struct TrainingWhatIfPlan {

@@ -65,12 +65,6 @@ struct HardwarePerturbation {
 std::vector<HardwarePerturbation> hardware_perturbations(const models::VmSize& vm, const models::DeviceSpec& device,
                                                           const NetworkSetup& network);
 
-/// USD per million training tokens of `scenario` at `step_time_s` on VMs of `price_usd_per_hour` (NaN when
-/// nullopt): price x cluster.nodes x step / 3600 / (global batch x sequence length) x 1e6, the formula of
-/// /summary's usd_per_million_tokens (sim/output/step_report.cpp).
-double training_usd_per_million_tokens(const Scenario& scenario, std::optional<double> price_usd_per_hour,
-                                       double step_time_s);
-
 /// One row of a training what-if.
 struct TrainingWhatIfRow {
   std::string perturbation;  ///< "baseline", a standard name, or the user's KEY=VALUE

@@ -20,6 +20,7 @@
 #include "models/hardware/catalog.hpp"
 #include "models/network/collective_model.hpp"
 #include "sim/io/scenario.hpp"
+#include "sim/output/step_report.hpp"
 #include "sim/run/run_output.hpp"
 #include "sim/run/run_scenario.hpp"
 #include "sim/run/run_serving.hpp"

@@ -4,6 +4,7 @@
 #include "models/parallelism/schedule.hpp"
 #include "models/parallelism/step_program.hpp"
 #include "sim/step/pipeline_executor.hpp"
+#include "tests/support/pipeline_programs.hpp"
 
 namespace clustersim {
 namespace {
@@ -42,29 +43,7 @@ TEST(Schedule, InFlightMicrobatches) {
   EXPECT_THROW(models::stage_order(PipelineSchedule::gpipe, 3, 3, 2), std::invalid_argument);
 }
 
-/// A communication-free program: every stage takes tf per forward and tb per backward, split evenly over its
-/// v model chunks.
-models::StepProgram uniform_program(PipelineSchedule schedule, int64_t p, int64_t m, double tf, double tb,
-                                    double p2p = 0.0, int64_t v = 1) {
-  models::StepProgram program;
-  program.microbatches = m;
-  program.virtual_stages = v;
-  for (int64_t k = 0; k < p; ++k) {
-    models::StageProgram s;
-    s.order = models::stage_order(schedule, k, p, m, v);
-    for (int64_t c = 0; c < v; ++c) {
-      models::PassCost f, b;
-      f.compute = units::seconds(tf / static_cast<double>(v));
-      b.compute = units::seconds(tb / static_cast<double>(v));
-      s.forward.push_back(f);
-      s.backward.push_back(b);
-    }
-    program.stages.push_back(s);
-  }
-  program.p2p_forward = units::seconds(p2p);
-  program.p2p_backward = units::seconds(p2p);
-  return program;
-}
+using testing::uniform_program;
 
 double sum_of_parts(const sim::StageBreakdown& b) {
   return (b.compute + b.tp_comm + b.pp_exposed + b.bubble + b.grad_sync + b.optimizer).value();
