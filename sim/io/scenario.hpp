@@ -111,6 +111,8 @@ struct Scenario {
   std::optional<JobConfig> job;
   std::optional<ReferenceConfig> reference;
   SimulationConfig simulation;
+  /// [analysis] what_if: training what-if perturbations added to every run (sim/io/what_if_names.hpp); empty: none
+  std::vector<std::string> what_if;
 
   std::filesystem::path source_path;  ///< file it was read from
   /// Where a key is set (file or "--set", 1-based line and column; its table's header when defaulted).

@@ -55,7 +55,7 @@ const std::vector<ScenarioKind>& scenario_kinds() {
           .name = "training",
           .marker_table = "",
           .tables = {"", "model", "training", "parallelism", "cluster", "network", "reference", "job", "reliability",
-                     "cost", "simulation", "sweep"},
+                     "cost", "simulation", "analysis", "sweep"},
           .required_tables = {"model", "training", "cluster"},
           .foreign_table_message =
               "[{table}] belongs to a serving scenario, which has a [serving] table and no training tables",

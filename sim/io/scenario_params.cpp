@@ -7,6 +7,7 @@
 
 #include "models/serving/engine_profile.hpp"
 #include "sim/io/scenario.hpp"
+#include "sim/io/what_if_names.hpp"
 
 namespace clustersim::sim::detail {
 namespace {
@@ -78,6 +79,9 @@ constexpr std::array kTables{
               "lengths from distributions) or a trace CSV in the format of Azure's LLM inference traces."},
     TableSpec{"slo", false, "Latency targets of a serving scenario: goodput counts the requests that meet them."},
     TableSpec{"simulation", false, "Settings of the simulation itself."},
+    TableSpec{"analysis", false,
+              "Analyses added to every run of a training scenario: what-if rows (docs/what-if.md), in the report of "
+              "`clustersim run` and as /summary columns of every point of `clustersim sweep`."},
     TableSpec{"sweep", false,
               "Parameter sweep for `clustersim sweep` (docs/sweeps.md): dotted scenario keys over lists or "
               "ranges, `zip` groups, `parallelism = \"auto\"`. Ignored by `clustersim run`."},
@@ -698,6 +702,12 @@ constexpr std::array kParams{
               .help = "Time-to-first-token target: goodput counts requests at or below it."},
     ParamSpec{.key = "slo.tpot_p99_ms", .type = number, .unit = "ms", .need = Need::optional, .lo = 0.0, .lo_open = true,
               .help = "Time-per-output-token target (after the first token)."},
+    // [analysis]
+    ParamSpec{.key = "analysis.what_if", .type = string_list, .need = Need::defaulted, .default_text = "[]",
+              .choices = kTrainingWhatIfNames,
+              .help = "What-if perturbations of the step to add to every run (docs/what-if.md): `clustersim run` "
+                      "prints their table as with --what-if, and each sweep point gets what_if_<name>_step_time_s "
+                      "and what_if_<name>_change columns ('.' in a name written as 'p')."},
     // [simulation]
     ParamSpec{.key = "simulation.seed", .type = integer, .need = Need::defaulted, .default_text = "0", .min_int = 0,
               .help = "Base seed of every random stream of the run."},

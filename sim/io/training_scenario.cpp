@@ -60,6 +60,9 @@ Scenario build_training_scenario(const Loader& l) {
   for (const toml::node& module : *l.resolved_node("training.recompute_modules")->as_array()) {
     s.training.recompute_modules |= static_cast<uint32_t>(*models::parse_recompute_module(module.as_string()->get()));
   }
+  for (const toml::node& name : *l.resolved_node("analysis.what_if")->as_array()) {
+    s.what_if.push_back(std::string(name.as_string()->get()));
+  }
   s.parallelism = layout_keys(l);
   s.schedule = *models::parse_pipeline_schedule(l.get_string("parallelism.schedule"));
   s.cluster.vm_size = l.get_string("cluster.vm_size");

@@ -65,8 +65,14 @@ RunOutput run_training_file(const std::filesystem::path& path, const std::vector
                             const models::Catalog& catalog, const RunOptions& options) {
   const Scenario scenario = load_scenario(path, overrides, catalog);
   check_run_outputs(options.output, options.trace, run_inputs(scenario));
+  // --what-if asks for the whole standard set; without it the scenario's analysis.what_if names its rows.
+  WhatIfRequest what_if = options.what_if;
+  if (!what_if.enabled && !scenario.what_if.empty()) {
+    what_if.enabled = true;
+    what_if.only = scenario.what_if;
+  }
   std::shared_ptr<const TrainingWhatIfPlan> what_if_plan;
-  if (options.what_if.any()) what_if_plan = plan_training_what_if(scenario, catalog, options.what_if);
+  if (what_if.any()) what_if_plan = plan_training_what_if(scenario, catalog, what_if);
   StepSimulator simulator;  // the what-if rows reuse its clusters
   RunResult run = run_scenario(scenario, catalog, simulator, options.progress);
   RunOutput out;

@@ -34,6 +34,8 @@ using RunProgress = std::function<void(int64_t replications_done, int64_t replic
 struct WhatIfRequest {
   bool enabled = false;           ///< the standard set of perturbations (--what-if)
   std::vector<std::string> user;  ///< --what-if-set KEY=VALUE (the --set syntax): one more row each, in order
+  /// With `enabled`: only these rows of the standard set (analysis.what_if's names); empty: all of them
+  std::vector<std::string> only;
   /// Whether a what-if runs at all (the standard set, or only the user's rows).
   [[nodiscard]] bool any() const { return enabled || !user.empty(); }
 };

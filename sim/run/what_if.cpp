@@ -7,6 +7,7 @@
 #include <numeric>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 
 #include "models/hardware/catalog.hpp"
@@ -164,6 +165,11 @@ struct TrainingWhatIfPlan {
   const Scenario* baseline = nullptr;  ///< outlives the plan (the caller's)
   const models::Catalog* catalog = nullptr;
   bool standard = false;
+  std::vector<std::string> only;  ///< WhatIfRequest::only
+  /// Whether the standard row `name` is asked for.
+  [[nodiscard]] bool wanted(std::string_view name) const {
+    return standard && (only.empty() || std::find(only.begin(), only.end(), name) != only.end());
+  }
   std::optional<Loaded> next_vm;  ///< set when next_vm_size loaded
   std::vector<Loaded> software;   ///< the recipe's switches the scenario leaves off (software_switches)
   std::vector<Loaded> user;
@@ -209,7 +215,8 @@ std::shared_ptr<const TrainingWhatIfPlan> plan_training_what_if(const Scenario& 
   plan->baseline = &scenario;
   plan->catalog = &catalog;
   plan->standard = request.enabled;
-  if (request.enabled) {
+  plan->only = request.only;
+  if (plan->wanted("next_vm_size")) {
     const models::VmSize& vm = catalog.vm_size(scenario.cluster.vm_size);
     const NextSize next = next_size_of(vm, scenario.parallelism.gpus(), catalog, false);
     if (!next.not_applicable.empty()) {
@@ -230,7 +237,7 @@ std::shared_ptr<const TrainingWhatIfPlan> plan_training_what_if(const Scenario& 
   if (request.enabled) {
     const models::DeviceSpec& device = catalog.device(catalog.vm_size(scenario.cluster.vm_size).device);
     for (const SoftwareSwitch& sw : software_switches(scenario, device)) {
-      if (!sw.applies) continue;
+      if (!sw.applies || !plan->wanted(sw.perturbation)) continue;
       try {
         Scenario s = load_scenario(scenario.source_path, with(scenario.overrides, {sw.set}), catalog);
         const std::optional<double> price = s.cluster.vm_price_usd_per_hour;
@@ -272,6 +279,7 @@ TrainingWhatIf run_training_what_if(const TrainingWhatIfPlan& plan, const StepRe
     const models::StepSetup setup = step_setup_of(sc, catalog);
     const NetworkSetup network = network_setup_of(sc);
     for (const HardwarePerturbation& p : hardware_perturbations(vm, device, network)) {
+      if (!plan.wanted(p.name)) continue;
       if (!p.not_applicable.empty()) {
         out.skipped.push_back({p.name, p.not_applicable});
         continue;
@@ -283,18 +291,22 @@ TrainingWhatIf run_training_what_if(const TrainingWhatIfPlan& plan, const StepRe
       const StepReport r = on.simulate(setup, p.hardware.vm, p.hardware.device, p.hardware.network);
       row(p.name, p.description, r.step_time.value(), price, sc);
     }
-    row("no_pipeline_bubble",
-        "the step without its pipeline wait (fill, drain, imbalance): step - critical_path.pipeline_wait; analytic "
-        "from the critical path, not a re-simulation",
-        (baseline.step_time - baseline.pipeline.critical_path.pipeline_wait).value(), price, sc);
-    if (network.variability) {
-      NetworkSetup off = network;
-      off.variability.reset();
-      const StepReport r = simulator.simulate(setup, vm, device, off);
-      row("no_variability", "the step with simulation.variability off (every GPU at its nominal speed)",
-          r.step_time.value(), price, sc);
-    } else {
-      out.skipped.push_back({"no_variability", "the scenario has simulation.variability off"});
+    if (plan.wanted("no_pipeline_bubble")) {
+      row("no_pipeline_bubble",
+          "the step without its pipeline wait (fill, drain, imbalance): step - critical_path.pipeline_wait; "
+          "analytic from the critical path, not a re-simulation",
+          (baseline.step_time - baseline.pipeline.critical_path.pipeline_wait).value(), price, sc);
+    }
+    if (plan.wanted("no_variability")) {
+      if (network.variability) {
+        NetworkSetup off = network;
+        off.variability.reset();
+        const StepReport r = simulator.simulate(setup, vm, device, off);
+        row("no_variability", "the step with simulation.variability off (every GPU at its nominal speed)",
+            r.step_time.value(), price, sc);
+      } else {
+        out.skipped.push_back({"no_variability", "the scenario has simulation.variability off"});
+      }
     }
   }
   const auto run_loaded = [&](const TrainingWhatIfPlan::Loaded& l) {
@@ -467,6 +479,25 @@ ServingWhatIf serving_what_if(const ServingScenario& sc, const ServingRun& basel
   for (size_t i = 0; i < out.rows.size(); ++i) {
     out.rows[i].rank_ttft = by_ttft[i];
     out.rows[i].rank_cost = by_cost[i];
+  }
+  return out;
+}
+
+std::vector<SummaryColumn> what_if_point_columns(const std::vector<std::string>& names, const TrainingWhatIf& w) {
+  const double base = w.rows.at(0).step_time_s;
+  std::vector<SummaryColumn> out;
+  for (const std::string& name : names) {
+    double step = kNaN;
+    for (const TrainingWhatIfRow& r : w.rows) {
+      if (r.perturbation == name) step = r.step_time_s;
+    }
+    std::string column = name;
+    std::replace(column.begin(), column.end(), '.', 'p');
+    out.push_back(real("what_if_" + column + "_step_time_s", "s",
+                       "the point's step with one change, what-if " + name + " (docs/what-if.md); NaN if not run",
+                       {step}));
+    out.push_back(real("what_if_" + column + "_change", "1",
+                       "what_if_" + column + "_step_time_s / step_time_s - 1", {change(step, base)}));
   }
   return out;
 }

@@ -103,6 +103,12 @@ std::vector<SummaryColumn> training_what_if_columns(const TrainingWhatIf& what_i
 /// The report's ranked table.
 std::string format_training_what_if(const TrainingWhatIf& what_if);
 
+/// A sweep point's what-if columns (analysis.what_if): for each name in `names`, in order,
+/// what_if_<name>_step_time_s (s) and what_if_<name>_change (1: step / the point's step - 1), '.' in a name written
+/// as 'p' (what_if_gpu_matmul_x1p5_step_time_s); NaN where the row did not run (its reason is in the report of
+/// `clustersim run`).
+std::vector<SummaryColumn> what_if_point_columns(const std::vector<std::string>& names, const TrainingWhatIf& what_if);
+
 /// One row of a serving what-if.
 struct ServingWhatIfRow {
   std::string perturbation;

@@ -14,6 +14,7 @@
 #include "sim/io/scenario_params.hpp"
 #include "sim/run/run_scenario.hpp"
 #include "sim/run/run_serving.hpp"
+#include "sim/run/what_if.hpp"
 #include "sim/sweep/distribution.hpp"
 
 namespace clustersim::sim {
@@ -78,6 +79,14 @@ SweepRow SweepPointRunner::run(const SweepPoint& point) {
       const Scenario sc = load_scenario(sweep_.document, overrides, catalog_);
       const RunResult run = run_scenario(sc, catalog_, simulator_);
       columns = run_summary_columns(sc, run);
+      if (!sc.what_if.empty()) {  // analysis.what_if: the point's what-if rows as columns
+        WhatIfRequest request;
+        request.enabled = true;
+        request.only = sc.what_if;
+        const TrainingWhatIf what_if =
+            run_training_what_if(*plan_training_what_if(sc, catalog_, request), run.step, simulator_);
+        for (SummaryColumn& c : what_if_point_columns(sc.what_if, what_if)) columns.push_back(std::move(c));
+      }
       fits = run.step.memory.fits;
       verdict = run.step.memory.verdict;
     }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <utility>
 #include <string>
 #include <variant>
@@ -20,12 +21,14 @@
 #include "models/hardware/catalog.hpp"
 #include "models/network/collective_model.hpp"
 #include "sim/io/scenario.hpp"
+#include "sim/io/what_if_names.hpp"
 #include "sim/output/step_report.hpp"
 #include "sim/run/run_output.hpp"
 #include "sim/run/run_scenario.hpp"
 #include "sim/run/run_serving.hpp"
 #include "sim/run/what_if.hpp"
 #include "sim/sweep/summary_file.hpp"
+#include "sim/sweep/sweep_runner.hpp"
 
 namespace clustersim::sim {
 namespace {
@@ -382,6 +385,60 @@ TEST(WhatIf, TheCliWritesTheTableToTheReportJsonAndHdf5) {
   EXPECT_EQ(bad.exit_code, 65);
   EXPECT_NE(bad.err.find("--what-if-set:1:1: key 'parallelism.tensr'"), std::string::npos) << bad.err;
   fs::remove_all(dir);
+}
+
+// The names the scenario key accepts (sim/io/what_if_names.hpp) are exactly the standard rows: on a scenario where
+// every one applies or says why not, each name is a row or a skip, and nothing else is.
+TEST(WhatIf, TheKeysNamesAreTheStandardRows) {
+  const Analysed a = analyse(kPipelined, {"cluster.vm_size=Standard_ND96isr_H100_v5", "simulation.variability=on"},
+                             standard());
+  std::set<std::string> seen;
+  for (const auto& r : a.what_if.rows) seen.insert(r.perturbation);
+  for (const auto& s : a.what_if.skipped) seen.insert(s.perturbation);
+  seen.erase("baseline");
+  EXPECT_EQ(seen, std::set<std::string>(kTrainingWhatIfNames.begin(), kTrainingWhatIfNames.end()));
+}
+
+// analysis.what_if names the rows `clustersim run` computes without --what-if, and the columns each sweep point
+// gets: the same step times as the full --what-if's rows.
+TEST(WhatIf, TheAnalysisKeyNamesTheRowsOfARunAndTheColumnsOfASweepPoint) {
+  const std::string names = "analysis.what_if=[\"nic_x2\", \"gpu_matmul_x1.5\", \"no_variability\"]";
+  RunOptions options;
+  const RunOutput out = run_scenario_file(kPipelined, {names}, catalog(), options);
+  const ColumnGroup* group = what_if_group(out);
+  ASSERT_NE(group, nullptr);
+  const auto& perturbations = std::get<std::vector<std::string>>(group->columns.at(0).values);
+  EXPECT_EQ(perturbations, (std::vector<std::string>{"baseline", "gpu_matmul_x1.5", "nic_x2"}));
+  EXPECT_NE(out.report.find("not run: no_variability"), std::string::npos);
+  const Analysed full = analyse(kPipelined, {}, standard());
+  const auto& steps = std::get<std::vector<double>>(group->columns.at(2).values);
+  expect_relative(steps.at(2), row(full.what_if, "nic_x2").step_time_s);
+
+  const LoadedSweep sweep = load_sweep(kPipelined, {names}, catalog());
+  ASSERT_EQ(sweep.points.size(), 1u);
+  SweepPointRunner runner(sweep, catalog());
+  const SweepRow point = runner.run(sweep.points.at(0));
+  ASSERT_EQ(point.status, "ok");
+  const auto value = [&](const std::string& name) {
+    for (size_t i = 0; i < point.meta->size(); ++i) {
+      if ((*point.meta)[i].name == name) return std::get<double>(point.values[i]);
+    }
+    throw std::out_of_range("no column " + name);
+  };
+  expect_relative(value("what_if_nic_x2_step_time_s"), row(full.what_if, "nic_x2").step_time_s);
+  expect_relative(value("what_if_gpu_matmul_x1p5_step_time_s"), row(full.what_if, "gpu_matmul_x1.5").step_time_s);
+  expect_relative(value("what_if_nic_x2_change"), row(full.what_if, "nic_x2").step_time_s / value("step_time_s") - 1);
+  EXPECT_TRUE(std::isnan(value("what_if_no_variability_step_time_s")));
+}
+
+TEST(WhatIf, AnUnknownAnalysisNameIsALocatedError) {
+  try {
+    (void)load_scenario(kPipelined, {"analysis.what_if=[\"nic_x3\"]"}, catalog());
+    FAIL() << "expected a ScenarioError";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(e.key(), "analysis.what_if");
+    EXPECT_NE(std::string(e.what()).find("nic_x2"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
