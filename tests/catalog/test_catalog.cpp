@@ -18,6 +18,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/output/catalog_table.hpp"
+#include "tests/support/files.hpp"
 
 namespace {
 
@@ -419,14 +420,6 @@ const std::vector<std::string> kVmLines = {
 
 class CatalogErrors : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("clustersim_catalog_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
 
   void write(const char* file, const std::vector<std::string>& lines) const {
     std::ofstream out(dir_ / file);
@@ -452,7 +445,8 @@ class CatalogErrors : public ::testing::Test {
     return lines;
   }
 
-  fs::path dir_;
+  clustersim::testing::TempDir tmp_{"clustersim_catalog_"};  ///< removed with its files after the test
+  const fs::path& dir_ = tmp_.path();
 };
 
 #define EXPECT_CONTAINS(haystack, needle) \

@@ -4,8 +4,6 @@
 // A catalog where two devices of one memory part disagree fails at the second one's memory_mib.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,6 +11,7 @@
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
+#include "tests/support/files.hpp"
 
 namespace {
 
@@ -37,7 +36,9 @@ TEST(MemoryCapacity, EveryDeviceStatesItsCapacityInMibWithASource) {
     EXPECT_FALSE(d.memory_source.empty());
     EXPECT_TRUE(d.memory_quoted_in_gib);                      // printed in GiB, as read (binary)
     EXPECT_EQ(mib(d), static_cast<double>(static_cast<long long>(mib(d))));  // a whole number of MiB
-    if (d.kind == DeviceKind::gpu) EXPECT_FALSE(d.memory_part.empty());
+    if (d.kind == DeviceKind::gpu) {
+      EXPECT_FALSE(d.memory_part.empty());
+    }
   }
 }
 
@@ -90,15 +91,9 @@ TEST(MemoryCapacity, NvidiaSmiTotalsOfTheSources) {
 class MemoryCapacityErrors : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("clustersim_memory_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     std::ofstream(dir_ / "vm_sizes.toml") << "[VM]\ndevice = \"A\"\ndevices_per_vm = 1\nvcpus = 8\nram_gib = 64\n"
                                               "fabric = \"none\"\nethernet_gbps = 10\nsource = \"test\"\n";
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   /// One GPU entry named `name` with the given memory lines (11 fixed lines, the memory ones from line 12 on).
   static std::string device(const std::string& name, const std::string& memory_lines) {
@@ -119,7 +114,8 @@ class MemoryCapacityErrors : public ::testing::Test {
   }
   [[nodiscard]] std::string at(int line) const { return (dir_ / "devices.toml").string() + ":" + std::to_string(line) + ":"; }
 
-  fs::path dir_;
+  clustersim::testing::TempDir tmp_{"clustersim_memory_"};  ///< removed with its files after the test
+  const fs::path& dir_ = tmp_.path();
 };
 
 #define EXPECT_CONTAINS(haystack, needle) \
