@@ -1,0 +1,347 @@
+#include "sim/serving/replica.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "sim/serving/fleet.hpp"
+
+namespace clustersim::sim::serving_engine {
+
+void Replica::set_state(ReplicaState next) {
+  const double now = fleet_.now_s();
+  if (state_ == ReplicaState::stopped && next != ReplicaState::stopped) billed_since_s_ = now;
+  if (state_ != ReplicaState::stopped && next == ReplicaState::stopped) billed_.emplace_back(billed_since_s_, now);
+  const ReplicaState from = state_;
+  state_ = next;
+  fleet_.state_changed(*this, from, next);
+}
+
+void Replica::push_waiting(Sequence* s, bool front) {
+  s->kv_mark_s = kv_clock_now();
+  if (front) {
+    waiting_.push_front(s);
+  } else {
+    waiting_.push_back(s);
+  }
+  fleet_.queues_changed(*this, +1, 0);
+}
+
+Sequence* Replica::pop_waiting() {
+  Sequence* s = waiting_.front();
+  waiting_.pop_front();
+  fleet_.queues_changed(*this, -1, 0);
+  account_kv_wait(*s);
+  return s;
+}
+
+double Replica::kv_clock_now() const {
+  return kv_clock_s_ + (busy_ && kv_blocked_ ? fleet_.now_s() - started_s_ : 0.0);
+}
+
+void Replica::account_kv_wait(Sequence& s) {
+  if (s.generated == 0) s.parts.kv_wait_s += kv_clock_now() - s.kv_mark_s;
+}
+
+void Replica::account_restart(Sequence& s) {
+  if (s.generated != 0) return;
+  LatencyParts& p = s.parts;
+  p.prefill_restart_s += p.prefill_compute_s + p.prefill_memory_s + p.prefill_communication_s + p.prefill_host_s +
+                         p.prefill_co_scheduled_s;
+  p.prefill_compute_s = p.prefill_memory_s = p.prefill_communication_s = p.prefill_host_s =
+      p.prefill_co_scheduled_s = 0.0;
+}
+
+void Replica::stop_decoding(Sequence& s) {
+  if (!s.decoding) return;
+  s.decoding = false;
+  LatencyParts& p = s.parts;
+  p.decode_compute_s += decode_clock_.compute_s - s.decode_mark.compute_s;
+  p.decode_memory_s += decode_clock_.memory_s - s.decode_mark.memory_s;
+  p.decode_communication_s += decode_clock_.communication_s - s.decode_mark.communication_s;
+  p.decode_host_s += decode_clock_.host_s - s.decode_mark.host_s;
+  p.decode_prefill_stall_s += decode_clock_.prefill_stall_s - s.decode_mark.prefill_stall_s;
+}
+
+void Replica::attribute_iteration(double elapsed_s) {
+  // The model's terms, scaled to the iteration's elapsed simulated time (the engine's clock rounds to its tick),
+  // per token of the batch.
+  const double total = split_.total_s();
+  const double tokens = static_cast<double>(batch_prefill_tokens_ + batch_decodes_);
+  const double per_token = total > 0 ? elapsed_s / total / tokens : 0.0;
+  const double compute = split_.compute_s * per_token, memory = split_.memory_s * per_token;
+  const double communication = split_.communication_s * per_token, host = split_.host_s * per_token;
+  // The decoding sequences together own batch_decodes_ tokens of the iteration, the prompt chunks the rest.
+  const double decodes = static_cast<double>(batch_decodes_);
+  const double stall = static_cast<double>(batch_prefill_tokens_) / tokens * elapsed_s;
+  if (batch_decodes_ > 0) {  // every decoding sequence of the batch gets the same: the clocks (stop_decoding)
+    decode_clock_.compute_s += decodes * compute;
+    decode_clock_.memory_s += decodes * memory;
+    decode_clock_.communication_s += decodes * communication;
+    decode_clock_.host_s += decodes * host;
+    decode_clock_.prefill_stall_s += stall;
+  }
+  if (batch_prefill_tokens_ == 0) return;
+  for (const Work& w : batch_) {
+    Sequence& s = *w.seq;
+    LatencyParts& p = s.parts;
+    if (w.chunk > 0) {
+      if (s.generated > 0) continue;  // a preempted or evicted request's recomputation: TPOT's remainder
+      const auto own = static_cast<double>(w.chunk);
+      p.prefill_compute_s += own * compute;
+      p.prefill_memory_s += own * memory;
+      p.prefill_communication_s += own * communication;
+      p.prefill_host_s += own * host;
+      p.prefill_co_scheduled_s += (tokens - own) / tokens * elapsed_s;
+    }
+  }
+}
+
+void Replica::push_running(Sequence* s) {
+  running_.push_back(s);
+  fleet_.queues_changed(*this, 0, +1);
+}
+
+void Replica::erase_running(std::vector<Sequence*>::iterator at) {
+  running_.erase(at);
+  fleet_.queues_changed(*this, 0, -1);
+}
+
+double Replica::billed_s(double until) const {
+  // Each interval clipped at `until`: what happened after the last request is not the workload's.
+  double b = 0.0;
+  for (const auto& [from, to] : billed_) b += std::max(0.0, std::min(to, until) - from);
+  if (state_ != ReplicaState::stopped) b += std::max(0.0, until - billed_since_s_);
+  return b;
+}
+
+std::vector<Sequence*> Replica::evict() {
+  for (Sequence* s : waiting_) account_kv_wait(*s);
+  std::vector<Sequence*> out(running_.begin(), running_.end());
+  out.insert(out.end(), waiting_.begin(), waiting_.end());
+  for (Sequence* s : out) {
+    stop_decoding(*s);
+    account_restart(*s);
+    free(*s);
+    s->prompt = fleet_.outcome(*s).prompt_tokens + s->generated;
+    s->computed = 0;
+  }
+  const auto waiting = static_cast<int64_t>(waiting_.size()), running = static_cast<int64_t>(running_.size());
+  running_.clear();
+  waiting_.clear();
+  fleet_.queues_changed(*this, -waiting, -running);
+  batch_.clear();
+  block_left_ = 0;
+  busy_ = false;
+  kv_blocked_ = false;
+  ++epoch_;
+  set_state(ReplicaState::stopped);
+  return out;
+}
+
+void Replica::enqueue(Sequence* s) {
+  push_waiting(s, false);
+  // An idle engine starts its next iteration once every arrival of this instant is queued (a later priority
+  // at the same time), as a real engine's loop picks up all requests waiting at the start of its step.
+  if (!busy_) {
+    busy_ = true;
+    fleet_.simulator().schedule(
+        fleet_.simulator().now(), [this, e = epoch_] { if (e == epoch_) start_iteration(); }, kAfterArrivals);
+  }
+}
+
+bool Replica::grow(Sequence& s, int64_t tokens) {
+  const int64_t need = blocks_for(tokens, fleet_.setup().policy.block_size) - s.blocks;
+  if (need <= 0) return true;
+  if (used_blocks_ + need > total_blocks_) return false;
+  used_blocks_ += need;
+  fleet_.blocks_changed(need);
+  s.blocks += need;
+  return true;
+}
+
+void Replica::free(Sequence& s) {
+  used_blocks_ -= s.blocks;
+  fleet_.blocks_changed(-s.blocks);
+  s.blocks = 0;
+}
+
+void Replica::preempt_last() {
+  Sequence* victim = running_.back();
+  erase_running(running_.end() - 1);
+  stop_decoding(*victim);
+  account_restart(*victim);
+  free(*victim);
+  // Recompute: the prompt and the tokens generated so far are prefilled again.
+  victim->prompt = fleet_.outcome(*victim).prompt_tokens + victim->generated;
+  victim->computed = 0;
+  ++fleet_.outcome(*victim).preemptions;
+  push_waiting(victim, true);
+}
+
+bool Replica::continue_block() {
+  batch_.clear();
+  for (Sequence* s : running_) {
+    if (s->prefilling() || !grow(*s, s->computed + 1)) {  // a block decodes only; no block free: schedule
+      batch_.clear();
+      return false;
+    }
+    batch_.push_back({s, 0});
+  }
+  for (const Work& w : batch_) start_decoding(*w.seq);
+  return !batch_.empty();
+}
+
+void Replica::start_iteration() {
+  fleet_.count_iteration();
+  const EnginePolicy& policy = fleet_.setup().policy;
+  const bool in_block = block_left_ > 0 && continue_block();
+  if (in_block) {
+    --block_left_;
+  } else {
+    if (block_left_ > 0) {  // a block that cannot go on ends here: its finished sequences leave
+      std::vector<Sequence*> finished;
+      for (Sequence* s : running_) {
+        if (s->generated >= s->output) finished.push_back(s);
+      }
+      block_left_ = 0;
+      release(finished);
+    }
+    schedule();
+    // A decode-only iteration opens a multi-step block.
+    const bool decode_only = !batch_.empty() && std::all_of(batch_.begin(), batch_.end(), [](const Work& w) {
+      return w.chunk == 0;
+    });
+    if (decode_only) block_left_ = policy.scheduler_steps - 1;
+  }
+  if (batch_.empty()) {
+    busy_ = false;
+    kv_blocked_ = false;
+    if (state_ == ReplicaState::draining && outstanding() == 0) fleet_.drained(*this);
+    return;
+  }
+  models::IterationBatch b;
+  b.scheduled = !in_block;
+  for (const Work& w : batch_) {
+    if (w.chunk > 0) {
+      b.prefill_tokens += w.chunk;
+      b.prefill_attention_pairs += models::prefill_attention_pairs(w.seq->computed, w.chunk);
+      if (w.seq->computed + w.chunk == w.seq->prompt) ++b.sampled_sequences;
+    } else {
+      ++b.decode_sequences;
+      b.decode_kv_tokens += w.seq->cached();
+      ++b.sampled_sequences;
+    }
+  }
+  const models::IterationTime time = fleet_.setup().model->iteration_time(b);
+  const units::Seconds duration = time.total();
+  split_ = fleet_.resources().split(b, time);
+  batch_prefill_tokens_ = b.prefill_tokens;
+  batch_decodes_ = b.decode_sequences;
+  if (kv_blocked_) ++fleet_.result().kv_limited_iterations;
+  busy_ = true;
+  started_s_ = fleet_.now_s();
+  ++fleet_.result().iterations;
+  fleet_.simulator().mix_into_fingerprint(static_cast<uint64_t>(id_));
+  fleet_.simulator().schedule_in(Time::from_seconds(duration), [this, e = epoch_] {
+    if (e == epoch_) finish_iteration();
+  });
+}
+
+void Replica::schedule() {
+  const EnginePolicy& policy = fleet_.setup().policy;
+  batch_.clear();
+  kv_blocked_ = false;
+  int64_t budget = policy.max_num_batched_tokens;
+  // 1. Decodes, oldest first; preempt the newest when the cache is full.
+  size_t k = 0;
+  for (; k < running_.size() && budget > 0; ++k) {
+    Sequence* s = running_[k];
+    if (s->prefilling()) continue;
+    while (!grow(*s, s->computed + 1)) {
+      if (running_.back() == s) {  // s itself is the newest: it waits
+        preempt_last();
+        s = nullptr;
+        break;
+      }
+      preempt_last();
+    }
+    if (s == nullptr) break;
+    batch_.push_back({s, 0});
+    start_decoding(*s);
+    --budget;
+  }
+  // Decodes the token budget left out of this iteration: their decode parts pause (TPOT's remainder).
+  for (; budget <= 0 && k < running_.size(); ++k) stop_decoding(*running_[k]);
+  // 2. Prompts in progress.
+  for (Sequence* s : running_) {
+    if (budget <= 0) break;
+    if (!s->prefilling()) continue;
+    const int64_t chunk = std::min(s->prompt - s->computed, budget);
+    batch_.push_back({s, chunk});
+    budget -= chunk;
+  }
+  // 3. Admission, first come first served.
+  while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(running_.size()) < policy.max_num_seqs) {
+    Sequence* s = waiting_.front();
+    const int64_t left = s->prompt - s->computed;
+    if (!fleet_.fits_iteration(*s)) {  // never schedulable (a preempted prompt grown past the budget): rejected
+      pop_waiting();
+      fleet_.reject_unschedulable(*s);
+      continue;
+    }
+    if (!policy.chunked_prefill && left > budget) break;
+    // max_utilization: the prompt and the first output token's slot; guaranteed_no_evict: every token it will
+    // hold, so that its decodes never need a block (a request is never preempted under it).
+    const int64_t reserve = policy.admission == models::CapacityPolicy::guaranteed_no_evict
+                                ? fleet_.outcome(*s).prompt_tokens + s->output
+                                : s->prompt + 1;
+    if (!grow(*s, reserve)) {
+      kv_blocked_ = true;
+      break;
+    }
+    pop_waiting();
+    push_running(s);
+    const int64_t chunk = std::min(left, budget);
+    batch_.push_back({s, chunk});
+    budget -= chunk;
+  }
+}
+
+void Replica::finish_iteration() {
+  const double now = fleet_.now_s();
+  fleet_.result().busy_s += now - started_s_;
+  attribute_iteration(now - started_s_);
+  if (kv_blocked_) kv_clock_s_ += now - started_s_;
+  kv_blocked_ = false;
+  std::vector<Sequence*> done;
+  for (const Work& w : batch_) {
+    Sequence& s = *w.seq;
+    if (w.chunk > 0) {
+      s.computed += w.chunk;
+      if (s.computed < s.prompt) continue;  // more of the prompt next iteration
+    } else {
+      ++s.computed;  // the decoded token's K and V
+    }
+    // A completed prompt or a decode samples one token.
+    ++s.generated;
+    RequestOutcome& o = fleet_.outcome(s);
+    if (s.generated == 1) o.first_token_s = now;
+    // Inside a multi-step block a finished sequence decodes on to the block's end, which returns its tokens.
+    if (s.generated >= s.output && block_left_ == 0) done.push_back(&s);
+  }
+  release(done);
+  start_iteration();
+}
+
+void Replica::release(const std::vector<Sequence*>& done) {
+  const double now = fleet_.now_s();
+  for (Sequence* s : done) {
+    stop_decoding(*s);
+    fleet_.outcome(*s).finish_s = now;
+    free(*s);
+    erase_running(std::find(running_.begin(), running_.end(), s));
+    fleet_.finished();
+  }
+}
+
+}  // namespace clustersim::sim::serving_engine

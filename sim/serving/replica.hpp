@@ -1,0 +1,146 @@
+// The serving engine's internals (sim/serving/serving_simulation.hpp): a request inside a replica (Sequence), what
+// one iteration does to it (Work) and a replica's continuous-batching engine (Replica). Only the engine's own units
+// include this header (fleet.hpp, replica.cpp, serving_simulation.cpp).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "sim/engine/simulator.hpp"
+#include "sim/serving/latency_attribution.hpp"
+#include "sim/serving/serving_simulation.hpp"
+
+namespace clustersim::sim::serving_engine {
+
+/// KV blocks of `block_size` tokens that hold `tokens` tokens.
+inline int64_t blocks_for(int64_t tokens, int64_t block_size) { return (tokens + block_size - 1) / block_size; }
+
+/// The most samples of the time series a run records (an overloaded fleet's drain can outlast the workload).
+constexpr size_t kMaxSamples = size_t{1} << 20;
+
+/// Event priority of an idle engine's start: after the arrivals (priority 0) of the same instant.
+constexpr Priority kAfterArrivals = 1;
+
+/// A replica's decode clocks (issue 29): the seconds one decoding sequence of each iteration has been given, by
+/// part (LatencyParts' decode_*), since the replica started. A sequence's decode parts are the clocks' advance while
+/// it decodes there, read when it starts and stops decoding: O(1) per iteration, not per decoding sequence.
+struct DecodeClock {
+  double compute_s = 0.0, memory_s = 0.0, communication_s = 0.0, host_s = 0.0, prefill_stall_s = 0.0;
+};
+
+/// A request inside a replica.
+struct Sequence {
+  int64_t index = 0;       ///< into the request list
+  int64_t prompt = 0;      ///< tokens to compute before sampling (the prompt; after a preemption, also the
+                           ///< tokens it had generated)
+  int64_t computed = 0;    ///< of them in the KV cache
+  int64_t generated = 0;   ///< output tokens sampled so far
+  int64_t output = 0;      ///< output tokens wanted
+  int64_t blocks = 0;      ///< KV blocks held
+  double kv_mark_s = 0.0;  ///< its replica's KV-wait clock when it joined the queue (Replica::kv_clock_now)
+  bool decoding = false;   ///< in every iteration of its replica's decodes since decode_mark (Replica::stop_decoding)
+  DecodeClock decode_mark;  ///< its replica's decode clocks when it started decoding
+  LatencyParts parts;      ///< where its time went (ServingResult::parts at the end; here, beside the rest)
+  [[nodiscard]] bool prefilling() const { return computed < prompt; }
+  /// Tokens in the KV cache once the next decode has written its token.
+  [[nodiscard]] int64_t cached() const { return computed; }
+};
+
+/// What one iteration does to one sequence.
+struct Work {
+  Sequence* seq;
+  int64_t chunk;  ///< prompt tokens computed (0: a decode)
+};
+
+class Fleet;
+
+/// A replica's life: provisioning (billed, not serving), serving, draining (no new requests: scaled down or
+/// warned of an eviction), stopped (not billed).
+enum class ReplicaState { provisioning, serving, draining, stopped };
+
+class Replica {
+ public:
+  Replica(Fleet& fleet, int64_t id, int64_t total_blocks, bool spot)
+      : fleet_(fleet), id_(id), total_blocks_(total_blocks), spot_(spot) {}
+  void enqueue(Sequence* s);
+  [[nodiscard]] int64_t outstanding() const { return static_cast<int64_t>(waiting_.size() + running_.size()); }
+  [[nodiscard]] int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
+  [[nodiscard]] int64_t running() const { return static_cast<int64_t>(running_.size()); }
+  [[nodiscard]] int64_t used_blocks() const { return used_blocks_; }
+  [[nodiscard]] int64_t total_blocks() const { return total_blocks_; }
+  [[nodiscard]] ReplicaState state() const { return state_; }
+  [[nodiscard]] bool spot() const { return spot_; }
+  [[nodiscard]] int64_t id() const { return id_; }
+  /// Sets the state, keeping the bill: billed from leaving `stopped` until entering it.
+  void set_state(ReplicaState next);
+  /// Stops the replica now (an eviction): frees its KV cache and hands back its unfinished sequences, which
+  /// will compute their prompt and the tokens they generated again. A pending iteration is abandoned.
+  std::vector<Sequence*> evict();
+  /// Seconds billed up to `until` (the makespan).
+  [[nodiscard]] double billed_s(double until) const;
+  /// The outstanding count under which the fleet's load index holds this replica (-1: not indexed).
+  int64_t indexed_outstanding = -1;
+
+ private:
+  void start_iteration();
+  /// Schedules the next iteration into batch_ (decodes, prompt chunks, admissions); false when nothing runs.
+  void schedule();
+  /// The next iteration of a multi-step block: the running decodes again; false when the block cannot go on.
+  bool continue_block();
+  /// Finished sequences leave now: their finish time, blocks and place freed (a closed loop sends the next).
+  void release(const std::vector<Sequence*>& done);
+  void finish_iteration();
+  bool grow(Sequence& s, int64_t tokens);
+  void free(Sequence& s);
+  void preempt_last();
+  /// Queue and batch changes, reported to the fleet's running totals and load index.
+  void push_waiting(Sequence* s, bool front);
+  Sequence* pop_waiting();
+  void push_running(Sequence* s);
+  void erase_running(std::vector<Sequence*>::iterator at);
+  /// The KV-wait clock: seconds this replica has spent in iterations whose admission stopped for want of KV
+  /// blocks, now included. A queued request's KV wait is the clock's advance while it waits (O(1) per request).
+  [[nodiscard]] double kv_clock_now() const;
+  /// A queued sequence leaves the queue (admitted, rejected or evicted): its KV wait before its first token.
+  void account_kv_wait(Sequence& s);
+  /// Prompt work lost before the first token (a preemption or an eviction) moves to the restart part.
+  void account_restart(Sequence& s);
+  /// Adds the finished iteration's time to the parts of its prompt chunks and to the decode clocks (LatencyParts).
+  void attribute_iteration(double elapsed_s);
+  /// `s` decodes in the iteration being scheduled: from now its decode parts follow the decode clocks.
+  void start_decoding(Sequence& s) {
+    if (s.decoding) return;
+    s.decoding = true;
+    s.decode_mark = decode_clock_;
+  }
+  /// `s` leaves the decodes (finished, preempted, evicted, or left out of an iteration): the clocks' advance since
+  /// it started goes to its decode parts.
+  void stop_decoding(Sequence& s);
+
+  Fleet& fleet_;
+  int64_t id_;
+  int64_t total_blocks_;
+  bool spot_;
+  int64_t used_blocks_ = 0;
+  bool busy_ = false;
+  uint64_t epoch_ = 0;  ///< bumped by evict(): events of an abandoned iteration do nothing
+  ReplicaState state_ = ReplicaState::serving;
+  double billed_since_s_ = 0.0;  ///< when the current billing interval started (not stopped)
+  std::vector<std::pair<double, double>> billed_;  ///< closed billing intervals [from, to), s
+  std::deque<Sequence*> waiting_;
+  std::vector<Sequence*> running_;  ///< in admission order
+  std::vector<Work> batch_;
+  int64_t block_left_ = 0;  ///< iterations left in the current multi-step block (EnginePolicy::scheduler_steps)
+  double started_s_ = 0.0;
+  // Latency attribution (issue 29): the current iteration's resource split and token counts, the KV-wait clock.
+  ResourceSplit split_;
+  int64_t batch_prefill_tokens_ = 0;
+  int64_t batch_decodes_ = 0;
+  bool kv_blocked_ = false;  ///< the current iteration's admission stopped for want of KV blocks
+  double kv_clock_s_ = 0.0;  ///< the KV-wait clock up to the current iteration's start
+  DecodeClock decode_clock_;
+};
+
+}  // namespace clustersim::sim::serving_engine
