@@ -35,6 +35,7 @@ struct LoadFacts {
   std::vector<units::Seconds> eviction_trace;  ///< reliability.spot_eviction_trace, read (check_job)
   std::optional<double> catalog_price;         ///< cluster.vm_size's catalog price, USD/h (check_cluster)
   std::optional<double> serving_price;         ///< serving.vm_size's catalog price, USD/h (check_serving)
+  std::optional<double> serving_prefill_price;  ///< split pools: the prefill VM size's price (check_disaggregation)
 };
 
 /// One load: the parsed document (edited by the overrides), where each --set value came from, and the

@@ -167,6 +167,17 @@ struct ServingFleetConfig {
   int64_t zones = 1;
   std::optional<double> zone_outage_start_s;
   std::optional<double> zone_outage_duration_s;
+  /// Split pools (docs/serving.md, "Disaggregated prefill and decode"): the prefill pool, when prefill_replicas
+  /// > 0; the fields above are then the decode pool's. Absent keys take the decode pool's values.
+  int64_t prefill_replicas = 0;
+  std::string prefill_vm_size;
+  int64_t prefill_tensor = 1;
+  int64_t prefill_max_num_seqs = 256;
+  int64_t prefill_max_num_batched_tokens = 8192;
+  std::optional<double> prefill_vm_price_usd_per_hour;
+  [[nodiscard]] bool disaggregated() const { return prefill_replicas > 0; }
+  /// GPUs of the fleet: both pools' when split.
+  [[nodiscard]] int64_t total_gpus() const { return replicas * gpus_per_replica() + prefill_replicas * prefill_tensor; }
 };
 
 /// One token-length distribution of [workload]: fixed `tokens`, uniform [min, max], or lognormal with median

@@ -49,6 +49,15 @@ ServingScenario build_serving_scenario(const Loader& l) {
   f.zones = l.get_int("serving.zones");
   f.zone_outage_start_s = l.get_optional_double("serving.zone_outage_start_s");
   f.zone_outage_duration_s = l.get_optional_double("serving.zone_outage_duration_s");
+  if (l.has("serving.prefill_replicas")) f.prefill_replicas = l.get_int("serving.prefill_replicas");
+  f.prefill_vm_size = l.has("serving.prefill_vm_size") ? l.get_string("serving.prefill_vm_size") : f.vm_size;
+  f.prefill_tensor = l.has("serving.prefill_tensor") ? l.get_int("serving.prefill_tensor") : f.tensor;
+  f.prefill_max_num_seqs = l.has("serving.prefill_max_num_seqs") ? l.get_int("serving.prefill_max_num_seqs")
+                                                                  : f.max_num_seqs;
+  f.prefill_max_num_batched_tokens = l.has("serving.prefill_max_num_batched_tokens")
+                                         ? l.get_int("serving.prefill_max_num_batched_tokens")
+                                         : f.max_num_batched_tokens;
+  f.prefill_vm_price_usd_per_hour = l.learned.serving_prefill_price;
   WorkloadConfig& w = s.workload;
   if (l.has("workload.trace")) w.trace = l.path().parent_path() / l.get_string("workload.trace");
   w.duration_s = l.get_double("workload.duration_s");

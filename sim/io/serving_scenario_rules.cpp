@@ -10,6 +10,7 @@
 #include "models/serving/engine_profile.hpp"
 #include "models/serving/inference_model.hpp"
 #include "sim/io/cluster_rules.hpp"
+#include "sim/io/disaggregation_rules.hpp"
 #include "sim/io/loader.hpp"
 #include "sim/io/model_rules.hpp"
 #include "sim/io/reference_rules.hpp"
@@ -290,14 +291,17 @@ void check_serving(Loader& l, const models::Catalog& catalog) {
   }
   const double window_s = trace && !windowed ? facts.last_arrival_s : l.get_double("workload.duration_s");
   for (const std::string which : {"prompt", "output"}) report(l, check_length_keys(which, length_keys(l, which)));
+  const std::optional<int64_t> longest =
+      trace ? std::optional(facts.longest_prompt_tokens)
+            : longest_prompt_tokens(length_keys(l, "prompt"), l.get_int("model.seq_length"));
   report(l,
-         check_prompt_fits_batch(trace ? std::optional(facts.longest_prompt_tokens)
-                                       : longest_prompt_tokens(length_keys(l, "prompt"), l.get_int("model.seq_length")),
+         check_prompt_fits_batch(longest,
                                  trace ? "in the trace" : "workload.prompt",
                                  l.get_int("serving.max_num_batched_tokens"), l.get_bool("serving.chunked_prefill")));
   check_kv_cache(l, vm, device, numerics);
   check_workload_budgets(l, window_s);
   check_fleet(l, window_s);
+  check_disaggregation(l, catalog, longest);
   l.learned.serving_price = vm.price_usd_per_hour;
   set_engine_defaults(l);
 }

@@ -140,6 +140,7 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
     spot.notice_s = f.spot_notice_s;
     spot.seed = sc.seed;
   }
+  const int64_t prefill_kv = f.disaggregated() ? configure_split_pools(setup, sc, catalog, overhead) : 0;
   run.result = simulate_serving(setup, requests_of(sc, run.trace_requests_cut));
   if (f.pipeline > 1) {
     // Back from virtual engines to replicas: the replica of each request, and busy time per replica.
@@ -154,6 +155,10 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
   run.summary = summarize_serving(run.result, targets, f.replicas, f.gpus_per_replica(), vm.devices_per_vm,
                                   f.vm_price_usd_per_hour, f.spot_discount);
   run.vms = (f.replicas * f.gpus_per_replica() + vm.devices_per_vm - 1) / vm.devices_per_vm;
+  if (f.disaggregated()) {
+    run.split = summarize_split_pools(run.result, f, catalog.vm_size(f.prefill_vm_size), run.summary);
+    run.split->prefill_kv_cache_tokens = prefill_kv;
+  }
   return run;
 }
 
@@ -263,6 +268,9 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, co
                    p.preemption_s));
   c.push_back(integer("kv_limited_iterations", "1",
                       "iterations whose admission stopped for want of free KV blocks", s.kv_limited_iterations));
+  if (run.split) {
+    for (SummaryColumn& x : split_pools_columns(sc.serving, *run.split)) c.push_back(std::move(x));
+  }
   return c;
 }
 
@@ -282,7 +290,7 @@ std::vector<SummaryColumn> serving_request_columns(const ServingRun& run) {
     preemptions.push_back(o.preemptions);
     rejected.push_back(o.rejected ? 1 : 0);
   }
-  return {{"arrival_s", "s", "arrival time", arrival},
+  std::vector<SummaryColumn> columns{{"arrival_s", "s", "arrival time", arrival},
           {"first_token_s", "s", "first output token; NaN when rejected", first},
           {"finish_s", "s", "last output token; NaN when rejected", finish},
           {"ttft_s", "s", "time to first token", ttft},
@@ -293,6 +301,8 @@ std::vector<SummaryColumn> serving_request_columns(const ServingRun& run) {
           {"replica", "1", "replica that served it", replica},
           {"preemptions", "1", "times it was preempted and recomputed", preemptions},
           {"rejected", "1", "1 when it exceeded the context or a replica's KV cache", rejected}};
+  if (run.split) columns.push_back({"kv_transfer_s", "s", "split pools: its KV cache's transfer; NaN: none", run.result.kv_transfer_s});
+  return columns;
 }
 
 std::vector<SummaryColumn> serving_sample_columns(const ServingRun& run) {
@@ -431,6 +441,7 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
                          static_cast<long long>(run.result.unschedulable),
                          static_cast<long long>(f.max_num_batched_tokens));
   }
+  if (run.split) out << split_pools_lines(f, *run.split);
   out << latency_lines(s, run.result.iterations);
   if (f.min_replicas && f.max_replicas) {
     out << printf_string("autoscaling %lld-%lld replicas at %.0f outstanding requests each: %.1f on average, "
@@ -462,7 +473,7 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
     out << printf_string("cost        %.1f GPU-hours (no price for %s in the catalog)\n", s.gpu_hours, f.vm_size.c_str());
   }
   if (sc.reference) {
-    const double predicted = serving_metric(s, sc.reference->metric, f.replicas * f.gpus_per_replica());
+    const double predicted = serving_metric(s, sc.reference->metric, f.total_gpus());
     out << printf_string("reference   %s: measured %.4g, predicted %.4g (%+.1f %%), %s\n", sc.reference->metric.c_str(),
                          sc.reference->value, predicted, 100.0 * (predicted / sc.reference->value - 1.0),
                          sc.reference->source.c_str());

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "models/hardware/catalog.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/output/results_file.hpp"
+#include "sim/run/split_pools.hpp"
 #include "sim/serving/serving_simulation.hpp"
 #include "sim/serving/serving_summary.hpp"
 
@@ -24,6 +26,7 @@ struct ServingRun {
   int64_t vms = 0;                    ///< VMs the replicas occupy
   double decode_step_s = 0;           ///< one sequence decoding at a 1,024-token context, s (a reference)
   int64_t trace_requests_cut = 0;     ///< trace rows after the window workload.duration_s gives (not run)
+  std::optional<SplitPoolsSummary> split;  ///< split pools (serving.prefill_replicas > 0) only
 };
 
 /// Runs `scenario`: the requests (the trace, or the synthetic stream from simulation.seed), the replicas'

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -16,6 +17,7 @@
 #include "sim/engine/random_stream.hpp"
 #include "sim/engine/simulator.hpp"
 #include "sim/serving/latency_attribution.hpp"
+#include "sim/serving/kv_transfer.hpp"
 #include "sim/serving/replica.hpp"
 
 namespace clustersim::sim::serving_engine {
@@ -39,7 +41,33 @@ class Fleet {
       reindex(replicas_.back());
     }
     for (int64_t r = setup.replicas; r < slots; ++r) replicas_[static_cast<size_t>(r)].set_state(ReplicaState::stopped);
+    if (setup.decode_pool) add_decode_pool();
   }
+
+  /// Split pools (kv_transfer.hpp): the replicas so far prefill; the decode pool's follow them.
+  void add_decode_pool() {
+    const DecodePool& d = *setup_.decode_pool;
+    const int64_t prefill = setup_.replicas, blocks = d.kv_cache_tokens / setup_.policy.block_size;
+    replicas_.clear();
+    by_load_.clear();
+    serving_ids_.clear();
+    serving_count_ = live_blocks_ = 0;
+    replicas_.reserve(static_cast<size_t>(prefill + d.replicas));
+    for (int64_t r = 0; r < prefill + d.replicas; ++r) {
+      const bool decode = r >= prefill;
+      replicas_.emplace_back(*this, r, decode ? blocks : setup_.kv_cache_tokens / setup_.policy.block_size, false,
+                             decode ? ReplicaRole::decode : ReplicaRole::prefill);
+      count_state(ReplicaState::serving, +1, replicas_.back().total_blocks());
+      if (!decode) serving_ids_.insert(r);
+      reindex(replicas_.back());
+    }
+    decode_resources_ = std::make_unique<IterationResources>(*d.model);
+    transfers_ = std::make_unique<KvTransfers>(*this, d, prefill, d.replicas);
+    result_.kv_transfer_s.assign(requests_.size(), std::numeric_limits<double>::quiet_NaN());
+  }
+  Replica& replica(int64_t slot) { return replicas_[static_cast<size_t>(slot)]; }
+  /// A prefill replica completed `s`'s prompt (holding its `blocks` KV blocks): the transfer to the decode pool.
+  void prefilled(Replica& from, Sequence& s, int64_t blocks) { transfers_->prefilled(from, s, blocks); }
 
   // Running totals over the replicas, kept as they change, so that a sample, a route or an autoscaler decision
   // costs O(log replicas), not a pass over them (issue 26).
@@ -52,7 +80,7 @@ class Fleet {
     count_state(from, -1, r.total_blocks());
     count_state(to, +1, r.total_blocks());
     if (from == ReplicaState::serving) serving_ids_.erase(r.id());
-    if (to == ReplicaState::serving) serving_ids_.insert(r.id());
+    if (to == ReplicaState::serving && r.role() != ReplicaRole::decode) serving_ids_.insert(r.id());
     reindex(r);
   }
   void queues_changed(Replica& r, int64_t waiting_delta, int64_t running_delta) {
@@ -67,7 +95,7 @@ class Fleet {
     if (!indexed_) return;
     if (r.indexed_outstanding >= 0) by_load_.erase({r.indexed_outstanding, r.id()});
     r.indexed_outstanding = -1;
-    if (r.state() != ReplicaState::serving) return;
+    if (r.state() != ReplicaState::serving || r.role() == ReplicaRole::decode) return;
     r.indexed_outstanding = r.outstanding();
     by_load_.insert({r.indexed_outstanding, r.id()});
   }
@@ -134,7 +162,8 @@ class Fleet {
     // max_model_len, is rejected on arrival (vLLM refuses it).
     const bool too_long = setup_.max_model_len > 0 && q.prompt_tokens + q.output_tokens > setup_.max_model_len;
     if (too_long ||
-        blocks_for(q.prompt_tokens + q.output_tokens, setup_.policy.block_size) > replicas_.front().total_blocks()) {
+        blocks_for(q.prompt_tokens + q.output_tokens, setup_.policy.block_size) > replicas_.back().total_blocks() ||
+        blocks_for(q.prompt_tokens, setup_.policy.block_size) > replicas_.front().total_blocks()) {
       result_.requests[static_cast<size_t>(i)].rejected = true;
       --unfinished_;
       left();
@@ -178,7 +207,8 @@ class Fleet {
     }
     const auto total = static_cast<int64_t>(requests_.size());
     const auto unserved = static_cast<int64_t>(unrouted_.size() + (requests_.size() - sent_));
-    if (total_waiting_ + total_running_ == 0 && completed + rejected + unserved == total) return;
+    const int64_t between = transfers_ ? transfers_->in_between() : 0;
+    if (total_waiting_ + total_running_ + between == 0 && completed + rejected + unserved == total) return;
     throw std::logic_error("simulate_serving: of " + std::to_string(total) + " requests, " +
                            std::to_string(completed) + " completed, " + std::to_string(rejected) + " rejected, " +
                            std::to_string(unserved) + " unserved, and " +
@@ -398,11 +428,15 @@ class Fleet {
   const ServingSetup& setup() const { return setup_; }
   RequestOutcome& outcome(const Sequence& s) { return result_.requests[static_cast<size_t>(s.index)]; }
   const IterationResources& resources() const { return resources_; }
+  const IterationResources& resources(ReplicaRole role) const {
+    return role == ReplicaRole::decode ? *decode_resources_ : resources_;
+  }
   ServingResult& result() { return result_; }
   void finished() {
     --unfinished_;
     result_.makespan_s = std::max(result_.makespan_s, now_s());
     left();
+    if (transfers_) transfers_->retry();  // a decode replica freed blocks
   }
 
  private:
@@ -430,6 +464,8 @@ class Fleet {
   std::set<std::pair<int64_t, int64_t>> by_load_;
   std::set<int64_t> serving_ids_;  ///< the serving replicas (round robin)
   IterationResources resources_;
+  std::unique_ptr<IterationResources> decode_resources_;  ///< split pools: the decode pool's model's
+  std::unique_ptr<KvTransfers> transfers_;                 ///< split pools
 };
 
 }  // namespace clustersim::sim::serving_engine

@@ -16,6 +16,24 @@ void Replica::set_state(ReplicaState next) {
   fleet_.state_changed(*this, from, next);
 }
 
+const EnginePolicy& Replica::policy() const {
+  return role_ == ReplicaRole::decode ? fleet_.setup().decode_pool->policy : fleet_.setup().policy;
+}
+
+const models::InferenceModel& Replica::model() const {
+  return role_ == ReplicaRole::decode ? *fleet_.setup().decode_pool->model : *fleet_.setup().model;
+}
+
+void Replica::release_blocks(int64_t blocks) {
+  used_blocks_ -= blocks;
+  fleet_.blocks_changed(-blocks);
+  if (!busy_ && !waiting_.empty()) {
+    busy_ = true;
+    fleet_.simulator().schedule(
+        fleet_.simulator().now(), [this, e = epoch_] { if (e == epoch_) start_iteration(); }, kAfterArrivals);
+  }
+}
+
 void Replica::push_waiting(Sequence* s, bool front) {
   s->kv_mark_s = kv_clock_now();
   if (front) {
@@ -139,7 +157,17 @@ std::vector<Sequence*> Replica::evict() {
 }
 
 void Replica::enqueue(Sequence* s) {
-  push_waiting(s, false);
+  if (role_ == ReplicaRole::decode && s->blocks > 0) {
+    // A transferred request holds its blocks: it queues behind the others that do, ahead of any that needs blocks
+    // (a preempted one), which would otherwise wait at the front for blocks held behind it.
+    s->kv_mark_s = kv_clock_now();
+    auto at = waiting_.begin();
+    while (at != waiting_.end() && (*at)->blocks > 0) ++at;
+    waiting_.insert(at, s);
+    fleet_.queues_changed(*this, +1, 0);
+  } else {
+    push_waiting(s, false);
+  }
   // An idle engine starts its next iteration once every arrival of this instant is queued (a later priority
   // at the same time), as a real engine's loop picks up all requests waiting at the start of its step.
   if (!busy_) {
@@ -175,7 +203,9 @@ void Replica::preempt_last() {
   victim->prompt = fleet_.outcome(*victim).prompt_tokens + victim->generated;
   victim->computed = 0;
   ++fleet_.outcome(*victim).preemptions;
-  push_waiting(victim, true);
+  // On a decode replica the queue holds transferred requests with their blocks reserved: a victim at its front
+  // would wait for blocks they hold (a deadlock), so it queues behind them.
+  push_waiting(victim, role_ != ReplicaRole::decode);
 }
 
 bool Replica::continue_block() {
@@ -193,7 +223,7 @@ bool Replica::continue_block() {
 
 void Replica::start_iteration() {
   fleet_.count_iteration();
-  const EnginePolicy& policy = fleet_.setup().policy;
+  const EnginePolicy& policy = this->policy();
   const bool in_block = block_left_ > 0 && continue_block();
   if (in_block) {
     --block_left_;
@@ -232,9 +262,9 @@ void Replica::start_iteration() {
       ++b.sampled_sequences;
     }
   }
-  const models::IterationTime time = fleet_.setup().model->iteration_time(b);
+  const models::IterationTime time = model().iteration_time(b);
   const units::Seconds duration = time.total();
-  split_ = fleet_.resources().split(b, time);
+  split_ = fleet_.resources(role_).split(b, time);
   batch_prefill_tokens_ = b.prefill_tokens;
   batch_decodes_ = b.decode_sequences;
   if (kv_blocked_) ++fleet_.result().kv_limited_iterations;
@@ -248,7 +278,7 @@ void Replica::start_iteration() {
 }
 
 void Replica::schedule() {
-  const EnginePolicy& policy = fleet_.setup().policy;
+  const EnginePolicy& policy = this->policy();
   batch_.clear();
   kv_blocked_ = false;
   int64_t budget = policy.max_num_batched_tokens;
@@ -292,7 +322,9 @@ void Replica::schedule() {
     if (!policy.chunked_prefill && left > budget) break;
     // max_utilization: the prompt and the first output token's slot; guaranteed_no_evict: every token it will
     // hold, so that its decodes never need a block (a request is never preempted under it).
-    const int64_t reserve = policy.admission == models::CapacityPolicy::guaranteed_no_evict
+    // A prefill replica holds the prompt only (its first token is the decode pool's).
+    const int64_t reserve = role_ == ReplicaRole::prefill ? s->prompt
+                            : policy.admission == models::CapacityPolicy::guaranteed_no_evict
                                 ? fleet_.outcome(*s).prompt_tokens + s->output
                                 : s->prompt + 1;
     if (!grow(*s, reserve)) {
@@ -303,22 +335,27 @@ void Replica::schedule() {
     push_running(s);
     const int64_t chunk = std::min(left, budget);
     batch_.push_back({s, chunk});
-    budget -= chunk;
+    budget -= std::max<int64_t>(chunk, 1);  // a transferred request (its prompt computed) decodes one token
   }
 }
 
 void Replica::finish_iteration() {
   const double now = fleet_.now_s();
   fleet_.result().busy_s += now - started_s_;
+  if (role_ == ReplicaRole::decode) fleet_.result().decode_busy_s += now - started_s_;
   attribute_iteration(now - started_s_);
   if (kv_blocked_) kv_clock_s_ += now - started_s_;
   kv_blocked_ = false;
-  std::vector<Sequence*> done;
+  std::vector<Sequence*> done, prefilled;
   for (const Work& w : batch_) {
     Sequence& s = *w.seq;
     if (w.chunk > 0) {
       s.computed += w.chunk;
       if (s.computed < s.prompt) continue;  // more of the prompt next iteration
+      if (role_ == ReplicaRole::prefill) {  // its KV cache moves to the decode pool
+        prefilled.push_back(&s);
+        continue;
+      }
     } else {
       ++s.computed;  // the decoded token's K and V
     }
@@ -330,6 +367,12 @@ void Replica::finish_iteration() {
     if (s.generated >= s.output && block_left_ == 0) done.push_back(&s);
   }
   release(done);
+  for (Sequence* s : prefilled) {
+    erase_running(std::find(running_.begin(), running_.end(), s));
+    const int64_t blocks = s->blocks;
+    s->blocks = 0;  // still held here (used_blocks_) until the transfer lands: release_blocks
+    fleet_.prefilled(*this, *s, blocks);
+  }
   start_iteration();
 }
 

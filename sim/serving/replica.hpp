@@ -60,11 +60,22 @@ class Fleet;
 /// warned of an eviction), stopped (not billed).
 enum class ReplicaState { provisioning, serving, draining, stopped };
 
+/// What a replica computes: everything (co-located), prompts only (a prefill pool's: a completed prompt is handed
+/// to the fleet's KvTransfers, kv_transfer.hpp), or the decode pool's (requests arrive with their prompt's KV
+/// cache; ServingSetup::decode_pool's model and policy).
+enum class ReplicaRole { colocated, prefill, decode };
+
 class Replica {
  public:
-  Replica(Fleet& fleet, int64_t id, int64_t total_blocks, bool spot)
-      : fleet_(fleet), id_(id), total_blocks_(total_blocks), spot_(spot) {}
+  Replica(Fleet& fleet, int64_t id, int64_t total_blocks, bool spot, ReplicaRole role = ReplicaRole::colocated)
+      : fleet_(fleet), id_(id), total_blocks_(total_blocks), spot_(spot), role_(role) {}
   void enqueue(Sequence* s);
+  [[nodiscard]] ReplicaRole role() const { return role_; }
+  /// Split pools (kv_transfer.hpp): reserves the blocks of `tokens` tokens for `s` arriving by a KV transfer;
+  /// false (nothing reserved) when they are not free.
+  bool reserve(Sequence& s, int64_t tokens) { return grow(s, tokens); }
+  /// Split pools: frees `blocks` blocks a transferred request held here, and starts an idle engine with a queue.
+  void release_blocks(int64_t blocks);
   [[nodiscard]] int64_t outstanding() const { return static_cast<int64_t>(waiting_.size() + running_.size()); }
   [[nodiscard]] int64_t waiting() const { return static_cast<int64_t>(waiting_.size()); }
   [[nodiscard]] int64_t running() const { return static_cast<int64_t>(running_.size()); }
@@ -85,6 +96,9 @@ class Replica {
 
  private:
   void start_iteration();
+  /// The engine's limits and inference model: the decode pool's for a decode replica, else the setup's.
+  [[nodiscard]] const EnginePolicy& policy() const;
+  [[nodiscard]] const models::InferenceModel& model() const;
   /// Schedules the next iteration into batch_ (decodes, prompt chunks, admissions); false when nothing runs.
   void schedule();
   /// The next iteration of a multi-step block: the running decodes again; false when the block cannot go on.
@@ -123,6 +137,7 @@ class Replica {
   int64_t id_;
   int64_t total_blocks_;
   bool spot_;
+  ReplicaRole role_;
   int64_t used_blocks_ = 0;
   bool busy_ = false;
   uint64_t epoch_ = 0;  ///< bumped by evict(): events of an abandoned iteration do nothing

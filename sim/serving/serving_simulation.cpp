@@ -43,6 +43,23 @@ ServingResult simulate_serving(const ServingSetup& setup, const std::vector<Serv
   require(setup.zones.zones >= 1 && setup.zones.zones <= slots, "zones must be in [1, replica slots]");
   require(!setup.zones.outage_start_s || (*setup.zones.outage_start_s >= 0 && setup.zones.outage_duration_s > 0),
           "a zone outage needs a start >= 0 and a positive duration");
+  if (setup.decode_pool) {
+    const DecodePool& d = *setup.decode_pool;
+    const KvTransferNetwork& n = d.network;
+    require(d.model != nullptr && d.replicas >= 1, "the decode pool needs a model and >= 1 replica");
+    require(d.policy.max_num_seqs >= 1 && d.policy.max_num_batched_tokens >= 1 && d.policy.scheduler_steps >= 1 &&
+                d.policy.block_size == p.block_size,
+            "the decode pool's limits must be >= 1 and its block size the prefill pool's");
+    require(d.kv_cache_tokens >= p.block_size, "the decode pool's KV cache holds less than one block");
+    require(!setup.autoscaling && spot.replicas == 0 && !setup.zones.outage_start_s,
+            "split pools with autoscaling, spot replicas or a zone outage are not modelled");
+    require(n.prefill_nic_bytes_per_s > 0 && n.decode_nic_bytes_per_s > 0 && n.kv_bytes_per_token > 0 &&
+                n.infiniband_latency_s >= 0 && n.nvlink_latency_s >= 0,
+            "the KV transfer needs positive NIC rates and KV bytes per token, and latencies >= 0");
+    require(n.domain.empty() || (static_cast<int64_t>(n.domain.size()) == setup.replicas + d.replicas &&
+                                 n.prefill_nvlink_bytes_per_s > 0 && n.decode_nvlink_bytes_per_s > 0),
+            "NVLink domains need one per replica slot and positive NVLink rates");
+  }
   for (size_t i = 0; i < requests.size(); ++i) {
     const ServingRequest& q = requests[i];
     require(q.prompt_tokens >= 1 && q.output_tokens >= 1, "request " + std::to_string(i) +

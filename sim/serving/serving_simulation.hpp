@@ -112,6 +112,31 @@ struct ServingZones {
   double outage_duration_s = std::numeric_limits<double>::infinity();
 };
 
+/// Where a KV cache moves between a prefill and a decode replica (sim/serving/kv_transfer.hpp): the links of
+/// the fabric a transfer crosses, per replica and per direction, and their latency. B/s and s.
+struct KvTransferNetwork {
+  double prefill_nic_bytes_per_s = 0.0;     ///< a prefill replica's InfiniBand NICs (its GPUs' share of the ports)
+  double decode_nic_bytes_per_s = 0.0;      ///< a decode replica's
+  double prefill_nvlink_bytes_per_s = 0.0;  ///< a prefill replica's GPUs into their NVLink domain (per direction)
+  double decode_nvlink_bytes_per_s = 0.0;
+  double infiniband_latency_s = 0.0;        ///< one transfer's latency over InfiniBand (NICs, PCIe, switch hops)
+  double nvlink_latency_s = 0.0;            ///< over NVLink (two NVSwitch hops)
+  /// The NVLink domain of each replica slot (prefill pool first, then the decode pool), or empty: every transfer
+  /// crosses InfiniBand. Two replicas of one domain move the KV cache over NVLink.
+  std::vector<int64_t> domain;
+  double kv_bytes_per_token = 0.0;  ///< the whole replica's KV cache bytes per token (all GPUs, all layers)
+};
+
+/// Disaggregated prefill and decode (docs/serving.md, "Disaggregated prefill and decode"): ServingSetup's model,
+/// policy, kv_cache_tokens and replicas are the prefill pool's, these the decode pool's.
+struct DecodePool {
+  std::shared_ptr<const models::InferenceModel> model;
+  EnginePolicy policy;
+  int64_t kv_cache_tokens = 0;  ///< per decode replica
+  int64_t replicas = 1;
+  KvTransferNetwork network;
+};
+
 /// What simulate_serving runs.
 struct ServingSetup {
   std::shared_ptr<const models::InferenceModel> model;
@@ -134,6 +159,9 @@ struct ServingSetup {
   double provisioning_s = 0.0;
   /// The run's budget of engine iterations (kMaxEngineIterations; a test lowers it).
   int64_t max_engine_iterations = kMaxEngineIterations;
+  /// Split pools: requests prefill on this setup's replicas and decode on the decode pool's, their KV cache moved
+  /// between them. Not with autoscaling, spot replicas or zone outages. Absent: one co-located pool.
+  std::optional<DecodePool> decode_pool;
 };
 
 /// What happened to one request. first_token_s and finish_s are NaN when it never got that far (it needs more
@@ -216,6 +244,10 @@ struct ServingResult {
   /// Iterations whose admission stopped because the head of the queue found no free KV blocks for its prompt (or,
   /// under guaranteed_no_evict, its whole context): the KV cache, not the batch limits, held requests back.
   int64_t kv_limited_iterations = 0;
+  // Split pools only (ServingSetup::decode_pool; empty or 0 otherwise).
+  std::vector<double> kv_transfer_s;  ///< per request: its KV cache's transfer, reserved to landed, s; NaN: none
+  double decode_busy_s = 0.0;         ///< the decode pool's replica-seconds in iterations (of busy_s)
+  int64_t held_transfers = 0;         ///< transfers that waited for a decode replica's free KV blocks
 };
 
 /// Simulates `requests` (arrival times ascending, else std::invalid_argument) on the setup's replicas. Every

@@ -33,7 +33,7 @@ double predict(ServingScenario sc, const models::Catalog& catalog, const models:
     sc.serving.engine_overhead_per_sequence_us = overhead->per_sequence.value() * 1e6;
   }
   const ServingRun run = run_serving_scenario(sc, catalog);
-  return serving_metric(run.summary, sc.reference->metric, sc.serving.replicas * sc.serving.gpus_per_replica());
+  return serving_metric(run.summary, sc.reference->metric, sc.serving.total_gpus());
 }
 
 /// Runs work(k) for k in [0, n) on up to `threads` threads (each k once; the caller writes slot k only).

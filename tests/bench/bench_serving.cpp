@@ -54,4 +54,57 @@ void BM_ServeOneHourAt100PerSecond(benchmark::State& state) {
 }
 BENCHMARK(BM_ServeOneHourAt100PerSecond)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
+// Split pools (issue 30; sim/serving/kv_transfer.hpp): the same hour on range(0) prefill replicas and range(1)
+// decode replicas of one H100 each, each KV cache a flow over one NDR port per replica (50 GB/s). Counters as
+// above, plus held_transfers (transfers that waited for a decode replica's free blocks).
+void BM_ServeOneHourAt100PerSecondSplitPools(benchmark::State& state) {
+  const auto catalog = models::Catalog::load(models::Catalog::default_directory());
+  const models::ModelConfig m = testing::llama2_7b();
+  sim::ServingSetup setup;
+  setup.model = std::make_shared<const models::InferenceModel>(m, models::ServingNumerics{}, 1,
+                                                               catalog.device("H100-SXM5-80GB"), 1.0, nullptr,
+                                                               models::EngineOverhead{});
+  setup.replicas = state.range(0);
+  setup.routing = sim::Routing::least_outstanding;
+  setup.kv_cache_tokens = setup.model->kv_cache_tokens({0.9, false, setup.policy.max_num_batched_tokens, setup.policy.max_num_seqs, 16});
+  sim::DecodePool d;
+  d.model = setup.model;
+  d.kv_cache_tokens = setup.kv_cache_tokens;
+  d.replicas = state.range(1);
+  d.network.prefill_nic_bytes_per_s = d.network.decode_nic_bytes_per_s = 50e9;
+  d.network.infiniband_latency_s = 2.26e-6;
+  d.network.kv_bytes_per_token = setup.model->kv_bytes_per_token_per_gpu().value();
+  setup.decode_pool = d;
+  std::mt19937_64 rng(1);
+  std::exponential_distribution<double> gap(100.0);
+  std::uniform_int_distribution<int64_t> prompt(128, 2048), output(16, 512);
+  std::vector<sim::ServingRequest> requests;
+  double t = 0.0;
+  while (t < 3600.0) {
+    t += gap(rng);
+    requests.push_back({t, prompt(rng), output(rng)});
+  }
+  int64_t iterations = 0, held = 0;
+  double p50_ttft = 0.0;
+  for (auto _ : state) {
+    const sim::ServingResult r = sim::simulate_serving(setup, requests);
+    iterations = r.iterations;
+    held = r.held_transfers;
+    std::vector<double> ttft;
+    for (const auto& o : r.requests) ttft.push_back(o.ttft_s());
+    std::nth_element(ttft.begin(), ttft.begin() + static_cast<long>(ttft.size() / 2), ttft.end());
+    p50_ttft = ttft[ttft.size() / 2];
+  }
+  state.counters["requests"] = static_cast<double>(requests.size());
+  state.counters["engine_iterations"] = static_cast<double>(iterations);
+  state.counters["p50_ttft_s"] = p50_ttft;
+  state.counters["held_transfers"] = static_cast<double>(held);
+}
+BENCHMARK(BM_ServeOneHourAt100PerSecondSplitPools)
+    ->Args({3, 5})
+    ->Args({6, 10})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
+
 }  // namespace
