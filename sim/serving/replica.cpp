@@ -125,6 +125,7 @@ std::vector<Sequence*> Replica::evict() {
     s->prompt = fleet_.outcome(*s).prompt_tokens + s->generated;
     s->computed = 0;
   }
+  cache_.clear();  // the VM and its KV cache are lost
   const auto waiting = static_cast<int64_t>(waiting_.size()), running = static_cast<int64_t>(running_.size());
   running_.clear();
   waiting_.clear();
@@ -153,6 +154,7 @@ bool Replica::grow(Sequence& s, int64_t tokens) {
   const int64_t need = blocks_for(tokens, fleet_.setup().policy.block_size) - s.blocks;
   if (need <= 0) return true;
   if (used_blocks_ + need > total_blocks_) return false;
+  if (fleet_.setup().policy.prefix_caching) cache_.make_room(need, total_blocks_ - used_blocks_ - cache_.free_blocks());
   used_blocks_ += need;
   fleet_.blocks_changed(need);
   s.blocks += need;
@@ -160,8 +162,9 @@ bool Replica::grow(Sequence& s, int64_t tokens) {
 }
 
 void Replica::free(Sequence& s) {
-  used_blocks_ -= s.blocks;
-  fleet_.blocks_changed(-s.blocks);
+  const int64_t freed = fleet_.setup().policy.prefix_caching ? release_blocks(s) : s.blocks;
+  used_blocks_ -= freed;
+  fleet_.blocks_changed(-freed);
   s.blocks = 0;
 }
 
@@ -283,8 +286,10 @@ void Replica::schedule() {
   // 3. Admission, first come first served.
   while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(running_.size()) < policy.max_num_seqs) {
     Sequence* s = waiting_.front();
-    const int64_t left = s->prompt - s->computed;
-    if (!fleet_.fits_iteration(*s)) {  // never schedulable (a preempted prompt grown past the budget): rejected
+    // Prefix caching: the prompt's full blocks already cached are not computed again (at least its last token is).
+    const int64_t hit = policy.prefix_caching ? cached_prefix_blocks(fleet_.request(*s), s->index, s->prompt) : 0;
+    const int64_t left = s->prompt - s->computed - hit * policy.block_size;
+    if (!fleet_.fits_iteration(*s) && left > policy.max_num_batched_tokens) {  // never schedulable (a preempted prompt grown past the budget): rejected
       pop_waiting();
       fleet_.reject_unschedulable(*s);
       continue;
@@ -295,7 +300,7 @@ void Replica::schedule() {
     const int64_t reserve = policy.admission == models::CapacityPolicy::guaranteed_no_evict
                                 ? fleet_.outcome(*s).prompt_tokens + s->output
                                 : s->prompt + 1;
-    if (!grow(*s, reserve)) {
+    if (!(policy.prefix_caching ? admit_cached(*s, hit, reserve) : grow(*s, reserve))) {
       kv_blocked_ = true;
       break;
     }
@@ -316,12 +321,9 @@ void Replica::finish_iteration() {
   std::vector<Sequence*> done;
   for (const Work& w : batch_) {
     Sequence& s = *w.seq;
-    if (w.chunk > 0) {
-      s.computed += w.chunk;
-      if (s.computed < s.prompt) continue;  // more of the prompt next iteration
-    } else {
-      ++s.computed;  // the decoded token's K and V
-    }
+    s.computed += w.chunk > 0 ? w.chunk : 1;  // a prompt chunk, or the decoded token's K and V
+    if (fleet_.setup().policy.prefix_caching) fill_blocks(s);
+    if (w.chunk > 0 && s.computed < s.prompt) continue;  // more of the prompt next iteration
     // A completed prompt or a decode samples one token.
     ++s.generated;
     RequestOutcome& o = fleet_.outcome(s);
@@ -340,7 +342,7 @@ void Replica::release(const std::vector<Sequence*>& done) {
     fleet_.outcome(*s).finish_s = now;
     free(*s);
     erase_running(std::find(running_.begin(), running_.end(), s));
-    fleet_.finished();
+    fleet_.finished(*s);
   }
 }
 
