@@ -1,5 +1,6 @@
 #include "sim/serving/prefix_cache.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace clustersim::sim::serving_engine {
@@ -26,7 +27,10 @@ BlockName block_name(const ServingRequest& q, int64_t index, int64_t block, int6
 bool PrefixCache::acquire(const BlockName& name) {
   Entry& e = blocks_.at(name);
   const bool was_free = e.refs == 0;
-  if (was_free) lru_.erase(e.in_lru);
+  if (was_free) {
+    lru_.erase(e.in_lru);
+    --free_;
+  }
   ++e.refs;
   return was_free;
 }
@@ -44,14 +48,46 @@ int64_t PrefixCache::fill(const BlockName& name) {
 bool PrefixCache::release(const BlockName& name) {
   Entry& e = blocks_.at(name);
   if (--e.refs > 0) return false;
-  e.in_lru = lru_.insert(lru_.end(), name);
+  e.in_lru = lru_.insert(lru_.end(), Freed{name, 0});
+  ++free_;
   return true;
 }
 
+void PrefixCache::free_named(const BlockName& name) {
+  auto [it, inserted] = blocks_.try_emplace(name);
+  if (!inserted) {
+    free_unnamed(1);
+    return;
+  }
+  it->second.in_lru = lru_.insert(lru_.end(), Freed{name, 0});
+  ++free_;
+}
+
+void PrefixCache::free_unnamed(int64_t blocks) {
+  if (blocks <= 0) return;
+  if (!lru_.empty() && lru_.back().unnamed > 0) {
+    lru_.back().unnamed += blocks;  // the same run
+  } else {
+    lru_.push_back(Freed{{}, blocks});
+  }
+  free_ += blocks;
+}
+
 void PrefixCache::make_room(int64_t blocks, int64_t empty) {
-  for (int64_t n = blocks - empty; n > 0; --n) {
-    blocks_.erase(lru_.front());
+  for (int64_t n = blocks - empty; n > 0;) {
+    Freed& front = lru_.front();
+    if (front.unnamed > 0) {
+      const int64_t take = std::min(front.unnamed, n);
+      front.unnamed -= take;
+      free_ -= take;
+      n -= take;
+      if (front.unnamed == 0) lru_.pop_front();
+      continue;
+    }
+    blocks_.erase(front.name);
     lru_.pop_front();
+    --free_;
+    --n;
     ++evicted_;
   }
 }
@@ -59,6 +95,7 @@ void PrefixCache::make_room(int64_t blocks, int64_t empty) {
 void PrefixCache::clear() {
   blocks_.clear();
   lru_.clear();
+  free_ = 0;
 }
 
 }  // namespace clustersim::sim::serving_engine

@@ -11,8 +11,15 @@
 // is therefore fully named by (prefix_id, stream, i), stream -1 for a block inside the system prompt: equal names
 // <=> equal parents and equal tokens, the exact identity vLLM's hash chain approximates (no hash collisions here).
 //
-// Complexity: a lookup, a hit or a release costs O(1) per block (a hash map and an intrusive LRU list); no result
-// depends on the map's iteration order (it is never iterated).
+// Which blocks are named. A block another request can hit (inside a system prompt, or of a multi-turn session,
+// whose next turn resends it) is named when it fills. A request's own tokens (no session) can only be found again by
+// the request itself, re-admitted after a preemption: its full blocks are named when it is preempted, and when it
+// finishes they join the free queue as unnamed blocks, in their place in the LRU order (they still stand between
+// the named blocks and eviction, as vLLM's hashed blocks of a finished unique prompt do). The results are those of
+// naming every block; the cost of a random-prompt workload stays near that of no caching.
+//
+// Complexity: a lookup, a hit or a release costs O(1) per block (a hash map and an intrusive LRU list of named
+// blocks and runs of unnamed ones); no result depends on the map's iteration order (it is never iterated).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +50,11 @@ struct BlockNameHash {
 
 /// The name of block `block` (0-based) of request `index` whose blocks hold `block_size` tokens.
 [[nodiscard]] BlockName block_name(const ServingRequest& q, int64_t index, int64_t block, int64_t block_size);
+
+/// Whether another request can hit block `block` of `q`: inside its system prompt, or of a session.
+[[nodiscard]] inline bool shared_content(const ServingRequest& q, int64_t block, int64_t block_size) {
+  return q.session >= 0 || (q.prefix_id >= 0 && (block + 1) * block_size <= q.prefix_tokens);
+}
 
 /// One replica's cached blocks. The replica keeps its own count of referenced blocks (Replica::used_blocks); this
 /// class knows which of them are named (cached, shared) and the unreferenced named blocks that still hold content.
@@ -77,25 +89,36 @@ class PrefixCache {
   /// A sequence drops its reference to `name`; at zero the block joins the free queue's most recent end. true
   /// when it did (the replica's referenced count falls by one).
   bool release(const BlockName& name);
-  /// Makes room for `blocks` new blocks when `empty` blocks (neither referenced nor cached) are left: evicts the
-  /// least recently used cached-free blocks for the rest. Requires enough cached-free blocks.
+  /// A sequence frees its full own block `name` (a preempted request's): it joins the free queue's most recent end,
+  /// named (an unnamed block when the name is cached already).
+  void free_named(const BlockName& name);
+  /// A sequence frees `blocks` unnamed blocks: one run at the free queue's most recent end.
+  void free_unnamed(int64_t blocks);
+  /// Makes room for `blocks` new blocks when `empty` blocks (never used) are left: takes the rest from the free
+  /// queue's least recently used end (a named block is evicted). Requires enough blocks in the queue.
   void make_room(int64_t blocks, int64_t empty);
   /// Forgets everything (the replica's VM is lost).
   void clear();
-  /// Cached blocks no sequence references (the free queue's length).
-  [[nodiscard]] int64_t free_blocks() const { return static_cast<int64_t>(lru_.size()); }
+  /// Blocks in the free queue, named and unnamed: no sequence references them.
+  [[nodiscard]] int64_t free_blocks() const { return free_; }
   /// Cached blocks, referenced or not.
   [[nodiscard]] int64_t cached_blocks() const { return static_cast<int64_t>(blocks_.size()); }
   /// Cached blocks evicted so far.
   [[nodiscard]] int64_t evicted() const { return evicted_; }
 
  private:
+  /// A free queue entry: a named block, or a run of `unnamed` > 0 unnamed blocks.
+  struct Freed {
+    BlockName name;
+    int64_t unnamed = 0;
+  };
   struct Entry {
     int64_t refs = 0;
-    std::list<BlockName>::iterator in_lru;  ///< valid when refs == 0
+    std::list<Freed>::iterator in_lru;  ///< valid when refs == 0
   };
   std::unordered_map<BlockName, Entry, BlockNameHash> blocks_;
-  std::list<BlockName> lru_;  ///< cached-free blocks, least recently used first
+  std::list<Freed> lru_;  ///< the free queue, least recently used first
+  int64_t free_ = 0;      ///< blocks in it
   int64_t evicted_ = 0;
 };
 

@@ -161,8 +161,8 @@ bool Replica::grow(Sequence& s, int64_t tokens) {
   return true;
 }
 
-void Replica::free(Sequence& s) {
-  const int64_t freed = fleet_.setup().policy.prefix_caching ? release_blocks(s) : s.blocks;
+void Replica::free(Sequence& s, bool returns) {
+  const int64_t freed = fleet_.setup().policy.prefix_caching ? release_blocks(s, returns) : s.blocks;
   used_blocks_ -= freed;
   fleet_.blocks_changed(-freed);
   s.blocks = 0;
@@ -173,7 +173,7 @@ void Replica::preempt_last() {
   erase_running(running_.end() - 1);
   stop_decoding(*victim);
   account_restart(*victim);
-  free(*victim);
+  free(*victim, true);
   // Recompute: the prompt and the tokens generated so far are prefilled again.
   victim->prompt = fleet_.outcome(*victim).prompt_tokens + victim->generated;
   victim->computed = 0;

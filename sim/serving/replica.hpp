@@ -98,7 +98,8 @@ class Replica {
   void release(const std::vector<Sequence*>& done);
   void finish_iteration();
   bool grow(Sequence& s, int64_t tokens);
-  void free(Sequence& s);
+  /// Frees `s`'s blocks; `returns`: it was preempted and will be admitted again (prefix caching keeps its content).
+  void free(Sequence& s, bool returns = false);
   void preempt_last();
   // Prefix caching's hooks (replica_prefix.cpp; EnginePolicy::prefix_caching).
   /// Admits `s` (nothing computed) with its first `hit` blocks from the cache and blocks for `reserve` tokens in
@@ -106,8 +107,9 @@ class Replica {
   bool admit_cached(Sequence& s, int64_t hit, int64_t reserve);
   /// `s`'s blocks that its computed tokens have filled join the cache.
   void fill_blocks(Sequence& s);
-  /// Drops `s`'s references (its named blocks tail first into the free queue); returns the blocks freed.
-  int64_t release_blocks(Sequence& s);
+  /// Drops `s`'s references, its blocks tail first into the free queue (its own full blocks named when it
+  /// `returns`: preempted, it will look for them); returns the blocks freed.
+  int64_t release_blocks(Sequence& s, bool returns);
   /// Queue and batch changes, reported to the fleet's running totals and load index.
   void push_waiting(Sequence* s, bool front);
   Sequence* pop_waiting();

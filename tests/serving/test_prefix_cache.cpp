@@ -67,6 +67,29 @@ TEST(PrefixCache, FreedBlocksAreEvictedLeastRecentlyUsedFirst) {
   EXPECT_EQ(cache.cached_blocks(), 1);
 }
 
+TEST(PrefixCache, UnnamedFreedBlocksKeepTheirPlaceInTheLruOrder) {
+  // A finished request's own blocks (no other request can hit them) join the queue as an unnamed run, between the
+  // named blocks freed before and after them: eviction takes the older named block, then the run, then the newer.
+  PrefixCache cache;
+  const BlockName old{1, -1, 0}, young{2, -1, 0};
+  cache.fill(old);
+  cache.fill(young);
+  cache.release(old);
+  cache.free_unnamed(3);
+  cache.release(young);
+  EXPECT_EQ(cache.free_blocks(), 5);
+  cache.make_room(1, 0);
+  EXPECT_EQ(cache.cached_blocks(), 1);  // the old one went first
+  cache.make_room(3, 0);
+  EXPECT_EQ(cache.cached_blocks(), 1);  // then the run of three
+  EXPECT_EQ(cache.free_blocks(), 1);
+  cache.make_room(1, 0);
+  EXPECT_EQ(cache.cached_blocks(), 0);
+  // A preempted request's own full block is named when freed: its re-admission can find it.
+  cache.free_named({0, 5, 0});
+  EXPECT_EQ(cache.match([](int64_t) { return BlockName{0, 5, 0}; }, 1), 1);
+}
+
 TEST(PrefixCache, SharedBlocksAreReferenceCountedAndFreedOnce) {
   PrefixCache cache;
   const BlockName a{3, -1, 0};
