@@ -132,7 +132,8 @@ class Fleet {
     if (setup_.concurrency > 0 && sent_ < requests_.size()) send(sent_, units::Seconds(now_s()));
     if (next_turn_.empty()) return;
     const int64_t next = next_turn_[static_cast<size_t>(index)];
-    if (next >= 0) send(static_cast<size_t>(next), units::Seconds(now_s() + requests_[static_cast<size_t>(next)].think_s));
+    if (next < 0) return;
+    send(static_cast<size_t>(next), units::Seconds(now_s() + requests_[static_cast<size_t>(next)].think_s));
   }
 
   void arrive(int64_t i) {

@@ -154,7 +154,9 @@ bool Replica::grow(Sequence& s, int64_t tokens) {
   const int64_t need = blocks_for(tokens, fleet_.setup().policy.block_size) - s.blocks;
   if (need <= 0) return true;
   if (used_blocks_ + need > total_blocks_) return false;
-  if (fleet_.setup().policy.prefix_caching) cache_.make_room(need, total_blocks_ - used_blocks_ - cache_.free_blocks());
+  if (fleet_.setup().policy.prefix_caching) {  // the new blocks: empty ones first, then the free queue's oldest
+    cache_.make_room(need, total_blocks_ - used_blocks_ - cache_.free_blocks());
+  }
   used_blocks_ += need;
   fleet_.blocks_changed(need);
   s.blocks += need;
@@ -289,7 +291,8 @@ void Replica::schedule() {
     // Prefix caching: the prompt's full blocks already cached are not computed again (at least its last token is).
     const int64_t hit = policy.prefix_caching ? cached_prefix_blocks(fleet_.request(*s), s->index, s->prompt) : 0;
     const int64_t left = s->prompt - s->computed - hit * policy.block_size;
-    if (!fleet_.fits_iteration(*s) && left > policy.max_num_batched_tokens) {  // never schedulable (a preempted prompt grown past the budget): rejected
+    // Never schedulable (a preempted prompt grown past the budget, its cached blocks aside): rejected.
+    if (!fleet_.fits_iteration(*s) && left > policy.max_num_batched_tokens) {
       pop_waiting();
       fleet_.reject_unschedulable(*s);
       continue;

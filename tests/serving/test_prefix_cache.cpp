@@ -129,7 +129,9 @@ TEST(PrefixCaching, HitRateOfASequentialSharedPrefixStreamIsClosedForm) {
   const ServingResult off = simulate_serving(setup_of(1 << 16, false), sequential_stream(n, s, u));
   EXPECT_EQ(prefix_cache_stats(off).cached_tokens, 0);
   std::vector<ServingRequest> plain;
-  for (const ServingRequest& q : sequential_stream(n, s, u)) plain.push_back({q.arrival_s, q.prompt_tokens, q.output_tokens});
+  for (const ServingRequest& q : sequential_stream(n, s, u)) {
+    plain.push_back({q.arrival_s, q.prompt_tokens, q.output_tokens});
+  }
   const ServingResult bare = simulate_serving(setup_of(1 << 16, false), plain);
   EXPECT_EQ(off.fingerprint, bare.fingerprint);
   EXPECT_DOUBLE_EQ(off.requests[1].ttft_s(), bare.requests[1].ttft_s());
