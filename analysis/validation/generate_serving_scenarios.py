@@ -455,11 +455,20 @@ def scenario(index, row):
               "capacity_scheduler_policy", "scheduler_steps"):
         if k in limits:
             lines.append("%s = %s" % (k, toml_value(limits[k])))
+    # Prefix caching (issue 30): optional columns; absent or empty, nothing is written.
+    if row.get("prefix_caching"):
+        lines.append("prefix_caching = %s" % row["prefix_caching"].strip().lower())
+    if row.get("routing"):
+        lines.append('routing = "%s"' % row["routing"].strip())
     lines += ["", "[workload]"]
     for k in ("arrival", "rate_per_s", "requests", "concurrency", "prompt", "prompt_tokens", "prompt_sigma",
               "prompt_min", "prompt_max", "output", "output_tokens", "output_sigma", "output_min", "output_max"):
         if k in w:
             lines.append("%s = %s" % (k, toml_value(w[k])))
+    for k, kind in (("system_prompt_tokens", int), ("system_prompt_share", float), ("system_prompts", int),
+                    ("turns", int), ("think_time_s", float)):
+        if row.get(k):
+            lines.append("%s = %s" % (k, toml_value(kind(row[k]))))
     lines += [
         "",
         "[reference]",

@@ -145,7 +145,8 @@ struct ServingFleetConfig {
   bool chunked_prefill = true;
   int64_t block_size = 16;
   double gpu_memory_utilization = 0.9;
-  std::string routing = "least_outstanding";  ///< least_outstanding | round_robin
+  std::string routing = "least_outstanding";  ///< least_outstanding | round_robin | prefix_aware
+  bool prefix_caching = false;                ///< automatic prefix caching (EnginePolicy::prefix_caching)
   std::string engine = "vllm-0.6";            ///< a release of models::engine_profiles() (aliases resolved)
   int64_t scheduler_steps = 1;                ///< decode iterations per scheduling step (vLLM multi-step)
   std::string capacity_scheduler_policy = "max_utilization";  ///< models::kCapacityPolicyNames (default: the engine's)
@@ -203,6 +204,11 @@ struct WorkloadConfig {
   double arrival_cv = 1.0;
   LengthConfig prompt;
   LengthConfig output;
+  int64_t system_prompt_tokens = 0;  ///< a shared system prompt's length (0: none; sim::SharedPrefix)
+  double system_prompt_share = 1.0;  ///< the sessions that have it
+  int64_t system_prompts = 1;        ///< distinct system prompts
+  int64_t turns = 1;                 ///< requests per multi-turn session (sim::Sessions)
+  double think_time_s = 0.0;         ///< mean think time between a session's turns, s
 };
 
 /// [slo]: latency targets, when given.

@@ -42,7 +42,7 @@ constexpr std::array<std::string_view, 2> kStorages{"local_nvme", "parallel_fs"}
 // Must match the serving loader (sim/io/scenario.cpp, build_serving).
 constexpr std::array<std::string_view, 4> kServingPrecisions{"bf16", "fp16", "fp8", "int8"};
 constexpr std::array<std::string_view, 2> kKvDtypes{"auto", "fp8"};
-constexpr std::array<std::string_view, 2> kRoutings{"least_outstanding", "round_robin"};
+constexpr std::array<std::string_view, 3> kRoutings{"least_outstanding", "prefix_aware", "round_robin"};
 constexpr std::array<std::string_view, 4> kArrivals{"poisson", "gamma", "offline", "closed_loop"};
 // Must match ServingReference (sim/io/scenario.hpp) and serving_metric (sim/validation/serving_validation.cpp).
 constexpr std::array<std::string_view, 11> kServingMetrics{
@@ -562,7 +562,13 @@ constexpr std::array kParams{
                       "cache_max_entry_count)."},
     ParamSpec{.key = "serving.routing", .type = string, .need = Need::defaulted,
               .default_text = "\"least_outstanding\"", .choices = kRoutings,
-              .help = "How the router picks a replica: fewest outstanding requests, or round robin."},
+              .help = "How the router picks a replica: fewest outstanding requests, round robin, or prefix_aware "
+                      "(the replica whose prefix cache holds most of the prompt, of the session's last, the system "
+                      "prompt's last and the least loaded; SGLang's cache-aware router; needs prefix_caching)."},
+    ParamSpec{.key = "serving.prefix_caching", .type = boolean, .need = Need::defaulted, .default_text = "false",
+              .help = "Automatic prefix caching (vLLM --enable-prefix-caching; on by default since vLLM V1): full KV "
+                      "blocks are hashed by content, shared, kept after use and evicted least recently used; a "
+                      "prompt's cached blocks are not computed again. Random-prompt benchmarks get no hits."},
     ParamSpec{.key = "serving.engine", .type = string, .need = Need::defaulted, .default_text = "\"vllm\"",
               .choices = models::kEngineNames,
               .help = "The inference engine release (docs/serving.md, \"Engines\"): its host work per iteration and "
@@ -705,6 +711,26 @@ constexpr std::array kParams{
               .bound_reason = "2^24"},
     ParamSpec{.key = "workload.prompt_sigma", .type = number, .need = Need::defaulted, .default_text = "1", .lo = 0.0,
               .lo_open = true, .hi = 10.0, .help = "Lognormal prompts: standard deviation of ln(length)."},
+    ParamSpec{.key = "workload.system_prompt_tokens", .type = integer, .unit = "tokens", .need = Need::defaulted,
+              .default_text = "0", .min_int = 0, .max_int = 1 << 24,
+              .help = "A system prompt of this many tokens before each prompt drawn (of the share of sessions that "
+                      "have it); 0: none. Shared blocks hit with serving.prefix_caching.",
+              .bound_reason = "2^24, as seq_length"},
+    ParamSpec{.key = "workload.system_prompt_share", .type = number, .unit = "fraction", .need = Need::defaulted,
+              .default_text = "1", .lo = 0.0, .hi = 1.0,
+              .help = "The fraction of sessions (requests, without turns) whose prompt starts with a system prompt."},
+    ParamSpec{.key = "workload.system_prompts", .type = integer, .unit = "prompts", .need = Need::defaulted,
+              .default_text = "1", .min_int = 1, .max_int = 1000000,
+              .help = "Distinct system prompts, each equally likely.", .bound_reason = "1,000,000 prompts"},
+    ParamSpec{.key = "workload.turns", .type = integer, .unit = "requests", .need = Need::defaulted,
+              .default_text = "1", .min_int = 1, .max_int = 1000,
+              .help = "Requests per multi-turn session: each arrival starts a session; a later turn's prompt is the "
+                      "conversation so far (prompt and output) plus new tokens drawn from workload.prompt, sent "
+                      "a think time after the previous turn finished.",
+              .bound_reason = "1,000 turns: beyond any published chat or agent trace"},
+    ParamSpec{.key = "workload.think_time_s", .type = number, .unit = "s", .need = Need::defaulted,
+              .default_text = "0", .lo = 0.0, .hi = 86400.0,
+              .help = "Mean think time between a session's turns (exponential; an assumption of shape)."},
     ParamSpec{.key = "workload.output", .type = string, .need = Need::defaulted, .default_text = "\"fixed\"",
               .choices = kLengths, .help = "Output lengths, as workload.prompt."},
     ParamSpec{.key = "workload.output_tokens", .type = integer, .unit = "tokens", .need = Need::defaulted,

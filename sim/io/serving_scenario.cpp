@@ -28,6 +28,7 @@ ServingScenario build_serving_scenario(const Loader& l) {
   f.block_size = l.get_int("serving.block_size");
   f.gpu_memory_utilization = l.get_double("serving.gpu_memory_utilization");
   f.routing = l.get_string("serving.routing");
+  f.prefix_caching = l.get_bool("serving.prefix_caching");
   f.engine = l.get_string("serving.engine");
   f.scheduler_steps = l.get_int("serving.scheduler_steps");
   f.capacity_scheduler_policy = l.get_string("serving.capacity_scheduler_policy");
@@ -72,6 +73,11 @@ ServingScenario build_serving_scenario(const Loader& l) {
     const LengthKeys k = length_keys(l, which);
     *length = LengthConfig{k.kind, k.tokens, k.min, k.max, k.sigma};
   }
+  w.system_prompt_tokens = l.get_int("workload.system_prompt_tokens");
+  w.system_prompt_share = l.get_double("workload.system_prompt_share");
+  w.system_prompts = l.get_int("workload.system_prompts");
+  w.turns = l.get_int("workload.turns");
+  w.think_time_s = l.get_double("workload.think_time_s");
   s.slo.ttft_p99_ms = l.get_optional_double("slo.ttft_p99_ms");
   s.slo.tpot_p99_ms = l.get_optional_double("slo.tpot_p99_ms");
   if (l.resolved_table("reference") != nullptr) {

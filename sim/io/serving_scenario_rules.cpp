@@ -279,6 +279,7 @@ void check_serving(Loader& l, const models::Catalog& catalog) {
   check_replica_layout(l, vm);
   const models::ServingNumerics numerics = check_serving_precision(l, vm, device);
   check_workload_arrival(l);
+  check_prefix_caching(l);
   const bool trace = l.has("workload.trace");
   check_serving_reference(l);
   // A trace is read now (its budgets, its longest prompt); it runs whole unless workload.duration_s is given.

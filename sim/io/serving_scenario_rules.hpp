@@ -28,6 +28,11 @@ LengthKeys length_keys(const Loader& l, const std::string& which);
 /// the engine profile's defaults (overheads, capacity policy; an alias resolved). Throws ScenarioError at the key.
 void check_serving(Loader& l, const models::Catalog& catalog);
 
+/// Prefix caching and the workload's prompt content (prefix_rules.cpp): the content keys not with a trace, the
+/// system prompt's share and count with a system prompt, a think time with turns >= 2, sessions in an open loop
+/// and within the request budget, prefix_aware routing with prefix caching. Throws ScenarioError at the key.
+void check_prefix_caching(Loader& l);
+
 /// The serving scenario, after check_serving.
 ServingScenario build_serving_scenario(const Loader& l);
 

@@ -60,6 +60,8 @@ std::vector<ServingRequest> requests_of(const ServingScenario& sc, int64_t& cut)
   s.output = length_of(w.output, sc.model.seq_length);
   s.duration_s = w.duration_s;
   s.seed = sc.seed;
+  s.system_prompt = {w.system_prompt_tokens, w.system_prompt_share, w.system_prompts};
+  s.sessions = {w.turns, w.think_time_s};
   return generate_workload(s);
 }
 
@@ -112,14 +114,16 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
   ServingSetup setup;
   setup.model = model;
   setup.policy = {f.max_num_seqs, f.max_num_batched_tokens, f.chunked_prefill, f.block_size,
-                  models::capacity_policy(f.capacity_scheduler_policy), f.scheduler_steps};
+                  models::capacity_policy(f.capacity_scheduler_policy), f.scheduler_steps, f.prefix_caching};
   // A pipelined replica runs `pipeline` virtual engines (vLLM: one scheduler per in-flight batch, each with its
   // share of the replica's cache blocks): the engine simulates each as a replica of its own, whose iteration
   // takes the whole pipeline's latency.
   setup.kv_cache_tokens = run.kv_cache_tokens / f.pipeline / f.block_size * f.block_size;
   setup.max_model_len = sc.model.seq_length;
   setup.replicas = f.replicas * f.pipeline;
-  setup.routing = f.routing == "round_robin" ? Routing::round_robin : Routing::least_outstanding;
+  setup.routing = f.routing == "round_robin"    ? Routing::round_robin
+                  : f.routing == "prefix_aware" ? Routing::prefix_aware
+                                                : Routing::least_outstanding;
   setup.sample_interval_s = f.sample_interval_s;
   setup.concurrency = sc.workload.arrival == "closed_loop" ? sc.workload.concurrency : 0;
   setup.provisioning_s = f.provisioning_s;
@@ -268,6 +272,14 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, co
                    p.preemption_s));
   c.push_back(integer("kv_limited_iterations", "1",
                       "iterations whose admission stopped for want of free KV blocks", s.kv_limited_iterations));
+  // Prefix caching (issue 30): 0 when it is off.
+  const PrefixCacheStats prefix = prefix_cache_stats(run.result);
+  c.push_back(real("prefix_cache_hit_rate", "1",
+                   "prompt tokens found in the prefix cache / prompt tokens, of the requests admitted (vLLM's "
+                   "prefix-cache hit rate)",
+                   prefix.hit_rate()));
+  c.push_back(integer("prefix_cached_tokens", "tokens", "prompt tokens served from the prefix cache, not computed",
+                      prefix.cached_tokens));
   if (run.split) {
     for (SummaryColumn& x : split_pools_columns(sc.serving, *run.split)) c.push_back(std::move(x));
   }
@@ -443,6 +455,12 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
   }
   if (run.split) out << split_pools_lines(f, *run.split);
   out << latency_lines(s, run.result.iterations);
+  if (f.prefix_caching) {
+    const PrefixCacheStats prefix = prefix_cache_stats(run.result);
+    out << printf_string("prefix      caching on: %.1f %% of prompt tokens from the cache (%lld of %lld), not computed\n",
+                         100.0 * prefix.hit_rate(), static_cast<long long>(prefix.cached_tokens),
+                         static_cast<long long>(prefix.prompt_tokens));
+  }
   if (f.min_replicas && f.max_replicas) {
     out << printf_string("autoscaling %lld-%lld replicas at %.0f outstanding requests each: %.1f on average, "
                          "%.1f replica-hours\n",

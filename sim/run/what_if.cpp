@@ -434,6 +434,16 @@ ServingWhatIf serving_what_if(const ServingScenario& sc, const ServingRun& basel
     }
     changes.push_back({"tp_x2", "tensor parallel x 2 per replica (serving.tensor = " + std::to_string(2 * f.tensor) + ")",
                        {"serving.tensor=" + std::to_string(2 * f.tensor)}});
+    // Prefix caching (issue 30), TTFT with and without: toggled where it is on or the workload shares prompt content.
+    if (f.prefix_caching) {
+      std::vector<std::string> off{"serving.prefix_caching=false"};
+      if (f.routing == "prefix_aware") off.emplace_back("serving.routing=least_outstanding");
+      changes.push_back({"prefix_caching", "prefix caching off (serving.prefix_caching = false; prefix_aware routing "
+                                           "becomes least_outstanding)", off});
+    } else if (sc.workload.system_prompt_tokens > 0 || sc.workload.turns > 1) {
+      changes.push_back({"prefix_caching", "prefix caching on (serving.prefix_caching = true)",
+                         {"serving.prefix_caching=true"}});
+    }
   }
   for (const std::string& kv : request.user) changes.push_back({kv, "the scenario with --set " + kv, {kv}, true});
 

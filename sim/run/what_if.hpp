@@ -12,7 +12,8 @@
 //   no_variability      simulation.variability off (only when the scenario has it on; otherwise no row)
 //   next_vm_size        --set cluster.vm_size=NEXT,cluster.nodes=GPUS/NEXT's GPUs per VM (catalog next_size)
 //   KEY=VALUE           a user's --what-if-set: the scenario with that --set
-// Serving: plus_1_replica, next_vm_size, fp8_kv_cache, tp_x2 and the user's, each a scenario override and a
+// Serving: plus_1_replica, next_vm_size, fp8_kv_cache, tp_x2, prefix_caching (toggled, where it is on or the
+// workload shares prompt content) and the user's, each a scenario override and a
 // serving run.
 // Ranks: ascending, 1 = best, among the perturbation rows (the baseline row 0 has rank 0); a row whose value is
 // NaN (no price) has rank 0 too. Ties keep the rows' order.

@@ -8,6 +8,7 @@
 #include <deque>
 #include <limits>
 #include <memory>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -33,7 +34,12 @@ class Fleet {
     const int64_t blocks = setup.kv_cache_tokens / setup.policy.block_size;
     const int64_t slots = setup.autoscaling ? setup.autoscaling->max_replicas : setup.replicas;
     replicas_.reserve(static_cast<size_t>(slots));  // replicas capture `this` in their events
-    indexed_ = setup.routing == Routing::least_outstanding || setup.autoscaling.has_value();
+    indexed_ = setup.routing != Routing::round_robin || setup.autoscaling.has_value();
+    for (size_t i = 0; i < requests.size(); ++i) {  // multi-turn sessions: each turn's next (ServingRequest::previous)
+      if (requests[i].previous < 0) continue;
+      if (next_turn_.empty()) next_turn_.assign(requests.size(), -1);
+      next_turn_[static_cast<size_t>(requests[i].previous)] = static_cast<int64_t>(i);
+    }
     for (int64_t r = 0; r < slots; ++r) {
       replicas_.emplace_back(*this, r, blocks, r < setup.spot.replicas);
       count_state(ReplicaState::serving, +1, blocks);
@@ -117,7 +123,10 @@ class Fleet {
     const size_t first = setup_.concurrency > 0
                              ? std::min(requests_.size(), static_cast<size_t>(setup_.concurrency))
                              : requests_.size();
-    for (size_t i = 0; i < first; ++i) send(i, units::Seconds(setup_.concurrency > 0 ? 0.0 : requests_[i].arrival_s));
+    for (size_t i = 0; i < first; ++i) {
+      if (requests_[i].previous >= 0) continue;  // a session's later turn: sent when the turn before it ends (left)
+      send(i, units::Seconds(setup_.concurrency > 0 ? 0.0 : requests_[i].arrival_s));
+    }
     // Spot VMs: each group of replicas that share one (or one replica spanning several) draws its eviction.
     for (int64_t r = 0; r < setup_.spot.replicas; r += group_size()) schedule_eviction(r);
     // The autoscaler's window starts with the fleet at time 0: no scale-down before a window has passed.
@@ -145,9 +154,14 @@ class Fleet {
     ++sent_;
   }
 
-  /// A request left the fleet (finished or rejected): in a closed loop its client sends the next one now.
-  void left() {
+  /// Request `index` left the fleet (finished or rejected): in a closed loop its client sends the next one now; a
+  /// session's next turn comes after its think time.
+  void left(int64_t index) {
     if (setup_.concurrency > 0 && sent_ < requests_.size()) send(sent_, units::Seconds(now_s()));
+    if (next_turn_.empty()) return;
+    const int64_t next = next_turn_[static_cast<size_t>(index)];
+    if (next < 0) return;
+    send(static_cast<size_t>(next), units::Seconds(now_s() + requests_[static_cast<size_t>(next)].think_s));
   }
 
   void arrive(int64_t i) {
@@ -166,7 +180,7 @@ class Fleet {
         blocks_for(q.prompt_tokens, setup_.policy.block_size) > replicas_.front().total_blocks()) {
       result_.requests[static_cast<size_t>(i)].rejected = true;
       --unfinished_;
-      left();
+      left(i);
       return;
     }
     if (!fits_iteration(s)) {
@@ -190,7 +204,7 @@ class Fleet {
     o.first_token_s = std::numeric_limits<double>::quiet_NaN();
     ++result_.unschedulable;
     --unfinished_;
-    left();
+    left(s.index);
   }
 
   /// The invariant of every run: each request completed, rejected or unserved (waiting at the router with no
@@ -230,14 +244,51 @@ class Fleet {
         next_replica_ = (*it + 1) % static_cast<int64_t>(replicas_.size());
       }
     } else {
-      target = least_loaded();
+      target = setup_.routing == Routing::prefix_aware ? route_prefix_aware(*s) : least_loaded();
     }
     if (target == nullptr) {
       unrouted_.push_back(s);
       return;
     }
     result_.requests[static_cast<size_t>(s->index)].replica = target->id();
+    if (setup_.routing == Routing::prefix_aware && request(*s).prefix_id >= 0) {
+      last_by_prefix_[request(*s).prefix_id] = target->id();
+    }
     target->enqueue(s);
+  }
+
+  /// Routing::prefix_aware: of the least outstanding serving replica, the replica the session's previous turn went
+  /// to and the last one sent the same system prompt, the one whose prefix cache holds the most of the request's
+  /// prompt (SGLang's cache-aware router, docs.sglang.ai "SGLang Router" / lightseekorg/smg
+  /// docs/concepts/routing/cache-aware.md; vLLM production-stack's prefix-aware routing), ties to the least
+  /// outstanding. As the SGLang router, load wins when the fleet is imbalanced: a cached candidate with more than 64
+  /// requests and 1.5 times the least loaded's outstanding is passed over (smg docs/getting-started/load-balancing.md:
+  /// --balance-abs-threshold 64, --balance-rel-threshold 1.5, read 2026-11). At most three caches are probed:
+  /// O(log replicas + prompt blocks).
+  Replica* route_prefix_aware(const Sequence& s) {
+    Replica* least = least_loaded();
+    if (least == nullptr) return nullptr;
+    const ServingRequest& q = request(s);
+    Replica* best = least;
+    int64_t best_hit = least->cached_prefix_blocks(q, s.index, s.prompt);
+    auto consider = [&](int64_t id) {
+      if (id < 0) return;
+      Replica& c = replicas_[static_cast<size_t>(id)];
+      if (&c == best || c.state() != ReplicaState::serving) return;
+      const auto load = static_cast<double>(c.outstanding()), low = static_cast<double>(least->outstanding());
+      if (load - low > 64.0 && load > 1.5 * low) return;
+      const int64_t hit = c.cached_prefix_blocks(q, s.index, s.prompt);
+      if (hit > best_hit) {
+        best = &c;
+        best_hit = hit;
+      }
+    };
+    if (q.previous >= 0) consider(result_.requests[static_cast<size_t>(q.previous)].replica);
+    if (q.prefix_id >= 0) {
+      const auto it = last_by_prefix_.find(q.prefix_id);
+      if (it != last_by_prefix_.end()) consider(it->second);
+    }
+    return best;
   }
 
   /// A replica starts serving: the requests waiting at the router go out again.
@@ -427,15 +478,16 @@ class Fleet {
   Simulator& simulator() { return sim_; }
   const ServingSetup& setup() const { return setup_; }
   RequestOutcome& outcome(const Sequence& s) { return result_.requests[static_cast<size_t>(s.index)]; }
+  const ServingRequest& request(const Sequence& s) const { return requests_[static_cast<size_t>(s.index)]; }
   const IterationResources& resources() const { return resources_; }
   const IterationResources& resources(ReplicaRole role) const {
     return role == ReplicaRole::decode ? *decode_resources_ : resources_;
   }
   ServingResult& result() { return result_; }
-  void finished() {
+  void finished(const Sequence& s) {
     --unfinished_;
     result_.makespan_s = std::max(result_.makespan_s, now_s());
-    left();
+    left(s.index);
     if (transfers_) transfers_->retry();  // a decode replica freed blocks
   }
 
@@ -463,6 +515,8 @@ class Fleet {
   int64_t iterations_ = 0;  ///< every replica's engine iterations, so far
   std::set<std::pair<int64_t, int64_t>> by_load_;
   std::set<int64_t> serving_ids_;  ///< the serving replicas (round robin)
+  std::vector<int64_t> next_turn_;  ///< per request, its session's next turn (-1: none); empty without sessions
+  std::map<int64_t, int64_t> last_by_prefix_;  ///< prefix_aware: system prompt -> the replica it last went to
   IterationResources resources_;
   std::unique_ptr<IterationResources> decode_resources_;  ///< split pools: the decode pool's model's
   std::unique_ptr<KvTransfers> transfers_;                 ///< split pools

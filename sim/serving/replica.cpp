@@ -143,6 +143,7 @@ std::vector<Sequence*> Replica::evict() {
     s->prompt = fleet_.outcome(*s).prompt_tokens + s->generated;
     s->computed = 0;
   }
+  cache_.clear();  // the VM and its KV cache are lost
   const auto waiting = static_cast<int64_t>(waiting_.size()), running = static_cast<int64_t>(running_.size());
   running_.clear();
   waiting_.clear();
@@ -181,15 +182,19 @@ bool Replica::grow(Sequence& s, int64_t tokens) {
   const int64_t need = blocks_for(tokens, fleet_.setup().policy.block_size) - s.blocks;
   if (need <= 0) return true;
   if (used_blocks_ + need > total_blocks_) return false;
+  if (fleet_.setup().policy.prefix_caching) {  // the new blocks: empty ones first, then the free queue's oldest
+    cache_.make_room(need, total_blocks_ - used_blocks_ - cache_.free_blocks());
+  }
   used_blocks_ += need;
   fleet_.blocks_changed(need);
   s.blocks += need;
   return true;
 }
 
-void Replica::free(Sequence& s) {
-  used_blocks_ -= s.blocks;
-  fleet_.blocks_changed(-s.blocks);
+void Replica::free(Sequence& s, bool returns) {
+  const int64_t freed = fleet_.setup().policy.prefix_caching ? release_blocks(s, returns) : s.blocks;
+  used_blocks_ -= freed;
+  fleet_.blocks_changed(-freed);
   s.blocks = 0;
 }
 
@@ -198,7 +203,7 @@ void Replica::preempt_last() {
   erase_running(running_.end() - 1);
   stop_decoding(*victim);
   account_restart(*victim);
-  free(*victim);
+  free(*victim, true);
   // Recompute: the prompt and the tokens generated so far are prefilled again.
   victim->prompt = fleet_.outcome(*victim).prompt_tokens + victim->generated;
   victim->computed = 0;
@@ -313,8 +318,11 @@ void Replica::schedule() {
   // 3. Admission, first come first served.
   while (!waiting_.empty() && budget > 0 && static_cast<int64_t>(running_.size()) < policy.max_num_seqs) {
     Sequence* s = waiting_.front();
-    const int64_t left = s->prompt - s->computed;
-    if (!fleet_.fits_iteration(*s)) {  // never schedulable (a preempted prompt grown past the budget): rejected
+    // Prefix caching: the prompt's full blocks already cached are not computed again (at least its last token is).
+    const int64_t hit = policy.prefix_caching ? cached_prefix_blocks(fleet_.request(*s), s->index, s->prompt) : 0;
+    const int64_t left = s->prompt - s->computed - hit * policy.block_size;
+    // Never schedulable (a preempted prompt grown past the budget, its cached blocks aside): rejected.
+    if (!fleet_.fits_iteration(*s) && left > policy.max_num_batched_tokens) {
       pop_waiting();
       fleet_.reject_unschedulable(*s);
       continue;
@@ -327,7 +335,7 @@ void Replica::schedule() {
                             : policy.admission == models::CapacityPolicy::guaranteed_no_evict
                                 ? fleet_.outcome(*s).prompt_tokens + s->output
                                 : s->prompt + 1;
-    if (!grow(*s, reserve)) {
+    if (!(policy.prefix_caching ? admit_cached(*s, hit, reserve) : grow(*s, reserve))) {
       kv_blocked_ = true;
       break;
     }
@@ -349,15 +357,12 @@ void Replica::finish_iteration() {
   std::vector<Sequence*> done, prefilled;
   for (const Work& w : batch_) {
     Sequence& s = *w.seq;
-    if (w.chunk > 0) {
-      s.computed += w.chunk;
-      if (s.computed < s.prompt) continue;  // more of the prompt next iteration
-      if (role_ == ReplicaRole::prefill) {  // its KV cache moves to the decode pool
-        prefilled.push_back(&s);
-        continue;
-      }
-    } else {
-      ++s.computed;  // the decoded token's K and V
+    s.computed += w.chunk > 0 ? w.chunk : 1;  // a prompt chunk, or the decoded token's K and V
+    if (fleet_.setup().policy.prefix_caching) fill_blocks(s);
+    if (w.chunk > 0 && s.computed < s.prompt) continue;  // more of the prompt next iteration
+    if (w.chunk > 0 && role_ == ReplicaRole::prefill) {  // its KV cache moves to the decode pool
+      prefilled.push_back(&s);
+      continue;
     }
     // A completed prompt or a decode samples one token.
     ++s.generated;
@@ -383,7 +388,7 @@ void Replica::release(const std::vector<Sequence*>& done) {
     fleet_.outcome(*s).finish_s = now;
     free(*s);
     erase_running(std::find(running_.begin(), running_.end(), s));
-    fleet_.finished();
+    fleet_.finished(*s);
   }
 }
 

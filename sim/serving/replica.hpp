@@ -10,6 +10,7 @@
 
 #include "sim/engine/simulator.hpp"
 #include "sim/serving/latency_attribution.hpp"
+#include "sim/serving/prefix_cache.hpp"
 #include "sim/serving/serving_simulation.hpp"
 
 namespace clustersim::sim::serving_engine {
@@ -39,6 +40,7 @@ struct Sequence {
   int64_t generated = 0;   ///< output tokens sampled so far
   int64_t output = 0;      ///< output tokens wanted
   int64_t blocks = 0;      ///< KV blocks held
+  int64_t named = 0;       ///< of them, the leading ones held through the prefix cache (EnginePolicy::prefix_caching)
   double kv_mark_s = 0.0;  ///< its replica's KV-wait clock when it joined the queue (Replica::kv_clock_now)
   bool decoding = false;   ///< in every iteration of its replica's decodes since decode_mark (Replica::stop_decoding)
   DecodeClock decode_mark;  ///< its replica's decode clocks when it started decoding
@@ -93,6 +95,9 @@ class Replica {
   [[nodiscard]] double billed_s(double until) const;
   /// The outstanding count under which the fleet's load index holds this replica (-1: not indexed).
   int64_t indexed_outstanding = -1;
+  /// Prefix caching (replica_prefix.cpp): the full blocks of request `index`'s first `prompt` tokens found in this
+  /// replica's cache, at most (prompt - 1) / block_size (the last prompt token is always computed). O(hit + 1).
+  [[nodiscard]] int64_t cached_prefix_blocks(const ServingRequest& q, int64_t index, int64_t prompt) const;
 
  private:
   void start_iteration();
@@ -107,8 +112,18 @@ class Replica {
   void release(const std::vector<Sequence*>& done);
   void finish_iteration();
   bool grow(Sequence& s, int64_t tokens);
-  void free(Sequence& s);
+  /// Frees `s`'s blocks; `returns`: it was preempted and will be admitted again (prefix caching keeps its content).
+  void free(Sequence& s, bool returns = false);
   void preempt_last();
+  // Prefix caching's hooks (replica_prefix.cpp; EnginePolicy::prefix_caching).
+  /// Admits `s` (nothing computed) with its first `hit` blocks from the cache and blocks for `reserve` tokens in
+  /// all: false, changing nothing, when the free blocks (cached-free ones included) are too few.
+  bool admit_cached(Sequence& s, int64_t hit, int64_t reserve);
+  /// `s`'s blocks that its computed tokens have filled join the cache.
+  void fill_blocks(Sequence& s);
+  /// Drops `s`'s references, its blocks tail first into the free queue (its own full blocks named when it
+  /// `returns`: preempted, it will look for them); returns the blocks freed.
+  int64_t release_blocks(Sequence& s, bool returns);
   /// Queue and batch changes, reported to the fleet's running totals and load index.
   void push_waiting(Sequence* s, bool front);
   Sequence* pop_waiting();
@@ -156,6 +171,7 @@ class Replica {
   bool kv_blocked_ = false;  ///< the current iteration's admission stopped for want of KV blocks
   double kv_clock_s_ = 0.0;  ///< the KV-wait clock up to the current iteration's start
   DecodeClock decode_clock_;
+  PrefixCache cache_;  ///< EnginePolicy::prefix_caching
 };
 
 }  // namespace clustersim::sim::serving_engine

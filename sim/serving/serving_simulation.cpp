@@ -67,6 +67,11 @@ ServingResult simulate_serving(const ServingSetup& setup, const std::vector<Serv
     require(std::isfinite(q.arrival_s) && q.arrival_s >= 0, "request " + std::to_string(i) + ": bad arrival time");
     require(setup.concurrency > 0 || i == 0 || q.arrival_s >= requests[i - 1].arrival_s,
             "arrival times must be ascending");
+    require(q.prefix_tokens >= 0 && q.prefix_tokens <= q.prompt_tokens,
+            "request " + std::to_string(i) + ": the shared prefix must be 0 to prompt tokens long");
+    require(q.previous < static_cast<int64_t>(i) && (q.previous < 0 || setup.concurrency == 0),
+            "request " + std::to_string(i) + ": a session's previous turn must come earlier in the list (open loop)");
+    require(std::isfinite(q.think_s) && q.think_s >= 0, "request " + std::to_string(i) + ": bad think time");
   }
   ServingResult result;
   result.requests.resize(requests.size());

@@ -32,10 +32,23 @@
 namespace clustersim::sim {
 
 /// One request: when it arrives, its prompt and how many tokens it generates (>= 1).
+///
+/// Content (issue 30, prefix caching; sim/serving/prefix_cache.hpp): which tokens the prompt holds, named rather
+/// than stored. The first prefix_tokens tokens are the shared system prompt prefix_id (-1: none); the rest belong
+/// to the request's stream: its session's conversation (session >= 0; a turn's prompt is the previous turn's prompt,
+/// its output and the new tokens, so each turn's prompt is a prefix of the next one's) or its own tokens.
+/// A later turn of a session (previous >= 0: the index of the session's previous turn, earlier in the list) is
+/// sent think_s after that turn finishes (or is rejected); its arrival_s is then a placeholder (the session's first
+/// arrival, keeping the list's arrival order) and RequestOutcome::arrival_s says when it was sent.
 struct ServingRequest {
   double arrival_s = 0.0;
   int64_t prompt_tokens = 1;
   int64_t output_tokens = 1;
+  int64_t prefix_id = -1;      ///< the shared system prompt (-1: none)
+  int64_t prefix_tokens = 0;   ///< its length, tokens (<= prompt_tokens)
+  int64_t session = -1;        ///< the multi-turn session (-1: none)
+  int64_t previous = -1;       ///< the session's previous turn, an index into the request list (-1: a first turn)
+  double think_s = 0.0;        ///< from the previous turn's finish to this turn's arrival, s
 };
 
 /// The engine's batching limits (vLLM's engine arguments and defaults).
@@ -55,10 +68,16 @@ struct EnginePolicy {
   /// checks stop conditions and returns a block's tokens when it ends). A block ends early when the KV cache has
   /// no block for the next token. 1: every iteration schedules.
   int64_t scheduler_steps = 1;
+  /// Automatic prefix caching (vLLM --enable-prefix-caching, on by default in vLLM V1; sim/serving/prefix_cache.hpp):
+  /// a prompt's full blocks already in the replica's KV cache are shared, not computed again.
+  bool prefix_caching = false;
 };
 
-/// How the router picks a replica for an arriving request.
-enum class Routing { round_robin, least_outstanding };
+/// How the router picks a replica for an arriving request. prefix_aware (issue 30): the replica whose prefix cache
+/// holds the longest prefix of the request among two candidates, the replica its session's previous turn went to
+/// and the least outstanding one (ties and no hit: the least outstanding); O(log replicas + prompt blocks) per
+/// request, never a scan of every replica's cache (Fleet::route_prefix_aware).
+enum class Routing { round_robin, least_outstanding, prefix_aware };
 
 /// The most decisions an autoscaler makes in one run, drain included: 10,000,000 (a few seconds); beyond them
 /// simulate_serving throws std::invalid_argument (an interval far too short for the run).
@@ -176,6 +195,8 @@ struct RequestOutcome {
   int64_t preemptions = 0;
   bool rejected = false;  ///< its prompt and output exceed one replica's KV cache, or max_model_len
   int64_t evictions = 0;  ///< times its replica was evicted while it was there (it started again elsewhere)
+  /// Prompt tokens found in the prefix cache when it was admitted for its first token (0 without prefix caching).
+  int64_t cached_tokens = 0;
   [[nodiscard]] double ttft_s() const { return first_token_s - arrival_s; }
   /// Mean time per output token after the first, s (0 for a single output token).
   [[nodiscard]] double tpot_s() const {
@@ -250,6 +271,19 @@ struct ServingResult {
   int64_t held_transfers = 0;         ///< transfers that waited for a decode replica's free KV blocks
 };
 
+/// Prefix caching's outcome (issue 30): prompt tokens found in the cache over the prompt tokens of the requests that
+/// were admitted for their first token (RequestOutcome::cached_tokens; rejected and unserved requests left out).
+/// The hit rate is vLLM's prefix-cache hit rate (its /metrics' prefix_cache_hits / prefix_cache_queries, in tokens).
+struct PrefixCacheStats {
+  int64_t cached_tokens = 0;
+  int64_t prompt_tokens = 0;
+  [[nodiscard]] double hit_rate() const {
+    return prompt_tokens > 0 ? static_cast<double>(cached_tokens) / static_cast<double>(prompt_tokens) : 0.0;
+  }
+};
+/// Sums `r`'s requests that got a first token (prefix_cache.cpp).
+PrefixCacheStats prefix_cache_stats(const ServingResult& r);
+
 /// Simulates `requests` (arrival times ascending, else std::invalid_argument) on the setup's replicas. Every
 /// request ends completed, rejected (RequestOutcome::rejected; ServingResult::unschedulable) or unserved (no
 /// replica serving when the simulation ends); anything else is a bug of the engine and throws std::logic_error
@@ -257,7 +291,8 @@ struct ServingResult {
 /// std::invalid_argument on a setup without a model, replicas < 1, a non-positive limit (scheduler_steps included),
 /// a KV cache smaller than one block, a request with prompt or output < 1, autoscaling limits out of order (min <
 /// 1, min > replicas > max, non-positive target or interval), more spot replicas than replicas, spot with autoscaling,
-/// zones < 1 or more zones than replica slots, or a negative rate or time.
+/// zones < 1 or more zones than replica slots, or a negative rate or time; a request whose prefix_tokens is outside
+/// [0, prompt_tokens], whose previous turn is not earlier in the list, or that has one in a closed loop.
 ServingResult simulate_serving(const ServingSetup& setup, const std::vector<ServingRequest>& requests);
 
 }  // namespace clustersim::sim

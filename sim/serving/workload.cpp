@@ -15,7 +15,8 @@ void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument("workload: " + what);
 }
 
-enum WorkloadStream : uint64_t { kArrivalStream = 1, kPromptStream = 2, kOutputStream = 3 };
+// Stream 4 is the fleet's spot evictions (sim/serving/fleet.hpp).
+enum WorkloadStream : uint64_t { kArrivalStream = 1, kPromptStream = 2, kOutputStream = 3, kContentStream = 5 };
 
 /// The standard score of length x under a lognormal of `median` and `sigma`.
 double standard_score(double x, double median, double sigma) { return std::log(x / median) / sigma; }
@@ -75,6 +76,31 @@ void check(const LengthDistribution& d, const char* what) {
   }
 }
 
+/// Appends session `session` starting at `t` (SharedPrefix, Sessions): its system prompt, then its turns, each
+/// turn's prompt the conversation so far plus new tokens; stops at w.requests.
+void add_session(const SyntheticWorkload& w, double t, int64_t session, RandomStream& prompts, RandomStream& outputs,
+                 RandomStream& content, std::vector<ServingRequest>& out) {
+  const SharedPrefix& sp = w.system_prompt;
+  int64_t prefix_id = -1, prefix_tokens = 0;
+  if (sp.tokens > 0 && (sp.share >= 1.0 || content.uniform() < sp.share)) {
+    prefix_tokens = sp.tokens;
+    prefix_id = sp.count > 1 ? std::min<int64_t>(sp.count - 1, static_cast<int64_t>(content.uniform() *
+                                                                                    static_cast<double>(sp.count)))
+                             : 0;
+  }
+  const bool multi = w.sessions.turns > 1;
+  int64_t context = prefix_tokens, previous = -1;
+  for (int64_t turn = 0; turn < w.sessions.turns && (!w.requests || static_cast<int64_t>(out.size()) < *w.requests);
+       ++turn) {
+    const int64_t fresh = draw(w.prompt, prompts), output = draw(w.output, outputs);
+    const double think = turn > 0 && w.sessions.think_time_s > 0 ? content.exponential_mean(w.sessions.think_time_s)
+                                                                 : 0.0;
+    out.push_back({t, context + fresh, output, prefix_id, prefix_tokens, multi ? session : -1, previous, think});
+    previous = static_cast<int64_t>(out.size()) - 1;
+    context += fresh + output;
+  }
+}
+
 }  // namespace
 
 std::vector<ServingRequest> generate_workload(const SyntheticWorkload& w) {
@@ -88,17 +114,28 @@ std::vector<ServingRequest> generate_workload(const SyntheticWorkload& w) {
   }
   check(w.prompt, "prompt");
   check(w.output, "output");
+  const SharedPrefix& sp = w.system_prompt;
+  require(sp.tokens >= 0 && sp.share >= 0 && sp.share <= 1 && sp.count >= 1,
+          "the system prompt needs tokens >= 0, a share in [0, 1] and a count >= 1");
+  require(w.sessions.turns >= 1 && w.sessions.think_time_s >= 0 && std::isfinite(w.sessions.think_time_s),
+          "sessions need turns >= 1 and a think time >= 0");
   RandomStream gaps(w.seed, 0, kArrivalStream), prompts(w.seed, 0, kPromptStream), outputs(w.seed, 0, kOutputStream);
+  RandomStream content(w.seed, 0, kContentStream);
   const double mean_gap = at_once ? 0.0 : 1.0 / w.arrivals.rate_per_s;
   const double shape = 1.0 / (w.arrivals.cv * w.arrivals.cv);
   std::vector<ServingRequest> out;
   if (w.requests) out.reserve(static_cast<size_t>(*w.requests));
   double t = 0.0;
+  int64_t session = 0;
   while (!w.requests || static_cast<int64_t>(out.size()) < *w.requests) {
     if (w.arrivals.kind == ArrivalProcess::Kind::poisson) t += gaps.exponential_mean(mean_gap);
     if (w.arrivals.kind == ArrivalProcess::Kind::gamma) t += gaps.gamma(shape, mean_gap / shape);
     if (!w.requests && t >= w.duration_s) break;
-    out.push_back({t, draw(w.prompt, prompts), draw(w.output, outputs)});
+    if (sp.tokens == 0 && w.sessions.turns == 1) {
+      out.push_back({t, draw(w.prompt, prompts), draw(w.output, outputs)});
+      continue;
+    }
+    add_session(w, t, session++, prompts, outputs, content, out);
   }
   return out;
 }

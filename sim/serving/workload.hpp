@@ -44,6 +44,26 @@ struct ArrivalProcess {
   double cv = 1.0;
 };
 
+/// A system prompt shared by a fraction of the sessions (issue 30, prefix caching): each session (a request, without
+/// multi-turn sessions) has it with probability `share`, then one of `count` distinct system prompts, each equally
+/// likely; its prompt is the system prompt's `tokens` followed by the tokens drawn from the prompt distribution.
+/// tokens = 0: none (nothing is drawn for it).
+struct SharedPrefix {
+  int64_t tokens = 0;
+  double share = 1.0;
+  int64_t count = 1;
+};
+
+/// Multi-turn sessions (issue 30): each arrival of the arrival process starts a session of `turns` requests. Turn
+/// k + 1's prompt is turn k's prompt, its output and new tokens drawn from the prompt distribution (a chat
+/// client resends the conversation); it is sent an exponential think time of mean think_time_s after turn k
+/// finishes (an assumption: the mean from the scenario, the shape the usual memoryless one). turns = 1: single
+/// requests.
+struct Sessions {
+  int64_t turns = 1;
+  double think_time_s = 0.0;
+};
+
 struct SyntheticWorkload {
   ArrivalProcess arrivals;
   LengthDistribution prompt;
@@ -52,13 +72,21 @@ struct SyntheticWorkload {
   /// When set, the stream is this many requests (and duration_s does not end it): a benchmark's request count.
   std::optional<int64_t> requests;
   uint64_t seed = 0;
+  SharedPrefix system_prompt;  ///< the content's shared system prompt (no draws when absent)
+  Sessions sessions;           ///< multi-turn sessions (no draws when turns = 1)
 };
 
 /// The requests of `w`, in arrival order. Arrival gaps, prompt and output lengths come from three independent
 /// RandomStreams of `seed` (streams 1, 2, 3), so the same workload and seed give the same requests on every
-/// platform. at_once arrivals need `requests` and take no rate. Throws std::invalid_argument on a non-positive
-/// rate, cv, duration, request count, sigma or median, low > high, a truncated lognormal whose [low, high] holds
-/// less than models::kMinLognormalMass of its probability, or at_once without a request count.
+/// platform. at_once arrivals need `requests` and take no rate. The system prompt's share and choice and the think
+/// times come from stream 5 of `seed`, drawn only when those keys are given, so a workload without them is the
+/// same as before. With sessions the arrival process gives the sessions' first turns; the later turns follow their
+/// session in the list (ServingRequest::previous, arrival_s the session's start), the whole session inside the
+/// stream when duration_s ends it, `requests` counting requests (the last session cut at it). Throws
+/// std::invalid_argument on a non-positive rate, cv, duration, request count, sigma or median, low > high, a
+/// truncated lognormal whose [low, high] holds less than models::kMinLognormalMass of its probability, at_once
+/// without a request count, a negative system prompt length, a share outside [0, 1], a count or turns < 1, or a
+/// negative think time.
 std::vector<ServingRequest> generate_workload(const SyntheticWorkload& w);
 
 }  // namespace clustersim::sim

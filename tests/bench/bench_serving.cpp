@@ -1,6 +1,10 @@
 // Serving simulation speed (issue 15's target: one hour of traffic at 100 requests/s, 360,000 requests, in under
 // 10 s on one core). Llama 2 7B on 8 replicas of one H100 each, Poisson arrivals, prompts uniform in
 // [128, 2048] tokens and outputs uniform in [16, 512] (means about 1,088 and 264).
+// BM_ServeOneHourAt100PerSecondWithPrefixCaching (issue 30: at most 2x the time of the same stream without): the
+// same requests, the first min(512, prompt) tokens of each one of 4 shared system prompts, prefix caching on and
+// prefix-aware routing; every other block is unique and still enters each replica's cache (a hash map insert per
+// full block computed, prompt and output).
 // Counters: requests (simulated), engine_iterations (batches the replicas ran, all together), p50_ttft_s (median
 // time to first token, s: what the model predicts, not a cost).
 #include <benchmark/benchmark.h>
@@ -19,7 +23,7 @@ namespace {
 
 using namespace clustersim;
 
-void BM_ServeOneHourAt100PerSecond(benchmark::State& state) {
+void serve_one_hour(benchmark::State& state, bool prefix_caching) {
   const auto catalog = models::Catalog::load(models::Catalog::default_directory());
   const models::ModelConfig m = testing::llama2_7b();
   sim::ServingSetup setup;
@@ -27,7 +31,8 @@ void BM_ServeOneHourAt100PerSecond(benchmark::State& state) {
                                                                catalog.device("H100-SXM5-80GB"), 1.0, nullptr,
                                                                models::EngineOverhead{});
   setup.replicas = state.range(0);
-  setup.routing = sim::Routing::least_outstanding;
+  setup.routing = prefix_caching ? sim::Routing::prefix_aware : sim::Routing::least_outstanding;
+  setup.policy.prefix_caching = prefix_caching;
   setup.kv_cache_tokens = setup.model->kv_cache_tokens({0.9, false, setup.policy.max_num_batched_tokens, setup.policy.max_num_seqs, 16});
   std::mt19937_64 rng(1);
   std::exponential_distribution<double> gap(100.0);
@@ -37,6 +42,10 @@ void BM_ServeOneHourAt100PerSecond(benchmark::State& state) {
   while (t < 3600.0) {
     t += gap(rng);
     requests.push_back({t, prompt(rng), output(rng)});
+    if (prefix_caching) {
+      requests.back().prefix_id = static_cast<int64_t>(requests.size() % 4);
+      requests.back().prefix_tokens = std::min<int64_t>(512, requests.back().prompt_tokens);
+    }
   }
   int64_t iterations = 0;
   double p50_ttft = 0.0;
@@ -52,6 +61,9 @@ void BM_ServeOneHourAt100PerSecond(benchmark::State& state) {
   state.counters["engine_iterations"] = static_cast<double>(iterations);
   state.counters["p50_ttft_s"] = p50_ttft;
 }
+void BM_ServeOneHourAt100PerSecond(benchmark::State& state) { serve_one_hour(state, false); }
+void BM_ServeOneHourAt100PerSecondWithPrefixCaching(benchmark::State& state) { serve_one_hour(state, true); }
+BENCHMARK(BM_ServeOneHourAt100PerSecondWithPrefixCaching)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 BENCHMARK(BM_ServeOneHourAt100PerSecond)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 // Split pools (issue 30; sim/serving/kv_transfer.hpp): the same hour on range(0) prefill replicas and range(1)
