@@ -26,6 +26,11 @@
 // half-full? Practical scheduling overheads in LLM serving", WukLab 2024: over half of the time at small
 // models), an assumption until serving benchmarks calibrate it.
 //
+// Multi-latent attention (models/serving/mla.hpp) replaces the attention's projections, cache and kernels for a
+// model that has it; expert parallelism with or without data-parallel attention
+// (models/serving/expert_parallel_serving.hpp) replaces the tensor-parallel experts and, with DP attention, runs
+// the rest of the layer on each rank's share of the batch (issue 30).
+//
 // The kernels run at the device's microbenchmark rates (achievable matmul and stream triad, not the training
 // fractions, which describe training steps).
 #pragma once
