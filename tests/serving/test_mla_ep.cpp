@@ -178,6 +178,29 @@ TEST(ExpertParallel, DeepSeekV3WeightsPerGpuAtEp16And32) {
   EXPECT_DOUBLE_EQ(weights(32, 32), ep32 + 58.0 * 3 * h * 2048);
 }
 
+TEST(ExpertParallel, TensorParallelAttentionHoldsWholeExpertsAndSplitsTheRest) {
+  // vLLM --tensor-parallel-size 8 --enable-expert-parallel on one ND H200 v5: 32 whole experts per GPU; MLA's
+  // up-projections, the dense MLPs, the shared expert and the embedding and LM head split 8 ways.
+  const models::ModelConfig m = deepseek_v3();
+  const models::DeviceSpec& h200 = catalog().device("H200-SXM-141GB");
+  const auto comm = [](units::Bytes) { return units::Seconds(0.0); };
+  const models::InferenceModel ep8(m, models::serving_numerics("fp8", false), 8, h200, 1.0, comm, {}, {}, {},
+                                   {8, false, 0, std::nullopt});
+  const double h = 7168.0, mla8 = models::mla_attention_weight_elements(m, 8);
+  const double expected = 61.0 * (mla8 + 2 * h) + 3.0 * 3 * h * 18432 / 8 + 58.0 * 3 * h * (32.0 * 2048 + 2048.0 / 8) +
+                          58.0 * h * 256 * 2 + 2.0 * 129280 * h / 8 * 2;
+  EXPECT_DOUBLE_EQ(ep8.weight_bytes_per_gpu().value(), expected);
+  // The tensor-parallel experts hold the same bytes (each expert split 8 ways instead of 32 whole ones).
+  const models::InferenceModel tp8(m, models::serving_numerics("fp8", false), 8, h200, 1.0, comm, {});
+  EXPECT_NEAR(tp8.weight_bytes_per_gpu().value(), expected, 1.0);
+  // A decode-only step: no DeepEP (the layer's all-reduce combines), so no more communication than TP 8.
+  models::IterationBatch decode;
+  decode.decode_sequences = 64;
+  decode.decode_kv_tokens = 64 * 1000;
+  decode.sampled_sequences = 64;
+  EXPECT_DOUBLE_EQ(ep8.iteration_time(decode).communication.value(), tp8.iteration_time(decode).communication.value());
+}
+
 TEST(ExpertParallel, DataParallelAttentionSplitsTheBatchAndTheCache) {
   models::IterationBatch b;
   b.prefill_tokens = 100;
