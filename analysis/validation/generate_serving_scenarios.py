@@ -46,9 +46,36 @@ MODELS = {
 # Mixture-of-experts models: name -> (routed experts, experts per token); each expert an MLP of the model's ffn.
 MOE = {"mixtral-8x7b": (8, 2), "mixtral-8x22b": (8, 2)}
 
+# Models with multi-latent attention and fine-grained experts (issue 30): name -> ([model] lines after the MoE
+# keys), and their shape in MODELS (the kv-groups entry unused: MLA has none).
+MODELS["deepseek-v3"] = (61, 7168, 128, 0, 18432, 129280, 163840,
+                         "DeepSeek-V3 (DeepSeek-AI 2024, arXiv 2412.19437; deepseek-ai/DeepSeek-V3 config.json)")
+MOE["deepseek-v3"] = (256, 8)
+MLA_LINES = {
+    "deepseek-v3": ["multi_latent_attention = true", "q_lora_rank = 1536", "kv_lora_rank = 512", "qk_head_dim = 128",
+                    "qk_pos_emb_head_dim = 64", "v_head_dim = 128", "moe_ffn_hidden_size = 2048",
+                    "moe_shared_expert_intermediate_size = 2048", "num_dense_layers_first = 3"],
+}
+
+
+def expert_parallel_of(row):
+    """serving.expert_parallel, data_parallel_attention and redundant_experts from the tensor_parallel column
+    ("1 (EP 32, DP attention, 32 redundant experts)"), or {} for a tensor-parallel row."""
+    text = row["tensor_parallel"]
+    m = re.search(r"EP (\d+)", text)
+    if not m:
+        return {}
+    ep = {"expert_parallel": int(m.group(1)), "data_parallel_attention": "DP attention" in text}
+    r = re.search(r"(\d+) redundant", text)
+    if r:
+        ep["redundant_experts"] = int(r.group(1))
+    return ep
+
 
 def model_of(name):
     n = name.lower()
+    if "deepseek-v3" in n:
+        return "deepseek-v3"
     if "mixtral 8x7b" in n:
         return "mixtral-8x7b"
     if "mixtral 8x22b" in n:
@@ -101,7 +128,21 @@ METRICS = {
     "tpot_median_ms": "tpot_p50_ms",
     "e2e_latency_median_s": "e2e_p50_s",
     "e2e_latency_mean_s": "e2e_mean_s",
+    # Per 8-GPU node, as SGLang's large-scale EP posts give them: converted in reference_of.
+    "input_tokens_per_s_per_node": "requests_per_s",
+    "output_tokens_per_s_per_node": "output_tokens_per_s_per_gpu",
 }
+
+
+def reference_of(row, w):
+    """The [reference] value in the unit of METRICS[metric]: a per-node figure over 8 GPUs per node; a prefill-only
+    row's input tokens per second per node as requests per second of the whole replica (each request one prompt)."""
+    value = float(row["value"])
+    if row["metric"] == "input_tokens_per_s_per_node":
+        return value * int(row["gpus"]) / 8.0 / w["prompt_tokens"]
+    if row["metric"] == "output_tokens_per_s_per_node":
+        return value / 8.0
+    return value
 
 # Engines: the framework column -> the engine family.
 def engine_of(framework):
@@ -133,6 +174,9 @@ RELEASES = [
     ("oci_mi300x", "vllm-0.6", "not stated; vLLM's release of October 2024 was v0.6.x"),
     ("dstack_mi300x", "vllm-0.6", "the log states 0.6.3.dev116"),
     ("sglang_bench_vllm060", "vllm-0.6", "the README states vLLM v0.6.0, run with --num-scheduler-steps 10"),
+    ("sglang_large_scale_ep", "vllm-v1",
+     "SGLang (no SGLang release profile on this branch): the V1-style engine, CUDA graphs and overlapped output "
+     "processing, with the vllm family's fitted overheads"),
 ]
 
 
@@ -300,6 +344,27 @@ def workload(row):
                      % ("all %d requests at once" % n if rate.startswith("inf")
                         else "%d requests, Poisson at %s per second" % (n, rate)))
         return (w, serving, notes), None
+    if src.startswith("sglang_large_scale_ep"):
+        per_device = int(re.search(r"(\d+) (?:tokens|sequences) per device", batch).group(1))
+        ep = expert_parallel_of(row)["expert_parallel"]
+        if row["metric"].startswith("input"):
+            # Prefill only: 16 forward passes of per_device tokens on every GPU, each request one prompt.
+            p = int(row["input_tokens"])
+            per_pass = per_device * ep // p
+            w = {"arrival": "offline", "requests": 16 * per_pass, "prompt_tokens": p, "output_tokens": 1}
+            serving.update(max_num_seqs=per_pass, max_num_batched_tokens=per_device * ep)
+            notes.append("prefill only: %d prompts of %d tokens at once, %d tokens per GPU per forward pass, one "
+                         "token each (the first, sampled by the prefill)" % (w["requests"], p, per_device))
+        else:
+            # Decode only: a batch of per_device sequences on every GPU with prompts of 16 tokens (prefill
+            # negligible) decoding 2,000 tokens: the cached context grows 16 -> 2016, a mean of ~1,000 tokens
+            # (the source's 2,000: the latent reads per step are half the measured run's).
+            w = {"arrival": "offline", "requests": per_device * ep, "prompt_tokens": 16, "output_tokens": 2000}
+            serving.update(max_num_seqs=per_device * ep, max_num_batched_tokens=per_device * ep * 16)
+            notes.append("decode only: %d sequences per GPU (%d in all) with 16-token prompts decoding 2,000 "
+                         "tokens; the co-located engine cannot hold a decode-only pool at a fixed 2,000-token "
+                         "context, so the mean context is ~1,000" % (per_device, per_device * ep))
+        return (w, serving, notes), None
     if not row["input_tokens"].isdigit():
         return None, "the prompt lengths are a dataset's, not stated"
     # dstack's runs stop at EOS: the output column is the run's mean (its total generated tokens / requests).
@@ -430,13 +495,13 @@ def scenario(index, row):
         "num_layers = %d" % layers,
         "hidden_size = %d" % hidden,
         "num_attention_heads = %d" % heads,
-        "num_query_groups = %d" % groups,
+    ] + (["num_query_groups = %d" % groups] if model_key not in MLA_LINES else []) + [
         "ffn_hidden_size = %d" % ffn,
         "vocab_size = %d" % vocab,
         "seq_length = %d" % context,
         'mlp = "swiglu"',
     ] + (["num_experts = %d" % MOE[model_key][0], "moe_router_topk = %d" % MOE[model_key][1]]
-         if model_key in MOE else []) + [
+         if model_key in MOE else []) + MLA_LINES.get(model_key, []) + [
         'position_embedding = "rope"',
         "dropout = 0.0",
         "tie_embeddings = false",
@@ -448,9 +513,14 @@ def scenario(index, row):
         'kv_cache_dtype = "%s"' % kv,
         'engine = "%s"' % engine,
     ]
+    ep = expert_parallel_of(row)
+    for k in ("expert_parallel", "data_parallel_attention", "redundant_experts"):
+        if k in ep:
+            lines.append("%s = %s" % (k, toml_value(ep[k])))
     gpus = int(row["gpus"])
-    if gpus > tp:
-        lines.append("replicas = %d" % (gpus // tp))
+    per_replica = ep["expert_parallel"] if ep.get("data_parallel_attention") else tp
+    if gpus > per_replica:
+        lines.append("replicas = %d" % (gpus // per_replica))
     for k in ("max_num_seqs", "max_num_batched_tokens", "chunked_prefill", "gpu_memory_utilization",
               "capacity_scheduler_policy", "scheduler_steps"):
         if k in limits:
@@ -473,7 +543,7 @@ def scenario(index, row):
         "",
         "[reference]",
         'metric = "%s"' % metric,
-        "value = %s" % toml_value(float(row["value"])),
+        "value = %s" % toml_value(reference_of(row, w)),
         'dataset = "%s"' % row["source_id"],
         'source = "%s"' % (row["source"].replace('"', "'")),
     ] + ['exclude_reason = "%s"' % why for gpu, why in EXCLUDED_GPUS.items() if gpu in row["gpu"].lower()]

@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "models/serving/mla.hpp"
+
 namespace clustersim::models {
 namespace {
 
@@ -38,7 +40,8 @@ double prefill_attention_pairs(int64_t cached, int64_t chunk) {
 
 InferenceModel::InferenceModel(const ModelConfig& model, ServingNumerics numerics, int64_t tensor,
                                const DeviceSpec& device, double device_share, AllReduceTime all_reduce,
-                               EngineOverhead overhead, PipelineStages pipeline, EngineKernels kernels)
+                               EngineOverhead overhead, PipelineStages pipeline, EngineKernels kernels,
+                               ExpertParallelServing expert_parallel)
     : model_(model),
       numerics_(numerics),
       tensor_(tensor),
@@ -49,9 +52,9 @@ InferenceModel::InferenceModel(const ModelConfig& model, ServingNumerics numeric
       all_reduce_(std::move(all_reduce)),
       overhead_(overhead),
       kernels_(kernels),
+      ep_(std::move(expert_parallel)),
       memory_capacity_(device.memory_capacity * device_share),
       attention_kernel_(device.flash_attention_3 ? AttentionKernel::flash3 : AttentionKernel::flash2) {
-  require(!model.multi_latent_attention, "multi-latent-attention models are not modelled for serving yet");
   require(model.num_layers >= 1 && model.hidden_size >= 1 && model.num_attention_heads >= 1 &&
               model.vocab_size >= 1,
           "layers, width, heads and vocabulary must be positive");
@@ -69,6 +72,16 @@ InferenceModel::InferenceModel(const ModelConfig& model, ServingNumerics numeric
     require(model.expert_ffn() % tensor == 0 && model.moe_shared_expert_intermediate_size % tensor == 0,
             "tensor does not divide the experts' MLP width " + std::to_string(model.expert_ffn()));
   }
+  require(ep_.ranks >= 1 && ep_.redundant_experts >= 0, "expert-parallel ranks must be >= 1");
+  if (ep_.enabled()) {
+    require(model.moe(), "expert parallelism needs an MoE model");
+    require(pipeline_.stages == 1, "expert parallelism with pipeline stages is not modelled");
+    require((model.num_experts + ep_.redundant_experts) % ep_.ranks == 0,
+            "expert-parallel ranks must divide the experts (+ redundant)");
+    require(ep_.data_parallel_attention ? tensor == 1 : tensor == ep_.ranks,
+            "data-parallel attention runs at tensor 1, tensor-parallel attention at tensor = expert-parallel ranks");
+  }
+  require(!ep_.data_parallel_attention || ep_.enabled(), "data-parallel attention needs expert parallelism");
   require(numerics.weight_bytes > 0 && numerics.kv_bytes > 0, "weight and KV bytes must be positive");
   require(tensor == 1 || static_cast<bool>(all_reduce_), "tensor > 1 needs an all-reduce time");
   require(pipeline_.stages >= 1 && pipeline_.stages <= model.num_layers,
@@ -115,12 +128,15 @@ InferenceModel::MoeLayerTime InferenceModel::moe_layer_time(int64_t tokens) cons
   return r;
 }
 
-IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
-  require(b.prefill_tokens >= 0 && b.decode_sequences >= 0 && b.decode_kv_tokens >= 0 &&
-              b.sampled_sequences >= 0 && b.prefill_attention_pairs >= 0,
+IterationTime InferenceModel::iteration_time(const IterationBatch& batch) const {
+  require(batch.prefill_tokens >= 0 && batch.decode_sequences >= 0 && batch.decode_kv_tokens >= 0 &&
+              batch.sampled_sequences >= 0 && batch.prefill_attention_pairs >= 0,
           "negative batch counts");
+  const int64_t routed = batch.prefill_tokens + batch.decode_sequences;  // the replica's tokens
+  require(routed >= 1, "an iteration needs at least one token");
+  // With data-parallel attention every rank runs its share; the busiest rank sets the pace.
+  const IterationBatch b = ep_.data_parallel_attention ? dp_rank_share(batch, ep_.ranks) : batch;
   const int64_t tokens = b.prefill_tokens + b.decode_sequences;
-  require(tokens >= 1, "an iteration needs at least one token");
   const ModelConfig& m = model_;
   const int64_t t = tensor_;
   const int64_t h = m.hidden_size, a = m.num_attention_heads, d = m.head_dim(), f = m.ffn();
@@ -134,16 +150,25 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
   IterationTime it;
   const int64_t gated = m.gated_mlp ? 2 : 1;
   // One layer's attention projections; every layer has them.
-  units::Seconds gemm = gemm_time(tokens, (a / t + 2 * kv_heads_per_gpu) * d, h) + gemm_time(tokens, h, a / t * d);
+  units::Seconds gemm{0.0};
   // A dense layer's MLP.
   const units::Seconds dense_mlp = gemm_time(tokens, gated * f / t, h) + gemm_time(tokens, h, f / t);
   units::Seconds attention{0.0};
-  if (b.prefill_tokens > 0) {
+  if (m.multi_latent_attention) {
+    const MlaLayerTime mla = mla_layer_time(
+        m, t, compute_, numerics_.math, activations, numerics_.weight_bytes, numerics_.kv_bytes, attention_kernel_,
+        {tokens, b.prefill_tokens, b.prefill_attention_pairs, b.decode_sequences, b.decode_kv_tokens});
+    gemm = mla.gemm;
+    attention = mla.attention;
+  } else {
+    gemm = gemm_time(tokens, (a / t + 2 * kv_heads_per_gpu) * d, h) + gemm_time(tokens, h, a / t * d);
+  }
+  if (!m.multi_latent_attention && b.prefill_tokens > 0) {
     const units::Flops flops(4.0 * b.prefill_attention_pairs * static_cast<double>(d) *
                              static_cast<double>(a / t));
     attention += compute_.attention_time(flops, activations, attention_kernel_);
   }
-  if (b.decode_sequences > 0) {
+  if (!m.multi_latent_attention && b.decode_sequences > 0) {
     // PagedAttention reads each sequence's K and V once (and writes the new token's); a kernel without grouped-query
     // sharing reads them once per query head of the group.
     const double reads = kernels_.kv_read_per_query_head
@@ -157,7 +182,9 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
   // RoPE on q and k (read, write), the activation (gated: read 2f / t, write f / t; else read and write f / t).
   const double T = static_cast<double>(tokens);
   const double width = static_cast<double>(h);
-  const double qk = static_cast<double>((a / t + kv_heads_per_gpu) * d);
+  // RoPE's q and k: MLA rotates each head's and the shared key's qk_pos_emb_head_dim.
+  const double qk = m.multi_latent_attention ? static_cast<double>((a / t + 1) * m.qk_pos_emb_head_dim)
+                                             : static_cast<double>((a / t + kv_heads_per_gpu) * d);
   const double act = static_cast<double>(f / t) * (m.gated_mlp ? 3.0 : 2.0);
   units::Seconds element = compute_.memory_time(units::Bytes(T * kActivationBytes * 4.0 * width)) +
                            compute_.memory_time(units::Bytes(T * kActivationBytes * 6.0 * width)) +
@@ -173,7 +200,13 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& b) const {
   it.attention = layers * attention;
   it.memory_bound = layers * element + dense_layers * dense_act;
   it.communication = layers * comm;
-  if (moe_layers > 0) {
+  if (moe_layers > 0 && ep_.enabled()) {
+    const EpMoeLayerTime moe = ep_moe_layer_time(m, ep_, t, compute_, numerics_.math, activations,
+                                                 numerics_.weight_bytes, tokens, routed, batch.prefill_tokens > 0);
+    it.gemm += static_cast<double>(moe_layers) * moe.gemm;
+    it.memory_bound += static_cast<double>(moe_layers) * moe.memory_bound;
+    it.communication += static_cast<double>(moe_layers) * moe.communication;
+  } else if (moe_layers > 0) {
     const MoeLayerTime moe = moe_layer_time(tokens);
     it.gemm += static_cast<double>(moe_layers) * moe.gemm;
     it.memory_bound += static_cast<double>(moe_layers) * moe.memory_bound;
@@ -211,14 +244,27 @@ units::Bytes InferenceModel::weight_bytes_per_gpu() const {
   const double attention = h * (a + 2.0 * g) * d + a * d * h;
   const double matrices = m.gated_mlp ? 3.0 : 2.0;
   const double tp = static_cast<double>(tensor_);
-  const double dense = (attention + matrices * h * f) / tp + 2.0 * h;  // norms replicated
+  double dense = (attention + matrices * h * f) / tp + 2.0 * h;  // norms replicated
   // An MoE layer: every expert (each split t ways, TensorRT-LLM's and vLLM's default tensor-parallel experts),
   // the shared expert and the router (replicated, 16 bits: kEmbeddingBytes).
-  const double moe = (attention + matrices * h *
-                                      (static_cast<double>(m.num_experts) * static_cast<double>(m.expert_ffn()) +
-                                       static_cast<double>(m.moe_shared_expert_intermediate_size))) /
-                         tp +
-                     2.0 * h;
+  double moe = (attention + matrices * h *
+                                (static_cast<double>(m.num_experts) * static_cast<double>(m.expert_ffn()) +
+                                 static_cast<double>(m.moe_shared_expert_intermediate_size))) /
+                   tp +
+               2.0 * h;
+  if (m.multi_latent_attention || ep_.enabled()) {
+    // MLA's projections (its down-projections replicated, mla.hpp) and expert parallelism's whole local experts.
+    const double attention_per_gpu =
+        m.multi_latent_attention ? mla_attention_weight_elements(m, tensor_) : attention / tp;
+    dense = attention_per_gpu + matrices * h * f / tp + 2.0 * h;
+    moe = attention_per_gpu +
+          (ep_.enabled() ? ep_moe_weight_elements(m, ep_, tensor_)
+                         : matrices * h *
+                               (static_cast<double>(m.num_experts) * static_cast<double>(m.expert_ffn()) +
+                                static_cast<double>(m.moe_shared_expert_intermediate_size)) /
+                               tp) +
+          2.0 * h;
+  }
   const double router = h * static_cast<double>(m.num_experts) * kEmbeddingBytes;
   // The fullest stage: the first ceil(L / p) layers (MoE layers counted among them as the model places them).
   const int64_t stage_layers = ceil_div(m.num_layers, pipeline_.stages);
@@ -233,6 +279,9 @@ units::Bytes InferenceModel::weight_bytes_per_gpu() const {
 }
 
 units::Bytes InferenceModel::kv_bytes_per_token_per_gpu() const {
+  if (model_.multi_latent_attention) {
+    return mla_kv_bytes_per_token(model_, ceil_div(model_.num_layers, pipeline_.stages), numerics_.kv_bytes);
+  }
   return units::Bytes(2.0 * static_cast<double>(ceil_div(model_.num_layers, pipeline_.stages)) *
                       static_cast<double>(ceil_div(model_.kv_heads(), tensor_) * model_.head_dim()) *
                       numerics_.kv_bytes);
@@ -254,8 +303,10 @@ int64_t InferenceModel::kv_cache_tokens(const KvCacheBudget& budget) const {
   require(budget.max_batched_tokens >= 1 && budget.max_num_seqs >= 1 && budget.block_size >= 1,
           "batched tokens, sequences and block size must be positive");
   const ModelConfig& m = model_;
-  const double T = static_cast<double>(budget.max_batched_tokens);
-  const double sampled = static_cast<double>(std::min(budget.max_batched_tokens, budget.max_num_seqs));
+  // Data-parallel attention: each rank's forward pass holds its share of the batch's tokens and sequences.
+  const int64_t share = ep_.data_parallel_attention ? ep_.ranks : 1;
+  const double T = static_cast<double>(ceil_div(budget.max_batched_tokens, share));
+  const double sampled = static_cast<double>(ceil_div(std::min(budget.max_batched_tokens, budget.max_num_seqs), share));
   // A layer's widest tensors: the MLP's (an MoE layer's, for its k copies of each token) and the QKV output's.
   const int64_t mlp = m.moe() ? std::max(m.ffn(), m.moe_router_topk * m.expert_ffn()) : m.ffn();
   const double widest = static_cast<double>((m.gated_mlp ? 3 : 2) * mlp / tensor_ + 4 * m.hidden_size);
@@ -267,7 +318,8 @@ int64_t InferenceModel::kv_cache_tokens(const KvCacheBudget& budget) const {
                                             : budget.memory_fraction * capacity - held;
   if (!(free > 0)) return 0;
   const auto tokens = static_cast<int64_t>(std::floor(free / kv_bytes_per_token_per_gpu().value()));
-  return tokens / budget.block_size * budget.block_size;
+  const int64_t ranks = ep_.data_parallel_attention ? ep_.ranks : 1;
+  return tokens / budget.block_size * budget.block_size * ranks;
 }
 
 }  // namespace clustersim::models

@@ -26,6 +26,11 @@
 // half-full? Practical scheduling overheads in LLM serving", WukLab 2024: over half of the time at small
 // models), an assumption until serving benchmarks calibrate it.
 //
+// Multi-latent attention (models/serving/mla.hpp) replaces the attention's projections, cache and kernels for a
+// model that has it; expert parallelism with or without data-parallel attention
+// (models/serving/expert_parallel_serving.hpp) replaces the tensor-parallel experts and, with DP attention, runs
+// the rest of the layer on each rank's share of the batch (issue 30).
+//
 // The kernels run at the device's microbenchmark rates (achievable matmul and stream triad, not the training
 // fractions, which describe training steps).
 #pragma once
@@ -37,6 +42,7 @@
 #include "models/compute/compute_model.hpp"
 #include "models/hardware/catalog.hpp"
 #include "models/precision.hpp"
+#include "models/serving/expert_parallel_serving.hpp"
 #include "models/units.hpp"
 #include "models/workload/model_config.hpp"
 
@@ -162,14 +168,18 @@ struct PipelineStages {
 
 class InferenceModel {
  public:
-  /// Throws std::invalid_argument for a multi-latent-attention model (not modelled yet), tensor < 1 or not
+  /// A multi-latent-attention model runs MLA as models/serving/mla.hpp says (absorbed decode, un-absorbed
+  /// prefill, the latent KV cache); `expert_parallel` lays its MoE layers out as expert_parallel_serving.hpp says
+  /// (default: none, the experts tensor-parallel).
+  /// Throws std::invalid_argument for tensor < 1 or not
   /// dividing the heads, the key/value heads (or being a multiple of them) and the MLP and experts' widths,
   /// moe_router_topk outside [1, num_experts], non-positive byte widths, a missing all_reduce with tensor > 1;
-  /// pipeline stages < 1 or above the layers, or a missing send with stages > 1; std::out_of_range when the device
-  /// lacks `math`.
+  /// pipeline stages < 1 or above the layers, or a missing send with stages > 1; expert parallelism on a dense
+  /// model, with pipeline stages, ranks not dividing the experts (+ redundant), data-parallel attention with
+  /// tensor > 1 or tensor-parallel attention with tensor != ranks; std::out_of_range when the device lacks `math`.
   InferenceModel(const ModelConfig& model, ServingNumerics numerics, int64_t tensor, const DeviceSpec& device,
                  double device_share, AllReduceTime all_reduce, EngineOverhead overhead, PipelineStages pipeline = {},
-                 EngineKernels kernels = {});
+                 EngineKernels kernels = {}, ExpertParallelServing expert_parallel = {});
 
   /// The time of one iteration of `batch` (at least one token): its kernels and collectives, the host's NCCL
   /// calls when the engine makes them (2 per layer with tensor > 1, one for the logits gather, one per pipeline
@@ -182,18 +192,21 @@ class InferenceModel {
   /// layer: all its experts, split t ways, and its router at kEmbeddingBytes), and the embedding and LM head
   /// (untied and one stage: both) at kEmbeddingBytes, split t ways, B.
   [[nodiscard]] units::Bytes weight_bytes_per_gpu() const;
-  /// KV-cache bytes one token takes on one GPU: 2 (K and V) x ceil(layers / stages) x ceil(g / t) x d x kv_bytes.
+  /// KV-cache bytes one token takes on one GPU: 2 (K and V) x ceil(layers / stages) x ceil(g / t) x d x kv_bytes;
+  /// MLA: ceil(layers / stages) x (kv_lora_rank + qk_pos_emb_head_dim) x kv_bytes on every rank (mla.hpp).
   [[nodiscard]] units::Bytes kv_bytes_per_token_per_gpu() const;
   /// Tokens of KV cache one replica holds under `budget`, rounded down to whole blocks; 0 when the weights
   /// leave no room. The runtime's buffers: the activations of one forward pass of max_batched_tokens (a
   /// layer's widest tensors, the MLP's and the QKV output, in bf16) and the fp32 logits of the sampled
   /// sequences (min(max_batched_tokens, max_num_seqs) rows: engines compute logits only for the positions
   /// they sample), and the non-torch reserve. Throws std::invalid_argument on a fraction outside (0, 1] or a
-  /// non-positive count.
+  /// non-positive count. With data-parallel attention each rank holds its own sequences and sizes its buffers
+  /// for its share (ceil(count / ranks) of the tokens and sequences): the replica holds ranks x one GPU's blocks.
   [[nodiscard]] int64_t kv_cache_tokens(const KvCacheBudget& budget) const;
 
   [[nodiscard]] int64_t tensor() const { return tensor_; }
   [[nodiscard]] int64_t pipeline() const { return pipeline_.stages; }
+  [[nodiscard]] const ExpertParallelServing& expert_parallel() const { return ep_; }
   [[nodiscard]] const ModelConfig& model() const { return model_; }
 
   InferenceModel(const InferenceModel&) = delete;  // compute_ points into device_
@@ -232,6 +245,7 @@ class InferenceModel {
   AllReduceTime all_reduce_;
   EngineOverhead overhead_;
   EngineKernels kernels_;
+  ExpertParallelServing ep_;
   units::Bytes memory_capacity_;
   AttentionKernel attention_kernel_;
 };

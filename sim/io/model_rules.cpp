@@ -91,9 +91,6 @@ void check_model_framework(Loader& l) {
 }
 
 void check_model_for_serving(Loader& l) {
-  if (l.get_bool("model.multi_latent_attention")) {
-    l.fail_at("model.multi_latent_attention", "multi-latent attention is not modelled for serving yet");
-  }
   if (l.get_int("model.mtp_num_layers") > 0) {
     l.fail_at("model.mtp_num_layers", "multi-token prediction is not modelled for serving");
   }

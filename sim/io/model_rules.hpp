@@ -23,7 +23,7 @@ void check_model_shape(Loader& l);
 /// prediction. Throws ScenarioError at the model key.
 void check_model_framework(Loader& l);
 
-/// The model features serving does not model yet: multi-latent attention, multi-token prediction. Throws
+/// The model features serving does not model yet: multi-token prediction. Throws
 /// ScenarioError at the model key.
 void check_model_for_serving(Loader& l);
 

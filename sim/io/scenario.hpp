@@ -136,8 +136,13 @@ struct ServingFleetConfig {
   int64_t replicas = 1;
   int64_t tensor = 1;
   int64_t pipeline = 1;  ///< pipeline stages per replica (vLLM --pipeline-parallel-size)
-  /// GPUs of one replica: tensor x pipeline.
-  [[nodiscard]] int64_t gpus_per_replica() const { return tensor * pipeline; }
+  int64_t expert_parallel = 1;          ///< expert-parallel GPUs per replica (1: experts tensor-parallel)
+  bool data_parallel_attention = false;  ///< attention data-parallel over the expert-parallel GPUs
+  int64_t redundant_experts = 0;         ///< EPLB's replicas of hot experts
+  /// GPUs of one replica: tensor x pipeline; expert_parallel with data-parallel attention.
+  [[nodiscard]] int64_t gpus_per_replica() const {
+    return data_parallel_attention ? expert_parallel * pipeline : tensor * pipeline;
+  }
   std::string precision = "bf16";  ///< bf16 | fp16 | fp8 | int8
   bool kv_cache_fp8 = false;
   int64_t max_num_seqs = 256;

@@ -537,6 +537,24 @@ constexpr std::array kParams{
                       "GPUs over the fewest VMs, the layers split evenly; with stages > 1 it keeps that many "
                       "batches in flight (virtual engines). Not with autoscaling, spot replicas or a zone outage.",
               .bound_reason = "128 stages: beyond any published deployment"},
+    ParamSpec{.key = "serving.expert_parallel", .type = integer, .unit = "GPUs", .need = Need::defaulted,
+              .default_text = "1", .min_int = 1, .max_int = 1024,
+              .help = "Expert-parallel GPUs per replica (an MoE model): each holds (num_experts + redundant_experts) / "
+                      "expert_parallel whole experts. Either equal to serving.tensor (tensor-parallel attention, vLLM "
+                      "--enable-expert-parallel) or with data_parallel_attention and tensor = 1; pipeline 1. 1: experts "
+                      "split tensor-parallel.",
+              .bound_reason = "1,024 GPUs: beyond the largest published EP group (DeepEP V2's EP2048 aside)"},
+    ParamSpec{.key = "serving.data_parallel_attention", .type = boolean, .need = Need::defaulted,
+              .default_text = "false",
+              .help = "Attention data-parallel over the expert-parallel GPUs (SGLang --enable-dp-attention; vLLM "
+                      "--data-parallel-size with --enable-expert-parallel): each GPU runs its share of the batch and "
+                      "holds its sequences' KV cache; MoE dispatch and combine are DeepEP all-to-alls. Needs "
+                      "expert_parallel > 1 and tensor = 1."},
+    ParamSpec{.key = "serving.redundant_experts", .type = integer, .unit = "experts", .need = Need::defaulted,
+              .default_text = "0", .min_int = 0, .max_int = 4096,
+              .help = "Replicas of hot experts spread over the expert-parallel GPUs (EPLB; SGLang "
+                      "--ep-num-redundant-experts): weights only, routing taken as uniform. Needs expert_parallel > 1.",
+              .bound_reason = "4,096: 16 x DeepSeek-V3's 256 experts"},
     ParamSpec{.key = "serving.precision", .type = string, .need = Need::defaulted, .default_text = "\"bf16\"",
               .choices = kServingPrecisions,
               .help = "Weights and GEMM math: bf16 or fp16 (2-byte weights), fp8 (W8A8, fp8 GEMMs), int8 (weight-only "

@@ -20,6 +20,9 @@ ServingScenario build_serving_scenario(const Loader& l) {
   f.replicas = l.get_int("serving.replicas");
   f.tensor = l.get_int("serving.tensor");
   f.pipeline = l.get_int("serving.pipeline");
+  f.expert_parallel = l.get_int("serving.expert_parallel");
+  f.data_parallel_attention = l.get_bool("serving.data_parallel_attention");
+  f.redundant_experts = l.get_int("serving.redundant_experts");
   f.precision = l.get_string("serving.precision");
   f.kv_cache_fp8 = l.get_string("serving.kv_cache_dtype") == "fp8";
   f.max_num_seqs = l.get_int("serving.max_num_seqs");

@@ -14,6 +14,7 @@
 #include "sim/io/loader.hpp"
 #include "sim/io/model_rules.hpp"
 #include "sim/io/reference_rules.hpp"
+#include "sim/io/serving_moe_rules.hpp"
 #include "sim/io/serving_rules.hpp"
 
 namespace clustersim::sim::detail {
@@ -55,7 +56,10 @@ void check_replica_layout(Loader& l, const models::VmSize& vm) {
   }
   if (l.get_int("model.num_experts") > 0) {
     // Tensor-parallel experts: each expert's MLP (and the shared expert's) is split t ways.
+    // Expert parallelism holds whole experts: only the shared expert is split.
+    const bool whole_experts = l.get_int("serving.expert_parallel") > 1;
     for (const char* k : {"model.moe_ffn_hidden_size", "model.moe_shared_expert_intermediate_size"}) {
+      if (whole_experts && std::string(k) == "model.moe_ffn_hidden_size") continue;
       if (l.get_int(k) % t != 0) {
         l.fail_at("serving.tensor", "must divide " + std::string(k) + " (" + std::to_string(l.get_int(k)) +
                                         "): a replica splits each expert over its tensor-parallel GPUs, got " +
@@ -145,7 +149,7 @@ void check_kv_cache(Loader& l, const models::VmSize& vm, const models::DeviceSpe
   const int64_t stages = l.get_int("serving.pipeline");
   const auto free_comm = [](units::Bytes) { return units::Seconds(0.0); };
   const models::InferenceModel model(model_keys(l), numerics, t, device, vm.device_share, free_comm, {},
-                                     {stages, free_comm});
+                                     {stages, free_comm}, {}, expert_parallel_keys(l));
   if (model.kv_cache_tokens(
           models::kv_cache_budget(l.get_string("serving.engine"), l.get_double("serving.gpu_memory_utilization"),
                                   l.get_int("serving.max_num_batched_tokens"), l.get_int("serving.max_num_seqs"),
@@ -277,6 +281,7 @@ void check_serving(Loader& l, const models::Catalog& catalog) {
   const models::VmSize& vm = vm_size_of(l, "serving.vm_size", catalog);
   const models::DeviceSpec& device = catalog.device(vm.device);
   check_replica_layout(l, vm);
+  check_expert_parallel(l, vm);
   const models::ServingNumerics numerics = check_serving_precision(l, vm, device);
   check_workload_arrival(l);
   check_prefix_caching(l);

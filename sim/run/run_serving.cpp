@@ -91,9 +91,12 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
   models::EngineOverhead overhead = engine.overhead;
   overhead.fixed = units::milliseconds(f.engine_overhead_ms);
   overhead.per_sequence = units::microseconds(f.engine_overhead_per_sequence_us);
+  // Expert parallelism (models/serving/expert_parallel_serving.hpp): DeepEP's links for data-parallel attention.
+  models::ExpertParallelServing ep{f.expert_parallel, f.data_parallel_attention, f.redundant_experts, std::nullopt};
+  if (f.data_parallel_attention) ep.links = models::deepep_links(vm, device, f.expert_parallel);
   auto model = std::make_shared<const models::InferenceModel>(
       sc.model, models::serving_numerics(f.precision, f.kv_cache_fp8), f.tensor, device, vm.device_share,
-      tensor_parallel_all_reduce(vm, device, f.tensor), overhead, std::move(stages), engine.kernels);
+      tensor_parallel_all_reduce(vm, device, f.tensor), overhead, std::move(stages), engine.kernels, ep);
   ServingRun run;
   run.kv_cache_tokens = model->kv_cache_tokens(models::kv_cache_budget(
       f.engine, f.gpu_memory_utilization, f.max_num_batched_tokens, f.max_num_seqs, f.block_size));
@@ -137,8 +140,8 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
   if (f.spot_replicas > 0) {
     SpotReplicas& spot = setup.spot;
     spot.replicas = f.spot_replicas;
-    spot.replicas_per_vm = std::max<int64_t>(1, vm.devices_per_vm / f.tensor);
-    spot.vms_per_replica = std::max<int64_t>(1, (f.tensor + vm.devices_per_vm - 1) / vm.devices_per_vm);
+    spot.replicas_per_vm = std::max<int64_t>(1, vm.devices_per_vm / f.gpus_per_replica());
+    spot.vms_per_replica = std::max<int64_t>(1, (f.gpus_per_replica() + vm.devices_per_vm - 1) / vm.devices_per_vm);
     spot.eviction_rate_per_hour = f.spot_eviction_rate_per_hour;
     spot.reprovision_mean_s = f.spot_reprovision_mean_s;
     spot.notice_s = f.spot_notice_s;
@@ -418,7 +421,11 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
   out << report_header(sc.name, sc.description, sc.overrides);
   out << printf_string("fleet       %s x TP %lld%s on %lld x %s, %s weights%s\n",
                        counted(f.replicas, "replica").c_str(), static_cast<long long>(f.tensor),
-                       f.pipeline > 1 ? (" x PP " + std::to_string(f.pipeline)).c_str() : "",
+                       (f.pipeline > 1   ? " x PP " + std::to_string(f.pipeline)
+                        : f.expert_parallel > 1 ? " x EP " + std::to_string(f.expert_parallel) +
+                                                     (f.data_parallel_attention ? " (DP attention)" : "")
+                                                 : std::string())
+                           .c_str(),
                        static_cast<long long>(run.vms), f.vm_size.c_str(), f.precision.c_str(),
                        f.kv_cache_fp8 ? ", fp8 KV cache" : "");
   out << printf_string("replica     %.1f GiB of weights per GPU, KV cache %lld tokens, one decode step %.2f ms\n",

@@ -77,10 +77,8 @@ TEST(ServingScenario, BadFleetsAreLocated) {
   EXPECT_NE(e.find("key 'serving.precision': the A100-SXM4-80GB of Standard_ND96amsr_A100_v4 has no fp8 math"),
             std::string::npos)
       << e;
-  e = error_of(kSynthetic, {"model.multi_latent_attention=true"});
-  EXPECT_NE(e.find("key 'model.multi_latent_attention': multi-latent attention is not modelled for serving yet"),
-            std::string::npos)
-      << e;
+  // Multi-latent attention is modelled for serving since issue 30 (models/serving/mla.hpp).
+  EXPECT_TRUE(load_serving_scenario(kSynthetic, {"model.multi_latent_attention=true"}, catalog()).model.multi_latent_attention);
   // Mixture of experts: each expert is split over the replica's tensor-parallel GPUs.
   const ServingScenario moe = load_serving_scenario(kSynthetic, {"model.num_experts=8", "model.moe_ffn_hidden_size=3584"}, catalog());
   EXPECT_EQ(moe.model.num_experts, 8);
