@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "sim/engine/simulator.hpp"
 #include "sim/serving/latency_attribution.hpp"
+#include "sim/serving/speculation.hpp"
 #include "sim/serving/serving_simulation.hpp"
 
 namespace clustersim::sim::serving_engine {
@@ -95,6 +97,10 @@ class Replica {
   bool grow(Sequence& s, int64_t tokens);
   void free(Sequence& s);
   void preempt_last();
+  /// KV slots a decoding sequence needs before its pass: 1, or with speculative decoding the k + 1 it writes.
+  [[nodiscard]] int64_t decode_slots(const Sequence& s) const;
+  /// Drafted tokens `s` keeps beyond its sampled one this iteration: 0, or with speculative decoding a draw.
+  int64_t accepted_drafts(const Sequence& s);
   /// Queue and batch changes, reported to the fleet's running totals and load index.
   void push_waiting(Sequence* s, bool front);
   Sequence* pop_waiting();
@@ -141,6 +147,7 @@ class Replica {
   bool kv_blocked_ = false;  ///< the current iteration's admission stopped for want of KV blocks
   double kv_clock_s_ = 0.0;  ///< the KV-wait clock up to the current iteration's start
   DecodeClock decode_clock_;
+  std::optional<RandomStream> speculation_stream_;  ///< this slot's acceptance draws (kSpeculationStream)
 };
 
 }  // namespace clustersim::sim::serving_engine

@@ -31,6 +31,8 @@
 
 namespace clustersim::sim {
 
+class SpeculativeServing;  // sim/serving/speculation.hpp
+
 /// One request: when it arrives, its prompt and how many tokens it generates (>= 1).
 struct ServingRequest {
   double arrival_s = 0.0;
@@ -134,6 +136,8 @@ struct ServingSetup {
   double provisioning_s = 0.0;
   /// The run's budget of engine iterations (kMaxEngineIterations; a test lowers it).
   int64_t max_engine_iterations = kMaxEngineIterations;
+  /// Speculative decoding (sim/serving/speculation.hpp); null: none. Not with scheduler_steps > 1.
+  std::shared_ptr<const SpeculativeServing> speculative;
 };
 
 /// What happened to one request. first_token_s and finish_s are NaN when it never got that far (it needs more
