@@ -131,6 +131,18 @@ struct Scenario {
 
 /// A serving scenario's fleet ([serving], docs/serving.md): names and numbers as the file gives them; the run
 /// layer (sim/run/run_serving) turns them into the models' and the engine's types.
+/// Speculative decoding of a serving fleet (models/serving/speculative.hpp): serving.speculative_* and draft_*.
+struct SpeculativeConfig {
+  std::string method;         ///< models::kSpeculativeMethodNames
+  int64_t tokens = 1;         ///< k
+  double acceptance = 0.0;    ///< per-position conditional acceptance
+  int64_t layers = 1;         ///< the proposer's layers
+  int64_t hidden_size = 0;    ///< a draft model's shape (method "draft"); 0 otherwise
+  int64_t num_attention_heads = 0;
+  int64_t num_query_groups = 0;
+  int64_t ffn_hidden_size = 0;
+};
+
 struct ServingFleetConfig {
   std::string vm_size;
   int64_t replicas = 1;
@@ -138,7 +150,7 @@ struct ServingFleetConfig {
   int64_t pipeline = 1;  ///< pipeline stages per replica (vLLM --pipeline-parallel-size)
   /// GPUs of one replica: tensor x pipeline.
   [[nodiscard]] int64_t gpus_per_replica() const { return tensor * pipeline; }
-  std::string precision = "bf16";  ///< bf16 | fp16 | fp8 | int8
+  std::string precision = "bf16";  ///< bf16 | fp16 | fp8 | int8 | fp4
   bool kv_cache_fp8 = false;
   int64_t max_num_seqs = 256;
   int64_t max_num_batched_tokens = 8192;
@@ -167,6 +179,7 @@ struct ServingFleetConfig {
   int64_t zones = 1;
   std::optional<double> zone_outage_start_s;
   std::optional<double> zone_outage_duration_s;
+  std::optional<SpeculativeConfig> speculative;  ///< serving.speculative_method given
 };
 
 /// One token-length distribution of [workload]: fixed `tokens`, uniform [min, max], or lognormal with median

@@ -49,6 +49,20 @@ ServingScenario build_serving_scenario(const Loader& l) {
   f.zones = l.get_int("serving.zones");
   f.zone_outage_start_s = l.get_optional_double("serving.zone_outage_start_s");
   f.zone_outage_duration_s = l.get_optional_double("serving.zone_outage_duration_s");
+  if (l.has("serving.speculative_method")) {
+    SpeculativeConfig& c = f.speculative.emplace();
+    c.method = l.get_string("serving.speculative_method");
+    c.tokens = l.get_int("serving.speculative_tokens");
+    c.acceptance = l.get_double("serving.speculative_acceptance");
+    if (l.has("serving.draft_layers")) c.layers = l.get_int("serving.draft_layers");
+    if (c.method == "draft") {
+      c.hidden_size = l.get_int("serving.draft_hidden_size");
+      c.num_attention_heads = l.get_int("serving.draft_num_attention_heads");
+      c.num_query_groups = l.has("serving.draft_num_query_groups") ? l.get_int("serving.draft_num_query_groups")
+                                                                    : c.num_attention_heads;
+      c.ffn_hidden_size = l.get_int("serving.draft_ffn_hidden_size");
+    }
+  }
   WorkloadConfig& w = s.workload;
   if (l.has("workload.trace")) w.trace = l.path().parent_path() / l.get_string("workload.trace");
   w.duration_s = l.get_double("workload.duration_s");
