@@ -135,7 +135,8 @@ struct Scenario {
 struct SpeculativeConfig {
   std::string method;         ///< models::kSpeculativeMethodNames
   int64_t tokens = 1;         ///< k
-  double acceptance = 0.0;    ///< per-position conditional acceptance
+  double acceptance = 0.0;    ///< per-position conditional acceptance (one rate for every position)
+  std::vector<double> acceptance_by_position;  ///< a_1..a_k when given (serving.speculative_acceptance_by_position)
   int64_t layers = 1;         ///< the proposer's layers
   int64_t hidden_size = 0;    ///< a draft model's shape (method "draft"); 0 otherwise
   int64_t num_attention_heads = 0;

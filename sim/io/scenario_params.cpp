@@ -651,7 +651,12 @@ constexpr std::array kParams{
     ParamSpec{.key = "serving.speculative_acceptance", .type = number, .unit = "fraction", .need = Need::optional,
               .lo = 0.0, .hi = 1.0,
               .help = "Per-position acceptance rate a: each drafted token is accepted with probability a given the "
-                      "earlier ones were; tokens per step 1 + a + ... + a^k. With speculative_method."},
+                      "earlier ones were; tokens per step 1 + a + ... + a^k. With speculative_method (or "
+                      "speculative_acceptance_by_position)."},
+    ParamSpec{.key = "serving.speculative_acceptance_by_position", .type = number_list, .unit = "fraction",
+              .need = Need::optional, .lo = 0.0, .hi = 1.0,
+              .help = "The conditional acceptance a_i of each drafted position i = 1..k (k values), instead of one "
+                      "rate: tokens per step 1 + sum_i prod_{j<=i} a_j (an EAGLE or DeepSeek MTP paper's table)."},
     ParamSpec{.key = "serving.draft_layers", .type = integer, .unit = "layers", .need = Need::optional,
               .min_int = 1, .max_int = 1024,
               .help = "The proposer's decoder layers: a draft model's (required), or EAGLE heads' / MTP modules' of "
@@ -815,6 +820,7 @@ std::string_view type_name(ParamType t) {
     case boolean: return "boolean";
     case zone_list: return "array of tables";
     case string_list: return "array of strings";
+    case number_list: return "array of numbers";
   }
   return "?";
 }
@@ -836,15 +842,17 @@ std::string allowed_text(const ParamSpec& p) {
       if (has_max) return "<= " + std::to_string(p.max_int);
       return "";
     }
+    case number_list:
     case number: {
+      const std::string each = p.type == number_list ? "each " : "";
       const bool has_lo = p.lo != -kInf;
       const bool has_hi = p.hi != kInf;
       if (has_lo && has_hi) {
-        return std::string("in ") + (p.lo_open ? "(" : "[") + format_number(p.lo) + ", " + format_number(p.hi) +
+        return each + "in " + (p.lo_open ? "(" : "[") + format_number(p.lo) + ", " + format_number(p.hi) +
                (p.hi_open ? ")" : "]");
       }
-      if (has_lo) return (p.lo_open ? "> " : ">= ") + format_number(p.lo);
-      if (has_hi) return (p.hi_open ? "< " : "<= ") + format_number(p.hi);
+      if (has_lo) return each + (p.lo_open ? "> " : ">= ") + format_number(p.lo);
+      if (has_hi) return each + (p.hi_open ? "< " : "<= ") + format_number(p.hi);
       return "";
     }
     case string_list:

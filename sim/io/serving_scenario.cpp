@@ -53,7 +53,12 @@ ServingScenario build_serving_scenario(const Loader& l) {
     SpeculativeConfig& c = f.speculative.emplace();
     c.method = l.get_string("serving.speculative_method");
     c.tokens = l.get_int("serving.speculative_tokens");
-    c.acceptance = l.get_double("serving.speculative_acceptance");
+    if (l.has("serving.speculative_acceptance")) c.acceptance = l.get_double("serving.speculative_acceptance");
+    if (l.has("serving.speculative_acceptance_by_position")) {
+      for (const toml::node& a : *l.resolved_node("serving.speculative_acceptance_by_position")->as_array()) {
+        c.acceptance_by_position.push_back(*a.value<double>());
+      }
+    }
     if (l.has("serving.draft_layers")) c.layers = l.get_int("serving.draft_layers");
     if (c.method == "draft") {
       c.hidden_size = l.get_int("serving.draft_hidden_size");

@@ -122,15 +122,33 @@ void check_speculative(const Loader& l) {
   constexpr const char* kShape[] = {"serving.draft_hidden_size", "serving.draft_num_attention_heads",
                                     "serving.draft_num_query_groups", "serving.draft_ffn_hidden_size"};
   if (!l.has("serving.speculative_method")) {
-    for (const char* k : {"serving.speculative_tokens", "serving.speculative_acceptance", "serving.draft_layers",
-                          kShape[0], kShape[1], kShape[2], kShape[3]}) {
+    for (const char* k : {"serving.speculative_tokens", "serving.speculative_acceptance",
+                          "serving.speculative_acceptance_by_position", "serving.draft_layers", kShape[0], kShape[1],
+                          kShape[2], kShape[3]}) {
       if (l.has(k)) l.fail_at(k, "needs serving.speculative_method (draft, eagle or mtp)");
     }
     return;
   }
   const std::string method = l.get_string("serving.speculative_method");
-  for (const char* k : {"serving.speculative_tokens", "serving.speculative_acceptance"}) {
-    if (!l.has(k)) l.fail(k, l.table_loc("serving"), "required with serving.speculative_method");
+  if (!l.has("serving.speculative_tokens")) {
+    l.fail("serving.speculative_tokens", l.table_loc("serving"), "required with serving.speculative_method");
+  }
+  const bool rate = l.has("serving.speculative_acceptance");
+  const bool by_position = l.has("serving.speculative_acceptance_by_position");
+  if (rate == by_position) {
+    if (rate) {
+      l.fail_at("serving.speculative_acceptance_by_position", "give one rate or the rates by position, not both");
+    }
+    l.fail("serving.speculative_acceptance", l.table_loc("serving"),
+           "required with serving.speculative_method (or serving.speculative_acceptance_by_position)");
+  }
+  if (by_position) {
+    const auto given = static_cast<int64_t>(l.resolved_node("serving.speculative_acceptance_by_position")->as_array()->size());
+    if (given != l.get_int("serving.speculative_tokens")) {
+      l.fail_at("serving.speculative_acceptance_by_position",
+                "needs one rate per drafted position: serving.speculative_tokens = " +
+                    std::to_string(l.get_int("serving.speculative_tokens")) + ", got " + std::to_string(given));
+    }
   }
   if (l.get_int("serving.scheduler_steps") > 1) {
     l.fail_at("serving.scheduler_steps", "multi-step scheduling does not run with speculative decoding (vLLM "

@@ -90,7 +90,9 @@ std::shared_ptr<const SpeculativeServing> speculative_of(const ServingScenario& 
       shape, models::serving_numerics(sc.serving.precision, sc.serving.kv_cache_fp8), main.tensor(), device,
       vm.device_share, tensor_parallel_all_reduce(vm, device, main.tensor()), overhead);
   auto decoding = std::make_shared<const models::SpeculativeDecoding>(
-      method, std::move(proposer), std::vector<double>(static_cast<size_t>(c.tokens), c.acceptance),
+      method, std::move(proposer),
+      c.acceptance_by_position.empty() ? std::vector<double>(static_cast<size_t>(c.tokens), c.acceptance)
+                                       : c.acceptance_by_position,
       method != models::SpeculativeMethod::draft);
   return std::make_shared<const SpeculativeServing>(std::move(decoding), sc.seed);
 }

@@ -97,6 +97,33 @@ TEST(SpeculativeScenario, BadValuesAndCombinationsAreLocated) {
   expect_error(kEagle, no_width, "key 'serving.draft_hidden_size': required with serving.speculative_method = \"draft\"");
 }
 
+TEST(SpeculativeScenario, AcceptanceByPositionGivesOneRatePerDraftedToken) {
+  const ServingScenario s = load_serving_scenario(
+      kBase, {"serving.speculative_method=\"eagle\"", "serving.speculative_tokens=3",
+              "serving.speculative_acceptance_by_position=[0.9, 0.8, 0.7]"},
+      catalog());
+  EXPECT_EQ(s.serving.speculative->acceptance_by_position, (std::vector<double>{0.9, 0.8, 0.7}));
+  expect_error(kEagle, {"serving.speculative_acceptance_by_position=[0.9, 0.8, 0.7]"},
+               "key 'serving.speculative_acceptance_by_position': give one rate or the rates by position, not both");
+  const std::vector<std::string> eagle{"serving.speculative_method=\"eagle\"", "serving.speculative_tokens=3"};
+  auto with = [&](const std::string& more) {
+    std::vector<std::string> o = eagle;
+    o.push_back(more);
+    return o;
+  };
+  expect_error(kBase, with("serving.speculative_acceptance_by_position=[0.9, 0.8]"),
+               "key 'serving.speculative_acceptance_by_position': needs one rate per drafted position: "
+               "serving.speculative_tokens = 3, got 2");
+  expect_error(kBase, with("serving.speculative_acceptance_by_position=[0.9, 1.5, 0.7]"),
+               "key 'serving.speculative_acceptance_by_position': must be each in [0, 1], got 1.5");
+  expect_error(kBase, with("serving.speculative_acceptance_by_position=[]"),
+               "key 'serving.speculative_acceptance_by_position': expected an array of numbers");
+  expect_error(kBase, with("serving.speculative_acceptance_by_position=[0.9, \"high\", 0.7]"),
+               "key 'serving.speculative_acceptance_by_position': expected numbers, got string");
+  expect_error(kBase, {"serving.speculative_acceptance_by_position=[0.9]"},
+               "key 'serving.speculative_acceptance_by_position': needs serving.speculative_method");
+}
+
 TEST(Fp4Scenario, NeedsFp4TensorCores) {
   const ServingScenario fp4 = load_serving_scenario(kFp4, {}, catalog());
   EXPECT_EQ(fp4.serving.precision, "fp4");
