@@ -229,7 +229,8 @@ struct ServingResult {
 /// std::invalid_argument on a setup without a model, replicas < 1, a non-positive limit (scheduler_steps included),
 /// a KV cache smaller than one block, a request with prompt or output < 1, autoscaling limits out of order (min <
 /// 1, min > replicas > max, non-positive target or interval), more spot replicas than replicas, spot with autoscaling,
-/// zones < 1 or more zones than replica slots, or a negative rate or time.
+/// zones < 1 or more zones than replica slots, a negative rate or time, or speculative decoding with
+/// scheduler_steps > 1.
 ServingResult simulate_serving(const ServingSetup& setup, const std::vector<ServingRequest>& requests);
 
 }  // namespace clustersim::sim

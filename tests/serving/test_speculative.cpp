@@ -140,6 +140,9 @@ TEST(Speculative, AcceptanceOneTakesKPlusOneTokensAStepAndZeroOne) {
   setup.speculative = std::make_shared<const SpeculativeServing>(eagle_7b(0.6, 4), 11);
   const std::vector<ServingRequest> requests{{0.0, 100, 200}, {0.01, 50, 300}, {0.02, 80, 120}};
   EXPECT_EQ(simulate_serving(setup, requests).fingerprint, simulate_serving(setup, requests).fingerprint);
+  // Not with multi-step scheduling (vLLM refuses the pair).
+  setup.policy.scheduler_steps = 4;
+  EXPECT_THROW((void)simulate_serving(setup, requests), std::invalid_argument);
 }
 
 TEST(Speculative, ProposerWeightsAndItsKvShareTheCache) {
