@@ -101,6 +101,8 @@ def model_of(name):
 
 def vm_of(gpu):
     g = gpu.lower()
+    if "gb200" in g:
+        return "Standard_ND128isr_NDR_GB200_v6"
     if "mi300x" in g:
         return "Standard_ND96isr_MI300X_v5"
     if "h200" in g:
@@ -161,6 +163,9 @@ def engine_of(framework):
 RELEASES = [
     ("trtllm_perf_overview_v0.17", "tensorrt-llm-0.17", "the table states v0.17"),
     ("trtllm_perf_overview_online_v0.14", "tensorrt-llm-0.17", "the table states v0.14.0"),
+    ("trtllm_perf_overview_v1.0_fp4", "tensorrt-llm-0.17",
+     "the v1.0 docs' PyTorch backend has no release profile of its own; tensorrt-llm-0.17's structure (custom "
+     "all-reduce, grouped-query attention kernels, GUARANTEED_NO_EVICT) is the nearest"),
     ("trtllm_performance_md_v0.6.1", "tensorrt-llm-0.6", "v0.6.1 throughput and v0.5 first-token tables"),
     ("trtllm_blog_h200_launch_v0.5", "tensorrt-llm-0.6", "the blog states v0.5.0"),
     ("trtllm_blog_llama70b_h200_v0.7a", "tensorrt-llm-0.17",
@@ -215,7 +220,7 @@ SKIPPED = {
 
 # Total memory of one GPU as NVML reports it (nvidia-smi's "Total" in MiB), which trtllm-bench's heuristic reads:
 # H100 SXM5 80GB 81559 MiB, H200 SXM 143771 MiB, A100 SXM4 80GB 81920 MiB.
-NVML_TOTAL_MIB = {"h100": 81559, "h200": 143771, "a100": 81920}
+NVML_TOTAL_MIB = {"h100": 81559, "h200": 143771, "a100": 81920, "gb200": 189471}
 
 
 def nvml_total_gib(gpu):
@@ -236,7 +241,7 @@ def param_count(model_key):
     return layers * per_layer + 2 * vocab * h + h
 
 
-def trtllm_bench_build_limits(model_key, gpu, tp, fp8_weights, fp8_kv, isl, osl, fraction=0.95):
+def trtllm_bench_build_limits(model_key, gpu, tp, fp8_weights, fp8_kv, isl, osl, fraction=0.95, weight_bytes=None):
     """(max_batch_size, max_num_tokens) that `trtllm-bench build` picks for a dataset of fixed lengths: the
     build heuristic of tensorrt_llm/bench/build/tuning.py (calc_engine_setting and finetune_setting, the
     version without the optimistic-tuning switch, TensorRT-LLM 0.16-0.18): the KV cache holds
@@ -248,7 +253,9 @@ def trtllm_bench_build_limits(model_key, gpu, tp, fp8_weights, fp8_kv, isl, osl,
     import math
     layers, h, a, g, _, _, _, _ = MODELS[model_key]
     byte_per_token = 2 * layers * max(tp, g) * (h // a) * (1 if fp8_kv else 2) / 1024 ** 3
-    engine_gb = param_count(model_key) / 1000 ** 3 * (1 if fp8_weights else 2)
+    if weight_bytes is None:
+        weight_bytes = 1 if fp8_weights else 2
+    engine_gb = param_count(model_key) / 1000 ** 3 * weight_bytes
     available = nvml_total_gib(gpu) * tp - engine_gb
     requests = available * fraction / byte_per_token / (isl + osl)
     raw_bs = min(requests, 4096)
@@ -371,13 +378,15 @@ def workload(row):
     output = row["output_tokens"].split()[0]
     w = {"prompt_tokens": int(row["input_tokens"]), "output_tokens": int(output) if output.isdigit() else round(float(output))}
     m = re.search(r"num_requests=(\d+)", batch)
-    if src.startswith("trtllm_perf_overview_v0"):
+    if src.startswith("trtllm_perf_overview_v0") or src.startswith("trtllm_perf_overview_v1"):
         w.update(arrival="offline", requests=int(m.group(1)))
         # trtllm-bench build picks the engine's limits from the dataset's lengths (its heuristic, reproduced).
         precision, kv = precision_of(row)
         tp = int(row["tensor_parallel"].split()[0])
+        # NVFP4 weights: 0.5625 bytes each (models/serving/inference_model.hpp, kNvfp4WeightBytes).
         max_bs, max_tokens = trtllm_bench_build_limits(model_of(row["model"]), row["gpu"], tp, precision == "fp8",
-                                                       kv == "fp8", w["prompt_tokens"], w["output_tokens"])
+                                                       kv == "fp8", w["prompt_tokens"], w["output_tokens"],
+                                                       weight_bytes=0.5625 if precision == "fp4" else None)
         serving.update(max_num_seqs=max_bs, max_num_batched_tokens=max_tokens, gpu_memory_utilization=0.95,
                        capacity_scheduler_policy="guaranteed_no_evict")
         notes.append("trtllm-bench throughput: every request queued at once; max batch %d and max tokens %d as "
@@ -432,6 +441,8 @@ def precision_of(row):
     has an fp8 cache: TensorRT-LLM's perf-overview (v0.17) states that its FP8 quantization also sets the KV cache
     to FP8 (NIM's fp8 profiles are TensorRT-LLM engines)."""
     p = row["precision"].lower()
+    if p.startswith("fp4"):
+        return "fp4", "fp8" if row["kv_cache_dtype"].lower().startswith("fp8") else "auto"
     if p.startswith("fp8"):
         kv_text = row["kv_cache_dtype"].lower()
         kv = "fp8" if kv_text.startswith("fp8") else "auto"

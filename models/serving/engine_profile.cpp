@@ -21,6 +21,12 @@ constexpr EngineOverhead vllm_host(HostOverlap overlap) { return {milliseconds(1
 constexpr EngineOverhead tensorrt_llm_host(units::Seconds collective_launch) {
   return {milliseconds(1.0), microseconds(1.0), HostOverlap::serial, collective_launch};
 }
+// SGLang: no serving validation rows of its own yet, so no fit. A documented choice: the vLLM family's fitted pair
+// (both are Python schedulers driving PyTorch models with CUDA graphs on the same GPUs), exposed only where it
+// exceeds the GPU's time (the overlap scheduler). `clustersim validate --fit` fits it once SGLang rows exist.
+constexpr EngineOverhead sglang_host() {
+  return {milliseconds(1.5), microseconds(0.0), HostOverlap::overlapped, units::Seconds(0.0)};
+}
 constexpr EngineOverhead lmdeploy_host() {
   return {milliseconds(0.25), microseconds(30.0), HostOverlap::serial, kNcclCallHost};
 }
@@ -69,12 +75,26 @@ constexpr std::array kProfiles{
                   "TurboMind's layer loop every layer (the FasterTransformer heritage; no CUDA graphs), at Vidur's "
                   "20 us per call; KV cache: cache_max_entry_count of the free memory; admission: blocks as "
                   "sequences grow, inactive sequences evicted when short (its SequenceManager)"},
+    EngineProfile{"sglang-0.4", "sglang", "SGLang v0.4.0 and later (2024-12 onward)", sglang_host(), {}, false,
+                  CapacityPolicy::max_utilization, false,
+                  "host work overlapped: the zero-overhead batch scheduler runs the CPU's scheduling of batch k + 1 "
+                  "while the GPU runs batch k (LMSYS blog 'SGLang v0.4: Zero-Overhead Batch Scheduler, "
+                  "Cache-Aware Load Balancer, Faster Structured Outputs', 2024-12-04; on by default since v0.4); "
+                  "collectives: CUDA graphs for decode and its custom all-reduce kernel (server_args "
+                  "disable_cuda_graph and disable_custom_all_reduce default false), no host NCCL call per "
+                  "collective; KV cache: mem_fraction_static of the whole memory holds the weights and the KV pool "
+                  "(read as serving.gpu_memory_utilization; SGLang's default is 0.88 at tp 1 down to 0.81 at tp 8, "
+                  "server_args.py v0.4); admission: RadixAttention's token pool, retracting (recomputing) the "
+                  "newest requests when it runs out (scheduler 'retract_decode'); scheduler defaults: "
+                  "chunked_prefill_size 8192, max_running_requests from the KV pool (the scenario's "
+                  "max_num_batched_tokens and max_num_seqs); host pair: the vllm family's (no SGLang rows to fit)"},
 };
 
 constexpr std::array kAliases{
     EngineAlias{"vllm", "vllm-0.6"},
     EngineAlias{"tensorrt-llm", "tensorrt-llm-0.17"},
     EngineAlias{"lmdeploy", "lmdeploy-0.1"},
+    EngineAlias{"sglang", "sglang-0.4"},
 };
 
 /// Whether kEngineNames lists the profiles' names, then the aliases', in order.

@@ -38,7 +38,7 @@ CapacityPolicy capacity_policy(std::string_view name);
 /// One engine release.
 struct EngineProfile {
   std::string_view name;      ///< serving.engine: family-version ("vllm-0.6")
-  std::string_view family;    ///< the code base whose host work is one fitted pair: vllm | tensorrt-llm | lmdeploy
+  std::string_view family;    ///< the code base whose host work is one fitted pair: vllm | tensorrt-llm | lmdeploy | sglang
   std::string_view release;   ///< the releases it reproduces, with their dates
   EngineOverhead overhead;    ///< fixed + per_sequence (the family's fit); overlap, collective launch (the release's)
   EngineKernels kernels;      ///< what its kernels do differently
@@ -58,7 +58,8 @@ struct EngineAlias {
 /// (engine_aliases(), in order). engine_profile.cpp checks at compile time that the tables agree.
 inline constexpr std::string_view kEngineNames[] = {"vllm-0.5",         "vllm-0.6",          "vllm-v1",
                                                     "tensorrt-llm-0.6", "tensorrt-llm-0.17", "lmdeploy-0.1",
-                                                    "vllm",             "tensorrt-llm",      "lmdeploy"};
+                                                    "sglang-0.4",       "vllm",              "tensorrt-llm",
+                                                    "lmdeploy",         "sglang"};
 
 /// Every engine release the loader accepts, in the order docs list them.
 std::span<const EngineProfile> engine_profiles();

@@ -22,6 +22,20 @@ DeviceSpec at_microbenchmark_rates(DeviceSpec d) {
   return d;
 }
 
+/// FP4 numerics: the fp8 GEMM path at the FP4 tensor-core peak, a measured fp8 rate scaled by the same peak
+/// ratio (the fp8 microbenchmark fraction). std::out_of_range for a device without FP4 tensor cores.
+DeviceSpec with_fp4_rates(DeviceSpec d) {
+  if (!d.peak_fp4) throw std::out_of_range("inference model: the " + d.name + " has no FP4 tensor cores");
+  const auto fp8 = d.peak.find(Precision::fp8);
+  if (fp8 == d.peak.end() || !(fp8->second.value() > 0.0)) {
+    throw std::out_of_range("inference model: the " + d.name + " has no fp8 rate to scale to fp4");
+  }
+  const double ratio = d.peak_fp4->value() / fp8->second.value();
+  if (d.achievable_matmul_fp8) d.achievable_matmul_fp8 = *d.achievable_matmul_fp8 * ratio;
+  fp8->second = *d.peak_fp4;
+  return d;
+}
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 constexpr double kActivationBytes = 2.0;  // 16-bit activations
@@ -47,7 +61,7 @@ InferenceModel::InferenceModel(const ModelConfig& model, ServingNumerics numeric
       tensor_(tensor),
       pipeline_(std::move(pipeline)),
       moe_layers_(model.moe_layers_in(0, model.num_layers)),
-      device_(at_microbenchmark_rates(device)),
+      device_(numerics.fp4 ? with_fp4_rates(at_microbenchmark_rates(device)) : at_microbenchmark_rates(device)),
       compute_(device_, device_share),
       all_reduce_(std::move(all_reduce)),
       overhead_(overhead),
@@ -130,13 +144,15 @@ InferenceModel::MoeLayerTime InferenceModel::moe_layer_time(int64_t tokens) cons
 
 IterationTime InferenceModel::iteration_time(const IterationBatch& batch) const {
   require(batch.prefill_tokens >= 0 && batch.decode_sequences >= 0 && batch.decode_kv_tokens >= 0 &&
-              batch.sampled_sequences >= 0 && batch.prefill_attention_pairs >= 0,
+              batch.sampled_sequences >= 0 && batch.prefill_attention_pairs >= 0 && batch.decode_queries >= 1,
           "negative batch counts");
-  const int64_t routed = batch.prefill_tokens + batch.decode_sequences;  // the replica's tokens
+  // The replica's tokens: prompt chunks and each decoding sequence's queries (k + 1 under speculation's verify).
+  const int64_t routed = batch.prefill_tokens + batch.decode_sequences * batch.decode_queries;
   require(routed >= 1, "an iteration needs at least one token");
   // With data-parallel attention every rank runs its share; the busiest rank sets the pace.
   const IterationBatch b = ep_.data_parallel_attention ? dp_rank_share(batch, ep_.ranks) : batch;
-  const int64_t tokens = b.prefill_tokens + b.decode_sequences;
+  const int64_t decode_tokens = b.decode_sequences * b.decode_queries;
+  const int64_t tokens = b.prefill_tokens + decode_tokens;
   const ModelConfig& m = model_;
   const int64_t t = tensor_;
   const int64_t h = m.hidden_size, a = m.num_attention_heads, d = m.head_dim(), f = m.ffn();
@@ -174,7 +190,7 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& batch) const 
     const double reads = kernels_.kv_read_per_query_head
                              ? static_cast<double>(a / t) / static_cast<double>(kv_heads_per_gpu)
                              : 1.0;
-    const double bytes = 2.0 * static_cast<double>(b.decode_kv_tokens + b.decode_sequences) *
+    const double bytes = 2.0 * static_cast<double>(b.decode_kv_tokens + decode_tokens) *
                          static_cast<double>(kv_heads_per_gpu * d) * numerics_.kv_bytes * std::max(reads, 1.0);
     attention += compute_.memory_time(units::Bytes(bytes));
   }
@@ -230,9 +246,12 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& batch) const 
   // The host's work the GPU waits for.
   const units::Seconds fixed = b.scheduled ? overhead_.fixed : units::Seconds(0.0);
   const units::Seconds per_sequence = overhead_.per_sequence * static_cast<double>(sampled);
-  it.overhead = overhead_.overlap == HostOverlap::serial
-                    ? fixed + per_sequence
-                    : fixed + std::max(units::Seconds(0.0), per_sequence - it.gpu());
+  const units::Seconds zero(0.0);
+  switch (overhead_.overlap) {
+    case HostOverlap::serial: it.overhead = fixed + per_sequence; break;
+    case HostOverlap::async_output: it.overhead = fixed + std::max(zero, per_sequence - it.gpu()); break;
+    case HostOverlap::overlapped: it.overhead = std::max(zero, fixed + per_sequence - it.gpu()); break;
+  }
   return it;
 }
 
@@ -293,7 +312,8 @@ ServingNumerics serving_numerics(std::string_view precision, bool kv_cache_fp8) 
   else if (precision == "fp16") n = {Precision::fp16, 2.0, 2.0};
   else if (precision == "fp8") n = {Precision::fp8, 1.0, 2.0};
   else if (precision == "int8") n = {Precision::fp16, 1.0, 2.0};
-  else throw std::invalid_argument("serving precision must be bf16, fp16, fp8 or int8, got '" + std::string(precision) + "'");
+  else if (precision == "fp4") n = {Precision::fp8, kNvfp4WeightBytes, 2.0, true};
+  else throw std::invalid_argument("serving precision must be bf16, fp16, fp8, int8 or fp4, got '" + std::string(precision) + "'");
   if (kv_cache_fp8) n.kv_bytes = 1.0;
   return n;
 }

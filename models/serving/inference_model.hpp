@@ -50,18 +50,31 @@ namespace clustersim::models {
 
 /// Numerics of a served model: the GEMMs' math precision and the bytes of a weight and of a KV-cache element.
 /// bf16: bf16 / 2 / 2; fp8 (W8A8, Transformer Engine / vLLM fp8): fp8 / 1; int8 weight-only (W8A16): bf16
-/// math with 1-byte weights; kv_bytes 1 for an fp8 KV cache (vLLM --kv-cache-dtype fp8).
+/// math with 1-byte weights; kv_bytes 1 for an fp8 KV cache (vLLM --kv-cache-dtype fp8); fp4 (NVFP4 W4A4 on
+/// Blackwell): the low-precision GEMM path (math fp8, activations bf16 outside the GEMMs) at the device's FP4
+/// tensor-core rate (`fp4`), 0.5625-byte weights (kNvfp4WeightBytes).
 struct ServingNumerics {
   Precision math = Precision::bf16;
   double weight_bytes = 2.0;
   double kv_bytes = 2.0;
+  /// GEMMs on FP4 tensor cores: InferenceModel runs `math` (fp8) at DeviceSpec::peak_fp4, and a measured fp8
+  /// matmul rate scaled by peak_fp4 / peak_fp8 (the device's fp8 microbenchmark fraction: no FP4 GEMM
+  /// measurement is in the catalog). Training has no fp4 precision: models::Precision stays as it is.
+  bool fp4 = false;
   /// The 16-bit type of the activations, attention and LM head: the GEMMs' own, or bf16 when they run in fp8.
   [[nodiscard]] Precision activations() const { return math == Precision::fp8 ? Precision::bf16 : math; }
 };
 
-/// The numerics of serving.precision (bf16 | fp16 | fp8 | int8) with an fp8 KV cache or not: bf16 and fp16 in
+/// Bytes of an NVFP4 weight: a 4-bit E2M1 value plus one FP8 E4M3 scale per 16-value block, 0.5 + 1 / 16 =
+/// 0.5625 (NVIDIA technical blog "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference",
+/// 2025-06-24: "a 16-value micro-block ... shares an FP8 E4M3 scale"; the per-tensor FP32 scale is negligible).
+inline constexpr double kNvfp4WeightBytes = 0.5 + 1.0 / 16.0;
+
+/// The numerics of serving.precision (bf16 | fp16 | fp8 | int8 | fp4) with an fp8 KV cache or not: bf16 and fp16 in
 /// 2-byte weights; fp8 W8A8 in fp8 math and 1-byte weights; int8 weight-only (W8A16: the AWQ/GPTQ/Marlin kernels
-/// dequantize to fp16 activations, which every GPU has) in fp16 math and 1-byte weights. Throws
+/// dequantize to fp16 activations, which every GPU has) in fp16 math and 1-byte weights; fp4 NVFP4 W4A4
+/// (TensorRT Model Optimizer's NVFP4 recipe: weights and GEMM inputs in NVFP4) in kNvfp4WeightBytes weights on
+/// FP4 tensor cores (ServingNumerics::fp4). Throws
 /// std::invalid_argument for another precision.
 ServingNumerics serving_numerics(std::string_view precision, bool kv_cache_fp8);
 
@@ -71,6 +84,10 @@ struct IterationBatch {
   double prefill_attention_pairs = 0;  ///< sum over the chunks of their causal (query, key) pairs
   int64_t decode_sequences = 0;        ///< sequences generating one token
   int64_t decode_kv_tokens = 0;        ///< sum of the decoding sequences' cached tokens (keys read)
+  /// Queries each decoding sequence runs: 1, or k + 1 in a speculative verify pass (models/serving/speculative.hpp):
+  /// its GEMM rows and element-wise tokens, and its new tokens' K and V written, are decode_sequences x this; its
+  /// cached keys are still read once (the k + 1 queries share them).
+  int64_t decode_queries = 1;
   int64_t sampled_sequences = 0;       ///< sequences that sample a token (decodes + prompts completed)
   /// Whether the engine's scheduler ran (and prepared the inputs) before this iteration, paying the fixed host
   /// work: false for the later iterations of a multi-step block (vLLM --num-scheduler-steps), which reuse it.
@@ -107,8 +124,11 @@ struct IterationTime {
 ///   async_output  the per-sequence part (output processing) of iteration k runs while the GPU computes k + 1, so
 ///                 only its excess over the GPU time is exposed; the fixed part (scheduling, inputs) stays serial
 ///                 (vLLM v0.6.0's "asynchronous output processing", vLLM blog 2024-09-05; vLLM V1's separate
-///                 output process).
-enum class HostOverlap { serial, async_output };
+///                 output process);
+///   overlapped    all of it runs while the GPU computes the previous batch, only its excess over the GPU time
+///                 exposed (SGLang v0.4's zero-overhead batch scheduler: "the CPU schedules batch k + 1 while the
+///                 GPU runs batch k", LMSYS blog "SGLang v0.4", 2024-12-04).
+enum class HostOverlap { serial, async_output, overlapped };
 
 /// Per-iteration CPU work of the engine: fixed + per_sequence x the sequences that sample a token (decodes and
 /// completed prompts: sampling, detokenisation and output processing are per produced token), exposed as
@@ -176,7 +196,8 @@ class InferenceModel {
   /// moe_router_topk outside [1, num_experts], non-positive byte widths, a missing all_reduce with tensor > 1;
   /// pipeline stages < 1 or above the layers, or a missing send with stages > 1; expert parallelism on a dense
   /// model, with pipeline stages, ranks not dividing the experts (+ redundant), data-parallel attention with
-  /// tensor > 1 or tensor-parallel attention with tensor != ranks; std::out_of_range when the device lacks `math`.
+  /// tensor > 1 or tensor-parallel attention with tensor != ranks; std::out_of_range when the device lacks `math`
+  /// (or FP4 tensor cores, DeviceSpec::peak_fp4, for fp4 numerics).
   InferenceModel(const ModelConfig& model, ServingNumerics numerics, int64_t tensor, const DeviceSpec& device,
                  double device_share, AllReduceTime all_reduce, EngineOverhead overhead, PipelineStages pipeline = {},
                  EngineKernels kernels = {}, ExpertParallelServing expert_parallel = {});
@@ -184,7 +205,8 @@ class InferenceModel {
   /// The time of one iteration of `batch` (at least one token): its kernels and collectives, the host's NCCL
   /// calls when the engine makes them (2 per layer with tensor > 1, one for the logits gather, one per pipeline
   /// boundary), and the host work the GPU waits for: serial, fixed (when `scheduled`) + per_sequence x sampled;
-  /// async_output, the fixed part and the per-sequence part's excess over the GPU time. Throws
+  /// async_output, the fixed part and the per-sequence part's excess over the GPU time; overlapped, the excess of
+  /// both over the GPU time. Throws
   /// std::invalid_argument on negative counts or an empty batch.
   [[nodiscard]] IterationTime iteration_time(const IterationBatch& batch) const;
 

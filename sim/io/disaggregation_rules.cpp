@@ -65,6 +65,9 @@ void check_disaggregation(Loader& l, const models::Catalog& catalog, std::option
   if (l.get_bool("serving.prefix_caching")) {
     l.fail_at("serving.prefix_caching", "not modelled with split pools (serving.prefill_replicas)");
   }
+  if (l.has("serving.speculative_method")) {
+    l.fail_at("serving.speculative_method", "not modelled with split pools (serving.prefill_replicas)");
+  }
   if (l.get_int("serving.expert_parallel") > 1) {
     l.fail_at("serving.expert_parallel", "not modelled with split pools (serving.prefill_replicas)");
   }

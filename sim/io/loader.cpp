@@ -43,6 +43,7 @@ std::string_view expected_name(ParamType t) {
     case ParamType::boolean: return "a boolean";
     case ParamType::zone_list: return "an array of tables";
     case ParamType::string_list: return "an array of strings";
+    case ParamType::number_list: return "an array of numbers";
   }
   return "?";
 }
@@ -382,6 +383,21 @@ void Loader::check_param(const ParamSpec& p, const ScenarioKind* kind) {
           fail(key, loc, "must be " + detail::allowed_text(p) + ", got '" + v + "'");
         }
         if (!seen.insert(v).second) fail(key, loc, "'" + v + "' is given twice");
+        canonical.push_back(v);
+      }
+      set_node(key, canonical);
+      break;
+    }
+    case ParamType::number_list: {
+      const toml::array* items = node->as_array();
+      if (items == nullptr || items->empty()) wrong_type();
+      toml::array canonical;
+      for (const toml::node& item : *items) {
+        if (!item.is_number()) fail(key, loc, "expected numbers, got " + std::string(node_type_name(item.type())));
+        const double v = item.is_integer() ? static_cast<double>(item.as_integer()->get())
+                                           : item.as_floating_point()->get();
+        const bool ok = std::isfinite(v) && (p.lo_open ? v > p.lo : v >= p.lo) && (p.hi_open ? v < p.hi : v <= p.hi);
+        if (!ok) out_of_range(detail::format_number(v));
         canonical.push_back(v);
       }
       set_node(key, canonical);

@@ -131,6 +131,19 @@ struct Scenario {
 
 /// A serving scenario's fleet ([serving], docs/serving.md): names and numbers as the file gives them; the run
 /// layer (sim/run/run_serving) turns them into the models' and the engine's types.
+/// Speculative decoding of a serving fleet (models/serving/speculative.hpp): serving.speculative_* and draft_*.
+struct SpeculativeConfig {
+  std::string method;         ///< models::kSpeculativeMethodNames
+  int64_t tokens = 1;         ///< k
+  double acceptance = 0.0;    ///< per-position conditional acceptance (one rate for every position)
+  std::vector<double> acceptance_by_position;  ///< a_1..a_k when given (serving.speculative_acceptance_by_position)
+  int64_t layers = 1;         ///< the proposer's layers
+  int64_t hidden_size = 0;    ///< a draft model's shape (method "draft"); 0 otherwise
+  int64_t num_attention_heads = 0;
+  int64_t num_query_groups = 0;
+  int64_t ffn_hidden_size = 0;
+};
+
 struct ServingFleetConfig {
   std::string vm_size;
   int64_t replicas = 1;
@@ -143,7 +156,7 @@ struct ServingFleetConfig {
   [[nodiscard]] int64_t gpus_per_replica() const {
     return data_parallel_attention ? expert_parallel * pipeline : tensor * pipeline;
   }
-  std::string precision = "bf16";  ///< bf16 | fp16 | fp8 | int8
+  std::string precision = "bf16";  ///< bf16 | fp16 | fp8 | int8 | fp4
   bool kv_cache_fp8 = false;
   int64_t max_num_seqs = 256;
   int64_t max_num_batched_tokens = 8192;
@@ -184,6 +197,7 @@ struct ServingFleetConfig {
   [[nodiscard]] bool disaggregated() const { return prefill_replicas > 0; }
   /// GPUs of the fleet: both pools' when split.
   [[nodiscard]] int64_t total_gpus() const { return replicas * gpus_per_replica() + prefill_replicas * prefill_tensor; }
+  std::optional<SpeculativeConfig> speculative;  ///< serving.speculative_method given
 };
 
 /// One token-length distribution of [workload]: fixed `tokens`, uniform [min, max], or lognormal with median

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "models/serving/engine_profile.hpp"
+#include "models/serving/speculative.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/io/what_if_names.hpp"
 
@@ -40,7 +41,7 @@ constexpr std::array<std::string_view, 2> kFidelities{"replica", "full"};
 constexpr std::array<std::string_view, 2> kOnOff{"off", "on"};
 constexpr std::array<std::string_view, 2> kStorages{"local_nvme", "parallel_fs"};
 // Must match the serving loader (sim/io/scenario.cpp, build_serving).
-constexpr std::array<std::string_view, 4> kServingPrecisions{"bf16", "fp16", "fp8", "int8"};
+constexpr std::array<std::string_view, 5> kServingPrecisions{"bf16", "fp16", "fp8", "int8", "fp4"};
 constexpr std::array<std::string_view, 2> kKvDtypes{"auto", "fp8"};
 constexpr std::array<std::string_view, 3> kRoutings{"least_outstanding", "prefix_aware", "round_robin"};
 constexpr std::array<std::string_view, 4> kArrivals{"poisson", "gamma", "offline", "closed_loop"};
@@ -558,7 +559,8 @@ constexpr std::array kParams{
     ParamSpec{.key = "serving.precision", .type = string, .need = Need::defaulted, .default_text = "\"bf16\"",
               .choices = kServingPrecisions,
               .help = "Weights and GEMM math: bf16 or fp16 (2-byte weights), fp8 (W8A8, fp8 GEMMs), int8 (weight-only "
-                      "W8A16: 1-byte weights, fp16 math)."},
+                      "W8A16: 1-byte weights, fp16 math), fp4 (NVFP4 W4A4: 0.5625-byte weights, GEMMs on FP4 tensor "
+                      "cores; Blackwell only)."},
     ParamSpec{.key = "serving.kv_cache_dtype", .type = string, .need = Need::defaulted, .default_text = "\"auto\"",
               .choices = kKvDtypes, .help = "KV cache elements: auto (2 bytes) or fp8 (1 byte; vLLM --kv-cache-dtype)."},
     ParamSpec{.key = "serving.max_num_seqs", .type = integer, .unit = "sequences", .need = Need::defaulted,
@@ -682,6 +684,43 @@ constexpr std::array kParams{
     ParamSpec{.key = "serving.sample_interval_s", .type = number, .unit = "s", .need = Need::defaulted,
               .default_text = "1", .lo = 0.0, .lo_open = true, .hi = 86400.0,
               .help = "Period of the queue and KV-cache time series."},
+    ParamSpec{.key = "serving.speculative_method", .type = string, .need = Need::optional,
+              .choices = models::kSpeculativeMethodNames,
+              .help = "Speculative decoding (docs/serving.md, \"Speculative decoding\"): a draft model, EAGLE heads or "
+                      "DeepSeek MTP modules propose speculative_tokens per decoding sequence, the model verifies "
+                      "them in one pass. Absent: none."},
+    ParamSpec{.key = "serving.speculative_tokens", .type = integer, .unit = "tokens", .need = Need::optional,
+              .min_int = 1, .max_int = models::SpeculativeDecoding::kMaxSpeculativeTokens,
+              .help = "Tokens drafted per step, k (vLLM num_speculative_tokens); with speculative_method.",
+              .bound_reason = "16: beyond published chain depths (1-8)"},
+    ParamSpec{.key = "serving.speculative_acceptance", .type = number, .unit = "fraction", .need = Need::optional,
+              .lo = 0.0, .hi = 1.0,
+              .help = "Per-position acceptance rate a: each drafted token is accepted with probability a given the "
+                      "earlier ones were; tokens per step 1 + a + ... + a^k. With speculative_method (or "
+                      "speculative_acceptance_by_position)."},
+    ParamSpec{.key = "serving.speculative_acceptance_by_position", .type = number_list, .unit = "fraction",
+              .need = Need::optional, .lo = 0.0, .hi = 1.0,
+              .help = "The conditional acceptance a_i of each drafted position i = 1..k (k values), instead of one "
+                      "rate: tokens per step 1 + sum_i prod_{j<=i} a_j (an EAGLE or DeepSeek MTP paper's table)."},
+    ParamSpec{.key = "serving.draft_layers", .type = integer, .unit = "layers", .need = Need::optional,
+              .min_int = 1, .max_int = 1024,
+              .help = "The proposer's decoder layers: a draft model's (required), or EAGLE heads' / MTP modules' of "
+                      "the model's width (absent: 1).",
+              .bound_reason = "as model.num_layers"},
+    ParamSpec{.key = "serving.draft_hidden_size", .type = integer, .need = Need::optional, .min_int = 1,
+              .max_int = 1 << 20, .help = "A draft model's width (speculative_method = \"draft\").",
+              .bound_reason = "as model.hidden_size"},
+    ParamSpec{.key = "serving.draft_num_attention_heads", .type = integer, .need = Need::optional, .min_int = 1,
+              .max_int = 1 << 16, .help = "A draft model's query heads (speculative_method = \"draft\").",
+              .bound_reason = "as model.num_attention_heads"},
+    ParamSpec{.key = "serving.draft_num_query_groups", .type = integer, .need = Need::optional, .min_int = 1,
+              .max_int = 1 << 16,
+              .help = "A draft model's key/value heads (absent: its query heads).",
+              .bound_reason = "as model.num_query_groups"},
+    ParamSpec{.key = "serving.draft_ffn_hidden_size", .type = integer, .need = Need::optional, .min_int = 1,
+              .max_int = 1 << 22,
+              .help = "A draft model's MLP width (gated as the model's; its vocabulary is the model's).",
+              .bound_reason = "as model.ffn_hidden_size"},
     // [workload]
     ParamSpec{.key = "workload.trace", .type = string, .need = Need::optional, .non_empty = true,
               .help = "A request trace CSV (TIMESTAMP,ContextTokens,GeneratedTokens, Azure's LLM inference trace "
@@ -846,6 +885,7 @@ std::string_view type_name(ParamType t) {
     case boolean: return "boolean";
     case zone_list: return "array of tables";
     case string_list: return "array of strings";
+    case number_list: return "array of numbers";
   }
   return "?";
 }
@@ -867,15 +907,17 @@ std::string allowed_text(const ParamSpec& p) {
       if (has_max) return "<= " + std::to_string(p.max_int);
       return "";
     }
+    case number_list:
     case number: {
+      const std::string each = p.type == number_list ? "each " : "";
       const bool has_lo = p.lo != -kInf;
       const bool has_hi = p.hi != kInf;
       if (has_lo && has_hi) {
-        return std::string("in ") + (p.lo_open ? "(" : "[") + format_number(p.lo) + ", " + format_number(p.hi) +
+        return each + "in " + (p.lo_open ? "(" : "[") + format_number(p.lo) + ", " + format_number(p.hi) +
                (p.hi_open ? ")" : "]");
       }
-      if (has_lo) return (p.lo_open ? "> " : ">= ") + format_number(p.lo);
-      if (has_hi) return (p.hi_open ? "< " : "<= ") + format_number(p.hi);
+      if (has_lo) return each + (p.lo_open ? "> " : ">= ") + format_number(p.lo);
+      if (has_hi) return each + (p.hi_open ? "< " : "<= ") + format_number(p.hi);
       return "";
     }
     case string_list:

@@ -15,7 +15,8 @@ namespace clustersim::sim::detail {
 
 /// zone_list: an array of tables, each {name = string, nodes = integer >= 1} ([[cluster.zones]]).
 /// string_list: an array of distinct strings, each one of `choices`.
-enum class ParamType { integer, number, string, boolean, zone_list, string_list };
+/// number_list: a non-empty array of finite numbers, each checked against lo/hi as a number.
+enum class ParamType { integer, number, string, boolean, zone_list, string_list, number_list };
 
 /// How a key may be absent.
 enum class Need {

@@ -62,6 +62,25 @@ ServingScenario build_serving_scenario(const Loader& l) {
                                          ? l.get_int("serving.prefill_max_num_batched_tokens")
                                          : f.max_num_batched_tokens;
   f.prefill_vm_price_usd_per_hour = l.learned.serving_prefill_price;
+  if (l.has("serving.speculative_method")) {
+    SpeculativeConfig& c = f.speculative.emplace();
+    c.method = l.get_string("serving.speculative_method");
+    c.tokens = l.get_int("serving.speculative_tokens");
+    if (l.has("serving.speculative_acceptance")) c.acceptance = l.get_double("serving.speculative_acceptance");
+    if (l.has("serving.speculative_acceptance_by_position")) {
+      for (const toml::node& a : *l.resolved_node("serving.speculative_acceptance_by_position")->as_array()) {
+        c.acceptance_by_position.push_back(*a.value<double>());
+      }
+    }
+    if (l.has("serving.draft_layers")) c.layers = l.get_int("serving.draft_layers");
+    if (c.method == "draft") {
+      c.hidden_size = l.get_int("serving.draft_hidden_size");
+      c.num_attention_heads = l.get_int("serving.draft_num_attention_heads");
+      c.num_query_groups = l.has("serving.draft_num_query_groups") ? l.get_int("serving.draft_num_query_groups")
+                                                                    : c.num_attention_heads;
+      c.ffn_hidden_size = l.get_int("serving.draft_ffn_hidden_size");
+    }
+  }
   WorkloadConfig& w = s.workload;
   if (l.has("workload.trace")) w.trace = l.path().parent_path() / l.get_string("workload.trace");
   w.duration_s = l.get_double("workload.duration_s");

@@ -112,6 +112,85 @@ models::ServingNumerics check_serving_precision(Loader& l, const models::VmSize&
   return numerics;
 }
 
+/// serving.precision = "fp4" needs FP4 tensor cores (DeviceSpec::peak_fp4: Blackwell).
+void check_fp4(const Loader& l, const models::VmSize& vm, const models::DeviceSpec& device) {
+  if (l.get_string("serving.precision") == "fp4" && !device.peak_fp4) {
+    l.fail_at("serving.precision", "the " + vm.device + " of " + vm.name +
+                                       " has no FP4 tensor cores (NVFP4 needs Blackwell: GB200, GB300); use fp8");
+  }
+}
+
+/// Speculative decoding's keys (models/serving/speculative.hpp): the others need serving.speculative_method; the
+/// method needs k and the acceptance; a draft model its shape, which serving.tensor must split; EAGLE heads and MTP
+/// modules take the model's width; not with multi-step scheduling or pipeline stages.
+void check_speculative(const Loader& l) {
+  constexpr const char* kShape[] = {"serving.draft_hidden_size", "serving.draft_num_attention_heads",
+                                    "serving.draft_num_query_groups", "serving.draft_ffn_hidden_size"};
+  if (!l.has("serving.speculative_method")) {
+    for (const char* k : {"serving.speculative_tokens", "serving.speculative_acceptance",
+                          "serving.speculative_acceptance_by_position", "serving.draft_layers", kShape[0], kShape[1],
+                          kShape[2], kShape[3]}) {
+      if (l.has(k)) l.fail_at(k, "needs serving.speculative_method (draft, eagle or mtp)");
+    }
+    return;
+  }
+  const std::string method = l.get_string("serving.speculative_method");
+  if (!l.has("serving.speculative_tokens")) {
+    l.fail("serving.speculative_tokens", l.table_loc("serving"), "required with serving.speculative_method");
+  }
+  const bool rate = l.has("serving.speculative_acceptance");
+  const bool by_position = l.has("serving.speculative_acceptance_by_position");
+  if (rate == by_position) {
+    if (rate) {
+      l.fail_at("serving.speculative_acceptance_by_position", "give one rate or the rates by position, not both");
+    }
+    l.fail("serving.speculative_acceptance", l.table_loc("serving"),
+           "required with serving.speculative_method (or serving.speculative_acceptance_by_position)");
+  }
+  if (by_position) {
+    const auto given = static_cast<int64_t>(l.resolved_node("serving.speculative_acceptance_by_position")->as_array()->size());
+    if (given != l.get_int("serving.speculative_tokens")) {
+      l.fail_at("serving.speculative_acceptance_by_position",
+                "needs one rate per drafted position: serving.speculative_tokens = " +
+                    std::to_string(l.get_int("serving.speculative_tokens")) + ", got " + std::to_string(given));
+    }
+  }
+  if (l.get_int("serving.scheduler_steps") > 1) {
+    l.fail_at("serving.scheduler_steps", "multi-step scheduling does not run with speculative decoding (vLLM "
+                                         "rejects --num-scheduler-steps with a speculative model)");
+  }
+  if (l.get_int("serving.pipeline") > 1) {
+    l.fail_at("serving.speculative_method", "speculative decoding is modelled without pipeline stages "
+                                            "(serving.pipeline = 1)");
+  }
+  if (method != "draft") {
+    for (const char* k : kShape) {
+      if (l.has(k)) l.fail_at(k, method + " heads take the model's width and heads: drop this key");
+    }
+    return;
+  }
+  for (const char* k : {"serving.draft_layers", kShape[0], kShape[1], kShape[3]}) {
+    if (!l.has(k)) l.fail(k, l.table_loc("serving"), "required with serving.speculative_method = \"draft\"");
+  }
+  const int64_t t = l.get_int("serving.tensor"), heads = l.get_int("serving.draft_num_attention_heads");
+  const int64_t groups = l.has(kShape[2]) ? l.get_int(kShape[2]) : heads;
+  if (heads % t != 0) {
+    l.fail_at(kShape[1], "serving.tensor (" + std::to_string(t) + ") must divide it, got " + std::to_string(heads));
+  }
+  if (l.has(kShape[2]) && (heads % groups != 0 || (groups % t != 0 && t % groups != 0))) {
+    l.fail_at(kShape[2], "must divide draft_num_attention_heads and be a multiple or a divisor of serving.tensor (" +
+                             std::to_string(t) + "), got " + std::to_string(groups));
+  }
+  if (l.get_int(kShape[0]) % heads != 0) {
+    l.fail_at(kShape[0], "must be a multiple of draft_num_attention_heads (" + std::to_string(heads) + "), got " +
+                             std::to_string(l.get_int(kShape[0])));
+  }
+  if (l.get_int(kShape[3]) % t != 0) {
+    l.fail_at(kShape[3], "serving.tensor (" + std::to_string(t) + ") must divide it, got " +
+                             std::to_string(l.get_int(kShape[3])));
+  }
+}
+
 /// [workload]'s arrival keys: a trace or a synthetic stream's rate (poisson, gamma) or requests (offline,
 /// closed_loop); a closed loop's concurrency.
 void check_workload_arrival(Loader& l) {
@@ -282,7 +361,9 @@ void check_serving(Loader& l, const models::Catalog& catalog) {
   const models::DeviceSpec& device = catalog.device(vm.device);
   check_replica_layout(l, vm);
   check_expert_parallel(l, vm);
+  check_fp4(l, vm, device);
   const models::ServingNumerics numerics = check_serving_precision(l, vm, device);
+  check_speculative(l);
   check_workload_arrival(l);
   check_prefix_caching(l);
   const bool trace = l.has("workload.trace");

@@ -11,6 +11,7 @@
 #include "sim/errors.hpp"
 #include "sim/format.hpp"
 #include "sim/io/request_trace.hpp"
+#include "sim/serving/speculation.hpp"
 #include "sim/serving/tensor_parallel.hpp"
 #include "sim/serving/workload.hpp"
 
@@ -65,6 +66,39 @@ std::vector<ServingRequest> requests_of(const ServingScenario& sc, int64_t& cut)
   return generate_workload(s);
 }
 
+/// The fleet's speculative decoder (serving.speculative_*): the proposer on the replica's device and tensor
+/// parallelism, with no host work of its own (the iteration pays the engine's) but the engine's NCCL calls.
+std::shared_ptr<const SpeculativeServing> speculative_of(const ServingScenario& sc, const models::InferenceModel& main,
+                                                          const models::VmSize& vm, const models::DeviceSpec& device,
+                                                          models::EngineOverhead overhead) {
+  const SpeculativeConfig& c = *sc.serving.speculative;
+  const models::SpeculativeMethod method = models::speculative_method(c.method);
+  models::ModelConfig shape = sc.model;
+  if (method == models::SpeculativeMethod::draft) {
+    shape.num_layers = c.layers;
+    shape.hidden_size = c.hidden_size;
+    shape.num_attention_heads = c.num_attention_heads;
+    shape.num_query_groups = c.num_query_groups;
+    shape.ffn_hidden_size = c.ffn_hidden_size;
+    shape.kv_channels = 0;
+    shape.num_experts = 0;
+    shape.mtp_num_layers = 0;
+    shape.tie_embeddings = true;  // small drafts tie them (Llama 3.2 1B and 3B)
+  } else {
+    shape = models::head_proposer_config(method, sc.model, c.layers);
+  }
+  overhead.fixed = overhead.per_sequence = units::Seconds(0.0);
+  auto proposer = std::make_shared<const models::InferenceModel>(
+      shape, models::serving_numerics(sc.serving.precision, sc.serving.kv_cache_fp8), main.tensor(), device,
+      vm.device_share, tensor_parallel_all_reduce(vm, device, main.tensor()), overhead);
+  auto decoding = std::make_shared<const models::SpeculativeDecoding>(
+      method, std::move(proposer),
+      c.acceptance_by_position.empty() ? std::vector<double>(static_cast<size_t>(c.tokens), c.acceptance)
+                                       : c.acceptance_by_position,
+      method != models::SpeculativeMethod::draft);
+  return std::make_shared<const SpeculativeServing>(std::move(decoding), sc.seed);
+}
+
 SummaryColumn real(std::string name, std::string units, std::string description, double v) {
   return {std::move(name), std::move(units), std::move(description), std::vector<double>{v}};
 }
@@ -102,6 +136,11 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
       f.engine, f.gpu_memory_utilization, f.max_num_batched_tokens, f.max_num_seqs, f.block_size));
   run.weight_bytes_per_gpu = model->weight_bytes_per_gpu().value();
   run.kv_bytes_per_token = model->kv_bytes_per_token_per_gpu().value();
+  std::shared_ptr<const SpeculativeServing> speculative;
+  if (f.speculative) {
+    speculative = speculative_of(sc, *model, vm, device, overhead);
+    run.kv_cache_tokens = speculative->decoding().kv_cache_tokens(*model, run.kv_cache_tokens, f.block_size);
+  }
   if (run.kv_cache_tokens / f.pipeline < f.block_size) {
     throw DataError(sc.source_path.string() + ": the weights (" + printf_string("%.1f", run.weight_bytes_per_gpu / 1073741824.0) +
                     " GiB per GPU at tensor " + std::to_string(f.tensor) + ") leave no KV cache in " +
@@ -116,6 +155,7 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
 
   ServingSetup setup;
   setup.model = model;
+  setup.speculative = std::move(speculative);
   setup.policy = {f.max_num_seqs, f.max_num_batched_tokens, f.chunked_prefill, f.block_size,
                   models::capacity_policy(f.capacity_scheduler_policy), f.scheduler_steps, f.prefix_caching};
   // A pipelined replica runs `pipeline` virtual engines (vLLM: one scheduler per in-flight batch, each with its

@@ -48,7 +48,7 @@ ResourceSplit IterationResources::split(const models::IterationBatch& b, const m
         b.prefill_tokens > 0
             ? std::clamp(decode_attention_base_s_ +
                              decode_attention_per_key_s_ *
-                                 static_cast<double>(b.decode_kv_tokens + b.decode_sequences),
+                                 static_cast<double>(b.decode_kv_tokens + b.decode_sequences * b.decode_queries),
                          0.0, attention)
             : attention;
   }

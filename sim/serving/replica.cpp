@@ -198,6 +198,18 @@ void Replica::free(Sequence& s, bool returns) {
   s.blocks = 0;
 }
 
+int64_t Replica::decode_slots(const Sequence& s) const {
+  const SpeculativeServing* spec = fleet_.setup().speculative.get();
+  return spec == nullptr ? 1 : spec->kv_slots(s.output - s.generated);
+}
+
+int64_t Replica::accepted_drafts(const Sequence& s) {
+  const SpeculativeServing* spec = fleet_.setup().speculative.get();
+  if (spec == nullptr) return 0;
+  if (!speculation_stream_) speculation_stream_ = spec->stream(id_);
+  return spec->accepted_drafts(*speculation_stream_, s.output - s.generated);
+}
+
 void Replica::preempt_last() {
   Sequence* victim = running_.back();
   erase_running(running_.end() - 1);
@@ -267,9 +279,9 @@ void Replica::start_iteration() {
       ++b.sampled_sequences;
     }
   }
-  const models::IterationTime time = model().iteration_time(b);
-  const units::Seconds duration = time.total();
-  split_ = fleet_.resources(role_).split(b, time);
+  const IterationCost cost = iteration_cost(model(), fleet_.resources(role_), fleet_.setup().speculative.get(), b);
+  const units::Seconds duration = cost.duration;
+  split_ = cost.split;
   batch_prefill_tokens_ = b.prefill_tokens;
   batch_decodes_ = b.decode_sequences;
   if (kv_blocked_) ++fleet_.result().kv_limited_iterations;
@@ -292,7 +304,7 @@ void Replica::schedule() {
   for (; k < running_.size() && budget > 0; ++k) {
     Sequence* s = running_[k];
     if (s->prefilling()) continue;
-    while (!grow(*s, s->computed + 1)) {
+    while (!grow(*s, s->computed + decode_slots(*s))) {
       if (running_.back() == s) {  // s itself is the newest: it waits
         preempt_last();
         s = nullptr;
@@ -357,7 +369,13 @@ void Replica::finish_iteration() {
   std::vector<Sequence*> done, prefilled;
   for (const Work& w : batch_) {
     Sequence& s = *w.seq;
-    s.computed += w.chunk > 0 ? w.chunk : 1;  // a prompt chunk, or the decoded token's K and V
+    if (w.chunk > 0) {
+      s.computed += w.chunk;
+    } else {
+      const int64_t drafts = accepted_drafts(s);
+      s.computed += 1 + drafts;  // the decoded token's K and V, and the accepted drafts'
+      s.generated += drafts;
+    }
     if (fleet_.setup().policy.prefix_caching) fill_blocks(s);
     if (w.chunk > 0 && s.computed < s.prompt) continue;  // more of the prompt next iteration
     if (w.chunk > 0 && role_ == ReplicaRole::prefill) {  // its KV cache moves to the decode pool

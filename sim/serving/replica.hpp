@@ -5,12 +5,14 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "sim/engine/simulator.hpp"
 #include "sim/serving/latency_attribution.hpp"
 #include "sim/serving/prefix_cache.hpp"
+#include "sim/serving/speculation.hpp"
 #include "sim/serving/serving_simulation.hpp"
 
 namespace clustersim::sim::serving_engine {
@@ -124,6 +126,10 @@ class Replica {
   /// Drops `s`'s references, its blocks tail first into the free queue (its own full blocks named when it
   /// `returns`: preempted, it will look for them); returns the blocks freed.
   int64_t release_blocks(Sequence& s, bool returns);
+  /// KV slots a decoding sequence needs before its pass: 1, or with speculative decoding the k + 1 it writes.
+  [[nodiscard]] int64_t decode_slots(const Sequence& s) const;
+  /// Drafted tokens `s` keeps beyond its sampled one this iteration: 0, or with speculative decoding a draw.
+  int64_t accepted_drafts(const Sequence& s);
   /// Queue and batch changes, reported to the fleet's running totals and load index.
   void push_waiting(Sequence* s, bool front);
   Sequence* pop_waiting();
@@ -172,6 +178,7 @@ class Replica {
   double kv_clock_s_ = 0.0;  ///< the KV-wait clock up to the current iteration's start
   DecodeClock decode_clock_;
   PrefixCache cache_;  ///< EnginePolicy::prefix_caching
+  std::optional<RandomStream> speculation_stream_;  ///< this slot's acceptance draws (kSpeculationStream)
 };
 
 }  // namespace clustersim::sim::serving_engine

@@ -22,6 +22,8 @@ ServingResult simulate_serving(const ServingSetup& setup, const std::vector<Serv
   require(p.max_num_seqs >= 1 && p.max_num_batched_tokens >= 1 && p.block_size >= 1 && p.scheduler_steps >= 1,
           "max_num_seqs, max_num_batched_tokens, block_size and scheduler_steps must be >= 1");
   require(setup.kv_cache_tokens >= p.block_size, "the KV cache holds less than one block");
+  require(setup.speculative == nullptr || p.scheduler_steps == 1,
+          "speculative decoding does not run with multi-step scheduling (scheduler_steps > 1)");
   require(setup.sample_interval_s > 0, "the sample interval must be positive");
   require(setup.max_model_len >= 0, "max_model_len must be >= 0");
   require(setup.concurrency >= 0, "concurrency must be >= 0");

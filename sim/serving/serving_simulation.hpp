@@ -31,6 +31,8 @@
 
 namespace clustersim::sim {
 
+class SpeculativeServing;  // sim/serving/speculation.hpp
+
 /// One request: when it arrives, its prompt and how many tokens it generates (>= 1).
 ///
 /// Content (issue 30, prefix caching; sim/serving/prefix_cache.hpp): which tokens the prompt holds, named rather
@@ -181,6 +183,8 @@ struct ServingSetup {
   /// Split pools: requests prefill on this setup's replicas and decode on the decode pool's, their KV cache moved
   /// between them. Not with autoscaling, spot replicas or zone outages. Absent: one co-located pool.
   std::optional<DecodePool> decode_pool;
+  /// Speculative decoding (sim/serving/speculation.hpp); null: none. Not with scheduler_steps > 1.
+  std::shared_ptr<const SpeculativeServing> speculative;
 };
 
 /// What happened to one request. first_token_s and finish_s are NaN when it never got that far (it needs more
@@ -291,8 +295,9 @@ PrefixCacheStats prefix_cache_stats(const ServingResult& r);
 /// std::invalid_argument on a setup without a model, replicas < 1, a non-positive limit (scheduler_steps included),
 /// a KV cache smaller than one block, a request with prompt or output < 1, autoscaling limits out of order (min <
 /// 1, min > replicas > max, non-positive target or interval), more spot replicas than replicas, spot with autoscaling,
-/// zones < 1 or more zones than replica slots, or a negative rate or time; a request whose prefix_tokens is outside
-/// [0, prompt_tokens], whose previous turn is not earlier in the list, or that has one in a closed loop.
+/// zones < 1 or more zones than replica slots, a negative rate or time, or speculative decoding with
+/// scheduler_steps > 1; a request whose prefix_tokens is outside [0, prompt_tokens], whose previous turn is not
+/// earlier in the list, or that has one in a closed loop.
 ServingResult simulate_serving(const ServingSetup& setup, const std::vector<ServingRequest>& requests);
 
 }  // namespace clustersim::sim

@@ -178,7 +178,7 @@ TEST(ServingScenario, EnginesSetTheOverheadAndTheKvBudget) {
   // A scenario's own overhead wins over the engine's.
   const ServingScenario own = load_serving_scenario(row, {"serving.engine_overhead_ms=0.25"}, catalog());
   EXPECT_DOUBLE_EQ(own.serving.engine_overhead_ms, 0.25);
-  std::string e = error_of(row, {"serving.engine=\"sglang\""});
+  std::string e = error_of(row, {"serving.engine=\"tgi\""});
   EXPECT_NE(e.find("key 'serving.engine'"), std::string::npos) << e;
   // The loader's choices are the releases' names, then the families' aliases; an alias resolves to its release.
   std::vector<std::string> names;

@@ -190,7 +190,8 @@ TEST(EngineRelease, ReleasesNameWhatTheyReproduceAndFamiliesAlias) {
   EXPECT_EQ(models::engine_profile("vllm").name, "vllm-0.6");
   EXPECT_EQ(models::engine_profile("tensorrt-llm").name, "tensorrt-llm-0.17");
   EXPECT_EQ(models::engine_profile("lmdeploy").name, "lmdeploy-0.1");
-  EXPECT_THROW((void)models::engine_profile("sglang"), std::invalid_argument);
+  EXPECT_EQ(models::engine_profile("sglang").name, "sglang-0.4");
+  EXPECT_THROW((void)models::engine_profile("tgi"), std::invalid_argument);
   // What the releases change: output processing from vLLM v0.6, NCCL calls and per-head KV reads before
   // TensorRT-LLM v0.7, multi-step only in vLLM's V0 engine from v0.6.
   EXPECT_EQ(models::engine_profile("vllm-0.5").overhead.overlap, models::HostOverlap::serial);
