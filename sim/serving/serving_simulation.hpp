@@ -28,6 +28,7 @@
 #include "models/serving/engine_profile.hpp"
 #include "models/serving/inference_model.hpp"
 #include "models/units.hpp"
+#include "sim/serving/iteration_log.hpp"
 
 namespace clustersim::sim {
 
@@ -134,6 +135,8 @@ struct ServingSetup {
   double provisioning_s = 0.0;
   /// The run's budget of engine iterations (kMaxEngineIterations; a test lowers it).
   int64_t max_engine_iterations = kMaxEngineIterations;
+  /// Which iterations ServingResult::inside records (off by default: no memory); `every` >= 1.
+  IterationSampling iteration_log;
 };
 
 /// What happened to one request. first_token_s and finish_s are NaN when it never got that far (it needs more
@@ -216,6 +219,8 @@ struct ServingResult {
   /// Iterations whose admission stopped because the head of the queue found no free KV blocks for its prompt (or,
   /// under guaranteed_no_evict, its whole context): the KV cache, not the batch limits, held requests back.
   int64_t kv_limited_iterations = 0;
+  /// Inside the run (issue 30): batch statistics, the gaps between tokens (TBT) and the recorded iterations.
+  InsideServing inside;
 };
 
 /// Simulates `requests` (arrival times ascending, else std::invalid_argument) on the setup's replicas. Every
@@ -225,7 +230,8 @@ struct ServingResult {
 /// std::invalid_argument on a setup without a model, replicas < 1, a non-positive limit (scheduler_steps included),
 /// a KV cache smaller than one block, a request with prompt or output < 1, autoscaling limits out of order (min <
 /// 1, min > replicas > max, non-positive target or interval), more spot replicas than replicas, spot with autoscaling,
-/// zones < 1 or more zones than replica slots, or a negative rate or time.
+/// zones < 1 or more zones than replica slots, a negative rate or time, or an iteration log with every < 1 or
+/// from_s > to_s.
 ServingResult simulate_serving(const ServingSetup& setup, const std::vector<ServingRequest>& requests);
 
 }  // namespace clustersim::sim
