@@ -47,14 +47,16 @@ RunMetadata metadata_of(const std::string& command_line, uint64_t seed, const st
 }
 
 constexpr const char* kIterationsGroup =
-    "one row per recorded engine iteration: every --trace-every-th in [--trace-from, --trace-to), at most 2^20 "
-    "(docs/hdf5-schema.md)";
+    "one row per recorded engine iteration (--iterations): every --trace-every-th in [--trace-from, --trace-to), at "
+    "most 2^20 (docs/hdf5-schema.md)";
 
-/// The iterations a serving run records: with -o or --trace, those options.trace_every, trace_from_s and trace_to_s
-/// select; none otherwise. UsageError on every < 1, a non-finite or negative time, or from > to.
+/// The iterations a serving run records: with --trace or --iterations, those options.trace_every, trace_from_s and
+/// trace_to_s select; none otherwise. UsageError on --iterations without -o, every < 1, a non-finite or negative
+/// time, or from > to.
 IterationSampling iteration_sampling(const RunOptions& options) {
   IterationSampling s;
-  s.enabled = options.output.has_value() || options.trace.has_value();
+  if (options.iterations && !options.output) throw UsageError("--iterations writes the -o file's /iterations: give -o");
+  s.enabled = options.iterations || options.trace.has_value();
   if (options.trace_every < 1) {
     throw UsageError("--trace-every must be >= 1, got " + std::to_string(options.trace_every));
   }
@@ -80,7 +82,7 @@ RunOutput run_serving_file(const std::filesystem::path& path, const std::vector<
   out.summary = serving_summary_columns(scenario, run);
   out.groups = {{"requests", "one row per request, in arrival order", serving_request_columns(run)},
                 {"timeseries", "the fleet sampled every serving.sample_interval_s", serving_sample_columns(run)}};
-  if (options.output) {
+  if (options.iterations) {
     out.groups.push_back({"iterations", kIterationsGroup, serving_iteration_columns(scenario, run)});
   }
   out.metadata = metadata_of(options.command_line, scenario.seed, scenario.resolved_toml);
@@ -106,9 +108,9 @@ RunOutput run_serving_file(const std::filesystem::path& path, const std::vector<
 
 RunOutput run_training_file(const std::filesystem::path& path, const std::vector<std::string>& overrides,
                             const models::Catalog& catalog, const RunOptions& options) {
-  if (options.trace_every != 1 || options.trace_from_s || options.trace_to_s) {
-    throw UsageError("--trace-every, --trace-from and --trace-to sample a serving run's iterations; a training "
-                     "scenario's --trace holds one step");
+  if (options.iterations || options.trace_every != 1 || options.trace_from_s || options.trace_to_s) {
+    throw UsageError("--iterations, --trace-every, --trace-from and --trace-to are a serving run's iterations; a "
+                     "training scenario's --trace holds one step");
   }
   const Scenario scenario = load_scenario(path, overrides, catalog);
   check_run_outputs(options.output, options.trace, run_inputs(scenario));

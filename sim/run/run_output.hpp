@@ -45,6 +45,8 @@ struct RunOptions {
   std::string command_line;           ///< the whole command line: the metadata's and the trace's command_line
   std::optional<std::string> output;  ///< -o: checked before the run (check_run_outputs); written by write_run
   std::optional<std::string> trace;   ///< --trace: checked likewise
+  /// --iterations (serving only, with -o; else UsageError): the -o file also gets the /iterations group.
+  bool iterations = false;
   /// Serving only (a training scenario refuses them: UsageError): which engine iterations --trace and the HDF5
   /// /iterations group hold: every trace_every-th (>= 1, else UsageError) that starts in [trace_from_s,
   /// trace_to_s) (s; from <= to, else UsageError), at most 2^20 (sim::kMaxIterationRecords).
@@ -95,8 +97,8 @@ void check_run_outputs(const std::optional<std::string>& output, const std::opti
 /// Loads the scenario at `path` (of the kind sim::scenario_kind says) with `overrides` (--set) against `catalog`,
 /// checks options.output and
 /// options.trace (check_run_outputs; before anything is simulated), runs it and returns what it writes. A
-/// serving run with options.output or options.trace records its engine iterations (options.trace_every, ...): the
-/// "iterations" group with -o, RunOutput::serving_trace with --trace. With options.what_if, the what-if analysis after the run (its
+/// serving run with options.trace or options.iterations records its engine iterations (options.trace_every, ...):
+/// RunOutput::serving_trace with --trace, the "iterations" group with --iterations; none otherwise (no memory). With options.what_if, the what-if analysis after the run (its
 /// --what-if-set scenarios loaded before the run: their ScenarioError first). Errors: the loaders' ScenarioError / DataError / CatalogError (65), IoError
 /// (74) from the output checks, and run_scenario's / run_serving_scenario's errors.
 RunOutput run_scenario_file(const std::filesystem::path& path, const std::vector<std::string>& overrides,

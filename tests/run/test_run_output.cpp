@@ -284,9 +284,10 @@ size_t rows(const ColumnGroup& g) { return std::get<std::vector<int64_t>>(g.colu
 TEST(RunOutput, AServingTraceHasAnEventPerIterationAndSamplingKeepsEveryNth) {
   const TempDir dir;
   RunOptions options;
-  options.command_line = "clustersim run serving.toml --trace t.json -o x.h5";
+  options.command_line = "clustersim run serving.toml --trace t.json -o x.h5 --iterations";
   options.trace = (dir.path / "t.json").string();
   options.output = (dir.path / "x.h5").string();
+  options.iterations = true;
   const std::vector<std::string> shorter = {"workload.duration_s=20"};
   const RunOutput out = run_scenario_file(kServing, shorter, catalog(), options);
   const int64_t iterations = summary_integer(out, "iterations");
@@ -307,6 +308,12 @@ TEST(RunOutput, AServingTraceHasAnEventPerIterationAndSamplingKeepsEveryNth) {
   EXPECT_EQ(plain.report, out.report);
   EXPECT_EQ(plain.serving_trace, nullptr);
   EXPECT_EQ(plain.groups.size(), 2u);
+  RunOptions no_iterations;  // -o alone records nothing: no /iterations
+  no_iterations.output = options.output;
+  EXPECT_EQ(run_scenario_file(kServing, shorter, catalog(), no_iterations).groups.size(), 2u);
+  no_iterations.output.reset();
+  no_iterations.iterations = true;  // --iterations needs -o
+  EXPECT_THROW((void)run_scenario_file(kServing, shorter, catalog(), no_iterations), UsageError);
 
   options.trace_every = 7;
   const RunOutput sampled = run_scenario_file(kServing, shorter, catalog(), options);
@@ -324,7 +331,7 @@ TEST(RunOutput, AServingTraceHasAnEventPerIterationAndSamplingKeepsEveryNth) {
 TEST(RunOutput, TheServingReportSaysWhatEnginesBusyMeasures) {
   const RunOutput out = run_scenario_file(kServing, {"workload.duration_s=20"}, catalog(), RunOptions{});
   for (const char* part : {"engines     in an iteration ", "% of replica-time (not saturation); ",
-                           " sequences running on average, KV cache ", "batches     ", " sequences each (p50 ",
+                           " sequences running on average over the fleet, KV cache ", "batches     ", " sequences each (p50 ",
                            "TPOT        p50 ", "per request: (finish - first token) / (N - 1); e2e / N ",
                            "TBT         p50 ", "between successive tokens, over every token", "queue       peak "}) {
     EXPECT_NE(out.report.find(part), std::string::npos) << part << "\n" << out.report;
