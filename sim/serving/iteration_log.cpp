@@ -51,17 +51,16 @@ size_t GapHistogram::bucket_of(int64_t ns) {
 }
 
 void GapHistogram::add(double seconds) {
-  if (!(seconds >= 0.0) || !std::isfinite(seconds)) {
+  // At most 2^62 ns (146 years): also refuses NaN and the infinities.
+  if (!(seconds >= 0.0 && seconds < 4.6e9)) {
     throw std::invalid_argument("GapHistogram: a gap of " + std::to_string(seconds) + " s");
   }
-  const int64_t ns = std::llround(seconds * 1e9);
+  const auto ns = static_cast<int64_t>(seconds * 1e9 + 0.5);  // rounded to the nearest ns (llround, for >= 0)
   const size_t b = bucket_of(ns);
-  if (b >= counts_.size()) {
-    counts_.resize(b + 1, 0);
-    sums_ns_.resize(b + 1, 0.0);
-  }
-  ++counts_[b];
-  sums_ns_[b] += static_cast<double>(ns);
+  if (b >= buckets_.size()) buckets_.resize(b + 1);
+  Bucket& k = buckets_[b];
+  ++k.count;
+  k.sum_ns += static_cast<double>(ns);
   ++count_;
   sum_ns_ += static_cast<double>(ns);
 }
@@ -74,9 +73,9 @@ double GapHistogram::percentile_s(double p) const {
   if (count_ == 0) return std::numeric_limits<double>::quiet_NaN();
   const int64_t rank = nearest_rank(p, count_);
   int64_t below = 0;
-  for (size_t b = 0; b < counts_.size(); ++b) {
-    below += counts_[b];
-    if (counts_[b] > 0 && below >= rank) return sums_ns_[b] / static_cast<double>(counts_[b]) * 1e-9;
+  for (const Bucket& k : buckets_) {
+    below += k.count;
+    if (k.count > 0 && below >= rank) return k.sum_ns / static_cast<double>(k.count) * 1e-9;
   }
   return std::numeric_limits<double>::quiet_NaN();  // unreachable: the counts add up to count_
 }
