@@ -279,8 +279,8 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, co
                    s.sequences_per_iteration_p99));
   c.push_back(real("prefill_tokens_per_iteration_mean", "tokens", "mean prompt tokens computed" + per_iteration,
                    s.prefill_tokens_per_iteration_mean));
-  c.push_back(real("decode_tokens_per_iteration_mean", "tokens", "mean decoding sequences (one token each)" + per_iteration,
-                   s.decode_tokens_per_iteration_mean));
+  c.push_back(real("decode_tokens_per_iteration_mean", "tokens",
+                   "mean decoding sequences (one token each)" + per_iteration, s.decode_tokens_per_iteration_mean));
   c.push_back(real("prefill_token_share", "1", "prefill tokens / (prefill + decode tokens) over all iterations",
                    s.prefill_token_share));
   const std::string tbt = " time between tokens (TBT): the gap between successive output tokens of a request, over "

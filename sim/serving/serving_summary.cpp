@@ -101,9 +101,8 @@ ServingSummary summarize_serving(const ServingResult& result, const LatencyTarge
   s.sequences_per_iteration_p99 = b.sequences.percentile(99);
   s.prefill_tokens_per_iteration_mean = iterations > 0 ? static_cast<double>(b.prefill_tokens) / iterations : nan;
   s.decode_tokens_per_iteration_mean = iterations > 0 ? static_cast<double>(b.decode_tokens) / iterations : nan;
-  s.prefill_token_share = b.prefill_tokens + b.decode_tokens > 0
-                              ? static_cast<double>(b.prefill_tokens) / static_cast<double>(b.prefill_tokens + b.decode_tokens)
-                              : nan;
+  const int64_t tokens = b.prefill_tokens + b.decode_tokens;
+  s.prefill_token_share = tokens > 0 ? static_cast<double>(b.prefill_tokens) / static_cast<double>(tokens) : nan;
   const GapHistogram& tbt = result.inside.tbt;
   s.tbt_mean_s = tbt.mean_s();
   s.tbt_p50_s = tbt.percentile_s(50);

@@ -331,7 +331,8 @@ TEST(RunOutput, AServingTraceHasAnEventPerIterationAndSamplingKeepsEveryNth) {
 TEST(RunOutput, TheServingReportSaysWhatEnginesBusyMeasures) {
   const RunOutput out = run_scenario_file(kServing, {"workload.duration_s=20"}, catalog(), RunOptions{});
   for (const char* part : {"engines     in an iteration ", "% of replica-time (not saturation); ",
-                           " sequences running on average over the fleet, KV cache ", "batches     ", " sequences each (p50 ",
+                           " sequences running on average over the fleet, KV cache ", "batches     ",
+                           " sequences each (p50 ",
                            "TPOT        p50 ", "per request: (finish - first token) / (N - 1); e2e / N ",
                            "TBT         p50 ", "between successive tokens, over every token", "queue       peak "}) {
     EXPECT_NE(out.report.find(part), std::string::npos) << part << "\n" << out.report;
