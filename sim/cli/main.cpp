@@ -77,7 +77,14 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
   po::options_description options("clustersim run SCENARIO [options]");
   options.add_options()("help,h", "show this help")
       ("output,o", po::value<std::string>(), "write the results to this HDF5 file (atomically)")
-      ("trace", po::value<std::string>(), "write the step's timeline to this Chrome trace JSON file (atomically)")
+      ("trace", po::value<std::string>(),
+       "write a Chrome trace JSON file (atomically): a training step's timeline, or a serving run's engine "
+       "iterations (one event each, a track per replica)")
+      ("iterations", po::bool_switch(), "serving: also write the engine iterations to the -o file's /iterations")
+      ("trace-every", po::value<int64_t>()->default_value(1),
+       "serving: keep every Nth engine iteration in --trace and /iterations")
+      ("trace-from", po::value<double>(), "serving: keep iterations starting at or after this time, s")
+      ("trace-to", po::value<double>(), "serving: keep iterations starting before this time, s")
       ("set", po::value<std::vector<std::string>>()->composing(),
        "override a scenario key, e.g. --set parallelism.tensor=4 (repeatable)")
       ("catalog", po::value<std::string>(), "hardware catalog directory")
@@ -119,6 +126,10 @@ int cmd_run(const std::vector<std::string>& args, const std::string& command_lin
   run_options.command_line = command_line;
   if (vm.count("output")) run_options.output = vm["output"].as<std::string>();
   if (vm.count("trace")) run_options.trace = vm["trace"].as<std::string>();
+  run_options.iterations = vm["iterations"].as<bool>();
+  run_options.trace_every = vm["trace-every"].as<int64_t>();
+  if (vm.count("trace-from")) run_options.trace_from_s = vm["trace-from"].as<double>();
+  if (vm.count("trace-to")) run_options.trace_to_s = vm["trace-to"].as<double>();
   run_options.stages = vm["stages"].as<bool>();
   if (vm.count("what-if-set")) run_options.what_if.user = vm["what-if-set"].as<std::vector<std::string>>();
   run_options.what_if.enabled = vm["what-if"].as<bool>() || !run_options.what_if.user.empty();

@@ -1,14 +1,17 @@
 #include "sim/run/run_output.hpp"
 
+#include <cmath>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
 
 #include "models/hardware/catalog.hpp"
 #include "sim/errors.hpp"
+#include "sim/format.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/output/chrome_trace.hpp"
 #include "sim/output/job_report.hpp"
+#include "sim/output/serving_chrome_trace.hpp"
 #include "sim/output/step_report.hpp"
 #include "sim/run/run_inputs.hpp"
 #include "sim/run/run_scenario.hpp"
@@ -21,6 +24,11 @@ namespace clustersim::sim {
 struct StepTrace {
   RunResult run;         ///< run.step.pipeline holds the spans
   ChromeTraceInfo info;  ///< the scenario's layout and the metadata written into "otherData"
+};
+
+struct ServingIterationTrace {
+  std::vector<IterationRecord> records;
+  ServingTraceInfo info;
 };
 
 namespace {
@@ -38,21 +46,58 @@ RunMetadata metadata_of(const std::string& command_line, uint64_t seed, const st
   return meta;
 }
 
+constexpr const char* kIterationsGroup =
+    "one row per recorded engine iteration (--iterations): every --trace-every-th in [--trace-from, --trace-to), at "
+    "most 2^20 (docs/hdf5-schema.md)";
+
+/// The iterations a serving run records: with --trace or --iterations, those options.trace_every, trace_from_s and
+/// trace_to_s select; none otherwise. UsageError on --iterations without -o, every < 1, a non-finite or negative
+/// time, or from > to.
+IterationSampling iteration_sampling(const RunOptions& options) {
+  IterationSampling s;
+  if (options.iterations && !options.output) throw UsageError("--iterations writes the -o file's /iterations: give -o");
+  s.enabled = options.iterations || options.trace.has_value();
+  if (options.trace_every < 1) {
+    throw UsageError("--trace-every must be >= 1, got " + std::to_string(options.trace_every));
+  }
+  s.every = options.trace_every;
+  if (options.trace_from_s) s.from_s = *options.trace_from_s;
+  if (options.trace_to_s) s.to_s = *options.trace_to_s;
+  if (!std::isfinite(s.from_s) || s.from_s < 0 || std::isnan(s.to_s) || s.to_s < 0 || s.to_s < s.from_s) {
+    throw UsageError("--trace-from and --trace-to must be times in s with 0 <= from <= to, got " +
+                     printf_string("%g and %g", s.from_s, s.to_s));
+  }
+  return s;
+}
+
 RunOutput run_serving_file(const std::filesystem::path& path, const std::vector<std::string>& overrides,
                            const models::Catalog& catalog, const RunOptions& options) {
-  if (options.trace) throw UsageError("--trace: a serving scenario has no training step to trace");
+  const IterationSampling sampling = iteration_sampling(options);
   const ServingScenario scenario = load_serving_scenario(path, overrides, catalog);
-  if (options.output) check_output_path(*options.output, run_inputs(scenario), "-o");
-  const ServingRun run = run_serving_scenario(scenario, catalog);
+  check_run_outputs(options.output, options.trace, run_inputs(scenario));
+  ServingRun run = run_serving_scenario(scenario, catalog, sampling);
   RunOutput out;
   out.kind = "serving";
   out.scenario_name = scenario.name;
   out.summary = serving_summary_columns(scenario, run);
   out.groups = {{"requests", "one row per request, in arrival order", serving_request_columns(run)},
                 {"timeseries", "the fleet sampled every serving.sample_interval_s", serving_sample_columns(run)}};
+  if (options.iterations) {
+    out.groups.push_back({"iterations", kIterationsGroup, serving_iteration_columns(scenario, run)});
+  }
   out.metadata = metadata_of(options.command_line, scenario.seed, scenario.resolved_toml);
   out.report = format_serving_summary(scenario, run);
   out.fingerprints = {{"engine", run.result.fingerprint}};
+  if (options.trace) {
+    const ServingFleetConfig& f = scenario.serving;
+    ServingTraceInfo info{scenario.name, f.replicas, f.tensor, f.pipeline, run.result.iterations, sampling,
+                          run.result.inside.records_dropped,
+                          {{"software_version", out.metadata.software_version},
+                           {"git_sha", out.metadata.git_sha},
+                           {"command_line", options.command_line}}};
+    out.serving_trace = std::make_shared<const ServingIterationTrace>(
+        ServingIterationTrace{std::move(run.result.inside.records), std::move(info)});
+  }
   if (options.what_if.any()) {
     const ServingWhatIf what_if = serving_what_if(scenario, run, catalog, options.what_if);
     out.groups.push_back({"what_if", kWhatIfGroup, serving_what_if_columns(what_if)});
@@ -63,6 +108,10 @@ RunOutput run_serving_file(const std::filesystem::path& path, const std::vector<
 
 RunOutput run_training_file(const std::filesystem::path& path, const std::vector<std::string>& overrides,
                             const models::Catalog& catalog, const RunOptions& options) {
+  if (options.iterations || options.trace_every != 1 || options.trace_from_s || options.trace_to_s) {
+    throw UsageError("--iterations, --trace-every, --trace-from and --trace-to are a serving run's iterations; a "
+                     "training scenario's --trace holds one step");
+  }
   const Scenario scenario = load_scenario(path, overrides, catalog);
   check_run_outputs(options.output, options.trace, run_inputs(scenario));
   // --what-if asks for the whole standard set; without it the scenario's analysis.what_if names its rows.
@@ -163,9 +212,15 @@ void write_run(const std::filesystem::path& out, const RunOutput& run) {
 }
 
 void write_run_trace(const std::filesystem::path& out, const RunOutput& run) {
-  if (!run.step_trace) throw std::logic_error("write_run_trace: a " + run.kind + " run has no step trace");
+  if (!run.step_trace && !run.serving_trace) {
+    throw std::logic_error("write_run_trace: this " + run.kind + " run recorded no trace (run without --trace)");
+  }
   try {
-    write_chrome_trace(out, run.step_trace->run.step.pipeline, run.step_trace->info);
+    if (run.serving_trace) {
+      write_serving_chrome_trace(out, run.serving_trace->records, run.serving_trace->info);
+    } else {
+      write_chrome_trace(out, run.step_trace->run.step.pipeline, run.step_trace->info);
+    }
   } catch (const std::runtime_error& e) {
     throw IoError(e.what());
   }

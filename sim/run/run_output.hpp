@@ -44,7 +44,15 @@ struct WhatIfRequest {
 struct RunOptions {
   std::string command_line;           ///< the whole command line: the metadata's and the trace's command_line
   std::optional<std::string> output;  ///< -o: checked before the run (check_run_outputs); written by write_run
-  std::optional<std::string> trace;   ///< --trace: checked likewise; a serving scenario refuses it (UsageError)
+  std::optional<std::string> trace;   ///< --trace: checked likewise
+  /// --iterations (serving only, with -o; else UsageError): the -o file also gets the /iterations group.
+  bool iterations = false;
+  /// Serving only (a training scenario refuses them: UsageError): which engine iterations --trace and the HDF5
+  /// /iterations group hold: every trace_every-th (>= 1, else UsageError) that starts in [trace_from_s,
+  /// trace_to_s) (s; from <= to, else UsageError), at most 2^20 (sim::kMaxIterationRecords).
+  int64_t trace_every = 1;
+  std::optional<double> trace_from_s;
+  std::optional<double> trace_to_s;
   RunProgress progress;               ///< told after each job replication (training with a [job]); may be empty
   /// --what-if / --what-if-set: after the run, the what-if table (RunOutput: the "what_if" group, the report's
   /// table). A training what-if re-simulates the step only; a serving one re-runs the fleet.
@@ -55,6 +63,8 @@ struct RunOptions {
 
 /// The training step's timeline and what the Chrome trace says about it (defined in run_output.cpp).
 struct StepTrace;
+/// A serving run's recorded engine iterations and what their Chrome trace says (defined in run_output.cpp).
+struct ServingIterationTrace;
 
 /// Everything one run writes or prints.
 struct RunOutput {
@@ -72,6 +82,8 @@ struct RunOutput {
   /// files pin them (tests/regression/test_golden.cpp).
   std::vector<std::pair<std::string, uint64_t>> fingerprints;
   std::shared_ptr<const StepTrace> step_trace;  ///< training only: what write_run_trace writes; null for serving
+  /// Serving with --trace only: the recorded iterations write_run_trace writes; null otherwise.
+  std::shared_ptr<const ServingIterationTrace> serving_trace;
 };
 
 /// The run's "what_if" group (the what-if table: sim/run/what_if.hpp), null when it ran none.
@@ -85,8 +97,8 @@ void check_run_outputs(const std::optional<std::string>& output, const std::opti
 /// Loads the scenario at `path` (of the kind sim::scenario_kind says) with `overrides` (--set) against `catalog`,
 /// checks options.output and
 /// options.trace (check_run_outputs; before anything is simulated), runs it and returns what it writes. A
-/// serving scenario with options.trace throws UsageError "--trace: a serving scenario has no training step to
-/// trace" before it is loaded. With options.what_if, the what-if analysis after the run (its
+/// serving run with options.trace or options.iterations records its engine iterations (options.trace_every, ...):
+/// RunOutput::serving_trace with --trace, the "iterations" group with --iterations; none otherwise (no memory). With options.what_if, the what-if analysis after the run (its
 /// --what-if-set scenarios loaded before the run: their ScenarioError first). Errors: the loaders' ScenarioError / DataError / CatalogError (65), IoError
 /// (74) from the output checks, and run_scenario's / run_serving_scenario's errors.
 RunOutput run_scenario_file(const std::filesystem::path& path, const std::vector<std::string>& overrides,
@@ -96,9 +108,9 @@ RunOutput run_scenario_file(const std::filesystem::path& path, const std::vector
 /// run.metadata). Throws sim::IoError with the writer's message on any failure; nothing is left at `out` then.
 void write_run(const std::filesystem::path& out, const RunOutput& run);
 
-/// Writes the training step's Chrome trace of `run` to `out` atomically. Throws sim::IoError when the file
-/// cannot be written, std::logic_error when `run` has no step trace (a serving run), and what
-/// chrome_trace_json throws.
+/// Writes the Chrome trace of `run` to `out` atomically: the training step's (chrome_trace.hpp) or the serving
+/// run's engine iterations (serving_chrome_trace.hpp). Throws sim::IoError when the file cannot be written,
+/// std::logic_error when `run` has no trace (not run with --trace), and what the writers throw.
 void write_run_trace(const std::filesystem::path& out, const RunOutput& run);
 
 }  // namespace clustersim::sim

@@ -114,7 +114,8 @@ bool meets_slo(const SloConfig& slo, const ServingSummary& s) {
   return s.completed > 0 && ttft && tpot;
 }
 
-ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog& catalog) {
+ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog& catalog,
+                                const IterationSampling& iteration_log) {
   const models::VmSize& vm = catalog.vm_size(sc.serving.vm_size);
   const models::DeviceSpec& device = catalog.device(vm.device);
   const ServingFleetConfig& f = sc.serving;
@@ -170,6 +171,7 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
   setup.sample_interval_s = f.sample_interval_s;
   setup.concurrency = sc.workload.arrival == "closed_loop" ? sc.workload.concurrency : 0;
   setup.provisioning_s = f.provisioning_s;
+  setup.iteration_log = iteration_log;
   setup.zones.zones = f.zones;
   setup.zones.outage_start_s = f.zone_outage_start_s;
   if (f.zone_outage_duration_s) setup.zones.outage_duration_s = *f.zone_outage_duration_s;
@@ -232,11 +234,13 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, co
   c.push_back(real("ttft_p50_s", "s", "median time to first token", s.ttft_p50_s));
   c.push_back(real("ttft_p90_s", "s", "90th percentile time to first token", s.ttft_p90_s));
   c.push_back(real("ttft_p99_s", "s", "99th percentile time to first token", s.ttft_p99_s));
-  c.push_back(real("tpot_mean_s", "s", "mean over requests of the time per output token after the first",
-                   s.tpot_mean_s));
-  c.push_back(real("tpot_p50_s", "s", "median time per output token after the first", s.tpot_p50_s));
-  c.push_back(real("tpot_p90_s", "s", "90th percentile time per output token", s.tpot_p90_s));
-  c.push_back(real("tpot_p99_s", "s", "99th percentile time per output token", s.tpot_p99_s));
+  // TPOT per request: (finish - first token) / (N - 1), vLLM benchmark_serving's and genai-perf's definition.
+  const std::string tpot_def = " time per output token after the first, (finish - first token) / (output tokens - 1) "
+                               "per request (vLLM benchmark_serving, genai-perf)";
+  c.push_back(real("tpot_mean_s", "s", "mean over requests of the" + tpot_def, s.tpot_mean_s));
+  c.push_back(real("tpot_p50_s", "s", "median" + tpot_def, s.tpot_p50_s));
+  c.push_back(real("tpot_p90_s", "s", "90th percentile" + tpot_def, s.tpot_p90_s));
+  c.push_back(real("tpot_p99_s", "s", "99th percentile" + tpot_def, s.tpot_p99_s));
   c.push_back(real("e2e_mean_s", "s", "mean end-to-end latency", s.e2e_mean_s));
   c.push_back(real("e2e_p50_s", "s", "median end-to-end latency", s.e2e_p50_s));
   c.push_back(real("e2e_p90_s", "s", "90th percentile end-to-end latency", s.e2e_p90_s));
@@ -323,10 +327,65 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, co
                    prefix.hit_rate()));
   c.push_back(integer("prefix_cached_tokens", "tokens", "prompt tokens served from the prefix cache, not computed",
                       prefix.cached_tokens));
+  // Inside the run (issue 30; docs/serving.md, "Inside a serving run").
+  const std::string per_iteration = " per engine iteration (all replicas' iterations)";
+  c.push_back(real("sequences_per_iteration_mean", "1", "mean sequences" + per_iteration,
+                   s.sequences_per_iteration_mean));
+  c.push_back(real("sequences_per_iteration_p50", "1",
+                   "median sequences" + per_iteration + " (nearest rank of an exact histogram)",
+                   s.sequences_per_iteration_p50));
+  c.push_back(real("sequences_per_iteration_p99", "1",
+                   "99th percentile sequences" + per_iteration + " (nearest rank of an exact histogram)",
+                   s.sequences_per_iteration_p99));
+  c.push_back(real("prefill_tokens_per_iteration_mean", "tokens", "mean prompt tokens computed" + per_iteration,
+                   s.prefill_tokens_per_iteration_mean));
+  c.push_back(real("decode_tokens_per_iteration_mean", "tokens",
+                   "mean decoding sequences (one token each)" + per_iteration, s.decode_tokens_per_iteration_mean));
+  c.push_back(real("prefill_token_share", "1", "prefill tokens / (prefill + decode tokens) over all iterations",
+                   s.prefill_token_share));
+  const std::string tbt = " time between tokens (TBT): the gap between successive output tokens of a request, over "
+                          "every token after the first";
+  const std::string bucket = " (nearest rank; log-bucket histogram, within 0.39 %)";
+  c.push_back(real("tbt_mean_s", "s", "mean" + tbt, s.tbt_mean_s));
+  c.push_back(real("tbt_p50_s", "s", "median" + tbt + bucket, s.tbt_p50_s));
+  c.push_back(real("tbt_p90_s", "s", "90th percentile" + tbt + bucket, s.tbt_p90_s));
+  c.push_back(real("tbt_p99_s", "s", "99th percentile" + tbt + bucket, s.tbt_p99_s));
+  c.push_back(real("e2e_per_output_token_mean_s", "s",
+                   "mean over completed requests of end-to-end latency / output tokens (LLMPerf's inter-token "
+                   "latency; TTFT included)",
+                   s.e2e_per_output_token_mean_s));
+  c.push_back(real("running_mean", "1", "running sequences over all replicas, mean over the samples", s.running_mean));
   if (run.split) {
     for (SummaryColumn& x : split_pools_columns(sc.serving, *run.split)) c.push_back(std::move(x));
   }
   return c;
+}
+
+std::vector<SummaryColumn> serving_iteration_columns(const ServingScenario& sc, const ServingRun& run) {
+  const int64_t pipeline = sc.serving.pipeline;
+  std::vector<double> start, duration;
+  std::vector<int64_t> iteration, replica, engine, sequences, prefill, decode, blocks;
+  for (const IterationRecord& r : run.result.inside.records) {
+    iteration.push_back(r.index);
+    replica.push_back(r.engine / pipeline);
+    engine.push_back(r.engine);
+    start.push_back(r.start_s);
+    duration.push_back(r.duration_s);
+    sequences.push_back(r.sequences);
+    prefill.push_back(r.prefill_tokens);
+    decode.push_back(r.decode_tokens);
+    blocks.push_back(r.kv_blocks_used);
+  }
+  return {{"iteration", "1", "the iteration's number among the run's (all replicas), from 0, by start", iteration},
+          {"replica", "1", "replica that ran it", replica},
+          {"engine", "1", "engine that ran it (a replica of pipeline parallelism p runs p: replica = engine / p)",
+           engine},
+          {"start_s", "s", "when it started", start},
+          {"duration_s", "s", "its duration", duration},
+          {"sequences", "1", "sequences in its batch (decoding and prefilling)", sequences},
+          {"prefill_tokens", "tokens", "prompt tokens it computed", prefill},
+          {"decode_tokens", "tokens", "decoding sequences (one token each)", decode},
+          {"kv_blocks_used", "1", "KV-cache blocks its engine held at its start", blocks}};
 }
 
 std::vector<SummaryColumn> serving_request_columns(const ServingRun& run) {
@@ -478,8 +537,14 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
                          sc.workload.duration_s, static_cast<long long>(run.trace_requests_cut));
   }
   out << printf_string("TTFT        p50 %.3f s   p90 %.3f s   p99 %.3f s\n", s.ttft_p50_s, s.ttft_p90_s, s.ttft_p99_s);
-  out << printf_string("TPOT        p50 %.1f ms   p90 %.1f ms   p99 %.1f ms\n", s.tpot_p50_s * 1e3, s.tpot_p90_s * 1e3,
-                       s.tpot_p99_s * 1e3);
+  out << printf_string("TPOT        p50 %.1f ms   p90 %.1f ms   p99 %.1f ms   per request: (finish - first token) / "
+                       "(N - 1); e2e / N %.1f ms mean\n",
+                       s.tpot_p50_s * 1e3, s.tpot_p90_s * 1e3, s.tpot_p99_s * 1e3, s.e2e_per_output_token_mean_s * 1e3);
+  if (std::isfinite(s.tbt_p50_s)) {
+    out << printf_string("TBT         p50 %.1f ms   p90 %.1f ms   p99 %.1f ms   between successive tokens, over every "
+                         "token (mean %.1f ms)\n",
+                         s.tbt_p50_s * 1e3, s.tbt_p90_s * 1e3, s.tbt_p99_s * 1e3, s.tbt_mean_s * 1e3);
+  }
   out << printf_string("end to end  p50 %.2f s   p90 %.2f s   p99 %.2f s\n", s.e2e_p50_s, s.e2e_p90_s, s.e2e_p99_s);
   out << printf_string("throughput  %.2f requests/s, %.0f output tokens/s, %.0f prompt tokens/s\n", s.requests_per_s,
                        s.output_tokens_per_s, s.input_tokens_per_s);
@@ -489,11 +554,21 @@ std::string format_serving_summary(const ServingScenario& sc, const ServingRun& 
     if (sc.slo.tpot_p99_ms) out << printf_string(" TPOT %.0f ms", *sc.slo.tpot_p99_ms);
     out << printf_string(": goodput %.2f requests/s\n", s.goodput_requests_per_s);
   }
-  out << printf_string("engines     %.0f %% busy, KV cache %.0f %% mean / %.0f %% peak, queue peak %lld, %s, "
-                       "%lld rejected\n",
-                       100.0 * s.utilization, 100.0 * s.mean_kv_occupancy, 100.0 * s.peak_kv_occupancy,
-                       static_cast<long long>(s.peak_waiting), counted(s.preemptions, "preemption").c_str(),
-                       static_cast<long long>(s.rejected));
+  // "engines": the share of replica-time inside iterations, which is not saturation (an engine iterating on a
+  // batch of one is "in an iteration"): beside it, the batches, the KV occupancy and the running count say how full.
+  out << printf_string("engines     in an iteration %.0f %% of replica-time (not saturation); %.1f sequences running "
+                       "on average over the fleet, KV cache %.0f %% mean / %.0f %% peak\n",
+                       100.0 * s.utilization, s.running_mean, 100.0 * s.mean_kv_occupancy, 100.0 * s.peak_kv_occupancy);
+  if (std::isfinite(s.sequences_per_iteration_mean)) {
+    out << printf_string("batches     %s: %.1f sequences each (p50 %.0f, p99 %.0f), %.0f prefill + %.1f decode "
+                         "tokens (prefill %.0f %% of tokens)\n",
+                         counted(run.result.iterations, "iteration").c_str(), s.sequences_per_iteration_mean,
+                         s.sequences_per_iteration_p50, s.sequences_per_iteration_p99,
+                         s.prefill_tokens_per_iteration_mean, s.decode_tokens_per_iteration_mean,
+                         100.0 * s.prefill_token_share);
+  }
+  out << printf_string("queue       peak %lld waiting, %s, %lld rejected\n", static_cast<long long>(s.peak_waiting),
+                       counted(s.preemptions, "preemption").c_str(), static_cast<long long>(s.rejected));
   if (run.result.unschedulable > 0) {
     out << printf_string("            %lld rejected as never schedulable: a prompt (or a preempted one with its "
                          "tokens) over max_num_batched_tokens = %lld, chunked prefill off\n",

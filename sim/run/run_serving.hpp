@@ -33,8 +33,10 @@ struct ServingRun {
 /// inference model (numerics from serving.precision and kv_cache_dtype; the tensor-parallel all-reduce from the
 /// VM size's collective model), the KV cache as vLLM sizes it, the simulation and its summary. Throws DataError
 /// when the weights leave no KV cache or the trace is malformed (its file and line), and the errors of the
-/// models.
-ServingRun run_serving_scenario(const ServingScenario& scenario, const models::Catalog& catalog);
+/// models. `iteration_log`: which engine iterations ServingRun::result.inside.records keeps (none by default; the
+/// batch statistics and TBT are always computed).
+ServingRun run_serving_scenario(const ServingScenario& scenario, const models::Catalog& catalog,
+                                const IterationSampling& iteration_log = {});
 
 /// Whether the fleet meets the scenario's targets: some request completed, the p99 TTFT at or below
 /// slo.ttft_p99_ms and the p99 TPOT at or below slo.tpot_p99_ms (a target not given is met). The ranking of
@@ -48,6 +50,9 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& scenar
 std::vector<SummaryColumn> serving_request_columns(const ServingRun& run);
 /// One row per sample (/timeseries): time, queued and running requests, KV occupancy.
 std::vector<SummaryColumn> serving_sample_columns(const ServingRun& run);
+/// One row per recorded engine iteration (/iterations; docs/hdf5-schema.md): iteration, replica, engine, start,
+/// duration, sequences, prefill and decode tokens, KV blocks used.
+std::vector<SummaryColumn> serving_iteration_columns(const ServingScenario& scenario, const ServingRun& run);
 /// The text report of `clustersim run`.
 std::string format_serving_summary(const ServingScenario& scenario, const ServingRun& run);
 

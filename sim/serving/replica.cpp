@@ -288,6 +288,9 @@ void Replica::start_iteration() {
   busy_ = true;
   started_s_ = fleet_.now_s();
   ++fleet_.result().iterations;
+  observe_iteration(fleet_.result().inside, fleet_.setup().iteration_log,
+                    {fleet_.result().iterations - 1, id_, started_s_, Time::from_seconds(duration).to_seconds().value(),
+                     static_cast<int64_t>(batch_.size()), b.prefill_tokens, b.decode_sequences, used_blocks_});
   fleet_.simulator().mix_into_fingerprint(static_cast<uint64_t>(id_));
   fleet_.simulator().schedule_in(Time::from_seconds(duration), [this, e = epoch_] {
     if (e == epoch_) finish_iteration();
@@ -384,6 +387,7 @@ void Replica::finish_iteration() {
     }
     // A completed prompt or a decode samples one token.
     ++s.generated;
+    observe_token(fleet_.result().inside, s.generated, s.output, s.last_token_s, now);
     RequestOutcome& o = fleet_.outcome(s);
     if (s.generated == 1) o.first_token_s = now;
     // Inside a multi-step block a finished sequence decodes on to the block's end, which returns its tokens.

@@ -46,6 +46,7 @@ struct Sequence {
   double kv_mark_s = 0.0;  ///< its replica's KV-wait clock when it joined the queue (Replica::kv_clock_now)
   bool decoding = false;   ///< in every iteration of its replica's decodes since decode_mark (Replica::stop_decoding)
   DecodeClock decode_mark;  ///< its replica's decode clocks when it started decoding
+  double last_token_s = 0.0;  ///< when it sampled its latest output token (observe_token: TBT)
   LatencyParts parts;      ///< where its time went (ServingResult::parts at the end; here, beside the rest)
   [[nodiscard]] bool prefilling() const { return computed < prompt; }
   /// Tokens in the KV cache once the next decode has written its token.

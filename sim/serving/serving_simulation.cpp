@@ -28,6 +28,9 @@ ServingResult simulate_serving(const ServingSetup& setup, const std::vector<Serv
   require(setup.max_model_len >= 0, "max_model_len must be >= 0");
   require(setup.concurrency >= 0, "concurrency must be >= 0");
   require(setup.provisioning_s >= 0 && std::isfinite(setup.provisioning_s), "the provisioning time must be >= 0");
+  require(setup.iteration_log.every >= 1 && setup.iteration_log.max_records >= 0 &&
+              !(setup.iteration_log.to_s < setup.iteration_log.from_s),
+          "the iteration log needs every >= 1, max_records >= 0 and from_s <= to_s");
   if (setup.autoscaling) {
     const ServingAutoscaling& a = *setup.autoscaling;
     require(a.min_replicas >= 1 && a.min_replicas <= setup.replicas && setup.replicas <= a.max_replicas,

@@ -28,6 +28,7 @@
 #include "models/serving/engine_profile.hpp"
 #include "models/serving/inference_model.hpp"
 #include "models/units.hpp"
+#include "sim/serving/iteration_log.hpp"
 
 namespace clustersim::sim {
 
@@ -185,6 +186,8 @@ struct ServingSetup {
   std::optional<DecodePool> decode_pool;
   /// Speculative decoding (sim/serving/speculation.hpp); null: none. Not with scheduler_steps > 1.
   std::shared_ptr<const SpeculativeServing> speculative;
+  /// Which iterations ServingResult::inside records (off by default: no memory); `every` >= 1.
+  IterationSampling iteration_log;
 };
 
 /// What happened to one request. first_token_s and finish_s are NaN when it never got that far (it needs more
@@ -273,6 +276,8 @@ struct ServingResult {
   std::vector<double> kv_transfer_s;  ///< per request: its KV cache's transfer, reserved to landed, s; NaN: none
   double decode_busy_s = 0.0;         ///< the decode pool's replica-seconds in iterations (of busy_s)
   int64_t held_transfers = 0;         ///< transfers that waited for a decode replica's free KV blocks
+  /// Inside the run (issue 30): batch statistics, the gaps between tokens (TBT) and the recorded iterations.
+  InsideServing inside;
 };
 
 /// Prefix caching's outcome (issue 30): prompt tokens found in the cache over the prompt tokens of the requests that
@@ -295,9 +300,9 @@ PrefixCacheStats prefix_cache_stats(const ServingResult& r);
 /// std::invalid_argument on a setup without a model, replicas < 1, a non-positive limit (scheduler_steps included),
 /// a KV cache smaller than one block, a request with prompt or output < 1, autoscaling limits out of order (min <
 /// 1, min > replicas > max, non-positive target or interval), more spot replicas than replicas, spot with autoscaling,
-/// zones < 1 or more zones than replica slots, a negative rate or time, or speculative decoding with
-/// scheduler_steps > 1; a request whose prefix_tokens is outside [0, prompt_tokens], whose previous turn is not
-/// earlier in the list, or that has one in a closed loop.
+/// zones < 1 or more zones than replica slots, a negative rate or time, speculative decoding with scheduler_steps
+/// > 1, or an iteration log with every < 1 or from_s > to_s; a request whose prefix_tokens is outside [0,
+/// prompt_tokens], whose previous turn is not earlier in the list, or that has one in a closed loop.
 ServingResult simulate_serving(const ServingSetup& setup, const std::vector<ServingRequest>& requests);
 
 }  // namespace clustersim::sim

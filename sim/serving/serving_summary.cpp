@@ -39,6 +39,7 @@ ServingSummary summarize_serving(const ServingResult& result, const LatencyTarge
   std::vector<double> ttft, tpot, e2e;
   double output_tokens = 0, input_tokens = 0;
   int64_t good = 0;
+  double e2e_per_token = 0;  // sum over completed requests of e2e / N
   for (const RequestOutcome& o : result.requests) {
     ++s.requests;
     s.preemptions += o.preemptions;
@@ -55,6 +56,7 @@ ServingSummary summarize_serving(const ServingResult& result, const LatencyTarge
     ttft.push_back(o.ttft_s());
     e2e.push_back(o.e2e_s());
     if (o.output_tokens > 1) tpot.push_back(o.tpot_s());
+    e2e_per_token += o.e2e_s() / static_cast<double>(o.output_tokens);
     output_tokens += static_cast<double>(o.output_tokens);
     input_tokens += static_cast<double>(o.prompt_tokens);
     const bool meets = (!targets.ttft_s || o.ttft_s() <= *targets.ttft_s) &&
@@ -89,6 +91,24 @@ ServingSummary summarize_serving(const ServingResult& result, const LatencyTarge
   s.evictions = result.evictions;
   s.latency = latency_shares(result);
   s.kv_limited_iterations = result.kv_limited_iterations;
+  for (const ServingSample& x : result.samples) {
+    s.running_mean += static_cast<double>(x.running) / static_cast<double>(result.samples.size());
+  }
+  const BatchStats& b = result.inside.batches;
+  const auto iterations = static_cast<double>(b.sequences.count());
+  s.sequences_per_iteration_mean = b.sequences.mean();
+  s.sequences_per_iteration_p50 = b.sequences.percentile(50);
+  s.sequences_per_iteration_p99 = b.sequences.percentile(99);
+  s.prefill_tokens_per_iteration_mean = iterations > 0 ? static_cast<double>(b.prefill_tokens) / iterations : nan;
+  s.decode_tokens_per_iteration_mean = iterations > 0 ? static_cast<double>(b.decode_tokens) / iterations : nan;
+  const int64_t tokens = b.prefill_tokens + b.decode_tokens;
+  s.prefill_token_share = tokens > 0 ? static_cast<double>(b.prefill_tokens) / static_cast<double>(tokens) : nan;
+  const GapHistogram& tbt = result.inside.tbt;
+  s.tbt_mean_s = tbt.mean_s();
+  s.tbt_p50_s = tbt.percentile_s(50);
+  s.tbt_p90_s = tbt.percentile_s(90);
+  s.tbt_p99_s = tbt.percentile_s(99);
+  s.e2e_per_output_token_mean_s = s.completed > 0 ? e2e_per_token / static_cast<double>(s.completed) : nan;
   const double share = static_cast<double>(gpus_per_replica) / static_cast<double>(gpus_per_vm);
   if (result.usage.empty()) {
     const int64_t gpus = replicas * gpus_per_replica;

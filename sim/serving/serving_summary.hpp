@@ -31,7 +31,9 @@ struct ServingSummary {
   int64_t unserved = 0;     ///< not finished when the simulation ended (every replica lost)
   int64_t preemptions = 0;  ///< over all requests
   double ttft_p50_s = 0, ttft_p90_s = 0, ttft_p99_s = 0, ttft_mean_s = 0;
-  /// Requests with more than one output token; the mean is over requests (genai-perf's inter-token latency).
+  /// Time per output token after the first, (finish - first token) / (N - 1) per request of N > 1 output tokens
+  /// (vLLM benchmarks/serve.py calculate_metrics' "TPOT"; genai-perf's inter-token latency); the mean is over
+  /// requests.
   double tpot_p50_s = 0, tpot_p90_s = 0, tpot_p99_s = 0, tpot_mean_s = 0;
   double e2e_p50_s = 0, e2e_p90_s = 0, e2e_p99_s = 0, e2e_mean_s = 0;
   double requests_per_s = 0;       ///< completed requests over the makespan
@@ -54,6 +56,20 @@ struct ServingSummary {
   int64_t restarted_requests = 0;     ///< requests that started again after their replica's eviction
   LatencyShares latency;              ///< what limits TTFT and TPOT: mean shares of their parts (issue 29)
   int64_t kv_limited_iterations = 0;  ///< iterations whose admission the KV cache stopped
+  // Inside the run (issue 30; docs/serving.md, "Inside a serving run"). NaN without an iteration (or a gap).
+  /// Sequences per engine iteration: mean, and nearest-rank p50 and p99 of the exact histogram (integers).
+  double sequences_per_iteration_mean = 0, sequences_per_iteration_p50 = 0, sequences_per_iteration_p99 = 0;
+  double prefill_tokens_per_iteration_mean = 0;  ///< prompt tokens computed per iteration
+  double decode_tokens_per_iteration_mean = 0;   ///< decoding sequences per iteration
+  double prefill_token_share = 0;                ///< prefill tokens / (prefill + decode tokens), all iterations
+  /// Time between tokens (TBT; vLLM benchmark_serving's "ITL" pooled over every token): the gap between successive
+  /// output tokens of a request, over every token after each request's first; nearest-rank percentiles of a
+  /// log-bucket histogram (GapHistogram: within 0.39 %), the mean exact.
+  double tbt_mean_s = 0, tbt_p50_s = 0, tbt_p90_s = 0, tbt_p99_s = 0;
+  /// Mean over completed requests of e2e / N (N output tokens): LLMPerf's inter_token_latency_s (ray-project/llmperf
+  /// sums every gap from the request's send, TTFT included, and divides by N); above TPOT by about TTFT / N.
+  double e2e_per_output_token_mean_s = 0;
+  double running_mean = 0;  ///< running sequences over all replicas, mean over the samples
 };
 
 /// The value of a published benchmark's statistic in `s` (a fleet of `gpus` GPUs), in the unit the name ends

@@ -187,7 +187,17 @@ TEST(RunOutput, OutputsAreCheckedBeforeTheRunAndFailuresAreIoErrors) {
   EXPECT_THROW((void)run_scenario_file(kServing, {}, catalog(), options), IoError);
   options.output.reset();
   options.trace = (dir.path / "t.json").string();
+  options.trace_every = 0;  // a serving trace's sampling must keep every N >= 1 iterations
   EXPECT_THROW((void)run_scenario_file(kServing, {}, catalog(), options), UsageError);
+  options.trace_every = 1;
+  options.trace_from_s = 5.0;
+  options.trace_to_s = 1.0;
+  EXPECT_THROW((void)run_scenario_file(kServing, {}, catalog(), options), UsageError);
+  options.trace_from_s.reset();
+  options.trace_to_s.reset();
+  options.trace_every = 2;  // a training scenario has no iterations to sample
+  EXPECT_THROW((void)run_scenario_file(kSpot, {}, catalog(), options), UsageError);
+  options.trace_every = 1;
 
   options.trace.reset();
   const RunOutput out = run_scenario_file(kServing, {}, catalog(), options);
@@ -245,6 +255,89 @@ TEST(ReportText, TheHeaderMarksTheFilesDescriptionUnderOverrides) {
   EXPECT_NE(out.report.find("(the file's description; this run is the file with --set serving.replicas=1)"),
             std::string::npos)
       << out.report;
+}
+
+}  // namespace
+}  // namespace clustersim::sim
+
+namespace clustersim::sim {
+namespace {
+
+/// The number of complete events ("ph": "X") in a Chrome trace's text.
+int64_t complete_events(const std::string& json) {
+  int64_t n = 0;
+  for (size_t at = json.find("\"ph\": \"X\""); at != std::string::npos; at = json.find("\"ph\": \"X\"", at + 1)) ++n;
+  return n;
+}
+
+int64_t summary_integer(const RunOutput& out, const std::string& name) {
+  for (const SummaryColumn& c : out.summary) {
+    if (c.name == name) return std::get<std::vector<int64_t>>(c.values).at(0);
+  }
+  throw std::runtime_error("no column " + name);
+}
+
+size_t rows(const ColumnGroup& g) { return std::get<std::vector<int64_t>>(g.columns.at(0).values).size(); }
+
+// A serving run's --trace: one complete event per engine iteration (as many as /summary/iterations), the same
+// iterations in the -o file's /iterations group; --trace-every N keeps iterations 0, N, 2N, ...
+TEST(RunOutput, AServingTraceHasAnEventPerIterationAndSamplingKeepsEveryNth) {
+  const TempDir dir;
+  RunOptions options;
+  options.command_line = "clustersim run serving.toml --trace t.json -o x.h5 --iterations";
+  options.trace = (dir.path / "t.json").string();
+  options.output = (dir.path / "x.h5").string();
+  options.iterations = true;
+  const std::vector<std::string> shorter = {"workload.duration_s=20"};
+  const RunOutput out = run_scenario_file(kServing, shorter, catalog(), options);
+  const int64_t iterations = summary_integer(out, "iterations");
+  ASSERT_GT(iterations, 100);
+  ASSERT_NE(out.serving_trace, nullptr);
+  write_run_trace(*options.trace, out);
+  std::ifstream in(*options.trace);
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(complete_events(json), iterations);
+  EXPECT_NE(json.find("\"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 2, \"args\": {\"name\": \"replica 0\"}"),
+            std::string::npos);
+  ASSERT_EQ(out.groups.size(), 3u);
+  EXPECT_EQ(out.groups[2].path, "iterations");
+  EXPECT_EQ(static_cast<int64_t>(rows(out.groups[2])), iterations);
+  // Recording changes nothing of the run.
+  const RunOutput plain = run_scenario_file(kServing, shorter, catalog(), RunOptions{});
+  EXPECT_EQ(plain.fingerprints, out.fingerprints);
+  EXPECT_EQ(plain.report, out.report);
+  EXPECT_EQ(plain.serving_trace, nullptr);
+  EXPECT_EQ(plain.groups.size(), 2u);
+  RunOptions no_iterations;  // -o alone records nothing: no /iterations
+  no_iterations.output = options.output;
+  EXPECT_EQ(run_scenario_file(kServing, shorter, catalog(), no_iterations).groups.size(), 2u);
+  no_iterations.output.reset();
+  no_iterations.iterations = true;  // --iterations needs -o
+  EXPECT_THROW((void)run_scenario_file(kServing, shorter, catalog(), no_iterations), UsageError);
+
+  options.trace_every = 7;
+  const RunOutput sampled = run_scenario_file(kServing, shorter, catalog(), options);
+  write_run_trace(*options.trace, sampled);
+  std::ifstream again(*options.trace);
+  const std::string every7((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(complete_events(every7), (iterations + 6) / 7);
+  const auto& index = std::get<std::vector<int64_t>>(sampled.groups[2].columns.at(0).values);
+  ASSERT_EQ(static_cast<int64_t>(index.size()), (iterations + 6) / 7);
+  for (size_t i = 0; i < index.size(); ++i) EXPECT_EQ(index[i], static_cast<int64_t>(7 * i));
+}
+
+// The report says what "engines" measures (time in iterations, not saturation) beside the running count and the KV
+// occupancy, gives the batches, and the two TPOT definitions and TBT.
+TEST(RunOutput, TheServingReportSaysWhatEnginesBusyMeasures) {
+  const RunOutput out = run_scenario_file(kServing, {"workload.duration_s=20"}, catalog(), RunOptions{});
+  for (const char* part : {"engines     in an iteration ", "% of replica-time (not saturation); ",
+                           " sequences running on average over the fleet, KV cache ", "batches     ",
+                           " sequences each (p50 ",
+                           "TPOT        p50 ", "per request: (finish - first token) / (N - 1); e2e / N ",
+                           "TBT         p50 ", "between successive tokens, over every token", "queue       peak "}) {
+    EXPECT_NE(out.report.find(part), std::string::npos) << part << "\n" << out.report;
+  }
+  EXPECT_EQ(out.report.find("% busy"), std::string::npos);
 }
 
 }  // namespace
