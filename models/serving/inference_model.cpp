@@ -173,7 +173,8 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& batch) const 
   if (m.multi_latent_attention) {
     const MlaLayerTime mla = mla_layer_time(
         m, t, compute_, numerics_.math, activations, numerics_.weight_bytes, numerics_.kv_bytes, attention_kernel_,
-        {tokens, b.prefill_tokens, b.prefill_attention_pairs, b.decode_sequences, b.decode_kv_tokens});
+        {tokens, b.prefill_tokens, b.prefill_attention_pairs, b.decode_sequences, b.decode_kv_tokens,
+         b.decode_queries});
     gemm = mla.gemm;
     attention = mla.attention;
   } else {

@@ -63,12 +63,15 @@ MlaLayerTime mla_layer_time(const ModelConfig& m, int64_t tensor, const ComputeM
                                             activations, kernel);
   }
   if (b.decode_sequences > 0) {
-    // Absorbed: q_nope W_UK per head [S, c, n] and the output's W_UV per head [S, v, c].
-    out.gemm += gemm(b.decode_sequences, c, n, heads) + gemm(b.decode_sequences, v, c, heads);
+    // Absorbed: q_nope W_UK per head [S q, c, n] and the output's W_UV per head [S q, v, c], q queries per sequence
+    // (k + 1 in a speculative verify pass). The latent is read once per sequence; each query scores every key.
+    const int64_t queries = b.decode_sequences * b.decode_queries;
+    out.gemm += gemm(queries, c, n, heads) + gemm(queries, v, c, heads);
     const units::Seconds reads =
         compute.memory_time(mla_decode_attention_bytes(m, b.decode_kv_tokens, b.decode_sequences, kv_bytes));
     const units::Seconds flops = compute.attention_time(
-        units::Flops(static_cast<double>(b.decode_kv_tokens + b.decode_sequences) * mla_decode_flops_per_key(m, heads)),
+        units::Flops(static_cast<double>(b.decode_queries) *
+                     static_cast<double>(b.decode_kv_tokens + b.decode_sequences) * mla_decode_flops_per_key(m, heads)),
         activations, kernel);
     out.attention += std::max(reads, flops);
   }

@@ -59,6 +59,8 @@ struct MlaBatch {
   double prefill_attention_pairs = 0.0;
   int64_t decode_sequences = 0;
   int64_t decode_kv_tokens = 0;
+  /// Query tokens per decoding sequence: 1, or k + 1 in speculative decoding's verify pass (IterationBatch).
+  int64_t decode_queries = 1;
 };
 /// Where one layer's MLA time goes, s.
 struct MlaLayerTime {

@@ -91,6 +91,16 @@ TEST(Mla, DecodeAttentionTimeIsTheLatentReadOrItsFlops) {
   const units::Seconds flops = compute.attention_time(units::Flops(64.0 * 4096 * models::mla_decode_flops_per_key(m, 128)),
                                                       models::Precision::bf16, models::AttentionKernel::flash3);
   EXPECT_DOUBLE_EQ(t.attention.value(), std::max(reads, flops).value());
+  // A speculative verify pass of 4 queries per sequence: the same latent reads, 4 times the FLOPs per key.
+  b.tokens = 4 * 64;
+  b.decode_queries = 4;
+  const models::MlaLayerTime verify =
+      models::mla_layer_time(m, 1, compute, models::Precision::fp8, models::Precision::bf16, 1.0, 2.0,
+                             models::AttentionKernel::flash3, b);
+  const units::Seconds verify_flops = compute.attention_time(
+      units::Flops(4.0 * 64 * 4096 * models::mla_decode_flops_per_key(m, 128)), models::Precision::bf16,
+      models::AttentionKernel::flash3);
+  EXPECT_DOUBLE_EQ(verify.attention.value(), std::max(reads, verify_flops).value());
   EXPECT_THROW((void)models::mla_layer_time(m, 1, compute, models::Precision::fp8, models::Precision::bf16, 1.0, 2.0,
                                             models::AttentionKernel::flash3, {-1, 0, 0, 0, 0}),
                std::invalid_argument);
