@@ -12,6 +12,7 @@
 #include "models/hardware/catalog.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/run/run_serving.hpp"
+#include "tests/support/catalog.hpp"
 
 namespace clustersim::sim {
 namespace {
@@ -19,10 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kScenario = fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "serving" / "llama3-70b-nd-h100-tp4-20rps.toml";
 
-const models::Catalog& catalog() {
-  static const models::Catalog c = models::Catalog::load(models::Catalog::default_directory());
-  return c;
-}
+using testing::catalog;
 
 bool has_column(const std::vector<SummaryColumn>& columns, const std::string& name) {
   return std::any_of(columns.begin(), columns.end(), [&](const SummaryColumn& c) { return c.name == name; });

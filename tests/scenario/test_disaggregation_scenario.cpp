@@ -8,6 +8,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/io/scenario.hpp"
+#include "tests/support/catalog.hpp"
 
 namespace clustersim::sim {
 namespace {
@@ -15,10 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kSynthetic = fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "serving" / "llama3-70b-nd-h100-tp4-20rps.toml";
 
-const models::Catalog& catalog() {
-  static const models::Catalog c = models::Catalog::load(models::Catalog::default_directory());
-  return c;
-}
+using testing::catalog;
 
 std::string error_of(const std::vector<std::string>& overrides) {
   try {

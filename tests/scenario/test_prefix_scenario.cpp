@@ -8,6 +8,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/io/scenario.hpp"
+#include "tests/support/catalog.hpp"
 
 namespace clustersim::sim {
 namespace {
@@ -18,20 +19,9 @@ const fs::path kChat = kRoot / "scenarios" / "serving" / "llama3-8b-chat-prefix.
 const fs::path kSynthetic = kRoot / "scenarios" / "serving" / "llama3-70b-nd-h100-tp4-20rps.toml";
 const fs::path kTrace = kRoot / "scenarios" / "serving" / "llama2-70b-azure-conv-trace.toml";
 
-const models::Catalog& catalog() {
-  static const models::Catalog c = models::Catalog::load(models::Catalog::default_directory());
-  return c;
-}
+using testing::catalog;
 
-std::string error_of(const fs::path& path, const std::vector<std::string>& overrides) {
-  try {
-    (void)load_serving_scenario(path, overrides, catalog());
-  } catch (const ScenarioError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a ScenarioError";
-  return {};
-}
+constexpr auto& error_of = testing::serving_scenario_error;
 
 void expect_error(const fs::path& path, const std::vector<std::string>& overrides, const std::string& what) {
   const std::string e = error_of(path, overrides);

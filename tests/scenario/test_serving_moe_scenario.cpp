@@ -8,6 +8,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/io/scenario.hpp"
+#include "tests/support/catalog.hpp"
 
 namespace clustersim::sim {
 namespace {
@@ -17,20 +18,9 @@ const fs::path kRoot = fs::path(CLUSTERSIM_SOURCE_DIR);
 const fs::path kEp32 = kRoot / "scenarios" / "serving" / "deepseek-v3-4x-nd-h100-ep32.toml";
 const fs::path kLlama = kRoot / "scenarios" / "serving" / "llama3-70b-nd-h100-tp4-20rps.toml";
 
-const models::Catalog& catalog() {
-  static const models::Catalog c = models::Catalog::load(models::Catalog::default_directory());
-  return c;
-}
+using testing::catalog;
 
-std::string error_of(const fs::path& path, const std::vector<std::string>& overrides) {
-  try {
-    (void)load_serving_scenario(path, overrides, catalog());
-  } catch (const ScenarioError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a ScenarioError";
-  return {};
-}
+constexpr auto& error_of = testing::serving_scenario_error;
 
 TEST(ServingMoeScenario, LoadsDeepSeekV3WithExpertParallelism) {
   const ServingScenario s = load_serving_scenario(kEp32, {}, catalog());

@@ -8,6 +8,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "sim/io/scenario.hpp"
+#include "tests/support/catalog.hpp"
 
 namespace clustersim::sim {
 namespace {
@@ -18,20 +19,9 @@ const fs::path kBase = kRoot / "scenarios" / "serving" / "llama3-70b-nd-h100-tp4
 const fs::path kEagle = kRoot / "scenarios" / "serving" / "llama3-70b-eagle-speculative-nd-h100.toml";
 const fs::path kFp4 = kRoot / "scenarios" / "serving" / "llama31-405b-fp4-nd-gb200.toml";
 
-const models::Catalog& catalog() {
-  static const models::Catalog c = models::Catalog::load(models::Catalog::default_directory());
-  return c;
-}
+using testing::catalog;
 
-std::string error_of(const fs::path& path, const std::vector<std::string>& overrides) {
-  try {
-    (void)load_serving_scenario(path, overrides, catalog());
-  } catch (const ScenarioError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a ScenarioError";
-  return {};
-}
+constexpr auto& error_of = testing::serving_scenario_error;
 
 void expect_error(const fs::path& path, const std::vector<std::string>& overrides, const std::string& located) {
   const std::string e = error_of(path, overrides);

@@ -13,14 +13,12 @@
 #include "sim/serving/serving_simulation.hpp"
 #include "sim/serving/workload.hpp"
 #include "tests/support/models.hpp"
+#include "tests/support/catalog.hpp"
 
 namespace clustersim::sim {
 namespace {
 
-const models::Catalog& catalog() {
-  static const models::Catalog c = models::Catalog::load(models::Catalog::default_directory());
-  return c;
-}
+using testing::catalog;
 
 std::shared_ptr<const models::InferenceModel> h100_7b() {
   return std::make_shared<const models::InferenceModel>(testing::llama2_7b(), models::ServingNumerics{}, 1,

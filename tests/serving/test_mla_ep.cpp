@@ -10,14 +10,12 @@
 #include "models/serving/expert_parallel_serving.hpp"
 #include "models/serving/inference_model.hpp"
 #include "models/serving/mla.hpp"
+#include "tests/support/catalog.hpp"
 
 namespace clustersim {
 namespace {
 
-const models::Catalog& catalog() {
-  static const models::Catalog c = models::Catalog::load(models::Catalog::default_directory());
-  return c;
-}
+using testing::catalog;
 
 /// DeepSeek-V3 (DeepSeek-AI 2024, arXiv 2412.19437; config.json of deepseek-ai/DeepSeek-V3): 61 layers, h 7168,
 /// 128 heads, MLA q 1536 / c 512 / n 128 / r 64 / v 128, 256 routed experts of 2048 + 1 shared, top-8, the first

@@ -18,14 +18,12 @@
 #include "sim/serving/serving_simulation.hpp"
 #include "sim/serving/serving_summary.hpp"
 #include "tests/support/models.hpp"
+#include "tests/support/catalog.hpp"
 
 namespace clustersim::sim {
 namespace {
 
-const models::Catalog& catalog() {
-  static const models::Catalog c = models::Catalog::load(models::Catalog::default_directory());
-  return c;
-}
+using testing::catalog;
 
 std::shared_ptr<const models::InferenceModel> llama2_7b_on_h100() {
   return std::make_shared<const models::InferenceModel>(testing::llama2_7b(), models::ServingNumerics{}, 1,

@@ -17,14 +17,12 @@
 #include "sim/serving/serving_simulation.hpp"
 #include "sim/serving/speculation.hpp"
 #include "tests/support/models.hpp"
+#include "tests/support/catalog.hpp"
 
 namespace clustersim::sim {
 namespace {
 
-const models::Catalog& catalog() {
-  static const models::Catalog c = models::Catalog::load(models::Catalog::default_directory());
-  return c;
-}
+using testing::catalog;
 
 std::shared_ptr<const models::InferenceModel> model_on(const models::ModelConfig& m, const char* device,
                                                        models::ServingNumerics numerics = {},
