@@ -11,39 +11,15 @@
 #include "models/serving/inference_model.hpp"
 #include "models/serving/mla.hpp"
 #include "tests/support/catalog.hpp"
+#include "tests/support/models.hpp"
 
 namespace clustersim {
 namespace {
 
 using testing::catalog;
 
-/// DeepSeek-V3 (DeepSeek-AI 2024, arXiv 2412.19437; config.json of deepseek-ai/DeepSeek-V3): 61 layers, h 7168,
-/// 128 heads, MLA q 1536 / c 512 / n 128 / r 64 / v 128, 256 routed experts of 2048 + 1 shared, top-8, the first
-/// 3 layers dense (18432), vocabulary 129280, untied.
-models::ModelConfig deepseek_v3() {
-  models::ModelConfig m;
-  m.num_layers = 61;
-  m.hidden_size = 7168;
-  m.num_attention_heads = 128;
-  m.multi_latent_attention = true;
-  m.q_lora_rank = 1536;
-  m.kv_lora_rank = 512;
-  m.qk_head_dim = 128;
-  m.qk_pos_emb_head_dim = 64;
-  m.v_head_dim = 128;
-  m.ffn_hidden_size = 18432;
-  m.vocab_size = 129280;
-  m.seq_length = 163840;
-  m.gated_mlp = true;
-  m.rope = true;
-  m.tie_embeddings = false;
-  m.num_experts = 256;
-  m.moe_router_topk = 8;
-  m.moe_ffn_hidden_size = 2048;
-  m.moe_shared_expert_intermediate_size = 2048;
-  m.num_dense_layers_first = 3;
-  return m;
-}
+/// DeepSeek-V3 served at its 163,840-token context (tests/support/models.hpp).
+models::ModelConfig deepseek_v3() { return testing::deepseek_v3(163840); }
 
 const auto kFree = [](units::Bytes) { return units::Seconds(0.0); };
 

@@ -16,6 +16,7 @@
 #include "models/parallelism/step_program.hpp"
 #include "models/workload/transformer.hpp"
 #include "tests/step/step_support.hpp"
+#include "tests/support/models.hpp"
 
 namespace clustersim::models {
 namespace {
@@ -236,34 +237,7 @@ TEST(MoeWork, ParametersAndFlopsCountTheActiveExperts) {
   EXPECT_EQ(sparse.moe_layers_in(0, 32), 15);
 }
 
-/// DeepSeek-V3 (arXiv 2412.19437 Sec. 4.2; config_671B.json): 61 layers of 7168, MLA with 128 heads (q latent
-/// 1536, kv latent 512, 128 + 64 query/key, 128 value), first 3 layers dense (18432), then 256 routed experts
-/// of 2048 (top-8) and one shared expert of 2048; vocabulary 129280, untied; sequence 4096.
-ModelConfig deepseek_v3() {
-  ModelConfig m;
-  m.num_layers = 61;
-  m.hidden_size = 7168;
-  m.num_attention_heads = 128;
-  m.multi_latent_attention = true;
-  m.q_lora_rank = 1536;
-  m.kv_lora_rank = 512;
-  m.qk_head_dim = 128;
-  m.qk_pos_emb_head_dim = 64;
-  m.v_head_dim = 128;
-  m.ffn_hidden_size = 18432;
-  m.vocab_size = 129280;
-  m.seq_length = 4096;
-  m.gated_mlp = true;
-  m.rope = true;
-  m.dropout = 0.0;
-  m.tie_embeddings = false;
-  m.num_experts = 256;
-  m.moe_router_topk = 8;
-  m.moe_ffn_hidden_size = 2048;
-  m.moe_shared_expert_intermediate_size = 2048;
-  m.num_dense_layers_first = 3;
-  return m;
-}
+using testing::deepseek_v3;
 
 TEST(MoeWork, DeepSeekV3ShapesGiveItsParameterCounts) {
   // The report: 671 B parameters, 37 B activated per token (both without the 14 B multi-token-prediction
