@@ -179,6 +179,7 @@ RELEASES = [
     ("oci_mi300x", "vllm-0.6", "not stated; vLLM's release of October 2024 was v0.6.x"),
     ("dstack_mi300x", "vllm-0.6", "the log states 0.6.3.dev116"),
     ("sglang_bench_vllm060", "vllm-0.6", "the README states vLLM v0.6.0, run with --num-scheduler-steps 10"),
+    ("vllm_pr16937_eagle", "vllm-v1", "the comment runs VLLM_USE_V1=1 on main of 2025-04-24 (the V1 engine)"),
     ("sglang_large_scale_ep", "vllm-v1",
      "SGLang (no SGLang release profile on this branch): the V1-style engine, CUDA graphs and overlapped output "
      "processing, with the vllm family's fitted overheads"),
@@ -418,6 +419,11 @@ def workload(row):
         w.update(arrival="closed_loop", concurrency=c, requests=max(100, 10 * c))
         notes.append("genai-perf at fixed concurrency %d (closed loop); the request count is not stated: "
                      "10 x concurrency, at least 100, assumed" % c)
+    elif src.startswith("vllm_pr16937_eagle"):
+        n = int(m.group(1))
+        w.update(arrival="offline", requests=n)
+        serving.update(max_num_seqs=1)
+        notes.append("LLM.generate with max_num_seqs 1: all %d prompts queued, run one at a time" % n)
     elif src.startswith("vllm") or (src.startswith("oci") and "fixed batch" in batch):
         b = int(re.search(r"batch (\d+)", batch).group(1))
         w.update(arrival="offline", requests=b)
@@ -434,6 +440,32 @@ def workload(row):
     else:
         return None, "no workload rule for " + src
     return (w, serving, notes), None
+
+
+def chain_acceptance(tokens, acceptance_length):
+    """The constant per-position acceptance a of a chain of `tokens` drafts whose mean tokens per verify step (the
+    bonus token included) is `acceptance_length`: 1 + a + ... + a^k = L (Leviathan et al., ICML 2023), solved by
+    bisection (the sum grows with a). The engines report L; the per-position rates behind it fall with the position,
+    and a constant a with the same L gives the same expected tokens per step."""
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if sum(mid ** i for i in range(tokens + 1)) < acceptance_length else (lo, mid)
+    return round(0.5 * (lo + hi), 4)
+
+
+def speculative_lines(row):
+    """[serving] lines of speculative decoding from the optional columns speculative_method, speculative_tokens,
+    speculative_acceptance_length (the source's mean tokens per verify step) and draft_layers; none when absent."""
+    method = (row.get("speculative_method") or "").strip()
+    if not method:
+        return []
+    k = int(row["speculative_tokens"])
+    lines = ['speculative_method = "%s"' % method, "speculative_tokens = %d" % k,
+             "speculative_acceptance = %s" % toml_value(chain_acceptance(k, float(row["speculative_acceptance_length"])))]
+    if (row.get("draft_layers") or "").strip():
+        lines.append("draft_layers = %d" % int(row["draft_layers"]))
+    return lines
 
 
 def precision_of(row):
@@ -541,6 +573,7 @@ def scenario(index, row):
         lines.append("prefix_caching = %s" % row["prefix_caching"].strip().lower())
     if row.get("routing"):
         lines.append('routing = "%s"' % row["routing"].strip())
+    lines += speculative_lines(row)
     lines += ["", "[workload]"]
     for k in ("arrival", "rate_per_s", "requests", "concurrency", "prompt", "prompt_tokens", "prompt_sigma",
               "prompt_min", "prompt_max", "output", "output_tokens", "output_sigma", "output_min", "output_max"):
