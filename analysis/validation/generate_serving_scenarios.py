@@ -179,6 +179,9 @@ RELEASES = [
     ("oci_mi300x", "vllm-0.6", "not stated; vLLM's release of October 2024 was v0.6.x"),
     ("dstack_mi300x", "vllm-0.6", "the log states 0.6.3.dev116"),
     ("sglang_bench_vllm060", "vllm-0.6", "the README states vLLM v0.6.0, run with --num-scheduler-steps 10"),
+    ("vllm_pr1983_prefix_cache", "vllm-0.5",
+     "the PR's branch (2023-12, vLLM v0.2.x) predates every vLLM release profile; vllm-0.5 (V0 engine, no chunked "
+     "prefill, no multi-step) is the nearest"),
     ("sglang_large_scale_ep", "vllm-v1",
      "SGLang (no SGLang release profile on this branch): the V1-style engine, CUDA graphs and overlapped output "
      "processing, with the vllm family's fitted overheads"),
@@ -418,6 +421,16 @@ def workload(row):
         w.update(arrival="closed_loop", concurrency=c, requests=max(100, 10 * c))
         notes.append("genai-perf at fixed concurrency %d (closed loop); the request count is not stated: "
                      "10 x concurrency, at least 100, assumed" % c)
+    elif src.startswith("vllm_pr1983_prefix_cache"):
+        # vLLM PR #1983's benchmark_serving runs: Poisson arrivals at the stated QPS; vLLM v0.2.x's defaults
+        # (no chunked prefill, max_num_batched_tokens = max(max_model_len, 2048) = 4,096 for a 4,096-token model,
+        # max_num_seqs 256, gpu_memory_utilization 0.9). The request count is not stated: 1,000, the
+        # --num-prompts default of benchmarks/benchmark_serving.py at the time, assumed.
+        w.update(arrival="poisson", rate_per_s=float(rate), requests=1000)
+        serving.update(chunked_prefill=False, max_num_batched_tokens=4096)
+        notes.append("benchmark_serving: Poisson arrivals at %s per second, 1,000 requests (the script's default; "
+                     "not stated), every prompt one shared %s-token prefix and %s tokens of its own"
+                     % (rate, row["system_prompt_tokens"], row["input_tokens"]))
     elif src.startswith("vllm") or (src.startswith("oci") and "fixed batch" in batch):
         b = int(re.search(r"batch (\d+)", batch).group(1))
         w.update(arrival="offline", requests=b)
