@@ -296,7 +296,8 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, co
   c.push_back(real("ttft_prefill_memory_share", "1", ttft + "in its prompt's share of iterations, HBM bandwidth",
                    t.memory_s));
   c.push_back(real("ttft_prefill_communication_share", "1",
-                   ttft + "in its prompt's share of iterations, tensor/pipeline-parallel communication",
+                   ttft + "in its prompt's share of iterations, inter-GPU communication (tensor/pipeline-parallel, "
+                          "expert dispatch and combine)",
                    t.communication_s));
   c.push_back(real("ttft_prefill_host_share", "1", ttft + "in its prompt's share of iterations, the engine's host work",
                    t.host_s));
@@ -308,7 +309,8 @@ std::vector<SummaryColumn> serving_summary_columns(const ServingScenario& sc, co
   c.push_back(real("tpot_decode_memory_share", "1",
                    tpot + "in the decodes' share of its iterations, HBM bandwidth (weights, KV reads)", p.memory_s));
   c.push_back(real("tpot_decode_communication_share", "1",
-                   tpot + "in the decodes' share of its iterations, tensor/pipeline-parallel communication",
+                   tpot + "in the decodes' share of its iterations, inter-GPU communication (tensor/pipeline-parallel, "
+                          "expert dispatch and combine)",
                    p.communication_s));
   c.push_back(real("tpot_decode_host_share", "1", tpot + "in the decodes' share of its iterations, the engine's host work",
                    p.host_s));
@@ -454,7 +456,8 @@ std::string limit_clause(const LatencyBottleneck& b, bool decode) {
       return phase + " is HBM-bandwidth bound (" + (decode ? "weights + KV reads " : "weight reads ") + pct(b.share) +
              of + ")";
     case LatencyLimit::communication:
-      return phase + " is bound by tensor/pipeline-parallel communication (" + pct(b.share) + of + ")";
+      return phase + " is bound by inter-GPU communication (TP/PP collectives, EP dispatch and combine: " +
+             pct(b.share) + of + ")";
     case LatencyLimit::host: return phase + " waits on the engine's host work (" + pct(b.share) + of + ")";
     case LatencyLimit::co_scheduled:
       return decode ? "decodes stall behind co-scheduled prompt chunks (" + pct(b.share) + of + ")"
