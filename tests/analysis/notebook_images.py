@@ -69,9 +69,15 @@ def count_images(executed: Path) -> tuple[int, list[str]]:
 
 def execute(notebook: Path, workdir: Path) -> Path:
     """Runs `jupyter nbconvert --to notebook --execute` on notebook; returns the executed copy in workdir."""
-    env = dict(os.environ, CLUSTERSIM_OUTPUT_DIR=str(workdir / "outputs"), PYDEVD_DISABLE_FILE_VALIDATION="1")
+    # The kernel talks over IPC sockets in workdir, not TCP ports: with TCP, two notebooks started at once under
+    # `ctest -j` could pick the same free port and one kernel died with "Address already in use" (CI, stop 37).
+    runtime = workdir / "jupyter-runtime"
+    runtime.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, CLUSTERSIM_OUTPUT_DIR=str(workdir / "outputs"), PYDEVD_DISABLE_FILE_VALIDATION="1",
+               JUPYTER_RUNTIME_DIR=str(runtime))
     cmd = ["jupyter", "nbconvert", "--to", "notebook", "--execute", "--ExecutePreprocessor.kernel_name=python3",
-           "--ExecutePreprocessor.timeout=280", "--output-dir", str(workdir), str(notebook)]
+           "--ExecutePreprocessor.timeout=280", "--KernelManager.transport=ipc", f"--KernelManager.ip={runtime}/k",
+           "--output-dir", str(workdir), str(notebook)]
     result = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if "`jupyter-nbconvert` not found" in result.stderr:
         fail(f"`jupyter nbconvert` is not installed: {DEPS_HINT}")
