@@ -1,5 +1,5 @@
 # Mixtral-shaped expert GEMMs: grouped (torch._grouped_mm), batched (torch.bmm) and one dense GEMM of the same FLOPs, bf16.
-# Run on a GPU machine: OUT=dir python3 mixtral_grouped_gemm.py (writes OUT/g.json; results: mixtral_grouped_gemm_h200.csv).
+# Run on a GPU machine: OUT=dir python3 mixtral_grouped_gemm.py (writes OUT/g.json; results: mixtral_grouped_gemm_{h200,h100}.csv).
 import json,os,torch
 def T(f):
  for _ in range(5):f()
