@@ -40,7 +40,8 @@ class Executor {
         microbatches_(static_cast<size_t>(program.microbatches)),
         replicas_(static_cast<size_t>(fidelity.replicas)),
         record_(record),
-        path_(critical_path && !free_transfers) {
+        path_(critical_path && !free_transfers),
+        engine_(record) {
     if (chunks_ < 1) throw std::invalid_argument("pipeline executor: virtual_stages must be >= 1");
     if (fidelity.replicas < 1) throw std::invalid_argument("pipeline executor: replicas must be >= 1");
     slowdown_ = fidelity.slowdown.empty() ? std::vector<double>(ranks_ * replicas_, 1.0) : fidelity.slowdown;
@@ -96,8 +97,12 @@ class Executor {
   }
 
   PipelineResult run() {
-    for (size_t u = 0; u < states_.size(); ++u) try_start(u);
-    sim_.run();
+    if (engine_) {
+      for (size_t u = 0; u < states_.size(); ++u) try_start(u);
+      sim_.run();
+    } else {
+      run_in_dependency_order();
+    }
     PipelineResult result;
     result.replicas = static_cast<int64_t>(replicas_);
     Time end = Time::zero();
@@ -259,16 +264,37 @@ class Executor {
   /// `u` = stage * replicas + replica: one tensor-parallel group's timeline.
   void try_start(size_t u) {
     StageState& s = states_[u];
-    const size_t k = u / replicas_, replica = u % replicas_;
+    const size_t k = u / replicas_;
     const auto& stage = program_.stages[k];
     if (s.busy || s.next >= stage.order.size()) return;
-    const models::ScheduledPass pass = stage.order[s.next];
+    const int64_t arrival = input_arrival(u);
+    if (arrival == kNever || arrival > sim_.now().ns()) return;  // an arrival event will call again
+    const Time end = begin_pass(u, sim_.now());
+    // Captures fit std::function's small buffer (16 bytes): no allocation per event.
+    const uint64_t packed = static_cast<uint64_t>(u) << 32 | static_cast<uint64_t>(s.next - 1);
+    sim_.schedule(end, [this, packed] {
+      const auto unit = static_cast<size_t>(packed >> 32);
+      on_pass_done(unit, program_.stages[unit / replicas_].order[static_cast<size_t>(packed & 0xffffffffu)]);
+    });
+  }
+
+  /// When the input of unit u's next pass is present (ns), kNever while it is not.
+  int64_t input_arrival(size_t u) const {
+    const size_t k = u / replicas_, replica = u % replicas_;
+    const models::ScheduledPass& pass = program_.stages[k].order[states_[u].next];
     const size_t vs = slot(virtual_stage(k, pass.chunk), replica);
     const auto i = static_cast<size_t>(pass.microbatch);
-    const bool forward = pass.kind == PassKind::forward;
-    const int64_t arrival = forward ? forward_arrival_[vs][i] : backward_arrival_[vs][i];
-    if (arrival == kNever || arrival > sim_.now().ns()) return;  // an arrival event will call again
+    return pass.kind == PassKind::forward ? forward_arrival_[vs][i] : backward_arrival_[vs][i];
+  }
 
+  /// Starts unit u's next pass at `start` (its stream free and its input present): books its costs in the
+  /// unit's breakdown, notes a reduction trigger, records its run and span. Returns when it ends.
+  Time begin_pass(size_t u, Time start) {
+    StageState& s = states_[u];
+    const size_t k = u / replicas_, replica = u % replicas_;
+    const auto& stage = program_.stages[k];
+    const models::ScheduledPass pass = stage.order[s.next];
+    const bool forward = pass.kind == PassKind::forward;
     const auto chunk = static_cast<size_t>(pass.chunk);
     const double slow = slowdown_[u];
     const double compute_slow = compute_slowdown_[u] * slow;  // exactly `slow` without a compute factor
@@ -288,7 +314,6 @@ class Executor {
     s.breakdown.flops += cost.flops;
     s.busy = true;
     ++s.next;
-    const Time start = sim_.now();
     const Time end = start + pass_time_[((u * chunks_ + chunk) * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)];
     if (!forward) note_reduction_trigger(k, s.next - 1, start, end);
     if (path_) passes_[u][s.next - 1] = PassRun{start.ns(), end.ns(), end.ns(), merged};
@@ -297,12 +322,55 @@ class Executor {
                         forward ? SpanKind::forward : SpanKind::backward, start.to_seconds(), end.to_seconds(),
                         cost.tp_comm * slow, cost.cp_comm * slow, cost.ep_comm * slow});
     }
-    // Captures fit std::function's small buffer (16 bytes): no allocation per event.
-    const uint64_t packed = static_cast<uint64_t>(u) << 32 | static_cast<uint64_t>(s.next - 1);
-    sim_.schedule(end, [this, packed] {
-      const auto unit = static_cast<size_t>(packed >> 32);
-      on_pass_done(unit, program_.stages[unit / replicas_].order[static_cast<size_t>(packed & 0xffffffffu)]);
-    });
+    return end;
+  }
+
+  /// The timeline without the engine: every pass starts at max(its stream free, its input present), the rule
+  /// the events follow (a stream tries its next pass when it goes on and when an input arrives; the times do
+  /// not depend on the order of equal-time events), evaluated unit by unit as far as the inputs are known.
+  /// Each unit's passes (and so its breakdown's sums) run in its order, and a stage's reductions complete in
+  /// trigger order (every replica starts a chunk's last backward before the next chunk's), so the times,
+  /// breakdowns and critical path are those of the events, bit for bit. No events: PipelineResult::events and
+  /// fingerprint stay 0.
+  void run_in_dependency_order() {
+    std::vector<size_t> ready(states_.size());
+    for (size_t u = 0; u < ready.size(); ++u) ready[u] = ready.size() - 1 - u;  // unit 0 first
+    std::vector<Time> stream_free(states_.size(), Time::zero());
+    while (!ready.empty()) {
+      const size_t u = ready.back();
+      ready.pop_back();
+      StageState& s = states_[u];
+      const size_t k = u / replicas_, replica = u % replicas_;
+      const auto& order = program_.stages[k].order;
+      if (s.finished) continue;
+      while (s.next < order.size()) {
+        const int64_t arrival = input_arrival(u);
+        if (arrival == kNever) break;
+        const Time end = begin_pass(u, std::max(stream_free[u], Time::from_ns(arrival)));
+        const models::ScheduledPass& pass = order[s.next - 1];
+        const size_t vs = virtual_stage(k, pass.chunk);
+        const auto i = static_cast<size_t>(pass.microbatch);
+        Time go_on = end;  // when the stream goes on: the pass's end, or its blocking send's arrival
+        if (pass.kind == PassKind::forward && vs + 1 < ranks_ * chunks_) {
+          forward_arrival_[slot(vs + 1, replica)][i] = (end + p2p_forward_).ns();
+          if (sends_block(true)) go_on = end + p2p_forward_;
+          ready.push_back(((vs + 1) % ranks_) * replicas_ + replica);
+        } else if (pass.kind == PassKind::forward) {
+          backward_arrival_[slot(vs, replica)][i] = end.ns();
+        } else if (vs > 0) {
+          backward_arrival_[slot(vs - 1, replica)][i] = (end + p2p_backward_).ns();
+          if (sends_block(false)) go_on = end + p2p_backward_;
+          ready.push_back(((vs - 1) % ranks_) * replicas_ + replica);
+        }
+        s.busy = false;
+        if (path_) passes_[u][s.next - 1].continue_ns = go_on.ns();
+        stream_free[u] = go_on;
+      }
+      if (s.next == order.size()) {
+        s.finished = true;  // its stream is done; start_tail sets its finish
+        reach_tail(u, stream_free[u]);
+      }
+    }
   }
 
   void on_pass_done(size_t u, const models::ScheduledPass& pass) {
@@ -338,7 +406,7 @@ class Executor {
     s.busy = false;
     if (path_) passes_[u][s.next - 1].continue_ns = sim_.now().ns();
     if (s.next == program_.stages[u / replicas_].order.size()) {
-      reach_tail(u);
+      reach_tail(u, sim_.now());
     } else {
       try_start(u);
     }
@@ -377,10 +445,11 @@ class Executor {
     });
   }
 
-  /// A replica of stage k has run its last pass; the stage's reduction waits for all of its replicas.
-  void reach_tail(size_t u) {
+  /// A replica of stage k has run its last pass (its stream went on at `now`); the stage's reduction waits for
+  /// all of its replicas.
+  void reach_tail(size_t u, Time now) {
     const size_t k = u / replicas_;
-    states_[u].tail_reached = sim_.now();
+    states_[u].tail_reached = now;
     if (++tail_waiting_[k] < replicas_) return;
     Time all_reached = Time::zero();
     for (size_t r = 0; r < replicas_; ++r) all_reached = std::max(all_reached, states_[k * replicas_ + r].tail_reached);
@@ -420,6 +489,10 @@ class Executor {
         spans_.push_back({rank, 0, -1, SpanKind::grad_sync, optimizer_end.to_seconds(), end.to_seconds(), {}, {}, {}});
       }
     }
+    if (!engine_) {
+      s.finish = end;
+      return;
+    }
     sim_.schedule(end, [this, u] {
       states_[u].finished = true;
       states_[u].finish = sim_.now();
@@ -433,6 +506,7 @@ class Executor {
   size_t replicas_;
   bool record_;
   bool path_;  ///< record pass times and walk the critical path (not in the free-transfer reference run)
+  bool engine_;  ///< run on the event engine (when recording spans); else run_in_dependency_order
   std::vector<double> slowdown_;
   std::vector<double> compute_slowdown_;  ///< per unit, on its compute kernels (ExecutionFidelity)
   std::vector<size_t> tail_waiting_;  ///< per stage, replicas that reached the tail

@@ -11,6 +11,7 @@
 #include <optional>
 #include <tuple>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -262,7 +263,14 @@ std::vector<Knobs> knob_settings(const Scenario& s) {
 /// screening applies each setting to the layout's loaded scenario and asks the memory model; a kept setting
 /// is then loaded like any point (a setting the loader rejects is not kept). Every point sets the three knob
 /// keys.
-std::vector<std::vector<SweptValue>> settings_of_layout(const ScenarioDocument& document,
+/// One point the search keeps: its layout and setting values, and the scenario the screening loaded for it
+/// (null for the scenario's own setting, loaded without the knob keys).
+struct KeptPoint {
+  std::vector<SweptValue> values;
+  std::shared_ptr<const Scenario> scenario;
+};
+
+std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
                                                         const std::vector<std::string>& overrides,
                                                         const std::vector<SweptValue>& layout,
                                                         const models::ParallelismConfig& p,
@@ -295,7 +303,7 @@ std::vector<std::vector<SweptValue>> settings_of_layout(const ScenarioDocument& 
   const bool sp_without_tensor = own ? own->sequence_parallel : false;
 
   std::vector<const Knobs*> fitting;
-  std::vector<std::vector<SweptValue>> cheapest;
+  std::vector<KeptPoint> cheapest;
   for (const Knobs& k : settings) {
     if (k.zero_stage > 0 && p.data == 1) continue;
     if (p.tensor == 1 && k.sequence_parallel != sp_without_tensor) continue;
@@ -310,16 +318,22 @@ std::vector<std::vector<SweptValue>> settings_of_layout(const ScenarioDocument& 
     }
     if (!memory_of(trial, catalog).fits) continue;
     std::vector<SweptValue> values = with(k);
-    if (!(own && k.same_setting(*own)) && !load(values)) continue;
+    std::shared_ptr<const Scenario> loaded;
+    if (!(own && k.same_setting(*own))) {
+      std::optional<Scenario> sc = load(values);
+      if (!sc) continue;
+      sc->resolved_toml.clear();  // kept for the point's run (SweepPoint::scenario), which does not print it
+      loaded = std::make_shared<const Scenario>(std::move(*sc));
+    }
     fitting.push_back(&k);
-    cheapest.push_back(std::move(values));
+    cheapest.push_back({std::move(values), std::move(loaded)});
   }
-  std::vector<std::vector<SweptValue>> kept;
+  std::vector<KeptPoint> kept;
   if (own) {
     const auto same = [&](const Knobs& k) { return k.same_setting(*own); };
     const bool cheapest_itself = std::any_of(fitting.begin(), fitting.end(), [&](const Knobs* f) { return same(*f); });
     const bool ranked = std::any_of(settings.begin(), settings.end(), same);  // not: e.g. ZeRO 2
-    if (cheapest_itself || fitting.empty() || !ranked) kept.push_back(with(*own));
+    if (cheapest_itself || fitting.empty() || !ranked) kept.push_back({with(*own), nullptr});
   }
   for (size_t i = 0; i < fitting.size(); ++i) {
     if (!(own && fitting[i]->same_setting(*own))) kept.push_back(std::move(cheapest[i]));
@@ -597,6 +611,14 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec, const std::filesyste
 std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::path& scenario,
                                                         const std::vector<std::string>& overrides,
                                                         const models::Catalog& catalog, int jobs) {
+  std::vector<std::vector<SweptValue>> out;
+  for (LayoutPoint& p : enumerate_layout_points(scenario, overrides, catalog, jobs)) out.push_back(std::move(p.values));
+  return out;
+}
+
+std::vector<LayoutPoint> enumerate_layout_points(const std::filesystem::path& scenario,
+                                                 const std::vector<std::string>& overrides,
+                                                 const models::Catalog& catalog, int jobs) {
   // The model and the cluster: the scenario with the grid point's overrides, its own layout; when that
   // layout does not fit the point (other nodes, batch), with the simplest layout instead.
   const ScenarioDocument document = ScenarioDocument::read(scenario);  // parsed once for every candidate
@@ -627,7 +649,7 @@ std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::pa
   search.global_batch = s.training.global_batch_size;
   search.seq_length = s.model.seq_length;
   search.experts = s.model.num_experts;
-  std::vector<std::vector<SweptValue>> out;
+  std::vector<LayoutPoint> out;
   const std::vector<models::LayoutCandidate> candidates = models::enumerate_layouts(search);
   // The dimensions the layouts set, as written; one that most layouts leave at 1 (context) only when a
   // candidate uses it, so a search without it gives the points it gave before that dimension existed.
@@ -650,7 +672,7 @@ std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::pa
   // (the same bytes on the wire as the all-reduce, 1/t of the LayerNorm and dropout work: Korthikanti et al.
   // 2022, section 4.2.2). The fit is the memory model's verdict (memory_of), which costs no simulation.
   const std::vector<Knobs> settings = knob_settings(s);
-  std::vector<std::vector<std::vector<SweptValue>>> layouts(candidates.size());  // per candidate, kept points
+  std::vector<std::vector<KeptPoint>> layouts(candidates.size());  // per candidate, kept points
   std::atomic<size_t> next{0};
   std::exception_ptr failure;
   std::mutex failure_mutex;
@@ -678,7 +700,7 @@ std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::pa
   for (std::thread& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
   for (auto& kept : layouts) {
-    for (auto& point : kept) out.push_back(std::move(point));
+    for (auto& point : kept) out.push_back({std::move(point.values), std::move(point.scenario)});
   }
   return out;
 }

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +29,8 @@ class Catalog;
 }
 
 namespace clustersim::sim {
+
+struct Scenario;
 
 /// A scalar value of a scenario key as a sweep sets it: the TOML type it was written with (an integer range
 /// stays integer, a float range float).
@@ -109,6 +112,12 @@ SweepSpec read_sweep(const std::filesystem::path& scenario);
 std::vector<SweepPoint> expand_sweep(const SweepSpec& spec, const std::filesystem::path& scenario,
                                      uint64_t base_seed, const models::Catalog& catalog);
 
+/// One point of a layout search (enumerate_layouts).
+struct LayoutPoint {
+  std::vector<SweptValue> values;             ///< the layout's keys, then the memory-saving settings' keys
+  std::shared_ptr<const Scenario> scenario;   ///< as loaded by the screening, or null
+};
+
 /// Every valid (tensor, pipeline, data, micro_batch_size, virtual_stages) for the scenario (with `overrides`
 /// applied): the candidates of models::enumerate_layouts (models/parallelism/layout.hpp) for its model and
 /// cluster, in that order, each loaded with load_scenario and skipped when that throws ScenarioError. The model and cluster are read by loading the scenario with `overrides` (falling back to
@@ -119,5 +128,12 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec, const std::filesyste
 std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::path& scenario,
                                                         const std::vector<std::string>& overrides,
                                                         const models::Catalog& catalog, int jobs = 1);
+
+/// enumerate_layouts with, beside each point's values, the scenario the screening loaded for it (with
+/// `overrides` and the values; resolved_toml left empty), null where it loaded none (the scenario's own
+/// setting): load_sweep keeps them so that the runner does not load those points again (SweepPointRunner).
+std::vector<LayoutPoint> enumerate_layout_points(const std::filesystem::path& scenario,
+                                                 const std::vector<std::string>& overrides,
+                                                 const models::Catalog& catalog, int jobs = 1);
 
 }  // namespace clustersim::sim

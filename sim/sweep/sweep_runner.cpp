@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -51,14 +52,29 @@ LoadedSweep load_sweep(const std::filesystem::path& scenario, const std::vector<
   for (const SweepPoint& g : expand_sweep(grid, scenario, 0, catalog)) {
     std::vector<std::string> with_set = overrides;
     for (const std::string& o : g.overrides()) with_set.push_back(o);
-    for (auto& layout : enumerate_layouts(scenario, with_set, catalog, jobs)) {
+    for (auto& layout : enumerate_layout_points(scenario, with_set, catalog, jobs)) {
       std::vector<SweptValue> o = g.values;
-      o.insert(o.end(), layout.begin(), layout.end());
+      o.insert(o.end(), layout.values.begin(), layout.values.end());
       const auto index = static_cast<int64_t>(s.points.size());
       s.points.push_back({index, sweep_point_seed(s.base.simulation.seed, index), std::move(o)});
+      s.loaded.push_back(std::move(layout.scenario));
     }
   }
   return s;
+}
+
+Scenario SweepPointRunner::point_scenario(const SweepPoint& point, const std::vector<std::string>& overrides) const {
+  // overrides: the sweep's --set, then simulation.seed, then the point's values (run below).
+  const auto at = static_cast<size_t>(point.index);
+  const bool screened = at < sweep_.loaded.size() && sweep_.loaded[at] && &sweep_.points[at] == &point;
+  if (!screened || !sweep_.loaded[at]->what_if.empty()) return load_scenario(sweep_.document, overrides, catalog_);
+  // The screening loaded it with the sweep's overrides and the point's values; the runner's load adds
+  // simulation.seed before the point's values (so a swept simulation.seed wins), which sets that field only.
+  Scenario sc = *sweep_.loaded[at];
+  if (point.find("simulation.seed") == nullptr) sc.simulation.seed = point.seed;
+  const auto set_options = static_cast<std::ptrdiff_t>(std::min(sweep_.overrides.size(), sc.overrides.size()));
+  sc.overrides.insert(sc.overrides.begin() + set_options, overrides[sweep_.overrides.size()]);  // the seed's
+  return sc;
 }
 
 SweepRow SweepPointRunner::run(const SweepPoint& point) {
@@ -76,7 +92,7 @@ SweepRow SweepPointRunner::run(const SweepPoint& point) {
       const ServingScenario sc = load_serving_scenario(sweep_.scenario, overrides, catalog_);
       columns = serving_summary_columns(sc, run_serving_scenario(sc, catalog_));
     } else {
-      const Scenario sc = load_scenario(sweep_.document, overrides, catalog_);
+      const Scenario sc = point_scenario(point, overrides);
       const RunResult run = run_scenario(sc, catalog_, simulator_);
       columns = run_summary_columns(sc, run);
       if (!sc.what_if.empty()) {  // analysis.what_if: the point's what-if rows as columns
@@ -130,7 +146,7 @@ std::vector<SweepRow> run_sweep(const LoadedSweep& sweep, const models::Catalog&
   std::atomic<bool> failed{false};
   std::exception_ptr failure;
   std::mutex failure_mutex;
-  const auto clusters = std::make_shared<ClusterCache>();
+  const auto clusters = options.clusters ? options.clusters : std::make_shared<ClusterCache>();
   GuidedScheduler scheduler(target, static_cast<size_t>(std::max(1, options.jobs)));
   const auto worker = [&] {
     try {

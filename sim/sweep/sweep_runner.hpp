@@ -32,6 +32,9 @@ struct LoadedSweep {
   std::optional<ServingScenario> serving;  ///< a serving scenario's base (with the overrides)
   SweepSpec spec;
   std::vector<SweepPoint> points;
+  /// Per point (by position), the scenario the layout search's screening loaded for it
+  /// (enumerate_layout_points), or null: the runner then loads the point itself. Empty for a grid sweep.
+  std::vector<std::shared_ptr<const Scenario>> loaded;
   /// The base scenario's resolved TOML (the results file's /metadata).
   [[nodiscard]] const std::string& resolved_toml() const { return serving ? serving->resolved_toml : base.resolved_toml; }
 };
@@ -67,7 +70,9 @@ struct SweepRow {
 
 
 /// Runs points one at a time with its own StepSimulator (one per thread): the point's overrides on top of the
-/// sweep's, simulation.seed = the point's seed; the step (and, for a multi-zone cluster, the single-zone
+/// sweep's, simulation.seed = the point's seed (a layout point the screening loaded already, LoadedSweep::loaded:
+/// that scenario with the point's seed, which is what loading it again gives, since the seed changes no
+/// other field; a scenario with [analysis] what_if is loaded again, its what-if rows reload it); the step (and, for a multi-zone cluster, the single-zone
 /// reference), then the job when the scenario has one; a serving sweep's point, run_serving_scenario (its rows
 /// are "ok": whether the fleet meets the SLO is its meets_slo column). Invalid points (ScenarioError, std::invalid_argument,
 /// std::out_of_range) become rows with status "invalid"; other exceptions propagate.
@@ -82,6 +87,8 @@ class SweepPointRunner {
   SweepRow run(const SweepPoint& point);
 
  private:
+  /// The point's training scenario: LoadedSweep::loaded's with the seed, or loaded with `overrides`.
+  Scenario point_scenario(const SweepPoint& point, const std::vector<std::string>& overrides) const;
   const LoadedSweep& sweep_;
   const models::Catalog& catalog_;
   StepSimulator simulator_;
@@ -97,6 +104,10 @@ struct SweepRunOptions {
   std::function<void(const SweepRow&)> on_row;
   /// Called on the calling thread about every 100 ms while the points run, with the number finished.
   std::function<void(size_t finished)> progress;
+  /// The clusters (topologies, memoised collective solves, layout patterns) the points run on: one shared with
+  /// earlier sweeps of the same process keeps their solves warm (a solve is a function of its pattern, so the
+  /// rows do not depend on it); null: a fresh one for this call, as `clustersim sweep` runs.
+  std::shared_ptr<ClusterCache> clusters;
 };
 
 /// Runs `points` on `options.jobs` threads, each with its own SweepPointRunner (all sharing one ClusterCache, so
