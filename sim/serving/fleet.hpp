@@ -110,6 +110,7 @@ class Fleet {
   }
 
   void run() {
+    result_.parts.resize(requests_.size());  // filled as the requests are served (Replica::parts)
     for (size_t i = 0; i < requests_.size(); ++i) {
       const ServingRequest& q = requests_[i];
       RequestOutcome& o = result_.requests[i];
@@ -140,8 +141,6 @@ class Fleet {
     sim_.schedule(Time::from_seconds(units::Seconds(0.0)), [this] { sample(); });
     sim_.run();
     check_outcomes();
-    result_.parts.reserve(sequences_.size());
-    for (const Sequence& s : sequences_) result_.parts.push_back(s.parts);
     result_.fingerprint = sim_.fingerprint();
     if (setup_.autoscaling || setup_.spot.replicas > 0 || setup_.zones.outage_start_s) {
       for (const Replica& r : replicas_) result_.usage.push_back({r.billed_s(result_.makespan_s), r.spot()});
@@ -483,6 +482,8 @@ class Fleet {
   const IterationResources& resources(ReplicaRole role) const {
     return role == ReplicaRole::decode ? *decode_resources_ : resources_;
   }
+  /// The memo of the iteration times of `role`'s model (models::IterationMemo).
+  models::IterationMemo& memo(ReplicaRole role) { return role == ReplicaRole::decode ? decode_memo_ : memo_; }
   ServingResult& result() { return result_; }
   void finished(const Sequence& s) {
     --unfinished_;
@@ -519,6 +520,7 @@ class Fleet {
   std::map<int64_t, int64_t> last_by_prefix_;  ///< prefix_aware: system prompt -> the replica it last went to
   IterationResources resources_;
   std::unique_ptr<IterationResources> decode_resources_;  ///< split pools: the decode pool's model's
+  models::IterationMemo memo_, decode_memo_;               ///< the setup's model's, the decode pool's
   std::unique_ptr<KvTransfers> transfers_;                 ///< split pools
 };
 
