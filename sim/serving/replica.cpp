@@ -256,7 +256,7 @@ bool Replica::continue_block() {
       batch_.clear();
       return false;
     }
-    batch_.push_back({s, 0});
+    batch_.push_back({s, 0, s->cached()});
   }
   for (const Work& w : batch_) start_decoding(*w.seq);
   return !batch_.empty();
@@ -295,16 +295,14 @@ void Replica::start_iteration() {
   // The sums in registers, not in `b` (which escapes, so that each token's addition went through memory).
   int64_t prefill_tokens = 0, decode_sequences = 0, decode_kv_tokens = 0, sampled_sequences = 0;
   double prefill_attention_pairs = 0.0;
-  for (size_t i = 0; i < batch_.size(); ++i) {
-    const Work& w = batch_[i];
-    prefetch_ahead(batch_, i);
+  for (const Work& w : batch_) {
     if (w.chunk > 0) {
       prefill_tokens += w.chunk;
       prefill_attention_pairs += models::prefill_attention_pairs(w.seq->computed, w.chunk);
       if (w.seq->computed + w.chunk == w.seq->prompt) ++sampled_sequences;
     } else {
       ++decode_sequences;
-      decode_kv_tokens += w.seq->cached();
+      decode_kv_tokens += w.cached;
       ++sampled_sequences;
     }
   }
@@ -356,7 +354,7 @@ void Replica::schedule() {
       preempt_last();
     }
     if (s == nullptr) break;
-    batch_.push_back({s, 0});
+    batch_.push_back({s, 0, s->cached()});
     start_decoding(*s);
     --budget;
   }
@@ -370,7 +368,7 @@ void Replica::schedule() {
     if (budget <= 0 || !prompts_left) break;
     if (!s->prefilling()) continue;
     const int64_t chunk = std::min(s->prompt - s->computed, budget);
-    batch_.push_back({s, chunk});
+    batch_.push_back({s, chunk, s->cached()});
     budget -= chunk;
   }
   // 3. Admission, first come first served.
@@ -400,7 +398,7 @@ void Replica::schedule() {
     pop_waiting();
     push_running(s);
     const int64_t chunk = std::min(left, budget);
-    batch_.push_back({s, chunk});
+    batch_.push_back({s, chunk, s->cached()});
     budget -= std::max<int64_t>(chunk, 1);  // a transferred request (its prompt computed) decodes one token
   }
 }

@@ -58,6 +58,7 @@ struct Sequence {
 struct Work {
   Sequence* seq;
   int64_t chunk;  ///< prompt tokens computed (0: a decode)
+  int64_t cached = 0;  ///< seq->cached() when scheduled: a decode's keys read, without a trip to the sequence
 };
 
 class Fleet;
