@@ -136,6 +136,14 @@ void Replica::attribute_iteration(double elapsed_s) {
   }
 }
 
+void Replica::admit_head() {
+  Sequence* s = waiting_.front();
+  waiting_.pop_front();
+  running_.push_back(s);
+  fleet_.queues_changed(*this, -1, +1);  // outstanding unchanged: the load index stays as it is
+  account_kv_wait(*s);
+}
+
 void Replica::push_running(Sequence* s) {
   running_.push_back(s);
   fleet_.queues_changed(*this, 0, +1);
@@ -395,8 +403,7 @@ void Replica::schedule() {
       kv_blocked_ = true;
       break;
     }
-    pop_waiting();
-    push_running(s);
+    admit_head();
     const int64_t chunk = std::min(left, budget);
     batch_.push_back({s, chunk, s->cached()});
     budget -= std::max<int64_t>(chunk, 1);  // a transferred request (its prompt computed) decodes one token

@@ -139,6 +139,8 @@ class Replica {
   void push_waiting(Sequence* s, bool front);
   Sequence* pop_waiting();
   void push_running(Sequence* s);
+  /// The head of the queue joins the batch: pop_waiting then push_running, the load index touched once (issue 31).
+  void admit_head();
   void erase_running(std::vector<Sequence*>::iterator at);
   /// The KV-wait clock: seconds this replica has spent in iterations whose admission stopped for want of KV
   /// blocks, now included. A queued request's KV wait is the clock's advance while it waits (O(1) per request).
