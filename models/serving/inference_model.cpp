@@ -142,7 +142,67 @@ InferenceModel::MoeLayerTime InferenceModel::moe_layer_time(int64_t tokens) cons
   return r;
 }
 
-IterationTime InferenceModel::iteration_time(const IterationBatch& batch) const {
+IterationMemo::TokenTerms InferenceModel::token_terms(int64_t tokens, IterationMemo* memo) const {
+  const bool memoised = memo != nullptr && tokens <= IterationMemo::kMaxTokens;
+  if (memoised && static_cast<size_t>(tokens) < memo->by_tokens_.size() &&
+      memo->by_tokens_[static_cast<size_t>(tokens)].filled) {
+    return memo->by_tokens_[static_cast<size_t>(tokens)];
+  }
+  const ModelConfig& m = model_;
+  const int64_t t = tensor_;
+  const int64_t h = m.hidden_size, a = m.num_attention_heads, d = m.head_dim(), f = m.ffn();
+  const int64_t kv_heads_per_gpu = ceil_div(m.kv_heads(), t);
+  const int64_t gated = m.gated_mlp ? 2 : 1;
+  // A layer's GEMM [rows, n, k] at the layer numerics.
+  const auto gemm_time = [&](int64_t rows, int64_t n, int64_t k) {
+    return weight_gemm_time(rows, n, k, 1, numerics_.weight_bytes, numerics_.math);
+  };
+  IterationMemo::TokenTerms terms;
+  terms.filled = true;
+  terms.dense_mlp = gemm_time(tokens, gated * f / t, h) + gemm_time(tokens, h, f / t);
+  if (!m.multi_latent_attention) {
+    terms.projections = gemm_time(tokens, (a / t + 2 * kv_heads_per_gpu) * d, h) + gemm_time(tokens, h, a / t * d);
+  }
+  if (moe_layers_ > 0 && !ep_.enabled()) {
+    const MoeLayerTime moe = moe_layer_time(tokens);
+    terms.moe_gemm = moe.gemm;
+    terms.moe_memory = moe.memory_bound;
+  }
+  if (memoised) {
+    if (static_cast<size_t>(tokens) >= memo->by_tokens_.size()) memo->by_tokens_.resize(static_cast<size_t>(tokens) + 1);
+    memo->by_tokens_[static_cast<size_t>(tokens)] = terms;
+  }
+  return terms;
+}
+
+units::Seconds InferenceModel::lm_head_time(int64_t sampled, IterationMemo* memo) const {
+  const bool memoised = memo != nullptr && sampled <= IterationMemo::kMaxTokens;
+  if (memoised && static_cast<size_t>(sampled) < memo->lm_head_.size() &&
+      memo->lm_head_[static_cast<size_t>(sampled)].value() >= 0.0) {
+    return memo->lm_head_[static_cast<size_t>(sampled)];
+  }
+  const ModelConfig& m = model_;
+  const int64_t t = tensor_;
+  const units::Seconds time = weight_gemm_time(sampled, m.vocab_size / t + (m.vocab_size % t != 0 ? 1 : 0),
+                                               m.hidden_size, 1, kEmbeddingBytes, numerics_.activations());
+  if (memoised) {
+    if (static_cast<size_t>(sampled) >= memo->lm_head_.size()) {
+      memo->lm_head_.resize(static_cast<size_t>(sampled) + 1, units::Seconds(-1.0));
+    }
+    memo->lm_head_[static_cast<size_t>(sampled)] = time;
+  }
+  return time;
+}
+
+IterationTime InferenceModel::iteration_time(const IterationBatch& batch) const { return timed(batch, nullptr); }
+
+IterationTime InferenceModel::iteration_time(const IterationBatch& batch, IterationMemo& memo) const {
+  if (memo.owner_ == nullptr) memo.owner_ = this;
+  require(memo.owner_ == this, "an iteration memo holds another model's values");
+  return timed(batch, &memo);
+}
+
+IterationTime InferenceModel::timed(const IterationBatch& batch, IterationMemo* memo) const {
   require(batch.prefill_tokens >= 0 && batch.decode_sequences >= 0 && batch.decode_kv_tokens >= 0 &&
               batch.sampled_sequences >= 0 && batch.prefill_attention_pairs >= 0 && batch.decode_queries >= 1,
           "negative batch counts");
@@ -158,17 +218,14 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& batch) const 
   const int64_t h = m.hidden_size, a = m.num_attention_heads, d = m.head_dim(), f = m.ffn();
   const int64_t kv_heads_per_gpu = ceil_div(m.kv_heads(), t);
   const Precision activations = numerics_.activations();
-  // A layer's GEMM [rows, n, k] at the layer numerics.
-  const auto gemm_time = [&](int64_t rows, int64_t n, int64_t k) {
-    return weight_gemm_time(rows, n, k, 1, numerics_.weight_bytes, numerics_.math);
-  };
 
   IterationTime it;
-  const int64_t gated = m.gated_mlp ? 2 : 1;
+  // The GEMMs that depend on the token count alone (token_terms, memoised when a memo is given).
+  const IterationMemo::TokenTerms terms = token_terms(tokens, memo);
   // One layer's attention projections; every layer has them.
   units::Seconds gemm{0.0};
   // A dense layer's MLP.
-  const units::Seconds dense_mlp = gemm_time(tokens, gated * f / t, h) + gemm_time(tokens, h, f / t);
+  const units::Seconds dense_mlp = terms.dense_mlp;
   units::Seconds attention{0.0};
   if (m.multi_latent_attention) {
     const MlaLayerTime mla = mla_layer_time(
@@ -178,7 +235,7 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& batch) const 
     gemm = mla.gemm;
     attention = mla.attention;
   } else {
-    gemm = gemm_time(tokens, (a / t + 2 * kv_heads_per_gpu) * d, h) + gemm_time(tokens, h, a / t * d);
+    gemm = terms.projections;
   }
   if (!m.multi_latent_attention && b.prefill_tokens > 0) {
     const units::Flops flops(4.0 * b.prefill_attention_pairs * static_cast<double>(d) *
@@ -224,16 +281,14 @@ IterationTime InferenceModel::iteration_time(const IterationBatch& batch) const 
     it.memory_bound += static_cast<double>(moe_layers) * moe.memory_bound;
     it.communication += static_cast<double>(moe_layers) * moe.communication;
   } else if (moe_layers > 0) {
-    const MoeLayerTime moe = moe_layer_time(tokens);
-    it.gemm += static_cast<double>(moe_layers) * moe.gemm;
-    it.memory_bound += static_cast<double>(moe_layers) * moe.memory_bound;
+    it.gemm += static_cast<double>(moe_layers) * terms.moe_gemm;
+    it.memory_bound += static_cast<double>(moe_layers) * terms.moe_memory;
   }
   // The LM head over the sequences that sample, the logits gathered from the tensor-parallel ranks and the
   // sampler reading them (fp32).
   const int64_t sampled = std::max<int64_t>(b.sampled_sequences, 0);
   if (sampled > 0) {
-    it.gemm += weight_gemm_time(sampled, m.vocab_size / t + (m.vocab_size % t != 0 ? 1 : 0), h, 1, kEmbeddingBytes,
-                                activations);
+    it.gemm += lm_head_time(sampled, memo);
     const double logits = static_cast<double>(sampled) * static_cast<double>(m.vocab_size) * 4.0;
     it.memory_bound += compute_.memory_time(units::Bytes(logits));
     if (t > 1) it.communication += all_reduce_(units::Bytes(logits / static_cast<double>(t)));

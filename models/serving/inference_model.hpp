@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <functional>
 #include <string_view>
+#include <vector>
 
 #include "models/compute/compute_model.hpp"
 #include "models/hardware/catalog.hpp"
@@ -186,6 +187,35 @@ struct PipelineStages {
   std::function<units::Seconds(units::Bytes)> send;  ///< over the stages - 1 boundaries; needed when stages > 1
 };
 
+class InferenceModel;
+
+/// A memo of the parts of InferenceModel::iteration_time that depend only on the batch's token count (the layers'
+/// GEMMs, an MoE layer's routed GEMMs and kernels without expert parallelism) or on its sampled sequences (the LM
+/// head), filled as they are first asked for. Each entry holds the value the model computes for that exact input,
+/// so an iteration timed with the memo is bit-identical to one timed without (issue 31: the serving engine asks
+/// for about a million iterations of a few thousand distinct shapes; the measured-GEMM interpolation was a third
+/// of its time). Owned by its caller, one per model and thread (no shared mutable state: the model stays
+/// immutable and thread-safe). Memory: 48 B per token count seen up to kMaxTokens, 8 B per sampled count;
+/// larger counts are computed every time.
+class IterationMemo {
+ public:
+  /// The largest token (or sampled) count memoised: 2^16 (3 MiB at most); vLLM's default budget is 8,192.
+  static constexpr int64_t kMaxTokens = int64_t{1} << 16;
+
+ private:
+  friend class InferenceModel;
+  struct TokenTerms {
+    bool filled = false;
+    units::Seconds dense_mlp{0.0};    ///< a dense layer's MLP GEMMs
+    units::Seconds projections{0.0};  ///< a layer's attention projections (not with MLA)
+    units::Seconds moe_gemm{0.0};     ///< an MoE layer's routed GEMMs (without expert parallelism)
+    units::Seconds moe_memory{0.0};   ///< its memory-bound kernels
+  };
+  const InferenceModel* owner_ = nullptr;  ///< the model whose values it holds (the first to use it)
+  std::vector<TokenTerms> by_tokens_;
+  std::vector<units::Seconds> lm_head_;  ///< by sampled sequences; negative: not yet computed
+};
+
 class InferenceModel {
  public:
   /// A multi-latent-attention model runs MLA as models/serving/mla.hpp says (absorbed decode, un-absorbed
@@ -209,6 +239,9 @@ class InferenceModel {
   /// both over the GPU time. Throws
   /// std::invalid_argument on negative counts or an empty batch.
   [[nodiscard]] IterationTime iteration_time(const IterationBatch& batch) const;
+  /// iteration_time(batch), bit-identical, reading and filling `memo` (IterationMemo) for its token-count terms.
+  /// Throws std::invalid_argument as iteration_time does, or for a memo filled by another model.
+  [[nodiscard]] IterationTime iteration_time(const IterationBatch& batch, IterationMemo& memo) const;
 
   /// Weights held by one GPU (of the fullest pipeline stage): the layers' at the numerics' weight bytes (an MoE
   /// layer: all its experts, split t ways, and its router at kEmbeddingBytes), and the embedding and LM head
@@ -250,6 +283,12 @@ class InferenceModel {
     units::Seconds memory_bound{0.0};
   };
   [[nodiscard]] MoeLayerTime moe_layer_time(int64_t tokens) const;
+  /// iteration_time's body; memo may be null (every term computed).
+  [[nodiscard]] IterationTime timed(const IterationBatch& batch, IterationMemo* memo) const;
+  /// The terms of `tokens` tokens (IterationMemo::TokenTerms), from `memo` when it holds them.
+  [[nodiscard]] IterationMemo::TokenTerms token_terms(int64_t tokens, IterationMemo* memo) const;
+  /// The LM head's GEMM over `sampled` sequences, from `memo` when it holds it.
+  [[nodiscard]] units::Seconds lm_head_time(int64_t sampled, IterationMemo* memo) const;
   /// A GEMM of `batch` instances of [rows, n, k] with weights of `weight_bytes` per element at math precision p:
   /// ComputeModel::gemm_time, whose split-K roofline runs a decode batch's skinny shapes at the weights' streaming
   /// rate (as cuBLAS's split-K and the engines' GEMV paths do) and whose measured tables (A100, H100, H200) time

@@ -53,22 +53,41 @@ void Simulator::release_slot(std::uint32_t slot) {
 }
 
 EventId Simulator::schedule(Time at, std::function<void()> fn, Priority priority) {
-  if (at < now_) {
-    throw std::logic_error("Simulator::schedule: time " + ns_text(at) + " is before now (" + ns_text(now_) +
-                           ")");
+  const EventId id = push_event(at, next_sequence_, std::move(fn), priority, "Simulator::schedule");
+  ++next_sequence_;
+  return id;
+}
+
+std::uint64_t Simulator::reserve_sequences(std::uint64_t count) {
+  const std::uint64_t first = next_sequence_;
+  next_sequence_ += count;
+  return first;
+}
+
+EventId Simulator::schedule_reserved(Time at, std::uint64_t sequence, std::function<void()> fn, Priority priority) {
+  if (sequence >= next_sequence_) {
+    throw std::logic_error("Simulator::schedule_reserved: sequence " + std::to_string(sequence) +
+                           " was not reserved");
   }
-  if (!fn) throw std::invalid_argument("Simulator::schedule: empty callback");
+  return push_event(at, sequence, std::move(fn), priority, "Simulator::schedule_reserved");
+}
+
+EventId Simulator::push_event(Time at, std::uint64_t sequence, std::function<void()> fn, Priority priority,
+                              const char* who) {
+  if (at < now_) {
+    throw std::logic_error(std::string(who) + ": time " + ns_text(at) + " is before now (" + ns_text(now_) + ")");
+  }
+  if (!fn) throw std::invalid_argument(std::string(who) + ": empty callback");
   const std::uint32_t slot = acquire_slot();
   Slot& s = slots_[slot];
   const EventId id = make_id(s.generation, slot);
   try {
-    queue_->push(ScheduledEvent{EventKey{at, priority, next_sequence_}, id, std::move(fn)});
+    queue_->push(ScheduledEvent{EventKey{at, priority, sequence}, id, std::move(fn)});
   } catch (...) {
     release_slot(slot);
     throw;
   }
   s.state = SlotState::kPending;  // `s` is still valid: slots_ is not touched by push
-  ++next_sequence_;
   ++pending_;
   return id;
 }

@@ -29,7 +29,7 @@ constexpr uint64_t kEvictionStream = 4;
 class Fleet {
  public:
   Fleet(const ServingSetup& setup, const std::vector<ServingRequest>& requests, ServingResult& result)
-      : setup_(setup), requests_(requests), result_(result), sequences_(requests.size()),
+      : setup_(setup), requests_(requests), result_(result),
         evictions_(setup.spot.seed, 0, kEvictionStream), resources_(*setup.model) {
     const int64_t blocks = setup.kv_cache_tokens / setup.policy.block_size;
     const int64_t slots = setup.autoscaling ? setup.autoscaling->max_replicas : setup.replicas;
@@ -110,6 +110,7 @@ class Fleet {
   }
 
   void run() {
+    result_.parts.resize(requests_.size());  // filled as the requests are served (Replica::parts)
     for (size_t i = 0; i < requests_.size(); ++i) {
       const ServingRequest& q = requests_[i];
       RequestOutcome& o = result_.requests[i];
@@ -123,9 +124,15 @@ class Fleet {
     const size_t first = setup_.concurrency > 0
                              ? std::min(requests_.size(), static_cast<size_t>(setup_.concurrency))
                              : requests_.size();
-    for (size_t i = 0; i < first; ++i) {
-      if (requests_[i].previous >= 0) continue;  // a session's later turn: sent when the turn before it ends (left)
-      send(i, units::Seconds(setup_.concurrency > 0 ? 0.0 : requests_[i].arrival_s));
+    if (setup_.concurrency > 0) {
+      for (size_t i = 0; i < first; ++i) send(i, units::Seconds(0.0));
+    } else {
+      // Each first turn (a session's later turn is sent when the turn before it ends: left) at its arrival_s,
+      // scheduled by the arrival before it under the sequence it would have had scheduled now (send_open).
+      size_t turns = 0;
+      for (const ServingRequest& q : requests_) turns += q.previous < 0 ? 1 : 0;
+      open_sequence_ = sim_.reserve_sequences(turns);
+      if (turns > 0) send_open(next_first_turn(0));
     }
     // Spot VMs: each group of replicas that share one (or one replica spanning several) draws its eviction.
     for (int64_t r = 0; r < setup_.spot.replicas; r += group_size()) schedule_eviction(r);
@@ -140,8 +147,6 @@ class Fleet {
     sim_.schedule(Time::from_seconds(units::Seconds(0.0)), [this] { sample(); });
     sim_.run();
     check_outcomes();
-    result_.parts.reserve(sequences_.size());
-    for (const Sequence& s : sequences_) result_.parts.push_back(s.parts);
     result_.fingerprint = sim_.fingerprint();
     if (setup_.autoscaling || setup_.spot.replicas > 0 || setup_.zones.outage_start_s) {
       for (const Replica& r : replicas_) result_.usage.push_back({r.billed_s(result_.makespan_s), r.spot()});
@@ -151,6 +156,25 @@ class Fleet {
   void send(size_t i, units::Seconds at) {
     result_.requests[i].arrival_s = at.value();
     sim_.schedule(Time::from_seconds(at), [this, i] { arrive(static_cast<int64_t>(i)); });
+    ++sent_;
+  }
+
+  /// The first request from `i` on that is not a session's later turn (requests_.size(): none).
+  [[nodiscard]] size_t next_first_turn(size_t i) const {
+    while (i < requests_.size() && requests_[i].previous >= 0) ++i;
+    return i;
+  }
+
+  /// Open loop: request `i` arrives at its arrival_s, under the next reserved sequence; its arrival sends the next
+  /// first turn. The run is the same, event for event, as with every arrival scheduled at the start
+  /// (Simulator::reserve_sequences), with a queue of a few events rather than 360,000 (issue 31).
+  void send_open(size_t i) {
+    result_.requests[i].arrival_s = requests_[i].arrival_s;
+    sim_.schedule_reserved(Time::from_seconds(units::Seconds(requests_[i].arrival_s)), open_sequence_++, [this, i] {
+      const size_t next = next_first_turn(i + 1);
+      if (next < requests_.size()) send_open(next);
+      arrive(static_cast<int64_t>(i));
+    });
     ++sent_;
   }
 
@@ -166,7 +190,7 @@ class Fleet {
 
   void arrive(int64_t i) {
     const ServingRequest& q = requests_[static_cast<size_t>(i)];
-    Sequence& s = sequences_[static_cast<size_t>(i)];
+    Sequence& s = new_sequence();
     s.index = i;
     s.prompt = q.prompt_tokens;
     s.output = q.output_tokens;
@@ -181,6 +205,7 @@ class Fleet {
       result_.requests[static_cast<size_t>(i)].rejected = true;
       --unfinished_;
       left(i);
+      recycle(s);
       return;
     }
     if (!fits_iteration(s)) {
@@ -205,7 +230,20 @@ class Fleet {
     ++result_.unschedulable;
     --unfinished_;
     left(s.index);
+    recycle(s);
   }
+
+  /// A Sequence for an arriving request: a recycled one (its request gone), reset, or a new one. The requests in
+  /// the fleet at once, not all of them, take memory; a recycled one is likely in cache (issue 31).
+  Sequence& new_sequence() {
+    if (free_sequences_.empty()) return sequence_store_.emplace_back();
+    Sequence& s = *free_sequences_.back();
+    free_sequences_.pop_back();
+    s = Sequence{};
+    return s;
+  }
+  /// `s`'s request left the fleet (finished or rejected): nothing refers to `s` any more; new_sequence reuses it.
+  void recycle(Sequence& s) { free_sequences_.push_back(&s); }
 
   /// The invariant of every run: each request completed, rejected or unserved (waiting at the router with no
   /// replica serving, or never sent by a closed loop's client behind it); none left in a replica's queue or
@@ -483,19 +521,24 @@ class Fleet {
   const IterationResources& resources(ReplicaRole role) const {
     return role == ReplicaRole::decode ? *decode_resources_ : resources_;
   }
+  /// The memo of the iteration times of `role`'s model (models::IterationMemo).
+  models::IterationMemo& memo(ReplicaRole role) { return role == ReplicaRole::decode ? decode_memo_ : memo_; }
   ServingResult& result() { return result_; }
-  void finished(const Sequence& s) {
+  /// `s` finished (its replica holds it no more): its request leaves, and `s` is recycled.
+  void finished(Sequence& s) {
     --unfinished_;
     result_.makespan_s = std::max(result_.makespan_s, now_s());
     left(s.index);
     if (transfers_) transfers_->retry();  // a decode replica freed blocks
+    recycle(s);
   }
 
  private:
   const ServingSetup& setup_;
   const std::vector<ServingRequest>& requests_;
   ServingResult& result_;
-  std::vector<Sequence> sequences_;
+  std::deque<Sequence> sequence_store_;  ///< every Sequence made (stable addresses; new_sequence)
+  std::vector<Sequence*> free_sequences_;  ///< of them, those whose request left (recycle)
   std::vector<Replica> replicas_;
   std::deque<Sequence*> unrouted_;  ///< arrived while no replica was serving
   /// The autoscaler's recent (time, desired count), each count above all later ones (a monotonic queue).
@@ -506,6 +549,7 @@ class Fleet {
   int64_t next_replica_ = 0;
   int64_t unfinished_ = 0;
   size_t sent_ = 0;     ///< requests scheduled to arrive
+  uint64_t open_sequence_ = 0;  ///< the next first turn's reserved event sequence (open loop, send_open)
   size_t arrived_ = 0;  ///< requests that have arrived
   // Running totals (count_state, queues_changed, blocks_changed) and the load index (reindex).
   int64_t total_waiting_ = 0, total_running_ = 0, used_blocks_ = 0, live_blocks_ = 0;
@@ -519,6 +563,7 @@ class Fleet {
   std::map<int64_t, int64_t> last_by_prefix_;  ///< prefix_aware: system prompt -> the replica it last went to
   IterationResources resources_;
   std::unique_ptr<IterationResources> decode_resources_;  ///< split pools: the decode pool's model's
+  models::IterationMemo memo_, decode_memo_;               ///< the setup's model's, the decode pool's
   std::unique_ptr<KvTransfers> transfers_;                 ///< split pools
 };
 

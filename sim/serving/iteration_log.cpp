@@ -50,19 +50,39 @@ size_t GapHistogram::bucket_of(int64_t ns) {
   return static_cast<size_t>((e - kSubBucketBits + 1) * sub + (top - sub));
 }
 
-void GapHistogram::add(double seconds) {
+namespace {
+
+/// 2^53: below it every whole number is a double, and a sum of whole numbers below it is exact.
+constexpr double kExactWhole = 9007199254740992.0;
+
+/// `sum` += `value` (a whole number of ns), `times` times in a row: one exact addition of times x value while the
+/// result stays below 2^53 (the sum then being a whole number, as every earlier addition was exact: a rounded
+/// sum is >= 2^53 and stays so), else the additions one by one.
+void add_whole(double& sum, double value, int64_t times) {
+  const double all = value * static_cast<double>(times);  // exact when below 2^53
+  if (all < kExactWhole && sum + all < kExactWhole) {
+    sum += all;
+    return;
+  }
+  for (int64_t i = 0; i < times; ++i) sum += value;
+}
+
+}  // namespace
+
+void GapHistogram::add(double seconds, int64_t times) {
   // At most 2^62 ns (146 years): also refuses NaN and the infinities.
   if (!(seconds >= 0.0 && seconds < 4.6e9)) {
     throw std::invalid_argument("GapHistogram: a gap of " + std::to_string(seconds) + " s");
   }
+  if (times < 1) throw std::invalid_argument("GapHistogram: " + std::to_string(times) + " gaps");
   const auto ns = static_cast<int64_t>(seconds * 1e9 + 0.5);  // rounded to the nearest ns (llround, for >= 0)
   const size_t b = bucket_of(ns);
   if (b >= buckets_.size()) buckets_.resize(b + 1);
   Bucket& k = buckets_[b];
-  ++k.count;
-  k.sum_ns += static_cast<double>(ns);
-  ++count_;
-  sum_ns_ += static_cast<double>(ns);
+  k.count += times;
+  add_whole(k.sum_ns, static_cast<double>(ns), times);
+  count_ += times;
+  add_whole(sum_ns_, static_cast<double>(ns), times);
 }
 
 double GapHistogram::mean_s() const {
@@ -90,6 +110,12 @@ void observe_iteration(InsideServing& inside, const IterationSampling& sampling,
     return;
   }
   inside.records.push_back(r);
+}
+
+void IterationTokens::flush() {
+  if (run_ == 0) return;
+  inside_.tbt.add(now_s_ - run_last_s_, run_);
+  run_ = 0;
 }
 
 void observe_token(InsideServing& inside, int64_t generated, int64_t wanted, double& last_token_s, double now_s) {

@@ -1,11 +1,31 @@
 #include "sim/serving/replica.hpp"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "sim/serving/fleet.hpp"
 
 namespace clustersim::sim::serving_engine {
+namespace {
+
+/// Items ahead in a pass over a replica's sequences whose Sequence is fetched before the pass reaches it.
+constexpr size_t kPrefetchDistance = 8;
+
+/// Asks for the cache line of the Sequence kPrefetchDistance items after `i` in `items` (Work or Sequence*): the
+/// passes over a batch chase one pointer per token, and a line not in cache stalled each (issue 31). A hint only.
+template <typename Items>
+void prefetch_ahead(const Items& items, size_t i) {
+  if (i + kPrefetchDistance >= items.size()) return;
+  const auto& item = items[i + kPrefetchDistance];
+  if constexpr (std::is_same_v<std::decay_t<decltype(item)>, Work>) {
+    __builtin_prefetch(item.seq);
+  } else {
+    __builtin_prefetch(item);
+  }
+}
+
+}  // namespace
 
 void Replica::set_state(ReplicaState next) {
   const double now = fleet_.now_s();
@@ -34,6 +54,8 @@ void Replica::release_blocks(int64_t blocks) {
   }
 }
 
+LatencyParts& Replica::parts(const Sequence& s) { return fleet_.result().parts[static_cast<size_t>(s.index)]; }
+
 void Replica::push_waiting(Sequence* s, bool front) {
   s->kv_mark_s = kv_clock_now();
   if (front) {
@@ -57,12 +79,12 @@ double Replica::kv_clock_now() const {
 }
 
 void Replica::account_kv_wait(Sequence& s) {
-  if (s.generated == 0) s.parts.kv_wait_s += kv_clock_now() - s.kv_mark_s;
+  if (s.generated == 0) parts(s).kv_wait_s += kv_clock_now() - s.kv_mark_s;
 }
 
 void Replica::account_restart(Sequence& s) {
   if (s.generated != 0) return;
-  LatencyParts& p = s.parts;
+  LatencyParts& p = parts(s);
   p.prefill_restart_s += p.prefill_compute_s + p.prefill_memory_s + p.prefill_communication_s + p.prefill_host_s +
                          p.prefill_co_scheduled_s;
   p.prefill_compute_s = p.prefill_memory_s = p.prefill_communication_s = p.prefill_host_s =
@@ -72,7 +94,7 @@ void Replica::account_restart(Sequence& s) {
 void Replica::stop_decoding(Sequence& s) {
   if (!s.decoding) return;
   s.decoding = false;
-  LatencyParts& p = s.parts;
+  LatencyParts& p = parts(s);
   p.decode_compute_s += decode_clock_.compute_s - s.decode_mark.compute_s;
   p.decode_memory_s += decode_clock_.memory_s - s.decode_mark.memory_s;
   p.decode_communication_s += decode_clock_.communication_s - s.decode_mark.communication_s;
@@ -101,7 +123,7 @@ void Replica::attribute_iteration(double elapsed_s) {
   if (batch_prefill_tokens_ == 0) return;
   for (const Work& w : batch_) {
     Sequence& s = *w.seq;
-    LatencyParts& p = s.parts;
+    LatencyParts& p = parts(s);
     if (w.chunk > 0) {
       if (s.generated > 0) continue;  // a preempted or evicted request's recomputation: TPOT's remainder
       const auto own = static_cast<double>(w.chunk);
@@ -112,6 +134,14 @@ void Replica::attribute_iteration(double elapsed_s) {
       p.prefill_co_scheduled_s += (tokens - own) / tokens * elapsed_s;
     }
   }
+}
+
+void Replica::admit_head() {
+  Sequence* s = waiting_.front();
+  waiting_.pop_front();
+  running_.push_back(s);
+  fleet_.queues_changed(*this, -1, +1);  // outstanding unchanged: the load index stays as it is
+  account_kv_wait(*s);
 }
 
 void Replica::push_running(Sequence* s) {
@@ -179,7 +209,9 @@ void Replica::enqueue(Sequence* s) {
 }
 
 bool Replica::grow(Sequence& s, int64_t tokens) {
-  const int64_t need = blocks_for(tokens, fleet_.setup().policy.block_size) - s.blocks;
+  const int64_t block_size = fleet_.setup().policy.block_size;
+  if (tokens <= s.blocks * block_size) return true;  // its blocks hold them (a decode's usual case): no division
+  const int64_t need = blocks_for(tokens, block_size) - s.blocks;
   if (need <= 0) return true;
   if (used_blocks_ + need > total_blocks_) return false;
   if (fleet_.setup().policy.prefix_caching) {  // the new blocks: empty ones first, then the free queue's oldest
@@ -232,7 +264,7 @@ bool Replica::continue_block() {
       batch_.clear();
       return false;
     }
-    batch_.push_back({s, 0});
+    batch_.push_back({s, 0, s->cached()});
   }
   for (const Work& w : batch_) start_decoding(*w.seq);
   return !batch_.empty();
@@ -268,18 +300,27 @@ void Replica::start_iteration() {
   }
   models::IterationBatch b;
   b.scheduled = !in_block;
+  // The sums in registers, not in `b` (which escapes, so that each token's addition went through memory).
+  int64_t prefill_tokens = 0, decode_sequences = 0, decode_kv_tokens = 0, sampled_sequences = 0;
+  double prefill_attention_pairs = 0.0;
   for (const Work& w : batch_) {
     if (w.chunk > 0) {
-      b.prefill_tokens += w.chunk;
-      b.prefill_attention_pairs += models::prefill_attention_pairs(w.seq->computed, w.chunk);
-      if (w.seq->computed + w.chunk == w.seq->prompt) ++b.sampled_sequences;
+      prefill_tokens += w.chunk;
+      prefill_attention_pairs += models::prefill_attention_pairs(w.seq->computed, w.chunk);
+      if (w.seq->computed + w.chunk == w.seq->prompt) ++sampled_sequences;
     } else {
-      ++b.decode_sequences;
-      b.decode_kv_tokens += w.seq->cached();
-      ++b.sampled_sequences;
+      ++decode_sequences;
+      decode_kv_tokens += w.cached;
+      ++sampled_sequences;
     }
   }
-  const IterationCost cost = iteration_cost(model(), fleet_.resources(role_), fleet_.setup().speculative.get(), b);
+  b.prefill_tokens = prefill_tokens;
+  b.prefill_attention_pairs = prefill_attention_pairs;
+  b.decode_sequences = decode_sequences;
+  b.decode_kv_tokens = decode_kv_tokens;
+  b.sampled_sequences = sampled_sequences;
+  const IterationCost cost = iteration_cost(model(), fleet_.resources(role_), fleet_.setup().speculative.get(), b,
+                                            &fleet_.memo(role_));
   const units::Seconds duration = cost.duration;
   split_ = cost.split;
   batch_prefill_tokens_ = b.prefill_tokens;
@@ -304,9 +345,14 @@ void Replica::schedule() {
   int64_t budget = policy.max_num_batched_tokens;
   // 1. Decodes, oldest first; preempt the newest when the cache is full.
   size_t k = 0;
+  int64_t prefilling = 0;  // among running_[0, k)
   for (; k < running_.size() && budget > 0; ++k) {
+    prefetch_ahead(running_, k);
     Sequence* s = running_[k];
-    if (s->prefilling()) continue;
+    if (s->prefilling()) {
+      ++prefilling;
+      continue;
+    }
     while (!grow(*s, s->computed + decode_slots(*s))) {
       if (running_.back() == s) {  // s itself is the newest: it waits
         preempt_last();
@@ -316,18 +362,21 @@ void Replica::schedule() {
       preempt_last();
     }
     if (s == nullptr) break;
-    batch_.push_back({s, 0});
+    batch_.push_back({s, 0, s->cached()});
     start_decoding(*s);
     --budget;
   }
+  // Whether a running sequence has prompt left: the loop saw every one (a preemption removes the newest, never one
+  // already seen), or some are unseen.
+  const bool prompts_left = prefilling > 0 || k < running_.size();
   // Decodes the token budget left out of this iteration: their decode parts pause (TPOT's remainder).
   for (; budget <= 0 && k < running_.size(); ++k) stop_decoding(*running_[k]);
-  // 2. Prompts in progress.
+  // 2. Prompts in progress (none: no second pass over the batch).
   for (Sequence* s : running_) {
-    if (budget <= 0) break;
+    if (budget <= 0 || !prompts_left) break;
     if (!s->prefilling()) continue;
     const int64_t chunk = std::min(s->prompt - s->computed, budget);
-    batch_.push_back({s, chunk});
+    batch_.push_back({s, chunk, s->cached()});
     budget -= chunk;
   }
   // 3. Admission, first come first served.
@@ -354,10 +403,9 @@ void Replica::schedule() {
       kv_blocked_ = true;
       break;
     }
-    pop_waiting();
-    push_running(s);
+    admit_head();
     const int64_t chunk = std::min(left, budget);
-    batch_.push_back({s, chunk});
+    batch_.push_back({s, chunk, s->cached()});
     budget -= std::max<int64_t>(chunk, 1);  // a transferred request (its prompt computed) decodes one token
   }
 }
@@ -370,16 +418,21 @@ void Replica::finish_iteration() {
   if (kv_blocked_) kv_clock_s_ += now - started_s_;
   kv_blocked_ = false;
   std::vector<Sequence*> done, prefilled;
+  const bool speculative = fleet_.setup().speculative != nullptr;
+  const bool prefix_caching = fleet_.setup().policy.prefix_caching;
+  IterationTokens tokens(fleet_.result().inside, now);  // the TBT gaps, gathered by run (iteration_log.hpp)
+  const Work* const first_work = batch_.data();
   for (const Work& w : batch_) {
+    prefetch_ahead(batch_, static_cast<size_t>(&w - first_work));
     Sequence& s = *w.seq;
     if (w.chunk > 0) {
       s.computed += w.chunk;
     } else {
-      const int64_t drafts = accepted_drafts(s);
+      const int64_t drafts = speculative ? accepted_drafts(s) : 0;
       s.computed += 1 + drafts;  // the decoded token's K and V, and the accepted drafts'
       s.generated += drafts;
     }
-    if (fleet_.setup().policy.prefix_caching) fill_blocks(s);
+    if (prefix_caching) fill_blocks(s);
     if (w.chunk > 0 && s.computed < s.prompt) continue;  // more of the prompt next iteration
     if (w.chunk > 0 && role_ == ReplicaRole::prefill) {  // its KV cache moves to the decode pool
       prefilled.push_back(&s);
@@ -387,12 +440,12 @@ void Replica::finish_iteration() {
     }
     // A completed prompt or a decode samples one token.
     ++s.generated;
-    observe_token(fleet_.result().inside, s.generated, s.output, s.last_token_s, now);
-    RequestOutcome& o = fleet_.outcome(s);
-    if (s.generated == 1) o.first_token_s = now;
+    tokens.observe(s.generated, s.output, s.last_token_s);
+    if (s.generated == 1) fleet_.outcome(s).first_token_s = now;
     // Inside a multi-step block a finished sequence decodes on to the block's end, which returns its tokens.
     if (s.generated >= s.output && block_left_ == 0) done.push_back(&s);
   }
+  tokens.flush();
   release(done);
   for (Sequence* s : prefilled) {
     erase_running(std::find(running_.begin(), running_.end(), s));

@@ -51,9 +51,10 @@ int64_t SpeculativeServing::accepted_drafts(RandomStream& stream, int64_t remain
 }
 
 IterationCost iteration_cost(const models::InferenceModel& main, const IterationResources& main_resources,
-                             const SpeculativeServing* speculative, const models::IterationBatch& b) {
+                             const SpeculativeServing* speculative, const models::IterationBatch& b,
+                             models::IterationMemo* memo) {
   if (speculative != nullptr) return speculative->cost(main, main_resources, b);
-  const models::IterationTime time = main.iteration_time(b);
+  const models::IterationTime time = memo != nullptr ? main.iteration_time(b, *memo) : main.iteration_time(b);
   return {time.total(), main_resources.split(b, time)};
 }
 

@@ -53,8 +53,10 @@ class SpeculativeServing {
 };
 
 /// The cost of iteration `b` on a fleet: the main model's iteration and its split, or with speculative decoding
-/// (`speculative` not null) SpeculativeServing::cost.
+/// (`speculative` not null) SpeculativeServing::cost. `memo` (the main model's, models::IterationMemo; null: none)
+/// times the main model's iteration without speculation, bit-identical to timing it afresh.
 IterationCost iteration_cost(const models::InferenceModel& main, const IterationResources& main_resources,
-                             const SpeculativeServing* speculative, const models::IterationBatch& b);
+                             const SpeculativeServing* speculative, const models::IterationBatch& b,
+                             models::IterationMemo* memo = nullptr);
 
 }  // namespace clustersim::sim
