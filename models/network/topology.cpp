@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -102,11 +103,43 @@ struct Topology::Impl {
   int nics = 0;
   int off_eth = -1;             // front-end Ethernet NIC (IB VMs with zones); -1 when absent
   std::vector<ZoneSpec> zones;
+  FabricShape shape;
   std::vector<int> node_zone;
   VertexId first_network = 0;   // network switches and gateways are first_network..vertex_count-1
   std::size_t network_count = 0;
   std::vector<std::int32_t> target_row;  // per network vertex: its row in dist, -1 when not a target
-  std::vector<std::uint16_t> dist;       // dist[row * network_count + w]: hops from target to w (== w to target)
+  std::vector<VertexId> row_source;      // per row: its network vertex index
+  // Per row: hops from its target to every network vertex w (== w to target), computed on the first route
+  // that needs it (a route needs the rows of its destination's switches only; a 131,072-GPU two-tier tree has
+  // 4,096 leaves, and all rows up front were 4,096 searches of the whole switch graph and 34 MB).
+  mutable std::unique_ptr<std::once_flag[]> row_once;
+  mutable std::vector<std::unique_ptr<std::uint16_t[]>> dist;
+
+  /// Row `row` of the distances, computed once (thread-safe: std::call_once).
+  [[nodiscard]] const std::uint16_t* dist_row(std::size_t row) const {
+    std::call_once(row_once[row], [this, row] { dist[row] = search_from(row_source[row]); });
+    return dist[row].get();
+  }
+  /// Breadth-first search over network-to-network links from network vertex index `s`.
+  [[nodiscard]] std::unique_ptr<std::uint16_t[]> search_from(std::size_t s) const {
+    const std::size_t nn = network_count;
+    auto row = std::make_unique<std::uint16_t[]>(nn);
+    std::fill(row.get(), row.get() + nn, kFar);
+    std::vector<std::uint32_t> queue;
+    queue.reserve(nn);
+    row[s] = 0;
+    queue.push_back(static_cast<std::uint32_t>(s));
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+      const std::uint32_t u = queue[head];
+      for (std::size_t k = net_adj_begin[u]; k < net_adj_begin[u + 1]; ++k) {
+        const std::size_t wi = net_adj[k].second - first_network;
+        if (row[wi] != kFar) continue;
+        row[wi] = static_cast<std::uint16_t>(row[u] + 1);
+        queue.push_back(static_cast<std::uint32_t>(wi));
+      }
+    }
+    return row;
+  }
 
   // Out-links of each network vertex to other network vertices, in link id order (CSR over network indices).
   std::vector<std::size_t> net_adj_begin;
@@ -172,6 +205,7 @@ int Topology::zone_of_node(std::int64_t node) const {
   return impl_->node_zone[static_cast<std::size_t>(node)];
 }
 const std::vector<ZoneSpec>& Topology::zones() const { return impl_->zones; }
+const FabricShape& Topology::fabric_shape() const { return impl_->shape; }
 
 // ------------------------------------------------------------------------------------------------- building
 
@@ -312,6 +346,8 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     }
     t.network_count = static_cast<std::size_t>(next + gateways - t.first_network);
   }
+  t.shape = FabricShape{cfg.fabric, static_cast<int>(zones.size()), t.nics, rail_nics, half,
+                        zf[0].tier2 > 0 ? 3 : (zf[0].tier1 > 0 ? 2 : 1)};
   t.node_zone.resize(static_cast<std::size_t>(cfg.nodes));
   for (std::size_t z = 0; z < zones.size(); ++z) {
     for (std::int64_t n = 0; n < zf[z].node_count; ++n) {
@@ -479,7 +515,8 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
   t.net_adj_begin[t.network_count] = t.net_adj.size();
 
   // ---- routing tables: hop distances from every NIC-facing switch and gateway to every network vertex,
-  // over network-to-network links only (links are symmetric, so this is also the distance to it).
+  // over network-to-network links only (links are symmetric, so this is also the distance to it); each row is
+  // searched on first use (Impl::dist_row).
   const std::size_t nn = t.network_count;
   t.target_row.assign(nn, -1);
   std::int32_t rows = 0;
@@ -487,27 +524,12 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     const VertexInfo& info = g[t.first_network + static_cast<VertexId>(w)];
     if (info.kind == VertexKind::zone_gateway || info.tier == 0) t.target_row[w] = rows++;
   }
-  t.dist.assign(static_cast<std::size_t>(rows) * nn, kFar);
-  std::vector<std::uint32_t> queue(nn);
-  for (std::size_t s = 0; s < nn; ++s) {
-    if (t.target_row[s] < 0) continue;
-    std::uint16_t* row = &t.dist[static_cast<std::size_t>(t.target_row[s]) * nn];
-    std::size_t head = 0;
-    std::size_t tail = 0;
-    row[s] = 0;
-    queue[tail++] = static_cast<std::uint32_t>(s);
-    while (head < tail) {
-      const std::uint32_t u = queue[head++];
-      for (auto [e, end] = boost::out_edges(t.first_network + u, g); e != end; ++e) {
-        const VertexId w = target_of(*e, g);
-        if (w < t.first_network) continue;
-        const std::size_t wi = w - t.first_network;
-        if (row[wi] != kFar) continue;
-        row[wi] = static_cast<std::uint16_t>(row[u] + 1);
-        queue[tail++] = static_cast<std::uint32_t>(wi);
-      }
-    }
+  t.row_source.resize(static_cast<std::size_t>(rows));
+  for (std::size_t w = 0; w < nn; ++w) {
+    if (t.target_row[w] >= 0) t.row_source[static_cast<std::size_t>(t.target_row[w])] = static_cast<VertexId>(w);
   }
+  t.row_once = std::make_unique<std::once_flag[]>(static_cast<std::size_t>(rows));
+  t.dist.resize(static_cast<std::size_t>(rows));
   return Topology(std::move(impl));
 }
 
@@ -642,7 +664,7 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
 
   // Network vertices adjacent to dst's node, with the hops from each to dst.
   struct Ingress {
-    std::size_t row;     // dist row of the network vertex f
+    const std::uint16_t* dist;  // distances from the network vertex f (Impl::dist_row)
     std::uint32_t hops;  // hops from f to dst
     VertexId f;
     LinkId down;         // link f -> u
@@ -660,18 +682,17 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
         if (same_zone && graph[f].kind == VertexKind::zone_gateway) continue;
         const std::int32_t row = t.target_row[f - t.first_network];
         // Links come in pairs 2k / 2k+1, so the link f -> u is the partner of u -> f.
-        if (row >= 0) ingress.push_back({static_cast<std::size_t>(row), du + 1, f, graph[*it].id ^ 1U, u});
+        if (row >= 0) ingress.push_back({t.dist_row(static_cast<std::size_t>(row)), du + 1, f, graph[*it].id ^ 1U, u});
       }
     }
   }
-  const std::size_t nn = t.network_count;
   auto net_distance = [&](VertexId w) -> std::uint32_t {
     if (same_node) return kInf;
     if (same_zone && graph[w].kind == VertexKind::zone_gateway) return kInf;
     const std::size_t wi = w - t.first_network;
     std::uint32_t best = kInf;
     for (const Ingress& in : ingress) {
-      const std::uint16_t d = t.dist[in.row * nn + wi];
+      const std::uint16_t d = in.dist[wi];
       if (d != kFar) best = std::min(best, d + in.hops);
     }
     return best;
