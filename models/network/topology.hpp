@@ -1,8 +1,8 @@
 // The physical network of a cluster (issue 3, part 1): GPUs, intra-node fabric, NICs, network switches and
 // availability-zone gateways as a directed graph of links, with shortest-path ECMP routing between GPUs.
 //
-// The graph is a boost::adjacency_list (vecS, vecS, directedS, bundled properties) held behind a pimpl, so this
-// header does not include Boost. A fair-share solver works over link ids 0..link_count()-1.
+// The graph is a compressed array of every vertex's out-links in link id order (CSR), built once from the link
+// list and held behind a pimpl. A fair-share solver works over link ids 0..link_count()-1.
 //
 // ## Vertices
 //   * GPUs first, in global rank order (node-major): vertex id == rank == node * gpus_per_node + local.
