@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/network/pattern_symmetry.hpp"
+
 namespace clustersim::models {
 
 CollectiveConstants CollectiveConstants::for_vm(const VmSize& vm) {
@@ -133,7 +135,10 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(Collectiv
       }
     }
   }
-  const std::optional<CommPattern> representative = node_local_representative(pattern, topology_.gpus_per_node());
+  std::optional<CommPattern> representative = node_local_representative(pattern, topology_.gpus_per_node());
+  // Inter-node groups on a fat tree: one block of groups when the others are it moved by whole leaves or pods
+  // (exact to the last bit; models/network/pattern_symmetry.hpp).
+  if (!representative) representative = translation_representative(op, pattern, topology_);
   const CommPattern& solved_pattern = representative ? *representative : pattern;
   if (auto schedule = build_schedule(op, algorithm, topology_, solved_pattern, nvls_capable_)) {
     const CollectiveConstants& k = constants_;

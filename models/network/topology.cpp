@@ -5,11 +5,11 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <utility>
 
-#include <boost/graph/adjacency_list.hpp>
 
 #include "models/splitmix64.hpp"
 
@@ -26,20 +26,41 @@ bool switched_nvlink(IntraNodeFabric f) {
   return f == IntraNodeFabric::nvswitch || f == IntraNodeFabric::nvlink_mesh;
 }
 
-struct EdgeProps {
+/// One out-link of a vertex: the vertex it leads to and its link id.
+struct OutEdge {
+  VertexId target = 0;
   LinkId id = 0;
 };
 
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, VertexInfo, EdgeProps>;
+/// The cluster graph: every vertex's VertexInfo and its out-links in link id order, as one compressed array
+/// (CSR) built once from the link list (Graph::index): no allocation per vertex, unlike an adjacency list
+/// whose per-vertex vectors grow one link at a time (a third of a 16,384-GPU cluster's cold step).
+struct Graph {
+  std::vector<VertexInfo> vertices;
+  std::vector<std::size_t> begin;  ///< out-links of v: edges[begin[v] .. begin[v + 1])
+  std::vector<OutEdge> edges;
+  const VertexInfo& operator[](VertexId v) const { return vertices[v]; }
+  /// Builds begin/edges from `links` (ids in order, so each vertex's out-links stay in id order).
+  void index(const std::vector<Link>& links) {
+    begin.assign(vertices.size() + 1, 0);
+    for (const Link& l : links) ++begin[l.src + 1];
+    for (std::size_t v = 0; v < vertices.size(); ++v) begin[v + 1] += begin[v];
+    edges.resize(links.size());
+    std::vector<std::size_t> next(begin.begin(), begin.end() - 1);
+    for (std::size_t id = 0; id < links.size(); ++id) {
+      edges[next[links[id].src]++] = OutEdge{links[id].dst, static_cast<LinkId>(id)};
+    }
+  }
+};
+
+std::pair<const OutEdge*, const OutEdge*> out_edges(VertexId v, const Graph& g) {
+  return {g.edges.data() + g.begin[v], g.edges.data() + g.begin[v + 1]};
+}
 
 constexpr std::uint32_t kInf = std::numeric_limits<std::uint32_t>::max() / 4;
 constexpr std::uint16_t kFar = std::numeric_limits<std::uint16_t>::max();
 
-/// Vertex ids fit 32 bits (checked when building).
-template <class Edge>
-VertexId target_of(Edge e, const Graph& g) {
-  return static_cast<VertexId>(boost::target(e, g));
-}
+VertexId target_of(const OutEdge& e, const Graph&) { return e.target; }
 
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("build_topology: " + what); }
 
@@ -102,11 +123,43 @@ struct Topology::Impl {
   int nics = 0;
   int off_eth = -1;             // front-end Ethernet NIC (IB VMs with zones); -1 when absent
   std::vector<ZoneSpec> zones;
+  FabricShape shape;
   std::vector<int> node_zone;
   VertexId first_network = 0;   // network switches and gateways are first_network..vertex_count-1
   std::size_t network_count = 0;
   std::vector<std::int32_t> target_row;  // per network vertex: its row in dist, -1 when not a target
-  std::vector<std::uint16_t> dist;       // dist[row * network_count + w]: hops from target to w (== w to target)
+  std::vector<VertexId> row_source;      // per row: its network vertex index
+  // Per row: hops from its target to every network vertex w (== w to target), computed on the first route
+  // that needs it (a route needs the rows of its destination's switches only; a 131,072-GPU two-tier tree has
+  // 4,096 leaves, and all rows up front were 4,096 searches of the whole switch graph and 34 MB).
+  mutable std::unique_ptr<std::once_flag[]> row_once;
+  mutable std::vector<std::unique_ptr<std::uint16_t[]>> dist;
+
+  /// Row `row` of the distances, computed once (thread-safe: std::call_once).
+  [[nodiscard]] const std::uint16_t* dist_row(std::size_t row) const {
+    std::call_once(row_once[row], [this, row] { dist[row] = search_from(row_source[row]); });
+    return dist[row].get();
+  }
+  /// Breadth-first search over network-to-network links from network vertex index `s`.
+  [[nodiscard]] std::unique_ptr<std::uint16_t[]> search_from(std::size_t s) const {
+    const std::size_t nn = network_count;
+    auto row = std::make_unique<std::uint16_t[]>(nn);
+    std::fill(row.get(), row.get() + nn, kFar);
+    std::vector<std::uint32_t> queue;
+    queue.reserve(nn);
+    row[s] = 0;
+    queue.push_back(static_cast<std::uint32_t>(s));
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+      const std::uint32_t u = queue[head];
+      for (std::size_t k = net_adj_begin[u]; k < net_adj_begin[u + 1]; ++k) {
+        const std::size_t wi = net_adj[k].second - first_network;
+        if (row[wi] != kFar) continue;
+        row[wi] = static_cast<std::uint16_t>(row[u] + 1);
+        queue.push_back(static_cast<std::uint32_t>(wi));
+      }
+    }
+    return row;
+  }
 
   // Out-links of each network vertex to other network vertices, in link id order (CSR over network indices).
   std::vector<std::size_t> net_adj_begin;
@@ -115,7 +168,6 @@ struct Topology::Impl {
   LinkId add_one(VertexId a, VertexId b, units::BytesPerSecond cap, units::Seconds lat, LinkClass cls) {
     const auto id = static_cast<LinkId>(links.size());
     links.push_back(Link{a, b, cap, lat, cls});
-    boost::add_edge(a, b, EdgeProps{id}, g);
     return id;
   }
   /// Every physical link is added as a pair: ids 2k (a -> b) and 2k+1 (b -> a).
@@ -156,7 +208,7 @@ VertexId Topology::gpu(std::int64_t node, int local) const {
   }
   return static_cast<VertexId>(node * impl_->gpn + local);
 }
-std::size_t Topology::vertex_count() const { return boost::num_vertices(impl_->g); }
+std::size_t Topology::vertex_count() const { return impl_->g.vertices.size(); }
 const VertexInfo& Topology::vertex(VertexId v) const {
   if (v >= vertex_count()) throw std::out_of_range("Topology::vertex: no vertex " + std::to_string(v));
   return impl_->g[v];
@@ -172,6 +224,7 @@ int Topology::zone_of_node(std::int64_t node) const {
   return impl_->node_zone[static_cast<std::size_t>(node)];
 }
 const std::vector<ZoneSpec>& Topology::zones() const { return impl_->zones; }
+const FabricShape& Topology::fabric_shape() const { return impl_->shape; }
 
 // ------------------------------------------------------------------------------------------------- building
 
@@ -312,6 +365,8 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     }
     t.network_count = static_cast<std::size_t>(next + gateways - t.first_network);
   }
+  t.shape = FabricShape{cfg.fabric, static_cast<int>(zones.size()), t.nics, rail_nics, half,
+                        zf[0].tier2 > 0 ? 3 : (zf[0].tier1 > 0 ? 2 : 1)};
   t.node_zone.resize(static_cast<std::size_t>(cfg.nodes));
   for (std::size_t z = 0; z < zones.size(); ++z) {
     for (std::int64_t n = 0; n < zf[z].node_count; ++n) {
@@ -321,9 +376,22 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
 
   // ---- vertices, in id order
   Graph& g = t.g;
+  g.vertices.reserve(static_cast<std::size_t>(t.first_network) + t.network_count);
+  {
+    // Link pairs: per node its intra-node fabric, GPU <-> host, NIC attachments and switch ports, its zone
+    // gateway link; the switch tiers; the zone pairs (reserved so that the list is not copied as it grows).
+    std::int64_t intra = 0;
+    if (switched_nvlink(vm.fabric)) intra = t.gpn;
+    else if (vm.fabric == IntraNodeFabric::nvlink_bridge) intra = t.gpn / 2;
+    else if (vm.fabric == IntraNodeFabric::infinity_fabric) intra = std::int64_t{t.gpn} * (t.gpn - 1) / 2;
+    std::int64_t pairs = cfg.nodes * (intra + t.gpn + 2 * t.nics + 2);
+    for (const ZoneFabric& f : zf) pairs += f.tier0 * (f.tier2 > 0 ? half : f.tier1) + f.tier1 * (f.tier2 > 0 ? half : 0);
+    pairs += static_cast<std::int64_t>(zones.size() * zones.size());
+    t.links.reserve(static_cast<std::size_t>(2 * pairs));
+  }
   for (std::int64_t n = 0; n < cfg.nodes; ++n) {
     const int z = t.node_zone[static_cast<std::size_t>(n)];
-    for (int l = 0; l < t.gpn; ++l) boost::add_vertex(VertexInfo{VertexKind::gpu, n, z, 0}, g);
+    for (int l = 0; l < t.gpn; ++l) g.vertices.push_back(VertexInfo{VertexKind::gpu, n, z, 0});
   }
   for (std::int64_t n = 0; n < cfg.nodes; ++n) {
     const int z = t.node_zone[static_cast<std::size_t>(n)];
@@ -333,24 +401,24 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
       else if (e == t.off_host) kind = VertexKind::host;
       else if (e == t.off_eth) kind = VertexKind::ethernet_nic;
       else if (!infiniband) kind = VertexKind::ethernet_nic;
-      boost::add_vertex(VertexInfo{kind, n, z, 0}, g);
+      g.vertices.push_back(VertexInfo{kind, n, z, 0});
     }
   }
   for (std::size_t z = 0; z < zones.size(); ++z) {
     for (std::int64_t s = 0; s < zf[z].tier0; ++s) {
-      boost::add_vertex(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 0}, g);
+      g.vertices.push_back(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 0});
     }
     for (std::int64_t s = 0; s < zf[z].tier1; ++s) {
-      boost::add_vertex(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 1}, g);
+      g.vertices.push_back(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 1});
     }
     for (std::int64_t s = 0; s < zf[z].tier2; ++s) {
-      boost::add_vertex(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 2}, g);
+      g.vertices.push_back(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 2});
     }
   }
-  const VertexId first_gateway = static_cast<VertexId>(boost::num_vertices(g));
+  const VertexId first_gateway = static_cast<VertexId>(g.vertices.size());
   if (multi_zone) {
     for (std::size_t z = 0; z < zones.size(); ++z) {
-      boost::add_vertex(VertexInfo{VertexKind::zone_gateway, -1, static_cast<int>(z), 0}, g);
+      g.vertices.push_back(VertexInfo{VertexKind::zone_gateway, -1, static_cast<int>(z), 0});
     }
   }
 
@@ -466,20 +534,22 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     }
   }
 
-  // ---- routing tables: network adjacency
+  // ---- the graph's out-links, then the routing tables: network adjacency
+  g.index(t.links);
   t.net_adj_begin.assign(t.network_count + 1, 0);
   for (std::size_t w = 0; w < t.network_count; ++w) {
     t.net_adj_begin[w] = t.net_adj.size();
-    for (auto [e, end] = boost::out_edges(t.first_network + static_cast<VertexId>(w), g); e != end; ++e) {
+    for (auto [e, end] = out_edges(t.first_network + static_cast<VertexId>(w), g); e != end; ++e) {
       const VertexId x = target_of(*e, g);
-      if (x >= t.first_network) t.net_adj.emplace_back(g[*e].id, x);
+      if (x >= t.first_network) t.net_adj.emplace_back(e->id, x);
     }
     std::sort(t.net_adj.begin() + static_cast<std::ptrdiff_t>(t.net_adj_begin[w]), t.net_adj.end());
   }
   t.net_adj_begin[t.network_count] = t.net_adj.size();
 
   // ---- routing tables: hop distances from every NIC-facing switch and gateway to every network vertex,
-  // over network-to-network links only (links are symmetric, so this is also the distance to it).
+  // over network-to-network links only (links are symmetric, so this is also the distance to it); each row is
+  // searched on first use (Impl::dist_row).
   const std::size_t nn = t.network_count;
   t.target_row.assign(nn, -1);
   std::int32_t rows = 0;
@@ -487,27 +557,12 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     const VertexInfo& info = g[t.first_network + static_cast<VertexId>(w)];
     if (info.kind == VertexKind::zone_gateway || info.tier == 0) t.target_row[w] = rows++;
   }
-  t.dist.assign(static_cast<std::size_t>(rows) * nn, kFar);
-  std::vector<std::uint32_t> queue(nn);
-  for (std::size_t s = 0; s < nn; ++s) {
-    if (t.target_row[s] < 0) continue;
-    std::uint16_t* row = &t.dist[static_cast<std::size_t>(t.target_row[s]) * nn];
-    std::size_t head = 0;
-    std::size_t tail = 0;
-    row[s] = 0;
-    queue[tail++] = static_cast<std::uint32_t>(s);
-    while (head < tail) {
-      const std::uint32_t u = queue[head++];
-      for (auto [e, end] = boost::out_edges(t.first_network + u, g); e != end; ++e) {
-        const VertexId w = target_of(*e, g);
-        if (w < t.first_network) continue;
-        const std::size_t wi = w - t.first_network;
-        if (row[wi] != kFar) continue;
-        row[wi] = static_cast<std::uint16_t>(row[u] + 1);
-        queue[tail++] = static_cast<std::uint32_t>(wi);
-      }
-    }
+  t.row_source.resize(static_cast<std::size_t>(rows));
+  for (std::size_t w = 0; w < nn; ++w) {
+    if (t.target_row[w] >= 0) t.row_source[static_cast<std::size_t>(t.target_row[w])] = static_cast<VertexId>(w);
   }
+  t.row_once = std::make_unique<std::once_flag[]>(static_cast<std::size_t>(rows));
+  t.dist.resize(static_cast<std::size_t>(rows));
   return Topology(std::move(impl));
 }
 
@@ -627,7 +682,7 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
     queue.push_back(dst_gpu);
     for (std::size_t head = 0; head < queue.size(); ++head) {
       const VertexId u = queue[head];
-      for (auto [e, end] = boost::out_edges(u, graph); e != end; ++e) {
+      for (auto [e, end] = out_edges(u, graph); e != end; ++e) {
         const VertexId w = target_of(*e, graph);
         if (graph[w].node != nd) continue;
         std::uint32_t& d = dd[t.local_index(w)];
@@ -642,7 +697,7 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
 
   // Network vertices adjacent to dst's node, with the hops from each to dst.
   struct Ingress {
-    std::size_t row;     // dist row of the network vertex f
+    const std::uint16_t* dist;  // distances from the network vertex f (Impl::dist_row)
     std::uint32_t hops;  // hops from f to dst
     VertexId f;
     LinkId down;         // link f -> u
@@ -654,24 +709,23 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
       const VertexId u = t.extra(nd, e);
       const std::uint32_t du = dd[t.local_index(u)];
       if (du == kInf) continue;
-      for (auto [it, end] = boost::out_edges(u, graph); it != end; ++it) {
+      for (auto [it, end] = out_edges(u, graph); it != end; ++it) {
         const VertexId f = target_of(*it, graph);
         if (f < t.first_network) continue;
         if (same_zone && graph[f].kind == VertexKind::zone_gateway) continue;
         const std::int32_t row = t.target_row[f - t.first_network];
         // Links come in pairs 2k / 2k+1, so the link f -> u is the partner of u -> f.
-        if (row >= 0) ingress.push_back({static_cast<std::size_t>(row), du + 1, f, graph[*it].id ^ 1U, u});
+        if (row >= 0) ingress.push_back({t.dist_row(static_cast<std::size_t>(row)), du + 1, f, it->id ^ 1U, u});
       }
     }
   }
-  const std::size_t nn = t.network_count;
   auto net_distance = [&](VertexId w) -> std::uint32_t {
     if (same_node) return kInf;
     if (same_zone && graph[w].kind == VertexKind::zone_gateway) return kInf;
     const std::size_t wi = w - t.first_network;
     std::uint32_t best = kInf;
     for (const Ingress& in : ingress) {
-      const std::uint16_t d = t.dist[in.row * nn + wi];
+      const std::uint16_t d = in.dist[wi];
       if (d != kFar) best = std::min(best, d + in.hops);
     }
     return best;
@@ -698,7 +752,7 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
       changed = false;
       for (const VertexId v : members) {
         std::uint32_t best = ds[t.local_index(v)];
-        for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) {
+        for (auto [e, end] = out_edges(v, graph); e != end; ++e) {
           const VertexId w = target_of(*e, graph);
           if (w < t.gpus) continue;  // GPUs are never transit, and dst is on another node
           if (w < t.first_network && !transit(w)) continue;
@@ -737,10 +791,10 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
         if (in.f == v && in.hops == remaining) candidates.emplace_back(in.down, in.u);
       }
     } else {
-      for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e) {
+      for (auto [e, end] = out_edges(v, graph); e != end; ++e) {
         const VertexId w = target_of(*e, graph);
         if (w != dst_gpu && w < t.first_network && !transit(w)) continue;
-        if (distance(w) + 1 == remaining) candidates.emplace_back(graph[*e].id, w);
+        if (distance(w) + 1 == remaining) candidates.emplace_back(e->id, w);
       }
     }
     if (candidates.empty()) throw std::logic_error("Topology::route: routing tables inconsistent");

@@ -1,8 +1,8 @@
 // The physical network of a cluster (issue 3, part 1): GPUs, intra-node fabric, NICs, network switches and
 // availability-zone gateways as a directed graph of links, with shortest-path ECMP routing between GPUs.
 //
-// The graph is a boost::adjacency_list (vecS, vecS, directedS, bundled properties) held behind a pimpl, so this
-// header does not include Boost. A fair-share solver works over link ids 0..link_count()-1.
+// The graph is a compressed array of every vertex's out-links in link id order (CSR), built once from the link
+// list and held behind a pimpl. A fair-share solver works over link ids 0..link_count()-1.
 //
 // ## Vertices
 //   * GPUs first, in global rank order (node-major): vertex id == rank == node * gpus_per_node + local.
@@ -77,9 +77,10 @@
 // later one takes the next digit of flow_hash read as a mixed-radix number (h = flow_hash / count_1 at the
 // second, ...), so sequential hashes cover every combination and decisions are not polarised. A decision
 // with one candidate consumes nothing. Cost: hop-count distances between the network
-// switches are precomputed from every NIC-facing switch and gateway to every network vertex (16-bit entries:
-// 512 leaves x 544 switches for 2,048 H100 nodes on a two-tier fat tree; no all-pairs table over GPUs); a route
-// then costs a small search over the two end nodes plus one scan of each switch's switch neighbours.
+// switches are computed, on the first route that needs them, from each NIC-facing switch and gateway to every
+// network vertex (16-bit entries: up to 512 leaves x 544 switches for 2,048 H100 nodes on a two-tier fat tree; no
+// all-pairs table over GPUs); a route then costs a small search over the two end nodes plus one scan of each
+// switch's switch neighbours.
 //
 // ## Latencies (per directed link; the latency of a switch is charged to the link entering it)
 //   kNvlinkHopLatency      0.5 us  ASSUMPTION (NCCL small-message GPU-GPU over NVSwitch is ~1-2 us incl.
@@ -158,6 +159,19 @@ struct TopologyConfig {
   std::optional<std::int64_t> vms_per_nvlink_domain;
 };
 
+/// The fabric as built, for exact symmetry reductions (models/network/pattern_symmetry.hpp): what decides
+/// which links a route may use and which ECMP choices it makes.
+struct FabricShape {
+  FabricKind fabric = FabricKind::fat_tree;
+  int zones = 1;
+  int nics_per_node = 1;          ///< InfiniBand ports per node (1 Ethernet NIC without InfiniBand)
+  bool rail_nics = false;         ///< NIC i hangs off GPU i (not off the host): Topology's "rail" NICs
+  int leaf_down_ports = 1;        ///< radix / 2: the NICs of a fat-tree leaf and the ECMP fan-out per tier
+  /// Switch tiers of zone 0's fabric: 1 (a single switch, one leaf, or rails without spines), 2 (leaves or
+  /// rails and spines), 3 (leaves, aggregation and core switches).
+  int tiers = 1;
+};
+
 inline constexpr units::Seconds kNvlinkHopLatency = units::microseconds(0.5);
 inline constexpr units::Seconds kInfinityFabricLatency = units::microseconds(1.0);
 inline constexpr units::Seconds kPcieHopLatency = units::microseconds(1.0);
@@ -188,6 +202,7 @@ class Topology {
   /// Zone index of a node and the zones as configured (one "zone-0" when none were given).
   [[nodiscard]] int zone_of_node(std::int64_t node) const;
   [[nodiscard]] const std::vector<ZoneSpec>& zones() const;
+  [[nodiscard]] const FabricShape& fabric_shape() const;
 
   /// Fewest-hops route from GPU src_gpu to GPU dst_gpu with deterministic ECMP (see the header comment).
   /// Empty when src == dst. Throws std::invalid_argument when either vertex is not a GPU. Thread-safe; each

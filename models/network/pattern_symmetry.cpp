@@ -1,0 +1,117 @@
+#include "models/network/pattern_symmetry.hpp"
+
+#include <numeric>
+#include <vector>
+
+namespace clustersim::models {
+
+std::optional<TranslationSymmetry> translation_symmetry(const FabricShape& shape, int gpus_per_node) {
+  if (shape.zones != 1 || gpus_per_node < 1 || shape.nics_per_node < 1 || shape.leaf_down_ports < 1) {
+    return std::nullopt;
+  }
+  if (shape.fabric == FabricKind::rail_optimized) return std::nullopt;  // every node of a rail shares its spines
+  const int64_t half = shape.leaf_down_ports;
+  const int64_t nics = shape.nics_per_node;
+  TranslationSymmetry s;
+  s.split_sides = shape.rail_nics;
+  // ECMP radices a route may read digits of: the NIC on each end when NICs hang off the host, radix/2 per tier
+  // above the leaf.
+  int64_t radices = shape.rail_nics ? 1 : nics * nics;
+  if (shape.fabric == FabricKind::single_switch || shape.tiers == 1) {
+    s.unit_nodes = 1;
+  } else {
+    if (half % nics != 0) return std::nullopt;  // a leaf would hold part of a node's NICs
+    s.unit_nodes = shape.tiers == 3 ? half * half / nics : half / nics;
+    radices *= shape.tiers == 3 ? half * half : half;
+  }
+  const int64_t shift_nodes = radices / std::gcd(radices, static_cast<int64_t>(gpus_per_node));
+  s.period_nodes = std::lcm(s.unit_nodes, shift_nodes);
+  return s;
+}
+
+namespace {
+
+uint32_t find(std::vector<uint32_t>& parent, uint32_t x) {
+  while (parent[x] != x) {
+    parent[x] = parent[parent[x]];
+    x = parent[x];
+  }
+  return x;
+}
+
+}  // namespace
+
+std::optional<CommPattern> translation_representative(CollectiveOp op, const CommPattern& pattern,
+                                                       const Topology& topology) {
+  const auto& groups = pattern.groups;
+  if (groups.size() < 2) return std::nullopt;
+  const int gpn = topology.gpus_per_node();
+  const std::optional<TranslationSymmetry> sym = translation_symmetry(topology.fabric_shape(), gpn);
+  if (!sym) return std::nullopt;
+  const int64_t gpus = topology.gpu_count();
+  const int64_t units = (topology.node_count() + sym->unit_nodes - 1) / sym->unit_nodes;
+  // Side s of unit u: 2u + s (s = 0 "out", 1 "in"); without split sides only 2u is used.
+  constexpr uint32_t kNone = ~uint32_t{0};
+  std::vector<uint32_t> side_owner(static_cast<size_t>(2 * units), kNone);
+  std::vector<uint32_t> parent(groups.size());
+  std::iota(parent.begin(), parent.end(), uint32_t{0});
+  const auto touch = [&](uint32_t g, int64_t rank, int side) {
+    const int64_t unit = rank / gpn / sym->unit_nodes;
+    const size_t slot = static_cast<size_t>(2 * unit + (sym->split_sides ? side : 0));
+    if (side_owner[slot] == kNone) {
+      side_owner[slot] = g;
+    } else {
+      const uint32_t a = find(parent, side_owner[slot]), b = find(parent, g);
+      if (a != b) parent[std::max(a, b)] = std::min(a, b);
+    }
+  };
+  for (uint32_t g = 0; g < groups.size(); ++g) {
+    const auto& group = groups[g];
+    if (group.empty() || group.size() != groups.front().size()) return std::nullopt;
+    for (int64_t r : group) {
+      if (r < 0 || r >= gpus) return std::nullopt;
+    }
+    if (op == CollectiveOp::send_recv && group.size() == 2 && group[0] / gpn != group[1] / gpn) {
+      touch(g, group[0], 0);
+      touch(g, group[1], 1);
+      continue;
+    }
+    for (int64_t r : group) {
+      touch(g, r, 0);
+      touch(g, r, 1);
+    }
+  }
+  // Blocks in order of their first group, each group in pattern order.
+  std::vector<std::vector<uint32_t>> blocks;
+  std::vector<uint32_t> block_of_root(groups.size(), kNone);
+  for (uint32_t g = 0; g < groups.size(); ++g) {
+    const uint32_t root = find(parent, g);
+    if (block_of_root[root] == kNone) {
+      block_of_root[root] = static_cast<uint32_t>(blocks.size());
+      blocks.emplace_back();
+    }
+    blocks[block_of_root[root]].push_back(g);
+  }
+  if (blocks.size() < 2) return std::nullopt;
+  const std::vector<uint32_t>& first = blocks.front();
+  const int64_t period_ranks = sym->period_nodes * gpn;
+  for (size_t b = 1; b < blocks.size(); ++b) {
+    const std::vector<uint32_t>& block = blocks[b];
+    if (block.size() != first.size()) return std::nullopt;
+    const int64_t shift = groups[block.front()].front() - groups[first.front()].front();
+    if (shift % period_ranks != 0) return std::nullopt;
+    for (size_t i = 0; i < block.size(); ++i) {
+      const auto& moved = groups[block[i]];
+      const auto& base = groups[first[i]];
+      for (size_t j = 0; j < base.size(); ++j) {
+        if (moved[j] != base[j] + shift) return std::nullopt;
+      }
+    }
+  }
+  CommPattern representative;
+  representative.groups.reserve(first.size());
+  for (uint32_t g : first) representative.groups.push_back(groups[g]);
+  return representative;
+}
+
+}  // namespace clustersim::models
