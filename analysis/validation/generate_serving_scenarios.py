@@ -179,7 +179,9 @@ RELEASES = [
     ("oci_mi300x", "vllm-0.6", "not stated; vLLM's release of October 2024 was v0.6.x"),
     ("dstack_mi300x", "vllm-0.6", "the log states 0.6.3.dev116"),
     ("sglang_bench_vllm060", "vllm-0.6", "the README states vLLM v0.6.0, run with --num-scheduler-steps 10"),
-    ("vllm_pr16937_eagle", "vllm-v1", "the comment runs VLLM_USE_V1=1 on main of 2025-04-24 (the V1 engine)"),
+    ("vllm_pr16937_eagle", "vllm-v1-0.8",
+     "the comment runs VLLM_USE_V1=1 on main of 2025-04-24 (the V1 engine), before PR #17211 put the EAGLE "
+     "proposer in CUDA graphs"),
     ("vllm_pr1983_prefix_cache", "vllm-0.5",
      "the PR's branch (2023-12, vLLM v0.2.x) predates every vLLM release profile; vllm-0.5 (V0 engine, no chunked "
      "prefill, no multi-step) is the nearest"),

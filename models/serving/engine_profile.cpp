@@ -31,6 +31,23 @@ constexpr EngineOverhead lmdeploy_host() {
   return {milliseconds(0.25), microseconds(30.0), HostOverlap::serial, kNcclCallHost};
 }
 
+// vLLM V1's speculative host work before its EAGLE proposer was captured in CUDA graphs (vLLM PR #17211, "[V1][Spec
+// Decode] Apply torch.compile & cudagraph to EAGLE", opened 2025-04-26; PR #17504 did the same for EAGLE-3 on
+// 2025-04-30, its profile of a K = 3 step at batch 1 showing propose() shrink from ~16 to ~6 ms under the torch
+// profiler). Measured on that code: vLLM PR #16035 ("[V1][Spec Decode] Eagle Model loading"), comment by
+// ekagra-ranjan of 2025-04-09 (https://github.com/vllm-project/vllm/pull/16035#issuecomment-2790985075), V1 engine,
+// Llama 3 8B Instruct with lmsys/sglang-EAGLE-LLaMA3-Instruct-8B, MT-Bench, max_num_seqs 1 (the same author's
+// setup as the PR #16937 validation rows, which name the H100): without speculation 128.64 output tokens/s
+// (7.774 ms a token); K = 2, 175.49 tokens/s at acceptance length 1.89 (10.770 ms a step); K = 4, 165.65 at 2.08
+// (12.557 ms). Two more draft passes cost (12.557 - 10.770) / 2 = 0.893 ms each: the eager pass's launches (the
+// model's GPU time of one EAGLE-layer pass with Llama 3's 128K-vocabulary LM head on an H100 is ~0.54 ms, so the
+// pass is launch-bound); the step besides its passes, 10.770 - 2 x 0.893 - 7.774 = 1.209 ms: the rejection
+// sampler and the proposer's input preparation with their GPU->CPU syncs (vLLM PR #20078, 2025-06-25: "Rejection
+// sampling on GPU -> sync -> CPU computation -> sync -> GPU upload ... on the critical path"). The PR #16937 rows
+// (two weeks later, Llama 3.1 8B) are not used here: they are the validation (docs/serving.md).
+constexpr units::Seconds kVllmV1EagerDraftPass = microseconds((12.557 - 10.770) / 2.0 * 1000.0);
+constexpr units::Seconds kVllmV1SpeculativeStep = microseconds((10.770 - 2.0 * (12.557 - 10.770) / 2.0 - 7.774) * 1000.0);
+
 // Every release's basis names the source of each structural value; the fitted pair's is the family's.
 constexpr std::array kProfiles{
     EngineProfile{"vllm-0.5", "vllm", "vLLM v0.4.0-v0.5.5, V0 engine (2024-03 to 2024-08)",
@@ -47,11 +64,22 @@ constexpr std::array kProfiles{
                   "overlaps the GPU's step k + 1; v0.6.0 release blog and notes) and optional multi-step scheduling "
                   "(--num-scheduler-steps: scheduling and input preparation once per n decode steps, new requests "
                   "admitted between blocks; serving.scheduler_steps)"},
-    EngineProfile{"vllm-v1", "vllm", "vLLM v0.8.0 and later, V1 engine (2025-03 onward)",
+    EngineProfile{"vllm-v1-0.8", "vllm", "vLLM V1 engine of v0.8.x and main up to PR #17211 (2025-03 to 2025-04)",
+                  vllm_host(HostOverlap::async_output), {}, false, CapacityPolicy::max_utilization, false,
+                  "as vllm-v1, but with speculative decoding the EAGLE proposer runs eagerly, without torch.compile "
+                  "or CUDA graphs (vLLM PR #17211, opened 2025-04-26, captured it), and every speculative step "
+                  "pays the rejection sampler's and the proposer's input preparation's host syncs: measured on "
+                  "that code (vLLM PR #16035, 2025-04-09), 0.893 ms a draft pass (a pass lasts at least that) "
+                  "and 1.209 ms a step",
+                  {kVllmV1EagerDraftPass, kVllmV1SpeculativeStep}},
+    EngineProfile{"vllm-v1", "vllm",
+                  "vLLM v0.8.0 and later, V1 engine (2025-03 onward; with speculative decoding before PR #17211, "
+                  "vllm-v1-0.8)",
                   vllm_host(HostOverlap::async_output), {}, false, CapacityPolicy::max_utilization, false,
                   "V1 engine (vLLM V1 alpha blog, 2025-01-27): detokenisation and output processing in the API "
                   "server's process, overlapped with the engine core's steps (async_output); chunked prefill always "
-                  "on; piecewise CUDA graphs; no multi-step scheduling (removed with V0)"},
+                  "on; piecewise CUDA graphs; no multi-step scheduling (removed with V0); speculative decoding: the "
+                  "proposer in CUDA graphs (PR #17211), no host work of its own modelled (none measured)"},
     EngineProfile{"tensorrt-llm-0.6", "tensorrt-llm", "TensorRT-LLM v0.5.0-v0.6.1 (2023-10 to 2023-12)",
                   tensorrt_llm_host(kNcclCallHost), {true}, true, CapacityPolicy::guaranteed_no_evict, false,
                   "host work serial (C++ runtime, TensorRT engines); collectives: the NCCL all-reduce plugin from "

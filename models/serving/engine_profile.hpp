@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "models/serving/inference_model.hpp"
+#include "models/serving/speculative.hpp"
 
 namespace clustersim::models {
 
@@ -46,6 +47,9 @@ struct EngineProfile {
   CapacityPolicy admission;   ///< the engine's default capacity scheduler policy
   bool multi_step;            ///< accepts serving.scheduler_steps > 1 (vLLM --num-scheduler-steps, v0.6-v0.7 V0)
   std::string_view basis;     ///< where each value comes from (docs/serving.md, "Engines")
+  /// The host work speculative decoding adds to an iteration (models/serving/speculative.hpp): measured for the
+  /// releases that have a measurement, none (0) elsewhere.
+  SpeculativeHost speculative{};
 };
 
 /// A family name that stands for one release (scenarios written before releases were named keep working).
@@ -56,10 +60,10 @@ struct EngineAlias {
 
 /// Every name serving.engine accepts: the releases (engine_profiles(), in order), then the family aliases
 /// (engine_aliases(), in order). engine_profile.cpp checks at compile time that the tables agree.
-inline constexpr std::string_view kEngineNames[] = {"vllm-0.5",         "vllm-0.6",          "vllm-v1",
-                                                    "tensorrt-llm-0.6", "tensorrt-llm-0.17", "lmdeploy-0.1",
-                                                    "sglang-0.4",       "vllm",              "tensorrt-llm",
-                                                    "lmdeploy",         "sglang"};
+inline constexpr std::string_view kEngineNames[] = {"vllm-0.5",          "vllm-0.6",     "vllm-v1-0.8", "vllm-v1",
+                                                    "tensorrt-llm-0.6",  "tensorrt-llm-0.17", "lmdeploy-0.1",
+                                                    "sglang-0.4",        "vllm",         "tensorrt-llm",
+                                                    "lmdeploy",          "sglang"};
 
 /// Every engine release the loader accepts, in the order docs list them.
 std::span<const EngineProfile> engine_profiles();

@@ -38,6 +38,10 @@ double expected_tokens_per_step(std::span<const double> acceptance) {
   return tokens;
 }
 
+units::Seconds draft_pass_time(units::Seconds pass_gpu, const SpeculativeHost& host) {
+  return pass_gpu.value() < host.eager_draft_pass.value() ? host.eager_draft_pass : pass_gpu;
+}
+
 SpeculativeDecoding::SpeculativeDecoding(SpeculativeMethod method, std::shared_ptr<const InferenceModel> proposer,
                                          std::vector<double> acceptance, bool shares_embeddings)
     : method_(method),

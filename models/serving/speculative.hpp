@@ -54,6 +54,24 @@ int64_t draw_tokens_per_step(std::span<const double> acceptance, Uniform&& unifo
   return n;
 }
 
+/// Host work that speculative decoding adds to an engine's iteration: a property of the engine release
+/// (EngineProfile::speculative, models/serving/engine_profile.cpp, with each release's source), zero where none is
+/// known.
+struct SpeculativeHost {
+  /// Host time to dispatch one proposer pass when the engine runs its proposer eagerly (PyTorch ops launched one at
+  /// a time from Python, no CUDA graph): the GPU runs each kernel as it is launched, so a pass whose kernels take
+  /// less than this waits for the launches. 0: the passes replay CUDA graphs and take their GPU time.
+  units::Seconds eager_draft_pass{0.0};
+  /// Serial host time of every iteration with decoding sequences: the rejection sampler's bookkeeping and the
+  /// proposer's input preparation between the verify pass and the first draft pass (the accepted counts copied to
+  /// the CPU, the proposer's token indices computed there and uploaded), the GPU idle meanwhile.
+  units::Seconds step{0.0};
+};
+
+/// The time of one proposer pass whose kernels, collectives and NCCL calls take `pass_gpu`: max(pass_gpu,
+/// host.eager_draft_pass), a launch-bound pass lasting as long as its launches (the GPU waits between kernels).
+units::Seconds draft_pass_time(units::Seconds pass_gpu, const SpeculativeHost& host);
+
 /// A speculative decoder: the proposer's model and the acceptance of its k positions.
 class SpeculativeDecoding {
  public:

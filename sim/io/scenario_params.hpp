@@ -70,6 +70,9 @@ struct ParamSpec {
 std::span<const TableSpec> scenario_tables();
 /// Keys in file order.
 std::span<const ParamSpec> scenario_params();
+/// The serving keys ([serving], [workload], [slo]) in file order: a part of scenario_params() kept in its own unit
+/// (serving_params.cpp).
+std::span<const ParamSpec> serving_params();
 /// nullptr when `dotted` is not a key of the format.
 const ParamSpec* find_param(std::string_view dotted);
 /// nullptr when `name` is not a table of the format.

@@ -67,10 +67,12 @@ std::vector<ServingRequest> requests_of(const ServingScenario& sc, int64_t& cut)
 }
 
 /// The fleet's speculative decoder (serving.speculative_*): the proposer on the replica's device and tensor
-/// parallelism, with no host work of its own (the iteration pays the engine's) but the engine's NCCL calls.
+/// parallelism, with no per-iteration host work of its own (the iteration pays the engine's) but the engine's NCCL
+/// calls; `host`, the engine release's speculative host work (EngineProfile::speculative).
 std::shared_ptr<const SpeculativeServing> speculative_of(const ServingScenario& sc, const models::InferenceModel& main,
                                                           const models::VmSize& vm, const models::DeviceSpec& device,
-                                                          models::EngineOverhead overhead) {
+                                                          models::EngineOverhead overhead,
+                                                          const models::SpeculativeHost& host) {
   const SpeculativeConfig& c = *sc.serving.speculative;
   const models::SpeculativeMethod method = models::speculative_method(c.method);
   models::ModelConfig shape = sc.model;
@@ -96,7 +98,7 @@ std::shared_ptr<const SpeculativeServing> speculative_of(const ServingScenario& 
       c.acceptance_by_position.empty() ? std::vector<double>(static_cast<size_t>(c.tokens), c.acceptance)
                                        : c.acceptance_by_position,
       method != models::SpeculativeMethod::draft);
-  return std::make_shared<const SpeculativeServing>(std::move(decoding), sc.seed);
+  return std::make_shared<const SpeculativeServing>(std::move(decoding), sc.seed, host);
 }
 
 SummaryColumn real(std::string name, std::string units, std::string description, double v) {
@@ -139,7 +141,7 @@ ServingRun run_serving_scenario(const ServingScenario& sc, const models::Catalog
   run.kv_bytes_per_token = model->kv_bytes_per_token_per_gpu().value();
   std::shared_ptr<const SpeculativeServing> speculative;
   if (f.speculative) {
-    speculative = speculative_of(sc, *model, vm, device, overhead);
+    speculative = speculative_of(sc, *model, vm, device, overhead, engine.speculative);
     run.kv_cache_tokens = speculative->decoding().kv_cache_tokens(*model, run.kv_cache_tokens, f.block_size);
   }
   if (run.kv_cache_tokens / f.pipeline < f.block_size) {

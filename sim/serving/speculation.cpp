@@ -21,8 +21,9 @@ void add(ResourceSplit& to, const ResourceSplit& s) {
 
 }  // namespace
 
-SpeculativeServing::SpeculativeServing(std::shared_ptr<const models::SpeculativeDecoding> decoding, uint64_t seed)
-    : decoding_(std::move(decoding)), proposer_resources_(checked(decoding_).proposer()), seed_(seed) {}
+SpeculativeServing::SpeculativeServing(std::shared_ptr<const models::SpeculativeDecoding> decoding, uint64_t seed,
+                                       models::SpeculativeHost host)
+    : decoding_(std::move(decoding)), proposer_resources_(checked(decoding_).proposer()), seed_(seed), host_(host) {}
 
 IterationCost SpeculativeServing::cost(const models::InferenceModel& main, const IterationResources& main_resources,
                                        const models::IterationBatch& b) const {
@@ -32,11 +33,17 @@ IterationCost SpeculativeServing::cost(const models::InferenceModel& main, const
   IterationCost c;
   c.duration = verify_time.total();
   c.split = main_resources.split(verify, verify_time);
+  if (b.decode_sequences > 0) {
+    c.duration += host_.step;
+    c.split.host_s += host_.step.value();
+  }
   for (int64_t pass = 0; pass < d.draft_passes(b); ++pass) {
     const models::IterationBatch draft = d.draft_batch(b, pass);
     const models::IterationTime t = d.proposer().iteration_time(draft);
-    c.duration += t.total();
+    const units::Seconds pass_time = models::draft_pass_time(t.total(), host_);
+    c.duration += pass_time;
     add(c.split, proposer_resources_.split(draft, t));
+    c.split.host_s += (pass_time - t.total()).value();
   }
   return c;
 }

@@ -30,11 +30,15 @@ struct IterationCost {
 /// A fleet's speculative decoder: the model (proposer, acceptance) and the seed of its draws.
 class SpeculativeServing {
  public:
-  /// Throws std::invalid_argument for a null decoding.
-  SpeculativeServing(std::shared_ptr<const models::SpeculativeDecoding> decoding, uint64_t seed);
+  /// `host`: the engine release's speculative host work (EngineProfile::speculative; default none). Throws
+  /// std::invalid_argument for a null decoding.
+  SpeculativeServing(std::shared_ptr<const models::SpeculativeDecoding> decoding, uint64_t seed,
+                     models::SpeculativeHost host = {});
 
   /// The iteration of `b` (one query per decoding sequence, as the scheduler builds it): the verify pass on
-  /// `main` (split by `main_resources`) plus the proposer's passes (each split by the proposer's resources).
+  /// `main` (split by `main_resources`), with decoding sequences the engine's speculative step host work
+  /// (host.step, serial), plus the proposer's passes, each models::draft_pass_time of its own time (split by the
+  /// proposer's resources; a launch-bound pass's wait counted as host time).
   [[nodiscard]] IterationCost cost(const models::InferenceModel& main, const IterationResources& main_resources,
                                    const models::IterationBatch& b) const;
   /// KV slots a decoding sequence needs before its pass: min(k + 1, tokens it still wants), at least 1.
@@ -45,11 +49,13 @@ class SpeculativeServing {
   /// The acceptance stream of replica slot `replica`.
   [[nodiscard]] RandomStream stream(int64_t replica) const { return {seed_, replica, kSpeculationStream}; }
   [[nodiscard]] const models::SpeculativeDecoding& decoding() const { return *decoding_; }
+  [[nodiscard]] const models::SpeculativeHost& host() const { return host_; }
 
  private:
   std::shared_ptr<const models::SpeculativeDecoding> decoding_;
   IterationResources proposer_resources_;
   uint64_t seed_;
+  models::SpeculativeHost host_;
 };
 
 /// The cost of iteration `b` on a fleet: the main model's iteration and its split, or with speculative decoding
