@@ -184,6 +184,21 @@ struct Topology::Impl {
     return static_cast<std::size_t>(gpn) + (v - gpus) % static_cast<VertexId>(extras);
   }
 
+  /// Appends (link, b) for every network-to-network link a -> b to `out`, scanning the shorter of a's and b's
+  /// network adjacency (b's links b -> a are the partners of a -> b: ids 2k / 2k+1).
+  void append_links_between(VertexId a, VertexId b, std::vector<std::pair<LinkId, VertexId>>& out) const {
+    const std::size_t ai = a - first_network, bi = b - first_network;
+    if (net_adj_begin[ai + 1] - net_adj_begin[ai] <= net_adj_begin[bi + 1] - net_adj_begin[bi]) {
+      for (std::size_t k = net_adj_begin[ai]; k < net_adj_begin[ai + 1]; ++k) {
+        if (net_adj[k].second == b) out.push_back(net_adj[k]);
+      }
+    } else {
+      for (std::size_t k = net_adj_begin[bi]; k < net_adj_begin[bi + 1]; ++k) {
+        if (net_adj[k].second == a) out.emplace_back(net_adj[k].first ^ 1U, b);
+      }
+    }
+  }
+
   /// The fewest-hops ECMP route (Topology::route without its cache).
   [[nodiscard]] std::vector<LinkId> compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const;
 
@@ -783,9 +798,25 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
     if (v >= t.first_network) {
       // A network switch: its network neighbours from the CSR, its links down into dst's node from `ingress`
       // (a rail switch has thousands of NIC neighbours; scanning them all would dominate the route).
+      // A next hop w is on a shortest path when dist_i(w) + hops_i == remaining - 1 for some ingress i (and
+      // never less: remaining is v's distance). When no ingress has hops_i < remaining - 1, that needs
+      // dist_i(w) == 0, i.e. w is the ingress switch f_i itself: look up v's links to those switches instead of
+      // scanning v's neighbours (a spine of a 131,072-GPU tree has 4,096 leaves). The same candidate set.
       const std::size_t vi = v - t.first_network;
-      for (std::size_t k = t.net_adj_begin[vi]; k < t.net_adj_begin[vi + 1]; ++k) {
-        if (net_distance(t.net_adj[k].second) + 1 == remaining) candidates.push_back(t.net_adj[k]);
+      bool scan = false;
+      for (const Ingress& in : ingress) scan = scan || in.hops + 1 < remaining;
+      if (scan) {
+        for (std::size_t k = t.net_adj_begin[vi]; k < t.net_adj_begin[vi + 1]; ++k) {
+          if (net_distance(t.net_adj[k].second) + 1 == remaining) candidates.push_back(t.net_adj[k]);
+        }
+      } else {
+        for (std::size_t i = 0; i < ingress.size(); ++i) {
+          const Ingress& in = ingress[i];
+          if (in.hops + 1 != remaining) continue;
+          bool seen = false;  // several ingress entries may share a switch: take its links once
+          for (std::size_t j = 0; j < i && !seen; ++j) seen = ingress[j].hops + 1 == remaining && ingress[j].f == in.f;
+          if (!seen) t.append_links_between(v, in.f, candidates);
+        }
       }
       for (const Ingress& in : ingress) {
         if (in.f == v && in.hops == remaining) candidates.emplace_back(in.down, in.u);
