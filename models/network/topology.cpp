@@ -11,6 +11,7 @@
 #include <utility>
 
 
+#include "models/network/topology_graph.hpp"
 #include "models/splitmix64.hpp"
 
 namespace clustersim::models {
@@ -26,41 +27,8 @@ bool switched_nvlink(IntraNodeFabric f) {
   return f == IntraNodeFabric::nvswitch || f == IntraNodeFabric::nvlink_mesh;
 }
 
-/// One out-link of a vertex: the vertex it leads to and its link id.
-struct OutEdge {
-  VertexId target = 0;
-  LinkId id = 0;
-};
-
-/// The cluster graph: every vertex's VertexInfo and its out-links in link id order, as one compressed array
-/// (CSR) built once from the link list (Graph::index): no allocation per vertex, unlike an adjacency list
-/// whose per-vertex vectors grow one link at a time (a third of a 16,384-GPU cluster's cold step).
-struct Graph {
-  std::vector<VertexInfo> vertices;
-  std::vector<std::size_t> begin;  ///< out-links of v: edges[begin[v] .. begin[v + 1])
-  std::vector<OutEdge> edges;
-  const VertexInfo& operator[](VertexId v) const { return vertices[v]; }
-  /// Builds begin/edges from `links` (ids in order, so each vertex's out-links stay in id order).
-  void index(const std::vector<Link>& links) {
-    begin.assign(vertices.size() + 1, 0);
-    for (const Link& l : links) ++begin[l.src + 1];
-    for (std::size_t v = 0; v < vertices.size(); ++v) begin[v + 1] += begin[v];
-    edges.resize(links.size());
-    std::vector<std::size_t> next(begin.begin(), begin.end() - 1);
-    for (std::size_t id = 0; id < links.size(); ++id) {
-      edges[next[links[id].src]++] = OutEdge{links[id].dst, static_cast<LinkId>(id)};
-    }
-  }
-};
-
-std::pair<const OutEdge*, const OutEdge*> out_edges(VertexId v, const Graph& g) {
-  return {g.edges.data() + g.begin[v], g.edges.data() + g.begin[v + 1]};
-}
-
 constexpr std::uint32_t kInf = std::numeric_limits<std::uint32_t>::max() / 4;
 constexpr std::uint16_t kFar = std::numeric_limits<std::uint16_t>::max();
-
-VertexId target_of(const OutEdge& e, const Graph&) { return e.target; }
 
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("build_topology: " + what); }
 
@@ -110,8 +78,7 @@ std::string_view to_string(VertexKind k) {
 struct Topology::Impl {
   /// Unique per built topology (never reused, unlike an address): the key of route()'s per-thread cache.
   std::uint64_t instance = next_instance();
-  Graph g;
-  std::vector<Link> links;
+  detail::ClusterGraph g;
   std::int64_t nodes = 0;
   int gpn = 0;                  // GPUs per node
   VertexId gpus = 0;            // G: GPU vertices are 0..G-1
@@ -199,16 +166,6 @@ struct Topology::Impl {
   std::vector<std::size_t> net_adj_begin;
   std::vector<std::pair<LinkId, VertexId>> net_adj;
 
-  LinkId add_one(VertexId a, VertexId b, units::BytesPerSecond cap, units::Seconds lat, LinkClass cls) {
-    const auto id = static_cast<LinkId>(links.size());
-    links.push_back(Link{a, b, cap, lat, cls});
-    return id;
-  }
-  /// Every physical link is added as a pair: ids 2k (a -> b) and 2k+1 (b -> a).
-  void add_pair(VertexId a, VertexId b, units::BytesPerSecond cap, units::Seconds lat, LinkClass cls) {
-    add_one(a, b, cap, lat, cls);
-    add_one(b, a, cap, lat, cls);
-  }
   [[nodiscard]] VertexId extra(std::int64_t node, int k) const {
     return gpus + static_cast<VertexId>(node * extras + k);
   }
@@ -257,17 +214,25 @@ VertexId Topology::gpu(std::int64_t node, int local) const {
   }
   return static_cast<VertexId>(node * impl_->gpn + local);
 }
-std::size_t Topology::vertex_count() const { return impl_->g.vertices.size(); }
-const VertexInfo& Topology::vertex(VertexId v) const {
+std::size_t Topology::vertex_count() const { return impl_->g.vertex_count(); }
+VertexInfo Topology::vertex(VertexId v) const {
   if (v >= vertex_count()) throw std::out_of_range("Topology::vertex: no vertex " + std::to_string(v));
-  return impl_->g[v];
+  return impl_->g.info(v);
 }
-std::size_t Topology::link_count() const { return impl_->links.size(); }
-const Link& Topology::link(LinkId id) const {
-  if (id >= impl_->links.size()) throw std::out_of_range("Topology::link: no link " + std::to_string(id));
-  return impl_->links[id];
+std::size_t Topology::link_count() const { return impl_->g.link_total; }
+Link Topology::link(LinkId id) const {
+  if (id >= impl_->g.link_total) throw std::out_of_range("Topology::link: no link " + std::to_string(id));
+  return impl_->g.link(id);
 }
-const std::vector<Link>& Topology::links() const { return impl_->links; }
+bool Topology::is_inter_zone(LinkId id) const { return id >= impl_->g.pairs_first && id < impl_->g.link_total; }
+std::vector<LinkId> Topology::out_links(VertexId v) const {
+  if (v >= impl_->first_network) {
+    throw std::invalid_argument("Topology::out_links: vertex " + std::to_string(v) + " is not a node's vertex");
+  }
+  std::vector<LinkId> out;
+  impl_->g.for_each_out(v, [&out](LinkId id, VertexId) { out.push_back(id); });
+  return out;
+}
 int Topology::zone_of_node(std::int64_t node) const {
   if (node < 0 || node >= impl_->nodes) throw std::out_of_range("Topology::zone_of_node: no node " + std::to_string(node));
   return impl_->node_zone[static_cast<std::size_t>(node)];
@@ -423,55 +388,48 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     }
   }
 
-  // ---- vertices, in id order
-  Graph& g = t.g;
-  g.vertices.reserve(static_cast<std::size_t>(t.first_network) + t.network_count);
-  {
-    // Link pairs: per node its intra-node fabric, GPU <-> host, NIC attachments and switch ports, its zone
-    // gateway link; the switch tiers; the zone pairs (reserved so that the list is not copied as it grows).
-    std::int64_t intra = 0;
-    if (switched_nvlink(vm.fabric)) intra = t.gpn;
-    else if (vm.fabric == IntraNodeFabric::nvlink_bridge) intra = t.gpn / 2;
-    else if (vm.fabric == IntraNodeFabric::infinity_fabric) intra = std::int64_t{t.gpn} * (t.gpn - 1) / 2;
-    std::int64_t pairs = cfg.nodes * (intra + t.gpn + 2 * t.nics + 2);
-    for (const ZoneFabric& f : zf) pairs += f.tier0 * (f.tier2 > 0 ? half : f.tier1) + f.tier1 * (f.tier2 > 0 ? half : 0);
-    pairs += static_cast<std::int64_t>(zones.size() * zones.size());
-    t.links.reserve(static_cast<std::size_t>(2 * pairs));
+  // ---- vertices: node-local ones are computed (detail::ClusterGraph::info), network ones stored
+  detail::ClusterGraph& g = t.g;
+  g.nodes = cfg.nodes;
+  g.gpn = t.gpn;
+  g.gpus = t.gpus;
+  g.extras = t.extras;
+  g.nics = t.nics;
+  g.off_nic0 = t.off_nic0;
+  g.fabric = cfg.fabric;
+  g.half = half;
+  g.first_network = t.first_network;
+  g.node_zone = t.node_zone;
+  g.extra_kind.resize(static_cast<std::size_t>(t.extras));
+  for (int e = 0; e < t.extras; ++e) {
+    VertexKind kind = VertexKind::nic;
+    if (e == t.off_nvswitch) kind = VertexKind::nvswitch;
+    else if (e == t.off_host) kind = VertexKind::host;
+    else if (e == t.off_eth) kind = VertexKind::ethernet_nic;
+    else if (!infiniband) kind = VertexKind::ethernet_nic;
+    g.extra_kind[static_cast<std::size_t>(e)] = kind;
   }
-  for (std::int64_t n = 0; n < cfg.nodes; ++n) {
-    const int z = t.node_zone[static_cast<std::size_t>(n)];
-    for (int l = 0; l < t.gpn; ++l) g.vertices.push_back(VertexInfo{VertexKind::gpu, n, z, 0});
-  }
-  for (std::int64_t n = 0; n < cfg.nodes; ++n) {
-    const int z = t.node_zone[static_cast<std::size_t>(n)];
-    for (int e = 0; e < t.extras; ++e) {
-      VertexKind kind = VertexKind::nic;
-      if (e == t.off_nvswitch) kind = VertexKind::nvswitch;
-      else if (e == t.off_host) kind = VertexKind::host;
-      else if (e == t.off_eth) kind = VertexKind::ethernet_nic;
-      else if (!infiniband) kind = VertexKind::ethernet_nic;
-      g.vertices.push_back(VertexInfo{kind, n, z, 0});
-    }
-  }
+  g.network_info.reserve(t.network_count);
   for (std::size_t z = 0; z < zones.size(); ++z) {
     for (std::int64_t s = 0; s < zf[z].tier0; ++s) {
-      g.vertices.push_back(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 0});
+      g.network_info.push_back(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 0});
     }
     for (std::int64_t s = 0; s < zf[z].tier1; ++s) {
-      g.vertices.push_back(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 1});
+      g.network_info.push_back(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 1});
     }
     for (std::int64_t s = 0; s < zf[z].tier2; ++s) {
-      g.vertices.push_back(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 2});
+      g.network_info.push_back(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 2});
     }
   }
-  const VertexId first_gateway = static_cast<VertexId>(g.vertices.size());
+  const VertexId first_gateway = t.first_network + static_cast<VertexId>(g.network_info.size());
+  g.first_gateway = first_gateway;
   if (multi_zone) {
     for (std::size_t z = 0; z < zones.size(); ++z) {
-      g.vertices.push_back(VertexInfo{VertexKind::zone_gateway, -1, static_cast<int>(z), 0});
+      g.network_info.push_back(VertexInfo{VertexKind::zone_gateway, -1, static_cast<int>(z), 0});
     }
   }
 
-  // ---- links: intra-node
+  // ---- links: intra-node, node 0's block (every node's is the same, moved: ClusterGraph::link)
   const units::BytesPerSecond fabric_rate = device.fabric_bandwidth_per_direction;
   const units::BytesPerSecond port_rate = infiniband ? units::to_bytes_per_second(vm.infiniband_port_rate)
                                                      : units::to_bytes_per_second(vm.ethernet_bandwidth);
@@ -481,51 +439,71 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
   const bool host_is_fabric = vm.fabric == IntraNodeFabric::pcie || vm.fabric == IntraNodeFabric::none;
   const units::BytesPerSecond host_rate =
       host_is_fabric && fabric_rate.value() > 0.0 ? fabric_rate : kHostPcieBandwidth;
-  for (std::int64_t n = 0; n < cfg.nodes; ++n) {
-    const VertexId g0 = static_cast<VertexId>(n * t.gpn);
+  g.port_rate = port_rate;
+  g.net_latency = net_latency;
+  g.net_class = net_class;
+  g.ethernet_rate = ethernet_rate;
+  {
+    std::vector<Link>& links = g.tmpl_links;
+    const auto pair = [&links](VertexId a, VertexId b, units::BytesPerSecond cap, units::Seconds lat, LinkClass cls) {
+      links.push_back(Link{a, b, cap, lat, cls});
+      links.push_back(Link{b, a, cap, lat, cls});
+    };
+    const std::int64_t n = 0;
+    const VertexId g0 = 0;
     if (switched_nvlink(vm.fabric)) {
       for (int l = 0; l < t.gpn; ++l) {
-        t.add_pair(g0 + l, t.extra(n, t.off_nvswitch), fabric_rate, kNvlinkHopLatency, LinkClass::nvlink);
+        pair(g0 + l, t.extra(n, t.off_nvswitch), fabric_rate, kNvlinkHopLatency, LinkClass::nvlink);
       }
     } else if (vm.fabric == IntraNodeFabric::nvlink_bridge) {
-      for (int l = 0; l + 1 < t.gpn; l += 2) {
-        t.add_pair(g0 + l, g0 + l + 1, fabric_rate, kNvlinkHopLatency, LinkClass::nvlink);
-      }
+      for (int l = 0; l + 1 < t.gpn; l += 2) pair(g0 + l, g0 + l + 1, fabric_rate, kNvlinkHopLatency, LinkClass::nvlink);
     } else if (vm.fabric == IntraNodeFabric::infinity_fabric && t.gpn > 1) {
       const units::BytesPerSecond peer = fabric_rate / static_cast<double>(t.gpn - 1);
       for (int a = 0; a < t.gpn; ++a) {
-        for (int b = a + 1; b < t.gpn; ++b) {
-          t.add_pair(g0 + a, g0 + b, peer, kInfinityFabricLatency, LinkClass::infinity_fabric);
-        }
+        for (int b = a + 1; b < t.gpn; ++b) pair(g0 + a, g0 + b, peer, kInfinityFabricLatency, LinkClass::infinity_fabric);
       }
     }
-    for (int l = 0; l < t.gpn; ++l) {
-      t.add_pair(g0 + l, t.extra(n, t.off_host), host_rate, kPcieHopLatency, LinkClass::pcie);
-    }
+    for (int l = 0; l < t.gpn; ++l) pair(g0 + l, t.extra(n, t.off_host), host_rate, kPcieHopLatency, LinkClass::pcie);
     for (int i = 0; i < t.nics; ++i) {
       const VertexId nic = t.extra(n, t.off_nic0 + i);
-      if (rail_nics) t.add_pair(g0 + i, nic, port_rate, kPcieHopLatency, LinkClass::pcie);
-      else t.add_pair(t.extra(n, t.off_host), nic, port_rate, kPcieHopLatency, LinkClass::pcie);
+      if (rail_nics) pair(g0 + i, nic, port_rate, kPcieHopLatency, LinkClass::pcie);
+      else pair(t.extra(n, t.off_host), nic, port_rate, kPcieHopLatency, LinkClass::pcie);
     }
     if (t.off_eth >= 0) {
-      t.add_pair(t.extra(n, t.off_host), t.extra(n, t.off_eth), ethernet_rate, kPcieHopLatency, LinkClass::pcie);
+      pair(t.extra(n, t.off_host), t.extra(n, t.off_eth), ethernet_rate, kPcieHopLatency, LinkClass::pcie);
     }
   }
+  const std::uint64_t block = g.tmpl_links.size();
+  {
+    // Link ids must fit LinkId: the per-node blocks, NIC links and switch tiers (counted as the builder below
+    // adds them), the gateway links.
+    std::uint64_t total = static_cast<std::uint64_t>(cfg.nodes) * (block + 2 * static_cast<std::uint64_t>(t.nics));
+    for (const ZoneFabric& f : zf) {
+      total += 2 * static_cast<std::uint64_t>(f.tier0 * (f.tier2 > 0 ? half : f.tier1) + f.tier1 * (f.tier2 > 0 ? half : 0));
+    }
+    if (multi_zone) total += 2 * static_cast<std::uint64_t>(cfg.nodes) + zones.size() * zones.size();
+    if (total >= std::numeric_limits<LinkId>::max()) bad("cluster too large: more than 2^32 links");
+  }
+  g.intra_end = static_cast<LinkId>(static_cast<std::uint64_t>(cfg.nodes) * block);
+  LinkId next_id = g.intra_end;
+  const auto store_pair = [&](VertexId a, VertexId b, units::BytesPerSecond cap, units::Seconds lat, LinkClass cls) {
+    g.stored.push_back(Link{a, b, cap, lat, cls});
+    g.stored.push_back(Link{b, a, cap, lat, cls});
+    next_id += 2;
+  };
 
-  // ---- links: inter-node fabric, per zone
+  // ---- links: inter-node fabric, per zone: the NIC links (computed), then the switch tiers (stored)
   for (std::size_t z = 0; z < zones.size(); ++z) {
     const ZoneFabric& f = zf[z];
+    detail::ZoneSection section;
+    section.first_node = f.first_node;
+    section.node_count = f.node_count;
+    section.first_switch = f.first_switch;
+    section.nic_first = next_id;
+    next_id += static_cast<LinkId>(2 * f.node_count * t.nics);
+    section.tier_first = next_id;
+    section.tier_stored = g.stored.size();
     const VertexId tier1_first = f.first_switch + static_cast<VertexId>(f.tier0);
-    for (std::int64_t ln = 0; ln < f.node_count; ++ln) {
-      const std::int64_t n = f.first_node + ln;
-      for (int i = 0; i < t.nics; ++i) {
-        std::int64_t sw = 0;
-        if (cfg.fabric == FabricKind::fat_tree) sw = (ln * t.nics + i) / half;
-        else if (cfg.fabric == FabricKind::rail_optimized) sw = i;
-        t.add_pair(t.extra(n, t.off_nic0 + i), f.first_switch + static_cast<VertexId>(sw), port_rate, net_latency,
-                   net_class);
-      }
-    }
     if (f.tier2 > 0) {
       // Three tiers: leaf a of pod a / half <-> every aggregation switch of its pod; aggregation switch j of
       // every pod <-> core switches j * half .. j * half + half - 1. Every up-link carries the leaf's
@@ -535,14 +513,14 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
       for (std::int64_t a = 0; a < f.tier0; ++a) {
         const std::int64_t pod = a / half;
         for (int j = 0; j < half; ++j) {
-          t.add_pair(f.first_switch + static_cast<VertexId>(a), tier1_first + static_cast<VertexId>(pod * half + j),
-                     up, net_latency, net_class);
+          store_pair(f.first_switch + static_cast<VertexId>(a), tier1_first + static_cast<VertexId>(pod * half + j), up,
+                     net_latency, net_class);
         }
       }
       for (std::int64_t agg = 0; agg < f.tier1; ++agg) {
         const std::int64_t j = agg % half;
         for (int c = 0; c < half; ++c) {
-          t.add_pair(tier1_first + static_cast<VertexId>(agg), tier2_first + static_cast<VertexId>(j * half + c), up,
+          store_pair(tier1_first + static_cast<VertexId>(agg), tier2_first + static_cast<VertexId>(j * half + c), up,
                      net_latency, net_class);
         }
       }
@@ -559,40 +537,76 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
           port_rate * down_ports / cfg.oversubscription / static_cast<double>(f.tier1);
       for (std::int64_t a = 0; a < f.tier0; ++a) {
         for (std::int64_t s = 0; s < f.tier1; ++s) {
-          t.add_pair(f.first_switch + static_cast<VertexId>(a), tier1_first + static_cast<VertexId>(s), up,
+          store_pair(f.first_switch + static_cast<VertexId>(a), tier1_first + static_cast<VertexId>(s), up,
                      net_latency, net_class);
         }
       }
     }
+    section.tier_end = next_id;
+    g.zone_sections.push_back(section);
   }
 
-  // ---- links: zones
+  // ---- links: zones (each node's Ethernet NIC <-> its gateway computed, the gateway pairs stored)
+  g.eth_first = next_id;
+  if (multi_zone) {
+    g.eth_offset = t.off_eth >= 0 ? t.off_eth : t.off_nic0;
+    next_id += static_cast<LinkId>(2 * cfg.nodes);
+  }
+  g.pairs_first = next_id;
+  g.pairs_stored = g.stored.size();
   if (multi_zone) {
     const units::BytesPerSecond per_node = cfg.inter_zone_bandwidth_per_node.value_or(ethernet_rate);
-    for (std::int64_t n = 0; n < cfg.nodes; ++n) {
-      const int eth = t.off_eth >= 0 ? t.off_eth : t.off_nic0;
-      const VertexId gw = first_gateway + static_cast<VertexId>(t.node_zone[static_cast<std::size_t>(n)]);
-      t.add_pair(t.extra(n, eth), gw, ethernet_rate, kEthernetHopLatency, LinkClass::ethernet);
-    }
     for (std::size_t a = 0; a < zones.size(); ++a) {
       for (std::size_t b = a + 1; b < zones.size(); ++b) {
         const auto smaller = static_cast<double>(std::min(zones[a].nodes, zones[b].nodes));
-        t.add_pair(first_gateway + static_cast<VertexId>(a), first_gateway + static_cast<VertexId>(b),
+        store_pair(first_gateway + static_cast<VertexId>(a), first_gateway + static_cast<VertexId>(b),
                    per_node * smaller, cfg.inter_zone_latency, LinkClass::inter_zone);
       }
     }
   }
+  g.link_total = next_id;
 
-  // ---- the graph's out-links, then the routing tables: network adjacency
-  g.index(t.links);
-  t.net_adj_begin.assign(t.network_count + 1, 0);
-  for (std::size_t w = 0; w < t.network_count; ++w) {
-    t.net_adj_begin[w] = t.net_adj.size();
-    for (auto [e, end] = out_edges(t.first_network + static_cast<VertexId>(w), g); e != end; ++e) {
-      const VertexId x = target_of(*e, g);
-      if (x >= t.first_network) t.net_adj.emplace_back(e->id, x);
+  // ---- out-links of node 0's vertices (template), in id order: intra, NIC -> switch, Ethernet -> gateway
+  {
+    const std::size_t locals = static_cast<std::size_t>(t.gpn + t.extras);
+    std::vector<std::vector<detail::TemplateEdge>> out(locals);
+    for (LinkId id = 0; id < g.tmpl_links.size(); ++id) {
+      const Link& l = g.tmpl_links[id];
+      out[t.local_index(l.src)].push_back(detail::TemplateEdge{l.dst, id, 0, detail::TemplateEdge::Kind::intra});
     }
-    std::sort(t.net_adj.begin() + static_cast<std::ptrdiff_t>(t.net_adj_begin[w]), t.net_adj.end());
+    for (int i = 0; i < t.nics; ++i) {
+      out[static_cast<std::size_t>(t.gpn + t.off_nic0 + i)].push_back(
+          detail::TemplateEdge{0, 0, i, detail::TemplateEdge::Kind::nic_switch});
+    }
+    if (g.eth_offset >= 0) {
+      out[static_cast<std::size_t>(t.gpn + g.eth_offset)].push_back(
+          detail::TemplateEdge{0, 0, 0, detail::TemplateEdge::Kind::ethernet_gateway});
+    }
+    g.tmpl_begin.assign(locals + 1, 0);
+    for (std::size_t v = 0; v < locals; ++v) {
+      g.tmpl_begin[v] = g.tmpl_edges.size();
+      g.tmpl_edges.insert(g.tmpl_edges.end(), out[v].begin(), out[v].end());
+    }
+    g.tmpl_begin[locals] = g.tmpl_edges.size();
+  }
+
+  // ---- routing tables: network adjacency (network-to-network links are all stored)
+  {
+    std::vector<std::vector<std::pair<LinkId, VertexId>>> adj(t.network_count);
+    const auto scan = [&](LinkId first, std::size_t stored_first, LinkId end) {
+      for (LinkId id = first; id < end; ++id) {
+        const Link& l = g.stored[stored_first + (id - first)];
+        if (l.src >= t.first_network && l.dst >= t.first_network) adj[l.src - t.first_network].emplace_back(id, l.dst);
+      }
+    };
+    for (const detail::ZoneSection& z : g.zone_sections) scan(z.tier_first, z.tier_stored, z.tier_end);
+    scan(g.pairs_first, g.pairs_stored, g.link_total);
+    t.net_adj_begin.assign(t.network_count + 1, 0);
+    for (std::size_t w = 0; w < t.network_count; ++w) {
+      t.net_adj_begin[w] = t.net_adj.size();
+      std::sort(adj[w].begin(), adj[w].end());
+      t.net_adj.insert(t.net_adj.end(), adj[w].begin(), adj[w].end());
+    }
   }
   t.net_adj_begin[t.network_count] = t.net_adj.size();
   t.count_components();
@@ -604,7 +618,7 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
   t.target_row.assign(nn, -1);
   std::int32_t rows = 0;
   for (std::size_t w = 0; w < nn; ++w) {
-    const VertexInfo& info = g[t.first_network + static_cast<VertexId>(w)];
+    const VertexInfo info = g.info(t.first_network + static_cast<VertexId>(w));
     if (info.kind == VertexKind::zone_gateway || info.tier == 0) t.target_row[w] = rows++;
   }
   t.row_source.resize(static_cast<std::size_t>(rows));
@@ -693,16 +707,16 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
 
 std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const {
   const Impl& t = *this;
-  const Graph& graph = t.g;
-  const std::int64_t ns = graph[src_gpu].node;
-  const std::int64_t nd = graph[dst_gpu].node;
+  const detail::ClusterGraph& graph = t.g;
+  const std::int64_t ns = graph.node_of(src_gpu);
+  const std::int64_t nd = graph.node_of(dst_gpu);
   const bool same_node = ns == nd;
-  const bool same_zone = graph[src_gpu].zone == graph[dst_gpu].zone;
+  const bool same_zone = graph.node_zone[static_cast<std::size_t>(ns)] == graph.node_zone[static_cast<std::size_t>(nd)];
   const std::size_t local_count = static_cast<std::size_t>(t.gpn + t.extras);
 
   // Which node-local vertices may carry the flow (besides its two end GPUs).
   auto transit = [&](VertexId v) {
-    switch (graph[v].kind) {
+    switch (graph.info(v).kind) {
       case VertexKind::gpu: return false;
       case VertexKind::nvswitch: return same_node;
       case VertexKind::host:
@@ -732,16 +746,15 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
     queue.push_back(dst_gpu);
     for (std::size_t head = 0; head < queue.size(); ++head) {
       const VertexId u = queue[head];
-      for (auto [e, end] = out_edges(u, graph); e != end; ++e) {
-        const VertexId w = target_of(*e, graph);
-        if (graph[w].node != nd) continue;
+      graph.for_each_out(u, [&](LinkId, VertexId w) {
+        if (graph.node_of(w) != nd) return;
         std::uint32_t& d = dd[t.local_index(w)];
-        if (d != kInf) continue;
-        if (w == src_gpu) { d = dd[t.local_index(u)] + 1; continue; }
-        if (!transit(w)) continue;
+        if (d != kInf) return;
+        if (w == src_gpu) { d = dd[t.local_index(u)] + 1; return; }
+        if (!transit(w)) return;
         d = dd[t.local_index(u)] + 1;
         queue.push_back(w);
-      }
+      });
     }
   }
 
@@ -759,19 +772,18 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
       const VertexId u = t.extra(nd, e);
       const std::uint32_t du = dd[t.local_index(u)];
       if (du == kInf) continue;
-      for (auto [it, end] = out_edges(u, graph); it != end; ++it) {
-        const VertexId f = target_of(*it, graph);
-        if (f < t.first_network) continue;
-        if (same_zone && graph[f].kind == VertexKind::zone_gateway) continue;
+      graph.for_each_out(u, [&](LinkId id, VertexId f) {
+        if (f < t.first_network) return;
+        if (same_zone && graph.info(f).kind == VertexKind::zone_gateway) return;
         const std::int32_t row = t.target_row[f - t.first_network];
         // Links come in pairs 2k / 2k+1, so the link f -> u is the partner of u -> f.
-        if (row >= 0) ingress.push_back({t.dist_row(static_cast<std::size_t>(row)), du + 1, f, it->id ^ 1U, u});
-      }
+        if (row >= 0) ingress.push_back({t.dist_row(static_cast<std::size_t>(row)), du + 1, f, id ^ 1U, u});
+      });
     }
   }
   auto net_distance = [&](VertexId w) -> std::uint32_t {
     if (same_node) return kInf;
-    if (same_zone && graph[w].kind == VertexKind::zone_gateway) return kInf;
+    if (same_zone && graph.info(w).kind == VertexKind::zone_gateway) return kInf;
     const std::size_t wi = w - t.first_network;
     std::uint32_t best = kInf;
     for (const Ingress& in : ingress) {
@@ -786,7 +798,7 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
   ds.assign(local_count, kInf);
   auto distance = [&](VertexId w) -> std::uint32_t {
     if (w >= t.first_network) return net_distance(w);
-    const std::int64_t n = graph[w].node;
+    const std::int64_t n = graph.node_of(w);
     if (n == nd) return dd[t.local_index(w)];
     if (n == ns) return ds[t.local_index(w)];
     return kInf;
@@ -802,13 +814,12 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
       changed = false;
       for (const VertexId v : members) {
         std::uint32_t best = ds[t.local_index(v)];
-        for (auto [e, end] = out_edges(v, graph); e != end; ++e) {
-          const VertexId w = target_of(*e, graph);
-          if (w < t.gpus) continue;  // GPUs are never transit, and dst is on another node
-          if (w < t.first_network && !transit(w)) continue;
+        graph.for_each_out(v, [&](LinkId, VertexId w) {
+          if (w < t.gpus) return;  // GPUs are never transit, and dst is on another node
+          if (w < t.first_network && !transit(w)) return;
           const std::uint32_t d = distance(w);
           if (d != kInf && d + 1 < best) best = d + 1;
-        }
+        });
         if (best < ds[t.local_index(v)]) {
           ds[t.local_index(v)] = best;
           changed = true;
@@ -857,11 +868,10 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
         if (in.f == v && in.hops == remaining) candidates.emplace_back(in.down, in.u);
       }
     } else {
-      for (auto [e, end] = out_edges(v, graph); e != end; ++e) {
-        const VertexId w = target_of(*e, graph);
-        if (w != dst_gpu && w < t.first_network && !transit(w)) continue;
-        if (distance(w) + 1 == remaining) candidates.emplace_back(e->id, w);
-      }
+      graph.for_each_out(v, [&](LinkId id, VertexId w) {
+        if (w != dst_gpu && w < t.first_network && !transit(w)) return;
+        if (distance(w) + 1 == remaining) candidates.emplace_back(id, w);
+      });
     }
     if (candidates.empty()) throw std::logic_error("Topology::route: routing tables inconsistent");
     std::sort(candidates.begin(), candidates.end());
