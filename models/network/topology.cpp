@@ -716,7 +716,7 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
 
   // Which node-local vertices may carry the flow (besides its two end GPUs).
   auto transit = [&](VertexId v) {
-    switch (graph.info(v).kind) {
+    switch (graph.kind_of(v)) {
       case VertexKind::gpu: return false;
       case VertexKind::nvswitch: return same_node;
       case VertexKind::host:
@@ -728,6 +728,15 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
     }
   };
 
+  // Network vertices adjacent to dst's node, with the hops from each to dst.
+  struct Ingress {
+    const std::uint16_t* dist;  // distances from the network vertex f (Impl::dist_row)
+    std::uint32_t hops;  // hops from f to dst
+    VertexId f;
+    LinkId down;         // link f -> u
+    VertexId u;          // dst-node vertex below f
+  };
+
   // Hops to dst from the vertices of dst's node: BFS from dst (links are symmetric).
   // Scratch buffers reused across calls on this thread: route() runs once per flow of every collective solve,
   // and their allocations were a tenth of a layout search's time.
@@ -735,6 +744,7 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
     std::vector<std::uint32_t> dd, ds;
     std::vector<VertexId> queue, members;
     std::vector<std::pair<LinkId, VertexId>> candidates;
+    std::vector<Ingress> ingress;
   };
   thread_local Scratch scratch;
   std::vector<std::uint32_t>& dd = scratch.dd;
@@ -758,15 +768,9 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
     }
   }
 
-  // Network vertices adjacent to dst's node, with the hops from each to dst.
-  struct Ingress {
-    const std::uint16_t* dist;  // distances from the network vertex f (Impl::dist_row)
-    std::uint32_t hops;  // hops from f to dst
-    VertexId f;
-    LinkId down;         // link f -> u
-    VertexId u;          // dst-node vertex below f
-  };
-  std::vector<Ingress> ingress;
+
+  std::vector<Ingress>& ingress = scratch.ingress;
+  ingress.clear();
   if (!same_node) {
     for (int e = 0; e < t.extras; ++e) {
       const VertexId u = t.extra(nd, e);
@@ -774,7 +778,7 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
       if (du == kInf) continue;
       graph.for_each_out(u, [&](LinkId id, VertexId f) {
         if (f < t.first_network) return;
-        if (same_zone && graph.info(f).kind == VertexKind::zone_gateway) return;
+        if (same_zone && f >= graph.first_gateway) return;  // gateways are the last network vertices
         const std::int32_t row = t.target_row[f - t.first_network];
         // Links come in pairs 2k / 2k+1, so the link f -> u is the partner of u -> f.
         if (row >= 0) ingress.push_back({t.dist_row(static_cast<std::size_t>(row)), du + 1, f, id ^ 1U, u});
@@ -783,7 +787,7 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
   }
   auto net_distance = [&](VertexId w) -> std::uint32_t {
     if (same_node) return kInf;
-    if (same_zone && graph.info(w).kind == VertexKind::zone_gateway) return kInf;
+    if (same_zone && w >= graph.first_gateway) return kInf;
     const std::size_t wi = w - t.first_network;
     std::uint32_t best = kInf;
     for (const Ingress& in : ingress) {

@@ -99,6 +99,12 @@ struct ClusterGraph {
     }
     return network_info[v - first_network];
   }
+  /// A vertex's kind alone (info(v).kind without the node's zone).
+  [[nodiscard]] VertexKind kind_of(VertexId v) const {
+    if (v < gpus) return VertexKind::gpu;
+    if (v < first_network) return extra_kind[(v - gpus) % static_cast<VertexId>(extras)];
+    return network_info[v - first_network].kind;
+  }
   /// Node 0's vertex `v0` moved to node n.
   [[nodiscard]] VertexId move(VertexId v0, std::int64_t n) const {
     if (v0 < gpus) return v0 + static_cast<VertexId>(n * gpn);
