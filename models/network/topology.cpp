@@ -190,8 +190,8 @@ struct Topology::Impl {
     }
   }
 
-  /// The fewest-hops ECMP route (Topology::route without its cache).
-  [[nodiscard]] std::vector<LinkId> compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const;
+  /// The fewest-hops ECMP route (Topology::route without its cache), appended to `path`.
+  void compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash, std::vector<LinkId>& path) const;
 
  private:
   static std::uint64_t next_instance() {
@@ -697,15 +697,23 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
       return;
     }
   }
-  const std::vector<LinkId> path = t.compute_route(src_gpu, dst_gpu, flow_hash);
-  cache.slots[i] = Slot{src_gpu, dst_gpu, flow_hash, static_cast<std::uint32_t>(cache.links.size()),
-                        static_cast<std::uint32_t>(path.size())};
-  cache.links.insert(cache.links.end(), path.begin(), path.end());
+  // Computed straight into the cache's link store (no vector per route), then copied out.
+  const std::size_t offset = cache.links.size();
+  try {
+    t.compute_route(src_gpu, dst_gpu, flow_hash, cache.links);
+  } catch (...) {
+    cache.links.resize(offset);
+    throw;
+  }
+  const std::size_t length = cache.links.size() - offset;
+  cache.slots[i] = Slot{src_gpu, dst_gpu, flow_hash, static_cast<std::uint32_t>(offset),
+                        static_cast<std::uint32_t>(length)};
   if (2 * ++cache.size > cache.slots.size()) cache.grow();
-  out.insert(out.end(), path.begin(), path.end());
+  out.insert(out.end(), cache.links.begin() + static_cast<std::ptrdiff_t>(offset), cache.links.end());
 }
 
-std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const {
+void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash,
+                                   std::vector<LinkId>& path) const {
   const Impl& t = *this;
   const detail::ClusterGraph& graph = t.g;
   const std::int64_t ns = graph.node_of(src_gpu);
@@ -838,8 +846,6 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
     throw std::logic_error("Topology::route: no path from GPU " + std::to_string(src_gpu) + " to GPU " +
                            std::to_string(dst_gpu));
   }
-  std::vector<LinkId> path;
-  path.reserve(remaining);
   std::vector<std::pair<LinkId, VertexId>>& candidates = scratch.candidates;
   VertexId v = src_gpu;
   std::uint64_t hash_digits = flow_hash;
@@ -885,7 +891,6 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
     v = pick.second;
     --remaining;
   }
-  return path;
 }
 
 }  // namespace clustersim::models
