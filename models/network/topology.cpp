@@ -484,6 +484,14 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     if (multi_zone) total += 2 * static_cast<std::uint64_t>(cfg.nodes) + zones.size() * zones.size();
     if (total >= std::numeric_limits<LinkId>::max()) bad("cluster too large: more than 2^32 links");
   }
+  {
+    std::size_t stored = 0;  // reserved, so that the stored links are not copied as they grow
+    for (const ZoneFabric& f : zf) {
+      stored += 2 * static_cast<std::size_t>(f.tier0 * (f.tier2 > 0 ? half : f.tier1) + f.tier1 * (f.tier2 > 0 ? half : 0));
+    }
+    if (multi_zone) stored += zones.size() * (zones.size() - 1);
+    g.stored.reserve(stored);
+  }
   g.intra_end = static_cast<LinkId>(static_cast<std::uint64_t>(cfg.nodes) * block);
   LinkId next_id = g.intra_end;
   const auto store_pair = [&](VertexId a, VertexId b, units::BytesPerSecond cap, units::Seconds lat, LinkClass cls) {
@@ -592,21 +600,23 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
 
   // ---- routing tables: network adjacency (network-to-network links are all stored)
   {
-    std::vector<std::vector<std::pair<LinkId, VertexId>>> adj(t.network_count);
-    const auto scan = [&](LinkId first, std::size_t stored_first, LinkId end) {
-      for (LinkId id = first; id < end; ++id) {
-        const Link& l = g.stored[stored_first + (id - first)];
-        if (l.src >= t.first_network && l.dst >= t.first_network) adj[l.src - t.first_network].emplace_back(id, l.dst);
-      }
+    // A counting sort by source over the stored links taken in id order: each vertex's list in link id order.
+    const auto scan = [&](auto&& visit) {
+      const auto section = [&](LinkId first, std::size_t stored_first, LinkId end) {
+        for (LinkId id = first; id < end; ++id) {
+          const Link& l = g.stored[stored_first + (id - first)];
+          if (l.src >= t.first_network && l.dst >= t.first_network) visit(id, l);
+        }
+      };
+      for (const detail::ZoneSection& z : g.zone_sections) section(z.tier_first, z.tier_stored, z.tier_end);
+      section(g.pairs_first, g.pairs_stored, g.link_total);
     };
-    for (const detail::ZoneSection& z : g.zone_sections) scan(z.tier_first, z.tier_stored, z.tier_end);
-    scan(g.pairs_first, g.pairs_stored, g.link_total);
     t.net_adj_begin.assign(t.network_count + 1, 0);
-    for (std::size_t w = 0; w < t.network_count; ++w) {
-      t.net_adj_begin[w] = t.net_adj.size();
-      std::sort(adj[w].begin(), adj[w].end());
-      t.net_adj.insert(t.net_adj.end(), adj[w].begin(), adj[w].end());
-    }
+    scan([&](LinkId, const Link& l) { ++t.net_adj_begin[l.src - t.first_network + 1]; });
+    for (std::size_t w = 0; w < t.network_count; ++w) t.net_adj_begin[w + 1] += t.net_adj_begin[w];
+    t.net_adj.resize(t.net_adj_begin[t.network_count]);
+    std::vector<std::size_t> next(t.net_adj_begin.begin(), t.net_adj_begin.end() - 1);
+    scan([&](LinkId id, const Link& l) { t.net_adj[next[l.src - t.first_network]++] = {id, l.dst}; });
   }
   t.net_adj_begin[t.network_count] = t.net_adj.size();
   t.count_components();
