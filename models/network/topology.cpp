@@ -828,10 +828,13 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
   if (!same_node) {
     std::vector<VertexId>& members = scratch.members;
     members.clear();
-    members.push_back(src_gpu);
-    for (int e = 0; e < t.extras; ++e) {
+    // The fixed point (the shortest distances) does not depend on the order of relaxation; NICs first, then
+    // the host, then the GPU follows the distances inwards from the network and usually settles in one pass
+    // plus the pass that confirms it.
+    for (int e = t.extras - 1; e >= 0; --e) {
       if (transit(t.extra(ns, e))) members.push_back(t.extra(ns, e));
     }
+    members.push_back(src_gpu);
     for (bool changed = true; changed;) {
       changed = false;
       for (const VertexId v : members) {
