@@ -190,6 +190,46 @@ struct Topology::Impl {
     }
   }
 
+  /// Whether node-local vertex v may carry a flow (besides its two end GPUs), for a flow inside one node or not.
+  [[nodiscard]] bool transit(VertexId v, bool same_node) const {
+    switch (g.kind_of(v)) {
+      case VertexKind::gpu: return false;
+      case VertexKind::nvswitch: return same_node;
+      case VertexKind::host:
+        return !same_node || fabric == IntraNodeFabric::pcie || fabric == IntraNodeFabric::none ||
+               fabric == IntraNodeFabric::nvlink_bridge;
+      case VertexKind::nic:
+      case VertexKind::ethernet_nic: return !same_node;
+      default: return false;
+    }
+  }
+  /// Hops to dst_gpu from the vertices of its node (by local index; kInf where no path inside the node), by a
+  /// breadth-first search from dst (links are symmetric). src_gpu: the flow's source when it is on dst's node
+  /// (reached but never expanded: GPUs do not transit), else any GPU of another node.
+  void node_distances(VertexId src_gpu, VertexId dst_gpu, std::vector<std::uint32_t>& dd,
+                      std::vector<VertexId>& queue) const {
+    const std::int64_t nd = g.node_of(dst_gpu);
+    const bool same_node = g.node_of(src_gpu) == nd;
+    dd.assign(static_cast<std::size_t>(gpn + extras), kInf);
+    queue.clear();
+    dd[local_index(dst_gpu)] = 0;
+    queue.push_back(dst_gpu);
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+      const VertexId u = queue[head];
+      g.for_each_out(u, [&](LinkId, VertexId w) {
+        if (g.node_of(w) != nd) return;
+        std::uint32_t& d = dd[local_index(w)];
+        if (d != kInf) return;
+        if (w == src_gpu) { d = dd[local_index(u)] + 1; return; }
+        if (!transit(w, same_node)) return;
+        d = dd[local_index(u)] + 1;
+        queue.push_back(w);
+      });
+    }
+  }
+  /// node_distances from a GPU of another node to GPU l of a node, per l (set at build; nodes > 1).
+  std::vector<std::vector<std::uint32_t>> remote_distances;
+
   /// The fewest-hops ECMP route (Topology::route without its cache), appended to `path`.
   void compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash, std::vector<LinkId>& path) const;
 
@@ -635,6 +675,14 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
   for (std::size_t w = 0; w < nn; ++w) {
     if (t.target_row[w] >= 0) t.row_source[static_cast<std::size_t>(t.target_row[w])] = static_cast<VertexId>(w);
   }
+  if (cfg.nodes > 1) {
+    std::vector<VertexId> queue;
+    t.remote_distances.resize(static_cast<std::size_t>(t.gpn));
+    for (int l = 0; l < t.gpn; ++l) {
+      t.node_distances(static_cast<VertexId>(t.gpn + l), static_cast<VertexId>(l),
+                       t.remote_distances[static_cast<std::size_t>(l)], queue);
+    }
+  }
   t.row_once = std::make_unique<std::once_flag[]>(static_cast<std::size_t>(rows));
   t.dist.resize(static_cast<std::size_t>(rows));
   return Topology(std::move(impl));
@@ -732,19 +780,7 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
   const bool same_zone = graph.node_zone[static_cast<std::size_t>(ns)] == graph.node_zone[static_cast<std::size_t>(nd)];
   const std::size_t local_count = static_cast<std::size_t>(t.gpn + t.extras);
 
-  // Which node-local vertices may carry the flow (besides its two end GPUs).
-  auto transit = [&](VertexId v) {
-    switch (graph.kind_of(v)) {
-      case VertexKind::gpu: return false;
-      case VertexKind::nvswitch: return same_node;
-      case VertexKind::host:
-        return !same_node || t.fabric == IntraNodeFabric::pcie || t.fabric == IntraNodeFabric::none ||
-               t.fabric == IntraNodeFabric::nvlink_bridge;
-      case VertexKind::nic:
-      case VertexKind::ethernet_nic: return !same_node;
-      default: return false;
-    }
-  };
+  auto transit = [&](VertexId v) { return t.transit(v, same_node); };
 
   // Network vertices adjacent to dst's node, with the hops from each to dst.
   struct Ingress {
@@ -766,24 +802,12 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
   };
   thread_local Scratch scratch;
   std::vector<std::uint32_t>& dd = scratch.dd;
-  dd.assign(local_count, kInf);
-  {
-    std::vector<VertexId>& queue = scratch.queue;
-    queue.clear();
-    dd[t.local_index(dst_gpu)] = 0;
-    queue.push_back(dst_gpu);
-    for (std::size_t head = 0; head < queue.size(); ++head) {
-      const VertexId u = queue[head];
-      graph.for_each_out(u, [&](LinkId, VertexId w) {
-        if (graph.node_of(w) != nd) return;
-        std::uint32_t& d = dd[t.local_index(w)];
-        if (d != kInf) return;
-        if (w == src_gpu) { d = dd[t.local_index(u)] + 1; return; }
-        if (!transit(w)) return;
-        d = dd[t.local_index(u)] + 1;
-        queue.push_back(w);
-      });
-    }
+  if (same_node) {
+    t.node_distances(src_gpu, dst_gpu, dd, scratch.queue);
+  } else {
+    // From another node, the same for every node (the node's links are one template): computed at build.
+    const std::vector<std::uint32_t>& row = t.remote_distances[dst_gpu % static_cast<VertexId>(t.gpn)];
+    dd.assign(row.begin(), row.end());
   }
 
 
