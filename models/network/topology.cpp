@@ -11,6 +11,7 @@
 #include <utility>
 
 
+#include "models/network/pattern_symmetry.hpp"
 #include "models/network/topology_graph.hpp"
 #include "models/splitmix64.hpp"
 
@@ -227,6 +228,10 @@ struct Topology::Impl {
       });
     }
   }
+  /// Routes are moved by whole periods of this many nodes (0: not at all) between nodes below symmetric_nodes
+  /// (the nodes of whole units): TranslationSymmetry of one zone's fat tree or single switch.
+  std::int64_t period_nodes = 0;
+  std::int64_t symmetric_nodes = 0;
   /// node_distances from a GPU of another node to GPU l of a node, per l (set at build; nodes > 1).
   std::vector<std::vector<std::uint32_t>> remote_distances;
 
@@ -547,6 +552,9 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     section.first_node = f.first_node;
     section.node_count = f.node_count;
     section.first_switch = f.first_switch;
+    section.tier0 = f.tier0;
+    section.tier1 = f.tier1;
+    section.tier2 = f.tier2;
     section.nic_first = next_id;
     next_id += static_cast<LinkId>(2 * f.node_count * t.nics);
     section.tier_first = next_id;
@@ -683,6 +691,10 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
                        t.remote_distances[static_cast<std::size_t>(l)], queue);
     }
   }
+  if (const std::optional<TranslationSymmetry> sym = translation_symmetry(t.shape, t.gpn)) {
+    t.period_nodes = sym->period_nodes;
+    t.symmetric_nodes = cfg.nodes / sym->unit_nodes * sym->unit_nodes;
+  }
   t.row_once = std::make_unique<std::once_flag[]>(static_cast<std::size_t>(rows));
   t.dist.resize(static_cast<std::size_t>(rows));
   return Topology(std::move(impl));
@@ -704,6 +716,32 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
                                 " is not a GPU (GPUs are 0.." + std::to_string(t.gpus - 1) + ")");
   }
   if (src_gpu == dst_gpu) return;
+  // Translation by whole periods (models/network/pattern_symmetry.hpp, whose proof holds for one route): on one
+  // zone's fat tree or single switch, moving both ends and the hash by D nodes' ranks, D a multiple of the
+  // period, moves every vertex and link of the route by D nodes and keeps every ECMP digit. So the route is
+  // that of the translate whose lower end is in the first period, moved back (Impl::g.move_link): a ring or
+  // tree over thousands of nodes computes the routes of a few.
+  std::int64_t moved_nodes = 0;
+  if (t.period_nodes > 0) {
+    const std::int64_t sn = src_gpu / static_cast<VertexId>(t.gpn), dn = dst_gpu / static_cast<VertexId>(t.gpn);
+    if (sn < t.symmetric_nodes && dn < t.symmetric_nodes) {
+      const std::int64_t k = std::min(sn, dn) / t.period_nodes * t.period_nodes;
+      const auto ranks = static_cast<std::uint64_t>(k) * static_cast<std::uint64_t>(t.gpn);
+      if (k > 0 && flow_hash >= ranks) {
+        src_gpu -= static_cast<VertexId>(ranks);
+        dst_gpu -= static_cast<VertexId>(ranks);
+        flow_hash -= ranks;
+        moved_nodes = k;
+      }
+    }
+  }
+  const auto emit = [&](std::vector<LinkId>::const_iterator first, std::vector<LinkId>::const_iterator last) {
+    if (moved_nodes == 0) {
+      out.insert(out.end(), first, last);
+    } else {
+      for (; first != last; ++first) out.push_back(t.g.move_link(*first, moved_nodes));
+    }
+  };
   // Routes are a pure function of (topology, src, dst, flow_hash), and collective schedules ask for the same
   // pairs again and again (ring, tree and hierarchical schedules of every layout share their neighbour pairs;
   // a 1,024-GPU layout search asks 440 K routes over 32 K distinct pairs). Each thread keeps its own cache of
@@ -751,7 +789,7 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
   for (; cache.slots[i].src != kNoVertex; i = (i + 1) & (cache.slots.size() - 1)) {
     const Slot& e = cache.slots[i];
     if (e.src == src_gpu && e.dst == dst_gpu && e.hash == flow_hash) {
-      out.insert(out.end(), cache.links.begin() + e.offset, cache.links.begin() + e.offset + e.length);
+      emit(cache.links.begin() + e.offset, cache.links.begin() + e.offset + e.length);
       return;
     }
   }
@@ -767,7 +805,7 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
   cache.slots[i] = Slot{src_gpu, dst_gpu, flow_hash, static_cast<std::uint32_t>(offset),
                         static_cast<std::uint32_t>(length)};
   if (2 * ++cache.size > cache.slots.size()) cache.grow();
-  out.insert(out.end(), cache.links.begin() + static_cast<std::ptrdiff_t>(offset), cache.links.end());
+  emit(cache.links.begin() + static_cast<std::ptrdiff_t>(offset), cache.links.end());
 }
 
 void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash,

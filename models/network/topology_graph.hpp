@@ -42,6 +42,9 @@ struct ZoneSection {
   LinkId tier_first = 0;         ///< first switch-tier link; they end at tier_end
   LinkId tier_end = 0;
   std::size_t tier_stored = 0;   ///< index of tier_first in ClusterGraph::stored
+  std::int64_t tier0 = 0;        ///< leaves (rails, the single switch), then tier-1 and tier-2 switches
+  std::int64_t tier1 = 0;
+  std::int64_t tier2 = 0;
 };
 
 struct ClusterGraph {
@@ -153,6 +156,20 @@ struct ClusterGraph {
                             : Link{b, a, port_rate, net_latency, net_class};
     }
     throw std::out_of_range("Topology::link: no link " + std::to_string(id));
+  }
+  /// Link `id` of zone 0 moved with its nodes by `by_nodes` nodes, a whole number of the fabric's units (leaves
+  /// on two tiers, pods on three: TranslationSymmetry::unit_nodes): node links move by whole node blocks, NIC
+  /// links by whole nodes, leaf up-links by whole leaves, aggregation up-links by whole pods; spines and cores
+  /// stay. A link whose moved vertices do not exist is not asked for (the caller moves routes between nodes
+  /// of whole units).
+  [[nodiscard]] LinkId move_link(LinkId id, std::int64_t by_nodes) const {
+    if (id < intra_end) return id + static_cast<LinkId>(by_nodes * static_cast<std::int64_t>(tmpl_links.size()));
+    const ZoneSection& z = zone_sections.front();
+    if (id < z.tier_first) return id + static_cast<LinkId>(2 * by_nodes * nics);
+    const std::int64_t leaves = by_nodes * nics / half;
+    if (z.tier2 == 0) return id + static_cast<LinkId>(2 * leaves * z.tier1);
+    if (id < z.tier_first + 2 * z.tier0 * half) return id + static_cast<LinkId>(2 * leaves * half);
+    return id + static_cast<LinkId>(2 * (leaves / half) * half * half);  // pods x aggregation switches x cores
   }
   /// Calls f(link id, target) for every out-link of node-local vertex v (a GPU or an extra), in id order.
   template <class F>

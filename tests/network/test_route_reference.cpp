@@ -2,7 +2,9 @@
 // a breadth-first search over the whole graph from the destination, then the walk that takes, at each vertex,
 // candidate flow_hash's next mixed-radix digit among the shortest next hops in link id order. The library's
 // router uses per-leaf distance rows, ingress lists and (at a switch whose shortest next hops can only be the
-// destination's ingress switches) a direct look-up of those links instead of scanning every neighbour; every
+// destination's ingress switches) a direct look-up of those links instead of scanning every neighbour, and on
+// one zone's fat tree or single switch routes the translate of a pair in the first period and moves it back
+// (the pairs below use large hashes, the destination rank as collectives do, so most are moved); every
 // path must be the reference's, link for link, on fat trees of two and three tiers with many leaves per spine,
 // rail-optimized fabrics, zones, NICs on the host and Ethernet-only VMs.
 #include <gtest/gtest.h>
