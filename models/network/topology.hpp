@@ -81,8 +81,11 @@
 // with one candidate consumes nothing. Cost: hop-count distances between the network
 // switches are computed, on the first route that needs them, from each NIC-facing switch and gateway to every
 // network vertex (16-bit entries: up to 512 leaves x 544 switches for 2,048 H100 nodes on a two-tier fat tree; no
-// all-pairs table over GPUs); a route then costs a small search over the two end nodes plus one scan of each
-// switch's switch neighbours.
+// all-pairs table over GPUs); a route then costs a small search over the two end nodes plus, at each switch, a
+// scan of its switch neighbours (or, when only the destination's own switches can be next, a look-up of the
+// links to them). On one zone's fat tree or single switch a route is computed for the translate of its pair by
+// a whole number of periods (models/network/pattern_symmetry.hpp: the shift keeps every ECMP digit) and moved
+// back link by link, so a ring over thousands of nodes computes the routes of a few.
 //
 // ## Latencies (per directed link; the latency of a switch is charged to the link entering it)
 //   kNvlinkHopLatency      0.5 us  ASSUMPTION (NCCL small-message GPU-GPU over NVSwitch is ~1-2 us incl.
