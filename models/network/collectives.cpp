@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -93,10 +94,8 @@ class Builder {
   /// GPU -> NVSwitch and NVSwitch -> GPU links of `rank` (NVLS), or nullopt without an NVSwitch.
   std::optional<std::pair<LinkId, LinkId>> switch_links(int64_t rank) const {
     const auto gpu = static_cast<VertexId>(rank);
-    const auto& links = topology_.links();
-    for (LinkId id = 0; id < links.size(); ++id) {
-      const Link& l = links[id];
-      if (l.src == gpu && topology_.vertex(l.dst).kind == VertexKind::nvswitch) return std::pair{id, id ^ 1u};
+    for (LinkId id : topology_.out_links(gpu)) {  // in id order: the first such link, as a scan of all links
+      if (topology_.vertex(topology_.link(id).dst).kind == VertexKind::nvswitch) return std::pair{id, id ^ 1u};
     }
     return std::nullopt;
   }
@@ -271,13 +270,12 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
   s.ranks = static_cast<int64_t>(n);
   if (n == 1) return s;  // nothing to move
   auto finish = [&topology](CollectiveSchedule& schedule) {
-    const auto& links = topology.links();
     for (Phase& phase : schedule.phases) {
       double worst = 0.0;
       for (const Transfer& t : phase.transfers) {
         double zone = 0.0;
         for (LinkId l : t.path) {
-          if (links[l].link_class == LinkClass::inter_zone) zone += links[l].latency.value();
+          if (topology.is_inter_zone(l)) zone += topology.link(l).latency.value();
         }
         worst = std::max(worst, zone);
       }
@@ -457,7 +455,7 @@ namespace {
 /// max-min fair shares, then the slowest transfer (pipelined) or progressive completion (each finish frees
 /// bandwidth for the rest).
 double transfers_seconds_per_byte(const std::vector<Transfer>& transfers, const std::vector<size_t>& members,
-                                  bool pipelined, const std::vector<Link>& links, const LinkEfficiency& efficiency,
+                                  bool pipelined, const Topology& topology, const LinkEfficiency& efficiency,
                                   std::vector<LinkId>& local) {
   // Only the links the transfers use enter the solver (`local`: global -> solver link, kAbsent elsewhere;
   // restored before returning).
@@ -472,7 +470,7 @@ double transfers_seconds_per_byte(const std::vector<Transfer>& transfers, const 
     path.clear();
     for (LinkId l : t.path) {
       if (local[l] == kAbsent) {
-        const Link& link = links[l];
+        const Link link = topology.link(l);
         local[l] = solver.add_link(link.capacity * efficiency.of(link.link_class));
         used.push_back(l);
       }
@@ -532,9 +530,24 @@ double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topo
   // same bytes) have the same solution, so each structure is solved once: exact, and a 256-GPU all-to-all on
   // every node of a 2,048-GPU cluster (8 groups, 522 K transfers) solves one group's 65 K.
   constexpr LinkId kAbsent = std::numeric_limits<LinkId>::max();
-  const auto& links = topology.links();
-  std::vector<LinkId> local(links.size(), kAbsent);
-  std::vector<LinkId> parent(links.size());
+  const std::size_t link_count = topology.link_count();
+  // Two arrays indexed by link id, kept per thread across calls (a 131,072-GPU cluster has 1.3 M links: two
+  // fresh 5 MB arrays per solve were a tenth of its cold step, in memset and first-touch page faults). `local`
+  // is all kAbsent between calls (every use restores it; an exception refills it); `parent` is written for
+  // every link of a phase before it is read.
+  thread_local std::vector<LinkId> local;
+  thread_local std::vector<LinkId> parent;
+  if (local.size() < link_count) {
+    local.assign(link_count, kAbsent);
+    parent.resize(link_count);
+  }
+  struct Restore {
+    std::vector<LinkId>& local;
+    int exceptions = std::uncaught_exceptions();
+    ~Restore() {
+      if (std::uncaught_exceptions() > exceptions) std::fill(local.begin(), local.end(), std::numeric_limits<LinkId>::max());
+    }
+  } restore{local};
   double total = 0.0;
   for (const Phase& phase : schedule.phases) {
     if (phase.transfers.empty()) continue;
@@ -577,13 +590,14 @@ double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topo
         }
       }
       for (LinkId l : first_use) {
-        structure.push_back(std::bit_cast<uint64_t>((links[l].capacity * efficiency.of(links[l].link_class)).value()));
+        const Link link = topology.link(l);
+        structure.push_back(std::bit_cast<uint64_t>((link.capacity * efficiency.of(link.link_class)).value()));
         local[l] = kAbsent;
       }
       auto it = solved.find(structure);
       if (it == solved.end()) {
         it = solved.emplace(std::move(structure), transfers_seconds_per_byte(phase.transfers, members, phase.pipelined,
-                                                                             links, efficiency, local))
+                                                                             topology, efficiency, local))
                  .first;
       }
       phase_time = std::max(phase_time, it->second);

@@ -11,6 +11,8 @@
 #include <utility>
 
 
+#include "models/network/pattern_symmetry.hpp"
+#include "models/network/topology_graph.hpp"
 #include "models/splitmix64.hpp"
 
 namespace clustersim::models {
@@ -26,41 +28,8 @@ bool switched_nvlink(IntraNodeFabric f) {
   return f == IntraNodeFabric::nvswitch || f == IntraNodeFabric::nvlink_mesh;
 }
 
-/// One out-link of a vertex: the vertex it leads to and its link id.
-struct OutEdge {
-  VertexId target = 0;
-  LinkId id = 0;
-};
-
-/// The cluster graph: every vertex's VertexInfo and its out-links in link id order, as one compressed array
-/// (CSR) built once from the link list (Graph::index): no allocation per vertex, unlike an adjacency list
-/// whose per-vertex vectors grow one link at a time (a third of a 16,384-GPU cluster's cold step).
-struct Graph {
-  std::vector<VertexInfo> vertices;
-  std::vector<std::size_t> begin;  ///< out-links of v: edges[begin[v] .. begin[v + 1])
-  std::vector<OutEdge> edges;
-  const VertexInfo& operator[](VertexId v) const { return vertices[v]; }
-  /// Builds begin/edges from `links` (ids in order, so each vertex's out-links stay in id order).
-  void index(const std::vector<Link>& links) {
-    begin.assign(vertices.size() + 1, 0);
-    for (const Link& l : links) ++begin[l.src + 1];
-    for (std::size_t v = 0; v < vertices.size(); ++v) begin[v + 1] += begin[v];
-    edges.resize(links.size());
-    std::vector<std::size_t> next(begin.begin(), begin.end() - 1);
-    for (std::size_t id = 0; id < links.size(); ++id) {
-      edges[next[links[id].src]++] = OutEdge{links[id].dst, static_cast<LinkId>(id)};
-    }
-  }
-};
-
-std::pair<const OutEdge*, const OutEdge*> out_edges(VertexId v, const Graph& g) {
-  return {g.edges.data() + g.begin[v], g.edges.data() + g.begin[v + 1]};
-}
-
 constexpr std::uint32_t kInf = std::numeric_limits<std::uint32_t>::max() / 4;
 constexpr std::uint16_t kFar = std::numeric_limits<std::uint16_t>::max();
-
-VertexId target_of(const OutEdge& e, const Graph&) { return e.target; }
 
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("build_topology: " + what); }
 
@@ -110,8 +79,7 @@ std::string_view to_string(VertexKind k) {
 struct Topology::Impl {
   /// Unique per built topology (never reused, unlike an address): the key of route()'s per-thread cache.
   std::uint64_t instance = next_instance();
-  Graph g;
-  std::vector<Link> links;
+  detail::ClusterGraph g;
   std::int64_t nodes = 0;
   int gpn = 0;                  // GPUs per node
   VertexId gpus = 0;            // G: GPU vertices are 0..G-1
@@ -149,32 +117,56 @@ struct Topology::Impl {
     queue.reserve(nn);
     row[s] = 0;
     queue.push_back(static_cast<std::uint32_t>(s));
-    for (std::size_t head = 0; head < queue.size(); ++head) {
+    // A vertex's distance is final when it is labelled, so the search stops once every vertex of s's component
+    // is: a leaf's search then scans its spines and one spine's down-links, not every spine's (a 131,072-GPU
+    // tree: 4,128 link scans instead of 262,144).
+    const std::size_t reachable = component_size[s];
+    std::size_t labelled = 1;
+    for (std::size_t head = 0; head < queue.size() && labelled < reachable; ++head) {
       const std::uint32_t u = queue[head];
       for (std::size_t k = net_adj_begin[u]; k < net_adj_begin[u + 1]; ++k) {
         const std::size_t wi = net_adj[k].second - first_network;
         if (row[wi] != kFar) continue;
         row[wi] = static_cast<std::uint16_t>(row[u] + 1);
         queue.push_back(static_cast<std::uint32_t>(wi));
+        if (++labelled == reachable) break;
       }
     }
     return row;
+  }
+  /// Per network vertex index: the number of network vertices its network-to-network links reach (itself
+  /// included), set once the network adjacency is built.
+  std::vector<std::uint32_t> component_size;
+  void count_components() {
+    const std::size_t nn = network_count;
+    constexpr std::uint32_t kUnseen = std::numeric_limits<std::uint32_t>::max();
+    std::vector<std::uint32_t> component(nn, kUnseen);
+    std::vector<std::uint32_t> sizes;
+    std::vector<std::uint32_t> queue;
+    for (std::size_t s = 0; s < nn; ++s) {
+      if (component[s] != kUnseen) continue;
+      const auto id = static_cast<std::uint32_t>(sizes.size());
+      queue.assign(1, static_cast<std::uint32_t>(s));
+      component[s] = id;
+      for (std::size_t head = 0; head < queue.size(); ++head) {
+        const std::uint32_t u = queue[head];
+        for (std::size_t k = net_adj_begin[u]; k < net_adj_begin[u + 1]; ++k) {
+          const std::size_t wi = net_adj[k].second - first_network;
+          if (component[wi] != kUnseen) continue;
+          component[wi] = id;
+          queue.push_back(static_cast<std::uint32_t>(wi));
+        }
+      }
+      sizes.push_back(static_cast<std::uint32_t>(queue.size()));
+    }
+    component_size.resize(nn);
+    for (std::size_t w = 0; w < nn; ++w) component_size[w] = sizes[component[w]];
   }
 
   // Out-links of each network vertex to other network vertices, in link id order (CSR over network indices).
   std::vector<std::size_t> net_adj_begin;
   std::vector<std::pair<LinkId, VertexId>> net_adj;
 
-  LinkId add_one(VertexId a, VertexId b, units::BytesPerSecond cap, units::Seconds lat, LinkClass cls) {
-    const auto id = static_cast<LinkId>(links.size());
-    links.push_back(Link{a, b, cap, lat, cls});
-    return id;
-  }
-  /// Every physical link is added as a pair: ids 2k (a -> b) and 2k+1 (b -> a).
-  void add_pair(VertexId a, VertexId b, units::BytesPerSecond cap, units::Seconds lat, LinkClass cls) {
-    add_one(a, b, cap, lat, cls);
-    add_one(b, a, cap, lat, cls);
-  }
   [[nodiscard]] VertexId extra(std::int64_t node, int k) const {
     return gpus + static_cast<VertexId>(node * extras + k);
   }
@@ -184,8 +176,67 @@ struct Topology::Impl {
     return static_cast<std::size_t>(gpn) + (v - gpus) % static_cast<VertexId>(extras);
   }
 
-  /// The fewest-hops ECMP route (Topology::route without its cache).
-  [[nodiscard]] std::vector<LinkId> compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const;
+  /// Appends (link, b) for every network-to-network link a -> b to `out`, scanning the shorter of a's and b's
+  /// network adjacency (b's links b -> a are the partners of a -> b: ids 2k / 2k+1).
+  void append_links_between(VertexId a, VertexId b, std::vector<std::pair<LinkId, VertexId>>& out) const {
+    const std::size_t ai = a - first_network, bi = b - first_network;
+    if (net_adj_begin[ai + 1] - net_adj_begin[ai] <= net_adj_begin[bi + 1] - net_adj_begin[bi]) {
+      for (std::size_t k = net_adj_begin[ai]; k < net_adj_begin[ai + 1]; ++k) {
+        if (net_adj[k].second == b) out.push_back(net_adj[k]);
+      }
+    } else {
+      for (std::size_t k = net_adj_begin[bi]; k < net_adj_begin[bi + 1]; ++k) {
+        if (net_adj[k].second == a) out.emplace_back(net_adj[k].first ^ 1U, b);
+      }
+    }
+  }
+
+  /// Whether node-local vertex v may carry a flow (besides its two end GPUs), for a flow inside one node or not.
+  [[nodiscard]] bool transit(VertexId v, bool same_node) const {
+    switch (g.kind_of(v)) {
+      case VertexKind::gpu: return false;
+      case VertexKind::nvswitch: return same_node;
+      case VertexKind::host:
+        return !same_node || fabric == IntraNodeFabric::pcie || fabric == IntraNodeFabric::none ||
+               fabric == IntraNodeFabric::nvlink_bridge;
+      case VertexKind::nic:
+      case VertexKind::ethernet_nic: return !same_node;
+      default: return false;
+    }
+  }
+  /// Hops to dst_gpu from the vertices of its node (by local index; kInf where no path inside the node), by a
+  /// breadth-first search from dst (links are symmetric). src_gpu: the flow's source when it is on dst's node
+  /// (reached but never expanded: GPUs do not transit), else any GPU of another node.
+  void node_distances(VertexId src_gpu, VertexId dst_gpu, std::vector<std::uint32_t>& dd,
+                      std::vector<VertexId>& queue) const {
+    const std::int64_t nd = g.node_of(dst_gpu);
+    const bool same_node = g.node_of(src_gpu) == nd;
+    dd.assign(static_cast<std::size_t>(gpn + extras), kInf);
+    queue.clear();
+    dd[local_index(dst_gpu)] = 0;
+    queue.push_back(dst_gpu);
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+      const VertexId u = queue[head];
+      g.for_each_out(u, [&](LinkId, VertexId w) {
+        if (g.node_of(w) != nd) return;
+        std::uint32_t& d = dd[local_index(w)];
+        if (d != kInf) return;
+        if (w == src_gpu) { d = dd[local_index(u)] + 1; return; }
+        if (!transit(w, same_node)) return;
+        d = dd[local_index(u)] + 1;
+        queue.push_back(w);
+      });
+    }
+  }
+  /// Routes are moved by whole periods of this many nodes (0: not at all) between nodes below symmetric_nodes
+  /// (the nodes of whole units): TranslationSymmetry of one zone's fat tree or single switch.
+  std::int64_t period_nodes = 0;
+  std::int64_t symmetric_nodes = 0;
+  /// node_distances from a GPU of another node to GPU l of a node, per l (set at build; nodes > 1).
+  std::vector<std::vector<std::uint32_t>> remote_distances;
+
+  /// The fewest-hops ECMP route (Topology::route without its cache), appended to `path`.
+  void compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash, std::vector<LinkId>& path) const;
 
  private:
   static std::uint64_t next_instance() {
@@ -208,17 +259,25 @@ VertexId Topology::gpu(std::int64_t node, int local) const {
   }
   return static_cast<VertexId>(node * impl_->gpn + local);
 }
-std::size_t Topology::vertex_count() const { return impl_->g.vertices.size(); }
-const VertexInfo& Topology::vertex(VertexId v) const {
+std::size_t Topology::vertex_count() const { return impl_->g.vertex_count(); }
+VertexInfo Topology::vertex(VertexId v) const {
   if (v >= vertex_count()) throw std::out_of_range("Topology::vertex: no vertex " + std::to_string(v));
-  return impl_->g[v];
+  return impl_->g.info(v);
 }
-std::size_t Topology::link_count() const { return impl_->links.size(); }
-const Link& Topology::link(LinkId id) const {
-  if (id >= impl_->links.size()) throw std::out_of_range("Topology::link: no link " + std::to_string(id));
-  return impl_->links[id];
+std::size_t Topology::link_count() const { return impl_->g.link_total; }
+Link Topology::link(LinkId id) const {
+  if (id >= impl_->g.link_total) throw std::out_of_range("Topology::link: no link " + std::to_string(id));
+  return impl_->g.link(id);
 }
-const std::vector<Link>& Topology::links() const { return impl_->links; }
+bool Topology::is_inter_zone(LinkId id) const { return id >= impl_->g.pairs_first && id < impl_->g.link_total; }
+std::vector<LinkId> Topology::out_links(VertexId v) const {
+  if (v >= impl_->first_network) {
+    throw std::invalid_argument("Topology::out_links: vertex " + std::to_string(v) + " is not a node's vertex");
+  }
+  std::vector<LinkId> out;
+  impl_->g.for_each_out(v, [&out](LinkId id, VertexId) { out.push_back(id); });
+  return out;
+}
 int Topology::zone_of_node(std::int64_t node) const {
   if (node < 0 || node >= impl_->nodes) throw std::out_of_range("Topology::zone_of_node: no node " + std::to_string(node));
   return impl_->node_zone[static_cast<std::size_t>(node)];
@@ -374,55 +433,48 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     }
   }
 
-  // ---- vertices, in id order
-  Graph& g = t.g;
-  g.vertices.reserve(static_cast<std::size_t>(t.first_network) + t.network_count);
-  {
-    // Link pairs: per node its intra-node fabric, GPU <-> host, NIC attachments and switch ports, its zone
-    // gateway link; the switch tiers; the zone pairs (reserved so that the list is not copied as it grows).
-    std::int64_t intra = 0;
-    if (switched_nvlink(vm.fabric)) intra = t.gpn;
-    else if (vm.fabric == IntraNodeFabric::nvlink_bridge) intra = t.gpn / 2;
-    else if (vm.fabric == IntraNodeFabric::infinity_fabric) intra = std::int64_t{t.gpn} * (t.gpn - 1) / 2;
-    std::int64_t pairs = cfg.nodes * (intra + t.gpn + 2 * t.nics + 2);
-    for (const ZoneFabric& f : zf) pairs += f.tier0 * (f.tier2 > 0 ? half : f.tier1) + f.tier1 * (f.tier2 > 0 ? half : 0);
-    pairs += static_cast<std::int64_t>(zones.size() * zones.size());
-    t.links.reserve(static_cast<std::size_t>(2 * pairs));
+  // ---- vertices: node-local ones are computed (detail::ClusterGraph::info), network ones stored
+  detail::ClusterGraph& g = t.g;
+  g.nodes = cfg.nodes;
+  g.gpn = t.gpn;
+  g.gpus = t.gpus;
+  g.extras = t.extras;
+  g.nics = t.nics;
+  g.off_nic0 = t.off_nic0;
+  g.fabric = cfg.fabric;
+  g.half = half;
+  g.first_network = t.first_network;
+  g.node_zone = t.node_zone;
+  g.extra_kind.resize(static_cast<std::size_t>(t.extras));
+  for (int e = 0; e < t.extras; ++e) {
+    VertexKind kind = VertexKind::nic;
+    if (e == t.off_nvswitch) kind = VertexKind::nvswitch;
+    else if (e == t.off_host) kind = VertexKind::host;
+    else if (e == t.off_eth) kind = VertexKind::ethernet_nic;
+    else if (!infiniband) kind = VertexKind::ethernet_nic;
+    g.extra_kind[static_cast<std::size_t>(e)] = kind;
   }
-  for (std::int64_t n = 0; n < cfg.nodes; ++n) {
-    const int z = t.node_zone[static_cast<std::size_t>(n)];
-    for (int l = 0; l < t.gpn; ++l) g.vertices.push_back(VertexInfo{VertexKind::gpu, n, z, 0});
-  }
-  for (std::int64_t n = 0; n < cfg.nodes; ++n) {
-    const int z = t.node_zone[static_cast<std::size_t>(n)];
-    for (int e = 0; e < t.extras; ++e) {
-      VertexKind kind = VertexKind::nic;
-      if (e == t.off_nvswitch) kind = VertexKind::nvswitch;
-      else if (e == t.off_host) kind = VertexKind::host;
-      else if (e == t.off_eth) kind = VertexKind::ethernet_nic;
-      else if (!infiniband) kind = VertexKind::ethernet_nic;
-      g.vertices.push_back(VertexInfo{kind, n, z, 0});
-    }
-  }
+  g.network_info.reserve(t.network_count);
   for (std::size_t z = 0; z < zones.size(); ++z) {
     for (std::int64_t s = 0; s < zf[z].tier0; ++s) {
-      g.vertices.push_back(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 0});
+      g.network_info.push_back(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 0});
     }
     for (std::int64_t s = 0; s < zf[z].tier1; ++s) {
-      g.vertices.push_back(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 1});
+      g.network_info.push_back(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 1});
     }
     for (std::int64_t s = 0; s < zf[z].tier2; ++s) {
-      g.vertices.push_back(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 2});
+      g.network_info.push_back(VertexInfo{VertexKind::network_switch, -1, static_cast<int>(z), 2});
     }
   }
-  const VertexId first_gateway = static_cast<VertexId>(g.vertices.size());
+  const VertexId first_gateway = t.first_network + static_cast<VertexId>(g.network_info.size());
+  g.first_gateway = first_gateway;
   if (multi_zone) {
     for (std::size_t z = 0; z < zones.size(); ++z) {
-      g.vertices.push_back(VertexInfo{VertexKind::zone_gateway, -1, static_cast<int>(z), 0});
+      g.network_info.push_back(VertexInfo{VertexKind::zone_gateway, -1, static_cast<int>(z), 0});
     }
   }
 
-  // ---- links: intra-node
+  // ---- links: intra-node, node 0's block (every node's is the same, moved: ClusterGraph::link)
   const units::BytesPerSecond fabric_rate = device.fabric_bandwidth_per_direction;
   const units::BytesPerSecond port_rate = infiniband ? units::to_bytes_per_second(vm.infiniband_port_rate)
                                                      : units::to_bytes_per_second(vm.ethernet_bandwidth);
@@ -432,51 +484,82 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
   const bool host_is_fabric = vm.fabric == IntraNodeFabric::pcie || vm.fabric == IntraNodeFabric::none;
   const units::BytesPerSecond host_rate =
       host_is_fabric && fabric_rate.value() > 0.0 ? fabric_rate : kHostPcieBandwidth;
-  for (std::int64_t n = 0; n < cfg.nodes; ++n) {
-    const VertexId g0 = static_cast<VertexId>(n * t.gpn);
+  g.port_rate = port_rate;
+  g.net_latency = net_latency;
+  g.net_class = net_class;
+  g.ethernet_rate = ethernet_rate;
+  {
+    std::vector<Link>& links = g.tmpl_links;
+    const auto pair = [&links](VertexId a, VertexId b, units::BytesPerSecond cap, units::Seconds lat, LinkClass cls) {
+      links.push_back(Link{a, b, cap, lat, cls});
+      links.push_back(Link{b, a, cap, lat, cls});
+    };
+    const std::int64_t n = 0;
+    const VertexId g0 = 0;
     if (switched_nvlink(vm.fabric)) {
       for (int l = 0; l < t.gpn; ++l) {
-        t.add_pair(g0 + l, t.extra(n, t.off_nvswitch), fabric_rate, kNvlinkHopLatency, LinkClass::nvlink);
+        pair(g0 + l, t.extra(n, t.off_nvswitch), fabric_rate, kNvlinkHopLatency, LinkClass::nvlink);
       }
     } else if (vm.fabric == IntraNodeFabric::nvlink_bridge) {
-      for (int l = 0; l + 1 < t.gpn; l += 2) {
-        t.add_pair(g0 + l, g0 + l + 1, fabric_rate, kNvlinkHopLatency, LinkClass::nvlink);
-      }
+      for (int l = 0; l + 1 < t.gpn; l += 2) pair(g0 + l, g0 + l + 1, fabric_rate, kNvlinkHopLatency, LinkClass::nvlink);
     } else if (vm.fabric == IntraNodeFabric::infinity_fabric && t.gpn > 1) {
       const units::BytesPerSecond peer = fabric_rate / static_cast<double>(t.gpn - 1);
       for (int a = 0; a < t.gpn; ++a) {
-        for (int b = a + 1; b < t.gpn; ++b) {
-          t.add_pair(g0 + a, g0 + b, peer, kInfinityFabricLatency, LinkClass::infinity_fabric);
-        }
+        for (int b = a + 1; b < t.gpn; ++b) pair(g0 + a, g0 + b, peer, kInfinityFabricLatency, LinkClass::infinity_fabric);
       }
     }
-    for (int l = 0; l < t.gpn; ++l) {
-      t.add_pair(g0 + l, t.extra(n, t.off_host), host_rate, kPcieHopLatency, LinkClass::pcie);
-    }
+    for (int l = 0; l < t.gpn; ++l) pair(g0 + l, t.extra(n, t.off_host), host_rate, kPcieHopLatency, LinkClass::pcie);
     for (int i = 0; i < t.nics; ++i) {
       const VertexId nic = t.extra(n, t.off_nic0 + i);
-      if (rail_nics) t.add_pair(g0 + i, nic, port_rate, kPcieHopLatency, LinkClass::pcie);
-      else t.add_pair(t.extra(n, t.off_host), nic, port_rate, kPcieHopLatency, LinkClass::pcie);
+      if (rail_nics) pair(g0 + i, nic, port_rate, kPcieHopLatency, LinkClass::pcie);
+      else pair(t.extra(n, t.off_host), nic, port_rate, kPcieHopLatency, LinkClass::pcie);
     }
     if (t.off_eth >= 0) {
-      t.add_pair(t.extra(n, t.off_host), t.extra(n, t.off_eth), ethernet_rate, kPcieHopLatency, LinkClass::pcie);
+      pair(t.extra(n, t.off_host), t.extra(n, t.off_eth), ethernet_rate, kPcieHopLatency, LinkClass::pcie);
     }
   }
+  const std::uint64_t block = g.tmpl_links.size();
+  {
+    // Link ids must fit LinkId: the per-node blocks, NIC links and switch tiers (counted as the builder below
+    // adds them), the gateway links.
+    std::uint64_t total = static_cast<std::uint64_t>(cfg.nodes) * (block + 2 * static_cast<std::uint64_t>(t.nics));
+    for (const ZoneFabric& f : zf) {
+      total += 2 * static_cast<std::uint64_t>(f.tier0 * (f.tier2 > 0 ? half : f.tier1) + f.tier1 * (f.tier2 > 0 ? half : 0));
+    }
+    if (multi_zone) total += 2 * static_cast<std::uint64_t>(cfg.nodes) + zones.size() * zones.size();
+    if (total >= std::numeric_limits<LinkId>::max()) bad("cluster too large: more than 2^32 links");
+  }
+  {
+    std::size_t stored = 0;  // reserved, so that the stored links are not copied as they grow
+    for (const ZoneFabric& f : zf) {
+      stored += 2 * static_cast<std::size_t>(f.tier0 * (f.tier2 > 0 ? half : f.tier1) + f.tier1 * (f.tier2 > 0 ? half : 0));
+    }
+    if (multi_zone) stored += zones.size() * (zones.size() - 1);
+    g.stored.reserve(stored);
+  }
+  g.intra_end = static_cast<LinkId>(static_cast<std::uint64_t>(cfg.nodes) * block);
+  LinkId next_id = g.intra_end;
+  const auto store_pair = [&](VertexId a, VertexId b, units::BytesPerSecond cap, units::Seconds lat, LinkClass cls) {
+    g.stored.push_back(Link{a, b, cap, lat, cls});
+    g.stored.push_back(Link{b, a, cap, lat, cls});
+    next_id += 2;
+  };
 
-  // ---- links: inter-node fabric, per zone
+  // ---- links: inter-node fabric, per zone: the NIC links (computed), then the switch tiers (stored)
   for (std::size_t z = 0; z < zones.size(); ++z) {
     const ZoneFabric& f = zf[z];
+    detail::ZoneSection section;
+    section.first_node = f.first_node;
+    section.node_count = f.node_count;
+    section.first_switch = f.first_switch;
+    section.tier0 = f.tier0;
+    section.tier1 = f.tier1;
+    section.tier2 = f.tier2;
+    section.nic_first = next_id;
+    next_id += static_cast<LinkId>(2 * f.node_count * t.nics);
+    section.tier_first = next_id;
+    section.tier_stored = g.stored.size();
     const VertexId tier1_first = f.first_switch + static_cast<VertexId>(f.tier0);
-    for (std::int64_t ln = 0; ln < f.node_count; ++ln) {
-      const std::int64_t n = f.first_node + ln;
-      for (int i = 0; i < t.nics; ++i) {
-        std::int64_t sw = 0;
-        if (cfg.fabric == FabricKind::fat_tree) sw = (ln * t.nics + i) / half;
-        else if (cfg.fabric == FabricKind::rail_optimized) sw = i;
-        t.add_pair(t.extra(n, t.off_nic0 + i), f.first_switch + static_cast<VertexId>(sw), port_rate, net_latency,
-                   net_class);
-      }
-    }
     if (f.tier2 > 0) {
       // Three tiers: leaf a of pod a / half <-> every aggregation switch of its pod; aggregation switch j of
       // every pod <-> core switches j * half .. j * half + half - 1. Every up-link carries the leaf's
@@ -486,14 +569,14 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
       for (std::int64_t a = 0; a < f.tier0; ++a) {
         const std::int64_t pod = a / half;
         for (int j = 0; j < half; ++j) {
-          t.add_pair(f.first_switch + static_cast<VertexId>(a), tier1_first + static_cast<VertexId>(pod * half + j),
-                     up, net_latency, net_class);
+          store_pair(f.first_switch + static_cast<VertexId>(a), tier1_first + static_cast<VertexId>(pod * half + j), up,
+                     net_latency, net_class);
         }
       }
       for (std::int64_t agg = 0; agg < f.tier1; ++agg) {
         const std::int64_t j = agg % half;
         for (int c = 0; c < half; ++c) {
-          t.add_pair(tier1_first + static_cast<VertexId>(agg), tier2_first + static_cast<VertexId>(j * half + c), up,
+          store_pair(tier1_first + static_cast<VertexId>(agg), tier2_first + static_cast<VertexId>(j * half + c), up,
                      net_latency, net_class);
         }
       }
@@ -510,42 +593,81 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
           port_rate * down_ports / cfg.oversubscription / static_cast<double>(f.tier1);
       for (std::int64_t a = 0; a < f.tier0; ++a) {
         for (std::int64_t s = 0; s < f.tier1; ++s) {
-          t.add_pair(f.first_switch + static_cast<VertexId>(a), tier1_first + static_cast<VertexId>(s), up,
+          store_pair(f.first_switch + static_cast<VertexId>(a), tier1_first + static_cast<VertexId>(s), up,
                      net_latency, net_class);
         }
       }
     }
+    section.tier_end = next_id;
+    g.zone_sections.push_back(section);
   }
 
-  // ---- links: zones
+  // ---- links: zones (each node's Ethernet NIC <-> its gateway computed, the gateway pairs stored)
+  g.eth_first = next_id;
+  if (multi_zone) {
+    g.eth_offset = t.off_eth >= 0 ? t.off_eth : t.off_nic0;
+    next_id += static_cast<LinkId>(2 * cfg.nodes);
+  }
+  g.pairs_first = next_id;
+  g.pairs_stored = g.stored.size();
   if (multi_zone) {
     const units::BytesPerSecond per_node = cfg.inter_zone_bandwidth_per_node.value_or(ethernet_rate);
-    for (std::int64_t n = 0; n < cfg.nodes; ++n) {
-      const int eth = t.off_eth >= 0 ? t.off_eth : t.off_nic0;
-      const VertexId gw = first_gateway + static_cast<VertexId>(t.node_zone[static_cast<std::size_t>(n)]);
-      t.add_pair(t.extra(n, eth), gw, ethernet_rate, kEthernetHopLatency, LinkClass::ethernet);
-    }
     for (std::size_t a = 0; a < zones.size(); ++a) {
       for (std::size_t b = a + 1; b < zones.size(); ++b) {
         const auto smaller = static_cast<double>(std::min(zones[a].nodes, zones[b].nodes));
-        t.add_pair(first_gateway + static_cast<VertexId>(a), first_gateway + static_cast<VertexId>(b),
+        store_pair(first_gateway + static_cast<VertexId>(a), first_gateway + static_cast<VertexId>(b),
                    per_node * smaller, cfg.inter_zone_latency, LinkClass::inter_zone);
       }
     }
   }
+  g.link_total = next_id;
 
-  // ---- the graph's out-links, then the routing tables: network adjacency
-  g.index(t.links);
-  t.net_adj_begin.assign(t.network_count + 1, 0);
-  for (std::size_t w = 0; w < t.network_count; ++w) {
-    t.net_adj_begin[w] = t.net_adj.size();
-    for (auto [e, end] = out_edges(t.first_network + static_cast<VertexId>(w), g); e != end; ++e) {
-      const VertexId x = target_of(*e, g);
-      if (x >= t.first_network) t.net_adj.emplace_back(e->id, x);
+  // ---- out-links of node 0's vertices (template), in id order: intra, NIC -> switch, Ethernet -> gateway
+  {
+    const std::size_t locals = static_cast<std::size_t>(t.gpn + t.extras);
+    std::vector<std::vector<detail::TemplateEdge>> out(locals);
+    for (LinkId id = 0; id < g.tmpl_links.size(); ++id) {
+      const Link& l = g.tmpl_links[id];
+      out[t.local_index(l.src)].push_back(detail::TemplateEdge{l.dst, id, 0, detail::TemplateEdge::Kind::intra});
     }
-    std::sort(t.net_adj.begin() + static_cast<std::ptrdiff_t>(t.net_adj_begin[w]), t.net_adj.end());
+    for (int i = 0; i < t.nics; ++i) {
+      out[static_cast<std::size_t>(t.gpn + t.off_nic0 + i)].push_back(
+          detail::TemplateEdge{0, 0, i, detail::TemplateEdge::Kind::nic_switch});
+    }
+    if (g.eth_offset >= 0) {
+      out[static_cast<std::size_t>(t.gpn + g.eth_offset)].push_back(
+          detail::TemplateEdge{0, 0, 0, detail::TemplateEdge::Kind::ethernet_gateway});
+    }
+    g.tmpl_begin.assign(locals + 1, 0);
+    for (std::size_t v = 0; v < locals; ++v) {
+      g.tmpl_begin[v] = g.tmpl_edges.size();
+      g.tmpl_edges.insert(g.tmpl_edges.end(), out[v].begin(), out[v].end());
+    }
+    g.tmpl_begin[locals] = g.tmpl_edges.size();
+  }
+
+  // ---- routing tables: network adjacency (network-to-network links are all stored)
+  {
+    // A counting sort by source over the stored links taken in id order: each vertex's list in link id order.
+    const auto scan = [&](auto&& visit) {
+      const auto section = [&](LinkId first, std::size_t stored_first, LinkId end) {
+        for (LinkId id = first; id < end; ++id) {
+          const Link& l = g.stored[stored_first + (id - first)];
+          if (l.src >= t.first_network && l.dst >= t.first_network) visit(id, l);
+        }
+      };
+      for (const detail::ZoneSection& z : g.zone_sections) section(z.tier_first, z.tier_stored, z.tier_end);
+      section(g.pairs_first, g.pairs_stored, g.link_total);
+    };
+    t.net_adj_begin.assign(t.network_count + 1, 0);
+    scan([&](LinkId, const Link& l) { ++t.net_adj_begin[l.src - t.first_network + 1]; });
+    for (std::size_t w = 0; w < t.network_count; ++w) t.net_adj_begin[w + 1] += t.net_adj_begin[w];
+    t.net_adj.resize(t.net_adj_begin[t.network_count]);
+    std::vector<std::size_t> next(t.net_adj_begin.begin(), t.net_adj_begin.end() - 1);
+    scan([&](LinkId id, const Link& l) { t.net_adj[next[l.src - t.first_network]++] = {id, l.dst}; });
   }
   t.net_adj_begin[t.network_count] = t.net_adj.size();
+  t.count_components();
 
   // ---- routing tables: hop distances from every NIC-facing switch and gateway to every network vertex,
   // over network-to-network links only (links are symmetric, so this is also the distance to it); each row is
@@ -554,12 +676,24 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
   t.target_row.assign(nn, -1);
   std::int32_t rows = 0;
   for (std::size_t w = 0; w < nn; ++w) {
-    const VertexInfo& info = g[t.first_network + static_cast<VertexId>(w)];
+    const VertexInfo info = g.info(t.first_network + static_cast<VertexId>(w));
     if (info.kind == VertexKind::zone_gateway || info.tier == 0) t.target_row[w] = rows++;
   }
   t.row_source.resize(static_cast<std::size_t>(rows));
   for (std::size_t w = 0; w < nn; ++w) {
     if (t.target_row[w] >= 0) t.row_source[static_cast<std::size_t>(t.target_row[w])] = static_cast<VertexId>(w);
+  }
+  if (cfg.nodes > 1) {
+    std::vector<VertexId> queue;
+    t.remote_distances.resize(static_cast<std::size_t>(t.gpn));
+    for (int l = 0; l < t.gpn; ++l) {
+      t.node_distances(static_cast<VertexId>(t.gpn + l), static_cast<VertexId>(l),
+                       t.remote_distances[static_cast<std::size_t>(l)], queue);
+    }
+  }
+  if (const std::optional<TranslationSymmetry> sym = translation_symmetry(t.shape, t.gpn)) {
+    t.period_nodes = sym->period_nodes;
+    t.symmetric_nodes = cfg.nodes / sym->unit_nodes * sym->unit_nodes;
   }
   t.row_once = std::make_unique<std::once_flag[]>(static_cast<std::size_t>(rows));
   t.dist.resize(static_cast<std::size_t>(rows));
@@ -582,6 +716,32 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
                                 " is not a GPU (GPUs are 0.." + std::to_string(t.gpus - 1) + ")");
   }
   if (src_gpu == dst_gpu) return;
+  // Translation by whole periods (models/network/pattern_symmetry.hpp, whose proof holds for one route): on one
+  // zone's fat tree or single switch, moving both ends and the hash by D nodes' ranks, D a multiple of the
+  // period, moves every vertex and link of the route by D nodes and keeps every ECMP digit. So the route is
+  // that of the translate whose lower end is in the first period, moved back (Impl::g.move_link): a ring or
+  // tree over thousands of nodes computes the routes of a few.
+  std::int64_t moved_nodes = 0;
+  if (t.period_nodes > 0) {
+    const std::int64_t sn = src_gpu / static_cast<VertexId>(t.gpn), dn = dst_gpu / static_cast<VertexId>(t.gpn);
+    if (sn < t.symmetric_nodes && dn < t.symmetric_nodes) {
+      const std::int64_t k = std::min(sn, dn) / t.period_nodes * t.period_nodes;
+      const auto ranks = static_cast<std::uint64_t>(k) * static_cast<std::uint64_t>(t.gpn);
+      if (k > 0 && flow_hash >= ranks) {
+        src_gpu -= static_cast<VertexId>(ranks);
+        dst_gpu -= static_cast<VertexId>(ranks);
+        flow_hash -= ranks;
+        moved_nodes = k;
+      }
+    }
+  }
+  const auto emit = [&](std::vector<LinkId>::const_iterator first, std::vector<LinkId>::const_iterator last) {
+    if (moved_nodes == 0) {
+      out.insert(out.end(), first, last);
+    } else {
+      for (; first != last; ++first) out.push_back(t.g.move_link(*first, moved_nodes));
+    }
+  };
   // Routes are a pure function of (topology, src, dst, flow_hash), and collective schedules ask for the same
   // pairs again and again (ring, tree and hierarchical schedules of every layout share their neighbour pairs;
   // a 1,024-GPU layout search asks 440 K routes over 32 K distinct pairs). Each thread keeps its own cache of
@@ -629,71 +789,36 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
   for (; cache.slots[i].src != kNoVertex; i = (i + 1) & (cache.slots.size() - 1)) {
     const Slot& e = cache.slots[i];
     if (e.src == src_gpu && e.dst == dst_gpu && e.hash == flow_hash) {
-      out.insert(out.end(), cache.links.begin() + e.offset, cache.links.begin() + e.offset + e.length);
+      emit(cache.links.begin() + e.offset, cache.links.begin() + e.offset + e.length);
       return;
     }
   }
-  const std::vector<LinkId> path = t.compute_route(src_gpu, dst_gpu, flow_hash);
-  cache.slots[i] = Slot{src_gpu, dst_gpu, flow_hash, static_cast<std::uint32_t>(cache.links.size()),
-                        static_cast<std::uint32_t>(path.size())};
-  cache.links.insert(cache.links.end(), path.begin(), path.end());
+  // Computed straight into the cache's link store (no vector per route), then copied out.
+  const std::size_t offset = cache.links.size();
+  try {
+    t.compute_route(src_gpu, dst_gpu, flow_hash, cache.links);
+  } catch (...) {
+    cache.links.resize(offset);
+    throw;
+  }
+  const std::size_t length = cache.links.size() - offset;
+  cache.slots[i] = Slot{src_gpu, dst_gpu, flow_hash, static_cast<std::uint32_t>(offset),
+                        static_cast<std::uint32_t>(length)};
   if (2 * ++cache.size > cache.slots.size()) cache.grow();
-  out.insert(out.end(), path.begin(), path.end());
+  emit(cache.links.begin() + static_cast<std::ptrdiff_t>(offset), cache.links.end());
 }
 
-std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const {
+void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash,
+                                   std::vector<LinkId>& path) const {
   const Impl& t = *this;
-  const Graph& graph = t.g;
-  const std::int64_t ns = graph[src_gpu].node;
-  const std::int64_t nd = graph[dst_gpu].node;
+  const detail::ClusterGraph& graph = t.g;
+  const std::int64_t ns = graph.node_of(src_gpu);
+  const std::int64_t nd = graph.node_of(dst_gpu);
   const bool same_node = ns == nd;
-  const bool same_zone = graph[src_gpu].zone == graph[dst_gpu].zone;
+  const bool same_zone = graph.node_zone[static_cast<std::size_t>(ns)] == graph.node_zone[static_cast<std::size_t>(nd)];
   const std::size_t local_count = static_cast<std::size_t>(t.gpn + t.extras);
 
-  // Which node-local vertices may carry the flow (besides its two end GPUs).
-  auto transit = [&](VertexId v) {
-    switch (graph[v].kind) {
-      case VertexKind::gpu: return false;
-      case VertexKind::nvswitch: return same_node;
-      case VertexKind::host:
-        return !same_node || t.fabric == IntraNodeFabric::pcie || t.fabric == IntraNodeFabric::none ||
-               t.fabric == IntraNodeFabric::nvlink_bridge;
-      case VertexKind::nic:
-      case VertexKind::ethernet_nic: return !same_node;
-      default: return false;
-    }
-  };
-
-  // Hops to dst from the vertices of dst's node: BFS from dst (links are symmetric).
-  // Scratch buffers reused across calls on this thread: route() runs once per flow of every collective solve,
-  // and their allocations were a tenth of a layout search's time.
-  struct Scratch {
-    std::vector<std::uint32_t> dd, ds;
-    std::vector<VertexId> queue, members;
-    std::vector<std::pair<LinkId, VertexId>> candidates;
-  };
-  thread_local Scratch scratch;
-  std::vector<std::uint32_t>& dd = scratch.dd;
-  dd.assign(local_count, kInf);
-  {
-    std::vector<VertexId>& queue = scratch.queue;
-    queue.clear();
-    dd[t.local_index(dst_gpu)] = 0;
-    queue.push_back(dst_gpu);
-    for (std::size_t head = 0; head < queue.size(); ++head) {
-      const VertexId u = queue[head];
-      for (auto [e, end] = out_edges(u, graph); e != end; ++e) {
-        const VertexId w = target_of(*e, graph);
-        if (graph[w].node != nd) continue;
-        std::uint32_t& d = dd[t.local_index(w)];
-        if (d != kInf) continue;
-        if (w == src_gpu) { d = dd[t.local_index(u)] + 1; continue; }
-        if (!transit(w)) continue;
-        d = dd[t.local_index(u)] + 1;
-        queue.push_back(w);
-      }
-    }
-  }
+  auto transit = [&](VertexId v) { return t.transit(v, same_node); };
 
   // Network vertices adjacent to dst's node, with the hops from each to dst.
   struct Ingress {
@@ -703,25 +828,46 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
     LinkId down;         // link f -> u
     VertexId u;          // dst-node vertex below f
   };
-  std::vector<Ingress> ingress;
+
+  // Hops to dst from the vertices of dst's node: BFS from dst (links are symmetric).
+  // Scratch buffers reused across calls on this thread: route() runs once per flow of every collective solve,
+  // and their allocations were a tenth of a layout search's time.
+  struct Scratch {
+    std::vector<std::uint32_t> dd, ds;
+    std::vector<VertexId> queue, members;
+    std::vector<std::pair<LinkId, VertexId>> candidates;
+    std::vector<Ingress> ingress;
+  };
+  thread_local Scratch scratch;
+  std::vector<std::uint32_t>& dd = scratch.dd;
+  if (same_node) {
+    t.node_distances(src_gpu, dst_gpu, dd, scratch.queue);
+  } else {
+    // From another node, the same for every node (the node's links are one template): computed at build.
+    const std::vector<std::uint32_t>& row = t.remote_distances[dst_gpu % static_cast<VertexId>(t.gpn)];
+    dd.assign(row.begin(), row.end());
+  }
+
+
+  std::vector<Ingress>& ingress = scratch.ingress;
+  ingress.clear();
   if (!same_node) {
     for (int e = 0; e < t.extras; ++e) {
       const VertexId u = t.extra(nd, e);
       const std::uint32_t du = dd[t.local_index(u)];
       if (du == kInf) continue;
-      for (auto [it, end] = out_edges(u, graph); it != end; ++it) {
-        const VertexId f = target_of(*it, graph);
-        if (f < t.first_network) continue;
-        if (same_zone && graph[f].kind == VertexKind::zone_gateway) continue;
+      graph.for_each_out(u, [&](LinkId id, VertexId f) {
+        if (f < t.first_network) return;
+        if (same_zone && f >= graph.first_gateway) return;  // gateways are the last network vertices
         const std::int32_t row = t.target_row[f - t.first_network];
         // Links come in pairs 2k / 2k+1, so the link f -> u is the partner of u -> f.
-        if (row >= 0) ingress.push_back({t.dist_row(static_cast<std::size_t>(row)), du + 1, f, it->id ^ 1U, u});
-      }
+        if (row >= 0) ingress.push_back({t.dist_row(static_cast<std::size_t>(row)), du + 1, f, id ^ 1U, u});
+      });
     }
   }
   auto net_distance = [&](VertexId w) -> std::uint32_t {
     if (same_node) return kInf;
-    if (same_zone && graph[w].kind == VertexKind::zone_gateway) return kInf;
+    if (same_zone && w >= graph.first_gateway) return kInf;
     const std::size_t wi = w - t.first_network;
     std::uint32_t best = kInf;
     for (const Ingress& in : ingress) {
@@ -736,7 +882,7 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
   ds.assign(local_count, kInf);
   auto distance = [&](VertexId w) -> std::uint32_t {
     if (w >= t.first_network) return net_distance(w);
-    const std::int64_t n = graph[w].node;
+    const std::int64_t n = graph.node_of(w);
     if (n == nd) return dd[t.local_index(w)];
     if (n == ns) return ds[t.local_index(w)];
     return kInf;
@@ -744,21 +890,23 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
   if (!same_node) {
     std::vector<VertexId>& members = scratch.members;
     members.clear();
-    members.push_back(src_gpu);
-    for (int e = 0; e < t.extras; ++e) {
+    // The fixed point (the shortest distances) does not depend on the order of relaxation; NICs first, then
+    // the host, then the GPU follows the distances inwards from the network and usually settles in one pass
+    // plus the pass that confirms it.
+    for (int e = t.extras - 1; e >= 0; --e) {
       if (transit(t.extra(ns, e))) members.push_back(t.extra(ns, e));
     }
+    members.push_back(src_gpu);
     for (bool changed = true; changed;) {
       changed = false;
       for (const VertexId v : members) {
         std::uint32_t best = ds[t.local_index(v)];
-        for (auto [e, end] = out_edges(v, graph); e != end; ++e) {
-          const VertexId w = target_of(*e, graph);
-          if (w < t.gpus) continue;  // GPUs are never transit, and dst is on another node
-          if (w < t.first_network && !transit(w)) continue;
+        graph.for_each_out(v, [&](LinkId, VertexId w) {
+          if (w < t.gpus) return;  // GPUs are never transit, and dst is on another node
+          if (w < t.first_network && !transit(w)) return;
           const std::uint32_t d = distance(w);
           if (d != kInf && d + 1 < best) best = d + 1;
-        }
+        });
         if (best < ds[t.local_index(v)]) {
           ds[t.local_index(v)] = best;
           changed = true;
@@ -773,8 +921,6 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
     throw std::logic_error("Topology::route: no path from GPU " + std::to_string(src_gpu) + " to GPU " +
                            std::to_string(dst_gpu));
   }
-  std::vector<LinkId> path;
-  path.reserve(remaining);
   std::vector<std::pair<LinkId, VertexId>>& candidates = scratch.candidates;
   VertexId v = src_gpu;
   std::uint64_t hash_digits = flow_hash;
@@ -783,19 +929,34 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
     if (v >= t.first_network) {
       // A network switch: its network neighbours from the CSR, its links down into dst's node from `ingress`
       // (a rail switch has thousands of NIC neighbours; scanning them all would dominate the route).
+      // A next hop w is on a shortest path when dist_i(w) + hops_i == remaining - 1 for some ingress i (and
+      // never less: remaining is v's distance). When no ingress has hops_i < remaining - 1, that needs
+      // dist_i(w) == 0, i.e. w is the ingress switch f_i itself: look up v's links to those switches instead of
+      // scanning v's neighbours (a spine of a 131,072-GPU tree has 4,096 leaves). The same candidate set.
       const std::size_t vi = v - t.first_network;
-      for (std::size_t k = t.net_adj_begin[vi]; k < t.net_adj_begin[vi + 1]; ++k) {
-        if (net_distance(t.net_adj[k].second) + 1 == remaining) candidates.push_back(t.net_adj[k]);
+      bool scan = false;
+      for (const Ingress& in : ingress) scan = scan || in.hops + 1 < remaining;
+      if (scan) {
+        for (std::size_t k = t.net_adj_begin[vi]; k < t.net_adj_begin[vi + 1]; ++k) {
+          if (net_distance(t.net_adj[k].second) + 1 == remaining) candidates.push_back(t.net_adj[k]);
+        }
+      } else {
+        for (std::size_t i = 0; i < ingress.size(); ++i) {
+          const Ingress& in = ingress[i];
+          if (in.hops + 1 != remaining) continue;
+          bool seen = false;  // several ingress entries may share a switch: take its links once
+          for (std::size_t j = 0; j < i && !seen; ++j) seen = ingress[j].hops + 1 == remaining && ingress[j].f == in.f;
+          if (!seen) t.append_links_between(v, in.f, candidates);
+        }
       }
       for (const Ingress& in : ingress) {
         if (in.f == v && in.hops == remaining) candidates.emplace_back(in.down, in.u);
       }
     } else {
-      for (auto [e, end] = out_edges(v, graph); e != end; ++e) {
-        const VertexId w = target_of(*e, graph);
-        if (w != dst_gpu && w < t.first_network && !transit(w)) continue;
-        if (distance(w) + 1 == remaining) candidates.emplace_back(e->id, w);
-      }
+      graph.for_each_out(v, [&](LinkId id, VertexId w) {
+        if (w != dst_gpu && w < t.first_network && !transit(w)) return;
+        if (distance(w) + 1 == remaining) candidates.emplace_back(id, w);
+      });
     }
     if (candidates.empty()) throw std::logic_error("Topology::route: routing tables inconsistent");
     std::sort(candidates.begin(), candidates.end());
@@ -805,7 +966,6 @@ std::vector<LinkId> Topology::Impl::compute_route(VertexId src_gpu, VertexId dst
     v = pick.second;
     --remaining;
   }
-  return path;
 }
 
 }  // namespace clustersim::models

@@ -1,8 +1,10 @@
 // The physical network of a cluster (issue 3, part 1): GPUs, intra-node fabric, NICs, network switches and
 // availability-zone gateways as a directed graph of links, with shortest-path ECMP routing between GPUs.
 //
-// The graph is a compressed array of every vertex's out-links in link id order (CSR), built once from the link
-// list and held behind a pimpl. A fair-share solver works over link ids 0..link_count()-1.
+// The graph is held behind a pimpl: the links and vertices of every node are computed from one node's
+// template when asked for (link(), vertex(), routing), and only the switch tiers and zone gateways are stored
+// (issue 31: a 131,072-GPU cluster's 1.3 million links are 40 MB stored). A fair-share solver works over link
+// ids 0..link_count()-1.
 //
 // ## Vertices
 //   * GPUs first, in global rank order (node-major): vertex id == rank == node * gpus_per_node + local.
@@ -79,8 +81,11 @@
 // with one candidate consumes nothing. Cost: hop-count distances between the network
 // switches are computed, on the first route that needs them, from each NIC-facing switch and gateway to every
 // network vertex (16-bit entries: up to 512 leaves x 544 switches for 2,048 H100 nodes on a two-tier fat tree; no
-// all-pairs table over GPUs); a route then costs a small search over the two end nodes plus one scan of each
-// switch's switch neighbours.
+// all-pairs table over GPUs); a route then costs a small search over the two end nodes plus, at each switch, a
+// scan of its switch neighbours (or, when only the destination's own switches can be next, a look-up of the
+// links to them). On one zone's fat tree or single switch a route is computed for the translate of its pair by
+// a whole number of periods (models/network/pattern_symmetry.hpp: the shift keeps every ECMP digit) and moved
+// back link by link, so a ring over thousands of nodes computes the routes of a few.
 //
 // ## Latencies (per directed link; the latency of a switch is charged to the link entering it)
 //   kNvlinkHopLatency      0.5 us  ASSUMPTION (NCCL small-message GPU-GPU over NVSwitch is ~1-2 us incl.
@@ -194,11 +199,17 @@ class Topology {
   /// Vertex of GPU `local` of `node` (== node * gpus_per_node + local). Throws std::out_of_range.
   [[nodiscard]] VertexId gpu(std::int64_t node, int local) const;
   [[nodiscard]] std::size_t vertex_count() const;
-  [[nodiscard]] const VertexInfo& vertex(VertexId v) const;
+  /// Vertex `v` in 0..vertex_count()-1 (computed for a node's vertices). Throws std::out_of_range.
+  [[nodiscard]] VertexInfo vertex(VertexId v) const;
   [[nodiscard]] std::size_t link_count() const;
-  /// Link `id` in 0..link_count()-1. Throws std::out_of_range.
-  [[nodiscard]] const Link& link(LinkId id) const;
-  [[nodiscard]] const std::vector<Link>& links() const;
+  /// Link `id` in 0..link_count()-1 (computed for a node's links: a few integer operations). Throws
+  /// std::out_of_range.
+  [[nodiscard]] Link link(LinkId id) const;
+  /// Whether link `id` is an inter_zone link (== link(id).link_class == LinkClass::inter_zone, in O(1)).
+  [[nodiscard]] bool is_inter_zone(LinkId id) const;
+  /// The out-links of a node's vertex (a GPU, NVSwitch, host or NIC), in link id order. Throws
+  /// std::invalid_argument for a network switch or gateway.
+  [[nodiscard]] std::vector<LinkId> out_links(VertexId v) const;
   /// Zone index of a node and the zones as configured (one "zone-0" when none were given).
   [[nodiscard]] int zone_of_node(std::int64_t node) const;
   [[nodiscard]] const std::vector<ZoneSpec>& zones() const;

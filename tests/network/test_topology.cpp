@@ -208,7 +208,8 @@ TEST(Topology, FatTreeOversubscriptionScalesLeafSpineCapacity) {
     cfg.oversubscription = over;
     const Topology t = build("Standard_ND96isr_H100_v5", cfg);
     int leaf_spine = 0;
-    for (const auto& l : t.links()) {
+    for (LinkId id = 0; id < t.link_count(); ++id) {
+      const auto l = t.link(id);
       if (t.vertex(l.src).kind == VertexKind::network_switch && t.vertex(l.dst).kind == VertexKind::network_switch) {
         ++leaf_spine;
         EXPECT_DOUBLE_EQ(l.capacity.value(), 4 * kNdr / over / 4);
