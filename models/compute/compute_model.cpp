@@ -5,7 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "models/compute/gemm_time_memo.hpp"
+#include "models/compute/kernel_time_memo.hpp"
 #include "models/compute/measured_gemm.hpp"
 
 namespace clustersim::models {
@@ -16,7 +16,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-ComputeModel::ComputeModel(const DeviceSpec& device, double device_share, GemmTimeMemo* memo)
+ComputeModel::ComputeModel(const DeviceSpec& device, double device_share, KernelTimeMemo* memo)
     : device_(&device),
       share_(device_share),
       memo_(memo),
@@ -104,9 +104,9 @@ units::Seconds ComputeModel::gemm_time(const GemmShape& s, Precision p, double e
       (measured_precision ? measured_matmul(p) : achievable_matmul(p)) * device_->matmul_rate_scale;
   const units::BytesPerSecond bandwidth =
       correction != nullptr ? device_->achievable_memory_bandwidth * share_ : memory_bandwidth_;
-  GemmTimeMemo::Key key;
+  KernelTimeMemo::Key key;
   if (memo_ != nullptr) {
-    key = GemmTimeMemo::Key{s.m, s.n, s.k, s.batch, device_->sm_count, rate.value(), bandwidth.value(),
+    key = KernelTimeMemo::Key{s.m, s.n, s.k, s.batch, device_->sm_count, rate.value(), bandwidth.value(),
                             element_bytes, output_bytes, correction};
     if (const double* t = memo_->find(key)) return units::Seconds(*t);
   }
@@ -140,7 +140,8 @@ units::FlopsPerSecond ComputeModel::attention_rate(Precision p, AttentionKernel 
 
 units::FlopsPerSecond ComputeModel::attention_rate(Precision p, const AttentionCall& call) const {
   if (device_->attention_table) {
-    if (const auto rate = device_->attention_table->rate(call)) {
+    if (const auto rate = memo_ != nullptr ? memo_->attention_rate(device_->attention_table, call)
+                                           : device_->attention_table->rate(call)) {
       // A table measured on this chip at these clocks is the rate; one carried from a sibling (an estimate) also
       // takes the device's training fraction, as its GEMMs do.
       const double fitted = attention_table_estimated_ ? device_->training_matmul_fraction : 1.0;
