@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "models/compute/kernel_time_memo.hpp"
 #include "models/compute/measured_gemm.hpp"
 
 namespace clustersim::models {
@@ -15,9 +16,10 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-ComputeModel::ComputeModel(const DeviceSpec& device, double device_share)
+ComputeModel::ComputeModel(const DeviceSpec& device, double device_share, KernelTimeMemo* memo)
     : device_(&device),
       share_(device_share),
+      memo_(memo),
       memory_bandwidth_(device.achievable_memory_bandwidth * (device_share * device.training_memory_fraction)),
       gemm_table_estimated_(device.estimates.count("gemm_table") != 0),
       attention_table_estimated_(device.estimates.count("attention_table") != 0) {
@@ -90,21 +92,28 @@ units::Seconds ComputeModel::roofline_gemm_time(const GemmShape& s, int64_t sm_c
 
 units::Seconds ComputeModel::gemm_time(const GemmShape& s, Precision p, double element_bytes,
                                        double output_bytes) const {
-  if (device_->gemm_correction) {
-    // A measured table: the roofline at the measured rates, times the measured correction of the shape. The
-    // operand traffic streams at the triad rate (the table's GEMMs say how close a GEMM gets to it). The table
-    // measures 16-bit GEMMs: their rate is the measurement's, with no fitted fraction; another precision (fp8)
-    // keeps the 16-bit shape correction on its own measured maximum and the device's training fraction, and so
-    // does a device that carries a sibling's table as an estimate (other clocks: nothing measured it).
-    const bool measured_precision = (p == Precision::bf16 || p == Precision::fp16) && !gemm_table_estimated_;
-    const units::Seconds roofline = roofline_gemm_time(
-        s, device_->sm_count,
-        (measured_precision ? measured_matmul(p) : achievable_matmul(p)) * device_->matmul_rate_scale,
-        device_->achievable_memory_bandwidth * share_, element_bytes, output_bytes);
-    return roofline * device_->gemm_correction->ratio(s.m, s.n, s.k);
+  // A measured table: the roofline at the measured rates, times the measured correction of the shape. The
+  // operand traffic streams at the triad rate (the table's GEMMs say how close a GEMM gets to it). The table
+  // measures 16-bit GEMMs: their rate is the measurement's, with no fitted fraction; another precision (fp8)
+  // keeps the 16-bit shape correction on its own measured maximum and the device's training fraction, and so
+  // does a device that carries a sibling's table as an estimate (other clocks: nothing measured it).
+  const MeasuredGemmCorrection* correction = device_->gemm_correction.get();
+  const bool measured_precision =
+      correction != nullptr && (p == Precision::bf16 || p == Precision::fp16) && !gemm_table_estimated_;
+  const units::FlopsPerSecond rate =
+      (measured_precision ? measured_matmul(p) : achievable_matmul(p)) * device_->matmul_rate_scale;
+  const units::BytesPerSecond bandwidth =
+      correction != nullptr ? device_->achievable_memory_bandwidth * share_ : memory_bandwidth_;
+  KernelTimeMemo::Key key;
+  if (memo_ != nullptr) {
+    key = KernelTimeMemo::Key{s.m, s.n, s.k, s.batch, device_->sm_count, rate.value(), bandwidth.value(),
+                            element_bytes, output_bytes, correction};
+    if (const double* t = memo_->find(key)) return units::Seconds(*t);
   }
-  return roofline_gemm_time(s, device_->sm_count, achievable_matmul(p) * device_->matmul_rate_scale,
-                            memory_bandwidth_, element_bytes, output_bytes);
+  units::Seconds t = roofline_gemm_time(s, device_->sm_count, rate, bandwidth, element_bytes, output_bytes);
+  if (correction != nullptr) t = t * correction->ratio(s.m, s.n, s.k);
+  if (memo_ != nullptr) memo_->insert(key, t.value(), device_->gemm_correction);
+  return t;
 }
 
 units::FlopsPerSecond ComputeModel::gemm_rate(const GemmShape& shape, Precision p, double element_bytes) const {
@@ -131,7 +140,8 @@ units::FlopsPerSecond ComputeModel::attention_rate(Precision p, AttentionKernel 
 
 units::FlopsPerSecond ComputeModel::attention_rate(Precision p, const AttentionCall& call) const {
   if (device_->attention_table) {
-    if (const auto rate = device_->attention_table->rate(call)) {
+    if (const auto rate = memo_ != nullptr ? memo_->attention_rate(device_->attention_table, call)
+                                           : device_->attention_table->rate(call)) {
       // A table measured on this chip at these clocks is the rate; one carried from a sibling (an estimate) also
       // takes the device's training fraction, as its GEMMs do.
       const double fitted = attention_table_estimated_ ? device_->training_matmul_fraction : 1.0;

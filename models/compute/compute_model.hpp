@@ -54,6 +54,8 @@
 
 namespace clustersim::models {
 
+class KernelTimeMemo;
+
 /// C[M,N] = A[M,K] * B[K,N], `batch` independent instances (batched GEMM). All dimensions >= 1.
 struct GemmShape {
   int64_t m = 1;
@@ -81,8 +83,11 @@ class ComputeModel {
   static constexpr Tile kTiles[] = {{128, 256}, {256, 128}, {128, 128}, {128, 64}, {64, 128}};
 
   /// `device_share` in (0, 1]: the fraction of the device the VM owns. Throws std::invalid_argument if out of
-  /// range.
-  explicit ComputeModel(const DeviceSpec& device, double device_share = 1.0);
+  /// range. `memo`: where gemm_time and attention_rate look up and keep their times and measured rates
+  /// (models/compute/kernel_time_memo.hpp: keyed by every input, so they are the computed ones bit for bit);
+  /// null: none. The memo is not thread-safe and
+  /// must outlive the model; copies of the model share it.
+  explicit ComputeModel(const DeviceSpec& device, double device_share = 1.0, KernelTimeMemo* memo = nullptr);
 
   /// The roofline of one GEMM (header: wave, tile and split-K quantisation; no measured correction) on a device of
   /// `sm_count` SMs at matmul `rate` and operand `bandwidth`; `output_bytes` as gemm_time's (negative:
@@ -145,6 +150,7 @@ class ComputeModel {
  private:
   const DeviceSpec* device_;
   double share_;
+  KernelTimeMemo* memo_;  ///< gemm_time's and attention_rate's memo, or null
   units::BytesPerSecond memory_bandwidth_;
   bool gemm_table_estimated_;       ///< the device's GEMM table is a sibling's, carried over (catalog estimates)
   bool attention_table_estimated_;  ///< the same for its attention table

@@ -1,6 +1,8 @@
 #include "models/parallelism/schedule.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -29,6 +31,11 @@ void check(int64_t stage, int64_t stages, int64_t microbatches) {
   }
 }
 
+/// A pass of microbatch `i` through chunk `c` (both checked by stage_order to fit ScheduledPass's 32 bits).
+ScheduledPass pass(PassKind kind, int64_t i, int64_t c) {
+  return ScheduledPass{kind, static_cast<int32_t>(i), static_cast<int32_t>(c)};
+}
+
 }  // namespace
 
 namespace {
@@ -43,11 +50,11 @@ std::vector<ScheduledPass> interleaved_order(int64_t stage, int64_t p, int64_t m
   const int64_t warmup = std::min((p - stage - 1) * 2 + (v - 1) * p, total);
   auto forward = [&](int64_t k) {
     const int64_t in_group = k % (p * v);
-    return ScheduledPass{PassKind::forward, (k / (p * v)) * p + k % p, in_group / p};
+    return pass(PassKind::forward, (k / (p * v)) * p + k % p, in_group / p);
   };
   auto backward = [&](int64_t k) {
     const int64_t in_group = k % (p * v);
-    return ScheduledPass{PassKind::backward, (k / (p * v)) * p + k % p, v - 1 - in_group / p};
+    return pass(PassKind::backward, (k / (p * v)) * p + k % p, v - 1 - in_group / p);
   };
   std::vector<ScheduledPass> order;
   order.reserve(static_cast<size_t>(2 * total));
@@ -66,6 +73,9 @@ std::vector<ScheduledPass> stage_order(PipelineSchedule schedule, int64_t stage,
                                        int64_t microbatches, int64_t virtual_stages) {
   check(stage, stages, microbatches);
   if (virtual_stages < 1) throw std::invalid_argument("pipeline schedule: virtual_stages must be >= 1");
+  if (microbatches > std::numeric_limits<int32_t>::max() || virtual_stages > std::numeric_limits<int32_t>::max()) {
+    throw std::invalid_argument("pipeline schedule: microbatches and virtual_stages must fit 32 bits");
+  }
   if (virtual_stages > 1) {
     if (schedule == PipelineSchedule::gpipe) {
       throw std::invalid_argument("pipeline schedule: GPipe has no interleaved form (virtual_stages must be 1)");
@@ -75,19 +85,19 @@ std::vector<ScheduledPass> stage_order(PipelineSchedule schedule, int64_t stage,
   std::vector<ScheduledPass> order;
   order.reserve(static_cast<size_t>(2 * microbatches));
   if (schedule == PipelineSchedule::gpipe) {
-    for (int64_t i = 0; i < microbatches; ++i) order.push_back({PassKind::forward, i, 0});
-    for (int64_t i = 0; i < microbatches; ++i) order.push_back({PassKind::backward, i, 0});
+    for (int64_t i = 0; i < microbatches; ++i) order.push_back(pass(PassKind::forward, i, 0));
+    for (int64_t i = 0; i < microbatches; ++i) order.push_back(pass(PassKind::backward, i, 0));
     return order;
   }
   const int64_t warmup = std::min(stages - stage - 1, microbatches);
   int64_t next_forward = 0;
   int64_t next_backward = 0;
-  for (; next_forward < warmup; ++next_forward) order.push_back({PassKind::forward, next_forward, 0});
+  for (; next_forward < warmup; ++next_forward) order.push_back(pass(PassKind::forward, next_forward, 0));
   while (next_forward < microbatches) {
-    order.push_back({PassKind::forward, next_forward++, 0});
-    order.push_back({PassKind::backward, next_backward++, 0});
+    order.push_back(pass(PassKind::forward, next_forward++, 0));
+    order.push_back(pass(PassKind::backward, next_backward++, 0));
   }
-  while (next_backward < microbatches) order.push_back({PassKind::backward, next_backward++, 0});
+  while (next_backward < microbatches) order.push_back(pass(PassKind::backward, next_backward++, 0));
   return order;
 }
 

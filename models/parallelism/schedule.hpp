@@ -26,13 +26,16 @@ std::optional<PipelineSchedule> parse_pipeline_schedule(std::string_view name);
 
 enum class PassKind { forward, backward };
 
-/// One pass of one microbatch through one stage's layers.
+/// One pass of one microbatch through one stage's layers. 12 bytes (32-bit indices): a long pipeline's orders
+/// hold 2 m v entries per stage, and the executor streams them twice per step (the step and its free-transfer
+/// reference); stage_order refuses counts past 32 bits.
 struct ScheduledPass {
   PassKind kind = PassKind::forward;
-  int64_t microbatch = 0;  ///< 0-based
-  int64_t chunk = 0;       ///< model chunk on this rank (0 without interleaving)
+  int32_t microbatch = 0;  ///< 0-based
+  int32_t chunk = 0;       ///< model chunk on this rank (0 without interleaving)
   friend bool operator==(const ScheduledPass&, const ScheduledPass&) = default;
 };
+static_assert(sizeof(ScheduledPass) == 12, "ScheduledPass: 12 bytes (see its comment)");
 
 /// The order of passes on `stage` (0-based, < stages) for `microbatches` microbatches and `virtual_stages`
 /// model chunks per rank: 2 * microbatches * virtual_stages entries. Throws std::invalid_argument on stage

@@ -53,9 +53,9 @@ const std::filesystem::path& ScenarioDocument::path() const {
 namespace {
 
 Scenario load_training(detail::Loader& loader, const std::vector<std::string>& overrides,
-                       const models::Catalog& catalog) {
+                       const models::Catalog& catalog, ResolvedText text = ResolvedText::keep) {
   detail::check_as(loader, overrides, catalog, detail::scenario_kind_named("training"));
-  return detail::build_training_scenario(loader);
+  return detail::build_training_scenario(loader, text == ResolvedText::keep);
 }
 
 }  // namespace
@@ -87,10 +87,10 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
 }
 
 Scenario load_scenario(const ScenarioDocument& document, const std::vector<std::string>& overrides,
-                       const models::Catalog& catalog) {
+                       const models::Catalog& catalog, ResolvedText text) {
   detail::Loader loader(document.path());
   loader.use(document.impl_->table);
-  return load_training(loader, overrides, catalog);
+  return load_training(loader, overrides, catalog, text);
 }
 
 }  // namespace clustersim::sim

@@ -298,6 +298,10 @@ class ScenarioError : public std::runtime_error {
 Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides,
                        const models::Catalog& catalog);
 
+/// Whether a load prints Scenario::resolved_toml (the scenario after overrides and defaults, for output files'
+/// metadata): the points of a sweep do not need it, and printing it is a tenth of a load.
+enum class ResolvedText { keep, skip };
+
 /// A scenario file read and parsed once, to be loaded many times with different overrides (a sweep loads it
 /// once per point; parsing was a tenth of a layout search's time). Cheap to copy (shared, immutable); safe to
 /// use from several threads at once.
@@ -312,14 +316,16 @@ class ScenarioDocument {
  private:
   struct Impl;  // the parsed TOML table (kept out of this header: TOML++ is heavy)
   std::shared_ptr<const Impl> impl_;
-  friend Scenario load_scenario(const ScenarioDocument&, const std::vector<std::string>&, const models::Catalog&);
+  friend Scenario load_scenario(const ScenarioDocument&, const std::vector<std::string>&, const models::Catalog&,
+                                ResolvedText);
 };
 
 /// load_scenario(path, ...) on a document read before: same result and errors as loading its file, without
 /// reading or parsing it again (relative paths in it, e.g. reliability.spot_eviction_trace, still resolve
-/// against the file's directory).
+/// against the file's directory). With ResolvedText::skip, resolved_toml is left empty (every other field the
+/// same).
 Scenario load_scenario(const ScenarioDocument& document, const std::vector<std::string>& overrides,
-                       const models::Catalog& catalog);
+                       const models::Catalog& catalog, ResolvedText text = ResolvedText::keep);
 
 /// Loads and validates the serving scenario at `path` (with `overrides`, as load_scenario): [model] as for
 /// training (its defaults and shape rules), [serving], [workload], [slo], [simulation]. Cross-checks: the VM size

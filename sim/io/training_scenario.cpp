@@ -26,7 +26,7 @@ void check_training_scenario(Loader& l, const models::Catalog& catalog) {
   check_variability(l);
 }
 
-Scenario build_training_scenario(const Loader& l) {
+Scenario build_training_scenario(const Loader& l, bool resolved_text) {
   Scenario s;
   s.schema_version = l.get_int("schema_version");
   s.name = l.get_string("name");
@@ -147,7 +147,7 @@ Scenario build_training_scenario(const Loader& l) {
   s.simulation.fidelity = l.get_string("simulation.fidelity") == "full" ? Fidelity::full : Fidelity::replica;
   s.simulation.variability = variability_spec(l);
   s.source_path = l.path();
-  s.resolved_toml = l.resolved_text();
+  if (resolved_text) s.resolved_toml = l.resolved_text();
   s.overrides = l.set_options();
   return s;
 }

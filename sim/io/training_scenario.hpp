@@ -18,7 +18,8 @@ class Loader;
 /// ScenarioError at the first broken rule.
 void check_training_scenario(Loader& l, const models::Catalog& catalog);
 
-/// The training scenario, after check_training_scenario.
-Scenario build_training_scenario(const Loader& l);
+/// The training scenario, after check_training_scenario; with `resolved_text` false, Scenario::resolved_toml
+/// left empty (printing it is a tenth of a load).
+Scenario build_training_scenario(const Loader& l, bool resolved_text = true);
 
 }  // namespace clustersim::sim::detail

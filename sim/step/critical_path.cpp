@@ -113,7 +113,8 @@ class Walk {
       const size_t vs = chunk * ranks_ + k;
       const size_t slot = vs * replicas_ + replica;
       const int64_t free = j > 0 ? tl_.passes[u][j - 1].continue_ns : 0;
-      const int64_t arrival = forward ? tl_.forward_arrival[slot][mb] : tl_.backward_arrival[slot][mb];
+      const size_t at = slot * microbatches_ + mb;
+      const int64_t arrival = forward ? tl_.forward_arrival[at] : tl_.backward_arrival[at];
       if (run.start_ns != std::max(free, arrival)) {
         throw std::logic_error("critical path: stage " + std::to_string(k) + " pass " + std::to_string(j) +
                                " started at " + std::to_string(run.start_ns) + " ns, not when its inputs were ready");

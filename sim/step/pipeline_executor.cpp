@@ -64,9 +64,10 @@ class Executor {
       for (size_t u = 0; u < states_.size(); ++u) passes_[u].resize(program.stages[u / replicas_].order.size());
     }
     const size_t slots = ranks_ * chunks_ * replicas_;
-    forward_arrival_.assign(slots, std::vector<int64_t>(microbatches_, kNever));
-    backward_arrival_.assign(slots, std::vector<int64_t>(microbatches_, kNever));
-    for (size_t r = 0; r < replicas_; ++r) std::fill(forward_arrival_[r].begin(), forward_arrival_[r].end(), 0);
+    forward_arrival_.assign(slots * microbatches_, kNever);
+    backward_arrival_.assign(slots * microbatches_, kNever);
+    // The first virtual stage's inputs (slots 0 .. replicas - 1) are there from the start.
+    std::fill(forward_arrival_.begin(), forward_arrival_.begin() + static_cast<std::ptrdiff_t>(replicas_ * microbatches_), 0);
     tail_waiting_.assign(ranks_, 0);
     for (size_t k = 0; k < ranks_; ++k) {
       const auto& stage = program.stages[k];
@@ -284,7 +285,8 @@ class Executor {
     const models::ScheduledPass& pass = program_.stages[k].order[states_[u].next];
     const size_t vs = slot(virtual_stage(k, pass.chunk), replica);
     const auto i = static_cast<size_t>(pass.microbatch);
-    return pass.kind == PassKind::forward ? forward_arrival_[vs][i] : backward_arrival_[vs][i];
+    return pass.kind == PassKind::forward ? forward_arrival_[vs * microbatches_ + i]
+                                          : backward_arrival_[vs * microbatches_ + i];
   }
 
   /// Starts unit u's next pass at `start` (its stream free and its input present): books its costs in the
@@ -302,22 +304,25 @@ class Executor {
     // program has merged costs (moe_a2a_overlap).
     const bool merged = forward ? s.next + 1 < stage.order.size() && stage.order[s.next + 1].kind == PassKind::backward
                                 : s.next > 0 && stage.order[s.next - 1].kind == PassKind::forward;
-    const models::PassCost& cost = cost_of(stage, chunk, forward, merged);
-    s.breakdown.compute += cost.compute * compute_slow;
-    s.breakdown.attention += cost.attention * compute_slow;
-    s.breakdown.memory_bound += cost.memory_bound * compute_slow;
-    s.breakdown.tp_comm += cost.tp_comm * slow;
-    s.breakdown.cp_comm += cost.cp_comm * slow;
-    s.breakdown.ep_comm += cost.ep_comm * slow;
-    s.breakdown.host += cost.host * slow;
-    s.breakdown.grad_sync += cost.dp_comm * slow;
-    s.breakdown.flops += cost.flops;
+    if (path_) {  // the runs without a critical path give only the step time: no breakdown to book
+      const models::PassCost& cost = cost_of(stage, chunk, forward, merged);
+      s.breakdown.compute += cost.compute * compute_slow;
+      s.breakdown.attention += cost.attention * compute_slow;
+      s.breakdown.memory_bound += cost.memory_bound * compute_slow;
+      s.breakdown.tp_comm += cost.tp_comm * slow;
+      s.breakdown.cp_comm += cost.cp_comm * slow;
+      s.breakdown.ep_comm += cost.ep_comm * slow;
+      s.breakdown.host += cost.host * slow;
+      s.breakdown.grad_sync += cost.dp_comm * slow;
+      s.breakdown.flops += cost.flops;
+    }
     s.busy = true;
     ++s.next;
     const Time end = start + pass_time_[((u * chunks_ + chunk) * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)];
     if (!forward) note_reduction_trigger(k, s.next - 1, start, end);
     if (path_) passes_[u][s.next - 1] = PassRun{start.ns(), end.ns(), end.ns(), merged};
     if (record_ && replica == 0) {
+      const models::PassCost& cost = cost_of(stage, chunk, forward, merged);
       spans_.push_back({static_cast<int64_t>(k), pass.chunk, pass.microbatch,
                         forward ? SpanKind::forward : SpanKind::backward, start.to_seconds(), end.to_seconds(),
                         cost.tp_comm * slow, cost.cp_comm * slow, cost.ep_comm * slow});
@@ -336,6 +341,19 @@ class Executor {
     std::vector<size_t> ready(states_.size());
     for (size_t u = 0; u < ready.size(); ++u) ready[u] = ready.size() - 1 - u;  // unit 0 first
     std::vector<Time> stream_free(states_.size(), Time::zero());
+    // Per unit, the arrival entry its next pass waits for (kForwardEntry marks forward_arrival_'s), or
+    // kNotWaiting: a transfer wakes its receiver only when that is the entry it waits for (a unit that waits
+    // for another input would find it absent and stop again; an entry written before its receiver needs it is
+    // read when the receiver gets there).
+    constexpr size_t kNotWaiting = std::numeric_limits<size_t>::max();
+    constexpr size_t kForwardEntry = size_t{1} << (std::numeric_limits<size_t>::digits - 1);
+    std::vector<size_t> waiting(states_.size(), kNotWaiting);
+    const auto wake = [&](size_t receiver, size_t entry) {
+      if (waiting[receiver] != entry) return;
+      waiting[receiver] = kNotWaiting;
+      ready.push_back(receiver);
+    };
+    const size_t last_vs = ranks_ * chunks_ - 1;
     while (!ready.empty()) {
       const size_t u = ready.back();
       ready.pop_back();
@@ -344,23 +362,30 @@ class Executor {
       const auto& order = program_.stages[k].order;
       if (s.finished) continue;
       while (s.next < order.size()) {
-        const int64_t arrival = input_arrival(u);
-        if (arrival == kNever) break;
-        const Time end = begin_pass(u, std::max(stream_free[u], Time::from_ns(arrival)));
-        const models::ScheduledPass& pass = order[s.next - 1];
+        const models::ScheduledPass& pass = order[s.next];
+        const bool forward = pass.kind == PassKind::forward;
         const size_t vs = virtual_stage(k, pass.chunk);
         const auto i = static_cast<size_t>(pass.microbatch);
+        const size_t entry = slot(vs, replica) * microbatches_ + i;
+        const int64_t arrival = forward ? forward_arrival_[entry] : backward_arrival_[entry];
+        if (arrival == kNever) {
+          waiting[u] = forward ? entry | kForwardEntry : entry;
+          break;
+        }
+        const Time end = begin_pass(u, std::max(stream_free[u], Time::from_ns(arrival)));
         Time go_on = end;  // when the stream goes on: the pass's end, or its blocking send's arrival
-        if (pass.kind == PassKind::forward && vs + 1 < ranks_ * chunks_) {
-          forward_arrival_[slot(vs + 1, replica)][i] = (end + p2p_forward_).ns();
+        if (forward && vs < last_vs) {
+          const size_t to = slot(vs + 1, replica) * microbatches_ + i;
+          forward_arrival_[to] = (end + p2p_forward_).ns();
           if (sends_block(true)) go_on = end + p2p_forward_;
-          ready.push_back(((vs + 1) % ranks_) * replicas_ + replica);
-        } else if (pass.kind == PassKind::forward) {
-          backward_arrival_[slot(vs, replica)][i] = end.ns();
+          wake(((vs + 1) % ranks_) * replicas_ + replica, to | kForwardEntry);
+        } else if (forward) {
+          backward_arrival_[entry] = end.ns();  // its own backward's input: read when its stream gets there
         } else if (vs > 0) {
-          backward_arrival_[slot(vs - 1, replica)][i] = (end + p2p_backward_).ns();
+          const size_t to = slot(vs - 1, replica) * microbatches_ + i;
+          backward_arrival_[to] = (end + p2p_backward_).ns();
           if (sends_block(false)) go_on = end + p2p_backward_;
-          ready.push_back(((vs - 1) % ranks_) * replicas_ + replica);
+          wake(((vs - 1) % ranks_) * replicas_ + replica, to);
         }
         s.busy = false;
         if (path_) passes_[u][s.next - 1].continue_ns = go_on.ns();
@@ -385,7 +410,7 @@ class Executor {
         sent = now + p2p_forward_;
         deliver(vs + 1, replica, i, /*forward=*/true, now, sent);
       } else {
-        backward_arrival_[slot(vs, replica)][i] = now.ns();
+        backward_arrival_[slot(vs, replica) * microbatches_ + i] = now.ns();
       }
     } else if (vs > 0) {
       sent = now + p2p_backward_;
@@ -424,7 +449,7 @@ class Executor {
       // A transfer that takes no time (a free-transfer reference run): the input is present now. Starting the
       // receiver here rather than from an event at the same time gives the same timeline (a pass starts at
       // max(stage free, input present) whatever order equal-time events run in) with one event less.
-      (forward ? forward_arrival_ : backward_arrival_)[target][microbatch] = arrival.ns();
+      (forward ? forward_arrival_ : backward_arrival_)[target * microbatches_ + microbatch] = arrival.ns();
       try_start((to_vs % ranks_) * replicas_ + replica);
       return;
     }
@@ -435,7 +460,7 @@ class Executor {
       const auto target_slot = static_cast<size_t>(packed >> 33);
       const auto mb = static_cast<size_t>((packed >> 1) & 0xffffffffu);
       const bool fwd = (packed & 1) != 0;
-      (fwd ? forward_arrival_ : backward_arrival_)[target_slot][mb] = sim_.now().ns();
+      (fwd ? forward_arrival_ : backward_arrival_)[target_slot * microbatches_ + mb] = sim_.now().ns();
       const size_t vs = target_slot / replicas_, rep = target_slot % replicas_;
       try_start((vs % ranks_) * replicas_ + rep);
       if (sends_block(fwd)) {  // the sender's send has completed: its stream goes on
@@ -512,8 +537,9 @@ class Executor {
   std::vector<size_t> tail_waiting_;  ///< per stage, replicas that reached the tail
   Simulator sim_;
   std::vector<StageState> states_;
-  std::vector<std::vector<int64_t>> forward_arrival_;   ///< [virtual stage][microbatch] input present (ns)
-  std::vector<std::vector<int64_t>> backward_arrival_;  ///< [virtual stage][microbatch] gradient present (ns)
+  /// [slot(virtual stage, replica) x microbatches + microbatch]: when the input is present (ns), kNever until then
+  std::vector<int64_t> forward_arrival_;
+  std::vector<int64_t> backward_arrival_;  ///< the same for the gradient
   std::vector<TraceSpan> spans_;
   std::vector<std::vector<PassRun>> passes_;  ///< [unit][index in the stage's order]: how each pass ran
   /// One gradient reduction of a stage: attached to the pass at `trigger` in the stage's order.

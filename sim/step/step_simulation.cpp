@@ -7,6 +7,7 @@
 #include <string>
 
 #include "models/compute/compute_model.hpp"
+#include "models/compute/kernel_time_memo.hpp"
 #include "models/network/collective_model.hpp"
 #include "models/parallelism/framework_behaviour.hpp"
 #include "models/parallelism/layout.hpp"
@@ -48,7 +49,8 @@ ClusterCache::ClusterCache() = default;
 ClusterCache::~ClusterCache() = default;
 
 StepSimulator::StepSimulator(std::shared_ptr<ClusterCache> clusters)
-    : clusters_(clusters ? std::move(clusters) : std::make_shared<ClusterCache>()) {}
+    : clusters_(clusters ? std::move(clusters) : std::make_shared<ClusterCache>()),
+      kernel_times_(std::make_unique<models::KernelTimeMemo>()) {}
 StepSimulator::~StepSimulator() = default;
 
 namespace {
@@ -100,7 +102,7 @@ StepReport simulate_step(const models::StepSetup& setup, const models::VmSize& v
 
 StepReport StepSimulator::simulate(const models::StepSetup& setup, const models::VmSize& vm,
                                    const models::DeviceSpec& device, const NetworkSetup& net) {
-  const models::ComputeModel compute(device, vm.device_share);
+  const models::ComputeModel compute(device, vm.device_share, kernel_times_.get());
   ClusterCache::Cluster* cluster = nullptr;
   {
     // Building a topology under the lock serialises first uses of a cluster; the threads of a sweep share one

@@ -18,6 +18,10 @@
 #include "sim/step/bottleneck.hpp"
 #include "sim/step/pipeline_executor.hpp"
 
+namespace clustersim::models {
+class KernelTimeMemo;
+}  // namespace clustersim::models
+
 namespace clustersim::sim {
 
 struct Scenario;
@@ -93,7 +97,9 @@ class ClusterCache {
 };
 
 /// Simulates steps, keeping each cluster's topology and collective model (with its memoised flow solves)
-/// between calls, so that configurations on the same cluster (sweeps, layout searches) reuse them.
+/// between calls, so that configurations on the same cluster (sweeps, layout searches) reuse them, and the
+/// GEMM times and attention rates it has computed (models/compute/kernel_time_memo.hpp: keyed by their exact
+/// inputs, so a step's figures are the same bit for bit as with a fresh simulator).
 /// A StepSimulator is not thread-safe (use one per thread), but several may share one ClusterCache.
 class StepSimulator {
  public:
@@ -112,6 +118,7 @@ class StepSimulator {
 
  private:
   std::shared_ptr<ClusterCache> clusters_;
+  std::unique_ptr<models::KernelTimeMemo> kernel_times_;  ///< this simulator's (thread's) kernel time memo
   bool record_spans_ = true;
 };
 

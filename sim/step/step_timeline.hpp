@@ -34,9 +34,10 @@ struct StepTimeline {
   size_t replicas = 1;
   std::vector<std::vector<PassRun>> passes;  ///< [unit][index in the stage's order]
   std::vector<TailRun> tails;                ///< [unit]
-  /// [(virtual stage) x replicas + replica][microbatch]: when the forward input / backward gradient arrived, ns
-  std::vector<std::vector<int64_t>> forward_arrival;
-  std::vector<std::vector<int64_t>> backward_arrival;
+  /// [((virtual stage) x replicas + replica) x microbatches + microbatch]: when the forward input / backward
+  /// gradient arrived, ns
+  std::vector<int64_t> forward_arrival;
+  std::vector<int64_t> backward_arrival;
   std::vector<double> slowdown;          ///< per unit, on all of a pass (ExecutionFidelity)
   std::vector<double> compute_slowdown;  ///< per unit, on a pass's compute
 };

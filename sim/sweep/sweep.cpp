@@ -285,7 +285,7 @@ std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
     std::vector<std::string> all = overrides;
     for (const SweptValue& v : values) all.push_back(v.override_text());
     try {
-      return load_scenario(document, all, catalog);
+      return load_scenario(document, all, catalog, ResolvedText::skip);  // a point's run does not print it
     } catch (const ScenarioError&) {
       return std::nullopt;
     }
@@ -322,7 +322,6 @@ std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
     if (!(own && k.same_setting(*own))) {
       std::optional<Scenario> sc = load(values);
       if (!sc) continue;
-      sc->resolved_toml.clear();  // kept for the point's run (SweepPoint::scenario), which does not print it
       loaded = std::make_shared<const Scenario>(std::move(*sc));
     }
     fitting.push_back(&k);
@@ -624,7 +623,7 @@ std::vector<LayoutPoint> enumerate_layout_points(const std::filesystem::path& sc
   const ScenarioDocument document = ScenarioDocument::read(scenario);  // parsed once for every candidate
   const Scenario s = [&] {
     try {
-      return load_scenario(document, overrides, catalog);
+      return load_scenario(document, overrides, catalog, ResolvedText::skip);
     } catch (const ScenarioError&) {
       std::vector<std::string> base = overrides;
       for (const char* o : {"parallelism.tensor=1", "parallelism.pipeline=1", "parallelism.virtual_stages=1",
@@ -632,7 +631,7 @@ std::vector<LayoutPoint> enumerate_layout_points(const std::filesystem::path& sc
         base.emplace_back(o);
       }
       try {
-        return load_scenario(document, base, catalog);
+        return load_scenario(document, base, catalog, ResolvedText::skip);
       } catch (const ScenarioError&) {
       }
       throw;

@@ -67,7 +67,9 @@ Scenario SweepPointRunner::point_scenario(const SweepPoint& point, const std::ve
   // overrides: the sweep's --set, then simulation.seed, then the point's values (run below).
   const auto at = static_cast<size_t>(point.index);
   const bool screened = at < sweep_.loaded.size() && sweep_.loaded[at] && &sweep_.points[at] == &point;
-  if (!screened || !sweep_.loaded[at]->what_if.empty()) return load_scenario(sweep_.document, overrides, catalog_);
+  if (!screened || !sweep_.loaded[at]->what_if.empty()) {
+    return load_scenario(sweep_.document, overrides, catalog_, ResolvedText::skip);  // a row does not print it
+  }
   // The screening loaded it with the sweep's overrides and the point's values; the runner's load adds
   // simulation.seed before the point's values (so a swept simulation.seed wins), which sets that field only.
   Scenario sc = *sweep_.loaded[at];

@@ -209,6 +209,30 @@ TEST(ScenarioDocument, LoadsLikeTheFileWithAndWithoutOverrides) {
   }
 }
 
+TEST(ScenarioDocument, ASkippedResolvedTextLeavesEveryOtherFieldAsLoaded) {
+  const ScenarioDocument doc = ScenarioDocument::read(kData / "valid_full.toml");
+  const std::vector<std::string> o{"training.micro_batch_size=2", "simulation.seed=5"};
+  const Scenario kept = load_scenario(doc, o, catalog());
+  const Scenario skipped = load_scenario(doc, o, catalog(), ResolvedText::skip);
+  EXPECT_FALSE(kept.resolved_toml.empty());
+  EXPECT_TRUE(skipped.resolved_toml.empty());
+  EXPECT_EQ(skipped.overrides, kept.overrides);
+  EXPECT_EQ(skipped.source_path, kept.source_path);
+  EXPECT_EQ(skipped.simulation.seed, kept.simulation.seed);
+  EXPECT_EQ(skipped.training.micro_batch_size, kept.training.micro_batch_size);
+  EXPECT_EQ(skipped.parallelism.gpus(), kept.parallelism.gpus());
+  // The same errors.
+  std::string with_text, without_text;
+  try { (void)load_scenario(doc, {"training.micro_batch_size=0"}, catalog()); } catch (const ScenarioError& e) { with_text = e.what(); }
+  try {
+    (void)load_scenario(doc, {"training.micro_batch_size=0"}, catalog(), ResolvedText::skip);
+  } catch (const ScenarioError& e) {
+    without_text = e.what();
+  }
+  EXPECT_FALSE(with_text.empty());
+  EXPECT_EQ(without_text, with_text);
+}
+
 TEST(ScenarioDocument, UnreadableFileIsAScenarioErrorAtZeroZero) {
   try {
     (void)ScenarioDocument::read(kData / "no_such_file.toml");

@@ -1,6 +1,9 @@
 // Pipeline schedules and their execution on the engine, against hand-checkable closed forms.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <stdexcept>
+
 #include "models/parallelism/schedule.hpp"
 #include "models/parallelism/step_program.hpp"
 #include "sim/step/pipeline_executor.hpp"
@@ -34,6 +37,14 @@ TEST(Schedule, WarmupIsCappedByMicrobatches) {
 TEST(Schedule, GPipeRunsAllForwardsFirst) {
   EXPECT_EQ(models::stage_order(PipelineSchedule::gpipe, 1, 3, 2),
             (std::vector<ScheduledPass>{{F, 0, 0}, {F, 1, 0}, {B, 0, 0}, {B, 1, 0}}));
+}
+
+TEST(Schedule, CountsPast32BitsAreRefused) {
+  // ScheduledPass keeps microbatch and chunk in 32 bits: larger counts are an error, not a wrapped index.
+  const int64_t too_many = int64_t{1} << 31;
+  EXPECT_THROW((void)models::stage_order(PipelineSchedule::one_f_one_b, 0, 2, too_many), std::invalid_argument);
+  EXPECT_THROW((void)models::stage_order(PipelineSchedule::one_f_one_b, 0, 2, 4, too_many), std::invalid_argument);
+  EXPECT_EQ(models::stage_order(PipelineSchedule::gpipe, 0, 1, 3).back(), (ScheduledPass{B, 2, 0}));
 }
 
 TEST(Schedule, InFlightMicrobatches) {
