@@ -417,7 +417,10 @@ void Replica::finish_iteration() {
   attribute_iteration(now - started_s_);
   if (kv_blocked_) kv_clock_s_ += now - started_s_;
   kv_blocked_ = false;
-  std::vector<Sequence*> done, prefilled;
+  std::vector<Sequence*>& done = done_;
+  std::vector<Sequence*>& prefilled = prefilled_;
+  done.clear();
+  prefilled.clear();
   const bool speculative = fleet_.setup().speculative != nullptr;
   const bool prefix_caching = fleet_.setup().policy.prefix_caching;
   IterationTokens tokens(fleet_.result().inside, now);  // the TBT gaps, gathered by run (iteration_log.hpp)
