@@ -6,17 +6,14 @@
 namespace clustersim::sim::serving_engine {
 
 size_t BlockNameHash::operator()(const BlockName& b) const noexcept {
-  // splitmix64's finaliser over the three fields (Steele et al., "Fast splittable pseudorandom number
-  // generators", OOPSLA 2014): only the bucket depends on it, never a result.
-  auto mix = [](uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  };
-  const uint64_t h = mix(static_cast<uint64_t>(b.prefix) ^ mix(static_cast<uint64_t>(b.stream) ^
-                                                              mix(static_cast<uint64_t>(b.index))));
-  return static_cast<size_t>(h);
+  // The three fields spread by odd multipliers and summed, then splitmix64's finaliser (Steele et al., "Fast
+  // splittable pseudorandom number generators", OOPSLA 2014) once: only the bucket depends on it, never a result.
+  uint64_t x = static_cast<uint64_t>(b.index) * 0x9e3779b97f4a7c15ULL +
+               static_cast<uint64_t>(b.stream) * 0xc2b2ae3d27d4eb4fULL +
+               static_cast<uint64_t>(b.prefix) * 0x165667b19e3779f9ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return static_cast<size_t>(x ^ (x >> 31));
 }
 
 BlockName block_name(const ServingRequest& q, int64_t index, int64_t block, int64_t block_size) {
@@ -36,13 +33,19 @@ bool PrefixCache::acquire(const BlockName& name) {
 }
 
 int64_t PrefixCache::fill(const BlockName& name) {
-  auto [it, inserted] = blocks_.try_emplace(name);
+  auto [entry, inserted] = blocks_.try_emplace(name);
   if (inserted) {
-    it->second.refs = 1;
+    entry->refs = 1;
     return 0;
   }
   // Already cached: share it, free the own block.
-  return acquire(name) ? 0 : -1;
+  const bool was_free = entry->refs == 0;
+  if (was_free) {
+    lru_.erase(entry->in_lru);
+    --free_;
+  }
+  ++entry->refs;
+  return was_free ? 0 : -1;
 }
 
 bool PrefixCache::release(const BlockName& name) {
@@ -54,12 +57,12 @@ bool PrefixCache::release(const BlockName& name) {
 }
 
 void PrefixCache::free_named(const BlockName& name) {
-  auto [it, inserted] = blocks_.try_emplace(name);
+  auto [entry, inserted] = blocks_.try_emplace(name);
   if (!inserted) {
     free_unnamed(1);
     return;
   }
-  it->second.in_lru = lru_.insert(lru_.end(), Freed{name, 0});
+  entry->in_lru = lru_.insert(lru_.end(), Freed{name, 0});
   ++free_;
 }
 
