@@ -21,11 +21,21 @@ BlockName block_name(const ServingRequest& q, int64_t index, int64_t block, int6
   return {q.prefix_id, content_stream(q, index), block};
 }
 
+std::list<PrefixCache::Freed>::iterator PrefixCache::lru_push(const Freed& f) {
+  if (spare_.empty()) return lru_.insert(lru_.end(), f);
+  const auto it = spare_.begin();
+  *it = f;
+  lru_.splice(lru_.end(), spare_, it);
+  return it;
+}
+
+void PrefixCache::lru_erase(std::list<Freed>::iterator at) { spare_.splice(spare_.end(), lru_, at); }
+
 bool PrefixCache::acquire(const BlockName& name) {
   Entry& e = blocks_.at(name);
   const bool was_free = e.refs == 0;
   if (was_free) {
-    lru_.erase(e.in_lru);
+    lru_erase(e.in_lru);
     --free_;
   }
   ++e.refs;
@@ -41,7 +51,7 @@ int64_t PrefixCache::fill(const BlockName& name) {
   // Already cached: share it, free the own block.
   const bool was_free = entry->refs == 0;
   if (was_free) {
-    lru_.erase(entry->in_lru);
+    lru_erase(entry->in_lru);
     --free_;
   }
   ++entry->refs;
@@ -51,7 +61,7 @@ int64_t PrefixCache::fill(const BlockName& name) {
 bool PrefixCache::release(const BlockName& name) {
   Entry& e = blocks_.at(name);
   if (--e.refs > 0) return false;
-  e.in_lru = lru_.insert(lru_.end(), Freed{name, 0});
+  e.in_lru = lru_push(Freed{name, 0});
   ++free_;
   return true;
 }
@@ -62,7 +72,7 @@ void PrefixCache::free_named(const BlockName& name) {
     free_unnamed(1);
     return;
   }
-  entry->in_lru = lru_.insert(lru_.end(), Freed{name, 0});
+  entry->in_lru = lru_push(Freed{name, 0});
   ++free_;
 }
 
@@ -71,7 +81,7 @@ void PrefixCache::free_unnamed(int64_t blocks) {
   if (!lru_.empty() && lru_.back().unnamed > 0) {
     lru_.back().unnamed += blocks;  // the same run
   } else {
-    lru_.push_back(Freed{{}, blocks});
+    lru_push(Freed{{}, blocks});
   }
   free_ += blocks;
 }
@@ -84,11 +94,11 @@ void PrefixCache::make_room(int64_t blocks, int64_t empty) {
       front.unnamed -= take;
       free_ -= take;
       n -= take;
-      if (front.unnamed == 0) lru_.pop_front();
+      if (front.unnamed == 0) lru_erase(lru_.begin());
       continue;
     }
     blocks_.erase(front.name);
-    lru_.pop_front();
+    lru_erase(lru_.begin());
     --free_;
     --n;
     ++evicted_;
