@@ -23,10 +23,10 @@ class LoadIndex {
     tree_.assign(2 * static_cast<size_t>(leaves_), kNone);
   }
   /// Slot `id` (>= 0) is indexed with `outstanding` requests (replacing its key, if any).
-  void set(int64_t id, int64_t outstanding) { put(id, {outstanding, id}); }
+  void set(int64_t id, int64_t outstanding) { put(id, outstanding, id); }
   /// Slot `id` leaves the index (nothing when it is not there).
   void remove(int64_t id) {
-    if (id < leaves_) put(id, kNone);
+    if (id < leaves_) put(id, kNone.first, kNone.second);
   }
   /// The slot with the fewest outstanding requests, the lowest id among equals; -1 when the index is empty.
   [[nodiscard]] int64_t least() const { return tree_.empty() || tree_[1] == kNone ? -1 : tree_[1].second; }
@@ -35,14 +35,19 @@ class LoadIndex {
   using Key = std::pair<int64_t, int64_t>;  ///< (outstanding, id)
   static constexpr Key kNone{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max()};
 
-  void put(int64_t id, Key key) {
-    if (id >= leaves_) grow(id + 1);
+  void put(int64_t id, Key key) { put(id, key.first, key.second); }
+  /// Field by field: a 16-byte copy of a key that had been spilled in two halves stalled on store forwarding.
+  void put(int64_t id, int64_t outstanding, int64_t key_id) {
+    if (id >= leaves_) [[unlikely]] grow(id + 1);
     size_t node = static_cast<size_t>(leaves_ + id);
-    tree_[node] = key;
+    tree_[node].first = outstanding;
+    tree_[node].second = key_id;
     for (node /= 2; node >= 1; node /= 2) {
       const Key& a = tree_[2 * node];
       const Key& b = tree_[2 * node + 1];
-      tree_[node] = b < a ? b : a;
+      const bool right = b < a;
+      tree_[node].first = right ? b.first : a.first;
+      tree_[node].second = right ? b.second : a.second;
     }
   }
   /// Room for `slots` slots, the keys kept.
