@@ -19,6 +19,7 @@
 #include "sim/engine/simulator.hpp"
 #include "sim/serving/latency_attribution.hpp"
 #include "sim/serving/kv_transfer.hpp"
+#include "sim/serving/load_index.hpp"
 #include "sim/serving/replica.hpp"
 
 namespace clustersim::sim::serving_engine {
@@ -35,6 +36,7 @@ class Fleet {
     const int64_t slots = setup.autoscaling ? setup.autoscaling->max_replicas : setup.replicas;
     replicas_.reserve(static_cast<size_t>(slots));  // replicas capture `this` in their events
     indexed_ = setup.routing != Routing::round_robin || setup.autoscaling.has_value();
+    by_load_.reset(slots);
     for (size_t i = 0; i < requests.size(); ++i) {  // multi-turn sessions: each turn's next (ServingRequest::previous)
       if (requests[i].previous < 0) continue;
       if (next_turn_.empty()) next_turn_.assign(requests.size(), -1);
@@ -55,7 +57,7 @@ class Fleet {
     const DecodePool& d = *setup_.decode_pool;
     const int64_t prefill = setup_.replicas, blocks = d.kv_cache_tokens / setup_.policy.block_size;
     replicas_.clear();
-    by_load_.clear();
+    by_load_.reset(prefill + d.replicas);
     serving_ids_.clear();
     serving_count_ = live_blocks_ = 0;
     replicas_.reserve(static_cast<size_t>(prefill + d.replicas));
@@ -99,14 +101,17 @@ class Fleet {
   /// outstanding, the lowest id among equals).
   void reindex(Replica& r) {
     if (!indexed_) return;
-    if (r.indexed_outstanding >= 0) by_load_.erase({r.indexed_outstanding, r.id()});
-    r.indexed_outstanding = -1;
-    if (r.state() != ReplicaState::serving || r.role() == ReplicaRole::decode) return;
+    if (r.state() != ReplicaState::serving || r.role() == ReplicaRole::decode) {
+      if (r.indexed_outstanding >= 0) by_load_.remove(r.id());
+      r.indexed_outstanding = -1;
+      return;
+    }
     r.indexed_outstanding = r.outstanding();
-    by_load_.insert({r.indexed_outstanding, r.id()});
+    by_load_.set(r.id(), r.indexed_outstanding);
   }
   Replica* least_loaded() {
-    return by_load_.empty() ? nullptr : &replicas_[static_cast<size_t>(by_load_.begin()->second)];
+    const int64_t id = by_load_.least();
+    return id < 0 ? nullptr : &replicas_[static_cast<size_t>(id)];
   }
 
   void run() {
@@ -557,7 +562,7 @@ class Fleet {
   bool indexed_ = false;
   int64_t decisions_ = 0;  ///< the autoscaler's, so far
   int64_t iterations_ = 0;  ///< every replica's engine iterations, so far
-  std::set<std::pair<int64_t, int64_t>> by_load_;
+  LoadIndex by_load_;  ///< the serving replicas by (outstanding, id) (reindex)
   std::set<int64_t> serving_ids_;  ///< the serving replicas (round robin)
   std::vector<int64_t> next_turn_;  ///< per request, its session's next turn (-1: none); empty without sessions
   std::map<int64_t, int64_t> last_by_prefix_;  ///< prefix_aware: system prompt -> the replica it last went to

@@ -6,17 +6,14 @@
 namespace clustersim::sim::serving_engine {
 
 size_t BlockNameHash::operator()(const BlockName& b) const noexcept {
-  // splitmix64's finaliser over the three fields (Steele et al., "Fast splittable pseudorandom number
-  // generators", OOPSLA 2014): only the bucket depends on it, never a result.
-  auto mix = [](uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-  };
-  const uint64_t h = mix(static_cast<uint64_t>(b.prefix) ^ mix(static_cast<uint64_t>(b.stream) ^
-                                                              mix(static_cast<uint64_t>(b.index))));
-  return static_cast<size_t>(h);
+  // The three fields spread by odd multipliers and summed, then splitmix64's finaliser (Steele et al., "Fast
+  // splittable pseudorandom number generators", OOPSLA 2014) once: only the bucket depends on it, never a result.
+  uint64_t x = static_cast<uint64_t>(b.index) * 0x9e3779b97f4a7c15ULL +
+               static_cast<uint64_t>(b.stream) * 0xc2b2ae3d27d4eb4fULL +
+               static_cast<uint64_t>(b.prefix) * 0x165667b19e3779f9ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return static_cast<size_t>(x ^ (x >> 31));
 }
 
 BlockName block_name(const ServingRequest& q, int64_t index, int64_t block, int64_t block_size) {
@@ -24,11 +21,21 @@ BlockName block_name(const ServingRequest& q, int64_t index, int64_t block, int6
   return {q.prefix_id, content_stream(q, index), block};
 }
 
+std::list<PrefixCache::Freed>::iterator PrefixCache::lru_push(const Freed& f) {
+  if (spare_.empty()) return lru_.insert(lru_.end(), f);
+  const auto it = spare_.begin();
+  *it = f;
+  lru_.splice(lru_.end(), spare_, it);
+  return it;
+}
+
+void PrefixCache::lru_erase(std::list<Freed>::iterator at) { spare_.splice(spare_.end(), lru_, at); }
+
 bool PrefixCache::acquire(const BlockName& name) {
   Entry& e = blocks_.at(name);
   const bool was_free = e.refs == 0;
   if (was_free) {
-    lru_.erase(e.in_lru);
+    lru_erase(e.in_lru);
     --free_;
   }
   ++e.refs;
@@ -36,30 +43,36 @@ bool PrefixCache::acquire(const BlockName& name) {
 }
 
 int64_t PrefixCache::fill(const BlockName& name) {
-  auto [it, inserted] = blocks_.try_emplace(name);
+  auto [entry, inserted] = blocks_.try_emplace(name);
   if (inserted) {
-    it->second.refs = 1;
+    entry->refs = 1;
     return 0;
   }
   // Already cached: share it, free the own block.
-  return acquire(name) ? 0 : -1;
+  const bool was_free = entry->refs == 0;
+  if (was_free) {
+    lru_erase(entry->in_lru);
+    --free_;
+  }
+  ++entry->refs;
+  return was_free ? 0 : -1;
 }
 
 bool PrefixCache::release(const BlockName& name) {
   Entry& e = blocks_.at(name);
   if (--e.refs > 0) return false;
-  e.in_lru = lru_.insert(lru_.end(), Freed{name, 0});
+  e.in_lru = lru_push(Freed{name, 0});
   ++free_;
   return true;
 }
 
 void PrefixCache::free_named(const BlockName& name) {
-  auto [it, inserted] = blocks_.try_emplace(name);
+  auto [entry, inserted] = blocks_.try_emplace(name);
   if (!inserted) {
     free_unnamed(1);
     return;
   }
-  it->second.in_lru = lru_.insert(lru_.end(), Freed{name, 0});
+  entry->in_lru = lru_push(Freed{name, 0});
   ++free_;
 }
 
@@ -68,7 +81,7 @@ void PrefixCache::free_unnamed(int64_t blocks) {
   if (!lru_.empty() && lru_.back().unnamed > 0) {
     lru_.back().unnamed += blocks;  // the same run
   } else {
-    lru_.push_back(Freed{{}, blocks});
+    lru_push(Freed{{}, blocks});
   }
   free_ += blocks;
 }
@@ -81,11 +94,11 @@ void PrefixCache::make_room(int64_t blocks, int64_t empty) {
       front.unnamed -= take;
       free_ -= take;
       n -= take;
-      if (front.unnamed == 0) lru_.pop_front();
+      if (front.unnamed == 0) lru_erase(lru_.begin());
       continue;
     }
     blocks_.erase(front.name);
-    lru_.pop_front();
+    lru_erase(lru_.begin());
     --free_;
     --n;
     ++evicted_;

@@ -18,14 +18,15 @@
 // the named blocks and eviction, as vLLM's hashed blocks of a finished unique prompt do). The results are those of
 // naming every block; the cost of a random-prompt workload stays near that of no caching.
 //
-// Complexity: a lookup, a hit or a release costs O(1) per block (a hash map and an intrusive LRU list of named
-// blocks and runs of unnamed ones); no result depends on the map's iteration order (it is never iterated).
+// Complexity: a lookup, a hit or a release costs O(1) per block (an open-addressing hash map, block_map.hpp, and an
+// intrusive LRU list of named blocks and runs of unnamed ones); no result depends on the map's layout (it is never
+// iterated).
 #pragma once
 
 #include <cstdint>
 #include <list>
-#include <unordered_map>
 
+#include "sim/serving/block_map.hpp"
 #include "sim/serving/serving_simulation.hpp"
 
 namespace clustersim::sim::serving_engine {
@@ -34,10 +35,11 @@ namespace clustersim::sim::serving_engine {
 struct BlockName {
   int64_t prefix = -1;  ///< ServingRequest::prefix_id (-1: none)
   int64_t stream = -1;  ///< -1: inside the system prompt; else the request's stream (content_stream)
-  int64_t index = 0;    ///< the block's position in the sequence (0-based)
+  int64_t index = 0;    ///< the block's position in the sequence (0-based; BlockMap marks empty slots with -1)
   bool operator==(const BlockName&) const = default;
 };
 
+/// The bucket hash of a BlockName (any mixing of its three fields; only a bucket depends on it).
 struct BlockNameHash {
   size_t operator()(const BlockName& b) const noexcept;
 };
@@ -74,7 +76,7 @@ class PrefixCache {
   template <typename Name>
   [[nodiscard]] int64_t free_among(const Name& name, int64_t blocks) const {
     int64_t n = 0;
-    for (int64_t i = 0; i < blocks; ++i) n += blocks_.at(name(i)).refs == 0 ? 1 : 0;
+    for (int64_t i = 0; i < blocks; ++i) n += blocks_.find(name(i))->refs == 0 ? 1 : 0;
     return n;
   }
   /// A sequence takes a reference to the cached block `name` (which must be cached); true when it was in the free
@@ -116,8 +118,15 @@ class PrefixCache {
     int64_t refs = 0;
     std::list<Freed>::iterator in_lru;  ///< valid when refs == 0
   };
-  std::unordered_map<BlockName, Entry, BlockNameHash> blocks_;
-  std::list<Freed> lru_;  ///< the free queue, least recently used first
+  BlockMap<BlockName, Entry, BlockNameHash> blocks_;
+  /// Appends `f` at the free queue's most recent end, in a node of spare_ when there is one (no allocation).
+  std::list<Freed>::iterator lru_push(const Freed& f);
+  /// Takes the entry `at` out of the free queue, its node kept in spare_ (issue 31: a node allocated and freed per
+  /// released block was a tenth of a run with prefix caching).
+  void lru_erase(std::list<Freed>::iterator at);
+
+  std::list<Freed> lru_;    ///< the free queue, least recently used first
+  std::list<Freed> spare_;  ///< nodes out of the queue, kept for lru_push (their content meaningless)
   int64_t free_ = 0;      ///< blocks in it
   int64_t evicted_ = 0;
 };

@@ -346,6 +346,9 @@ void Replica::schedule() {
   // 1. Decodes, oldest first; preempt the newest when the cache is full.
   size_t k = 0;
   int64_t prefilling = 0;  // among running_[0, k)
+  // Read once, not per sequence (the stores of the loop could alias them for the compiler).
+  const int64_t block_size = fleet_.setup().policy.block_size;
+  const bool speculative = fleet_.setup().speculative != nullptr;
   for (; k < running_.size() && budget > 0; ++k) {
     prefetch_ahead(running_, k);
     Sequence* s = running_[k];
@@ -353,15 +356,18 @@ void Replica::schedule() {
       ++prefilling;
       continue;
     }
-    while (!grow(*s, s->computed + decode_slots(*s))) {
-      if (running_.back() == s) {  // s itself is the newest: it waits
+    const int64_t tokens = s->computed + (speculative ? decode_slots(*s) : 1);
+    if (tokens > s->blocks * block_size) {  // its blocks are full (grow's slow path): preempt until it grows
+      while (!grow(*s, tokens)) {
+        if (running_.back() == s) {  // s itself is the newest: it waits
+          preempt_last();
+          s = nullptr;
+          break;
+        }
         preempt_last();
-        s = nullptr;
-        break;
       }
-      preempt_last();
+      if (s == nullptr) break;
     }
-    if (s == nullptr) break;
     batch_.push_back({s, 0, s->cached()});
     start_decoding(*s);
     --budget;
@@ -417,7 +423,10 @@ void Replica::finish_iteration() {
   attribute_iteration(now - started_s_);
   if (kv_blocked_) kv_clock_s_ += now - started_s_;
   kv_blocked_ = false;
-  std::vector<Sequence*> done, prefilled;
+  std::vector<Sequence*>& done = done_;
+  std::vector<Sequence*>& prefilled = prefilled_;
+  done.clear();
+  prefilled.clear();
   const bool speculative = fleet_.setup().speculative != nullptr;
   const bool prefix_caching = fleet_.setup().policy.prefix_caching;
   IterationTokens tokens(fleet_.result().inside, now);  // the TBT gaps, gathered by run (iteration_log.hpp)

@@ -34,9 +34,10 @@ struct DecodeClock {
 };
 
 /// A request inside a replica. The fields every iteration that carries it reads or writes come first, in one cache
-/// line (issue 31: a run touches them about a hundred million times); where its time went (LatencyParts) is kept in
-/// ServingResult::parts, not here (Replica::parts).
-struct Sequence {
+/// line (issue 31: a run touches them about a hundred million times): the struct is aligned to 64 bytes, so that
+/// they never straddle two lines; where its time went (LatencyParts) is kept in ServingResult::parts, not here
+/// (Replica::parts).
+struct alignas(64) Sequence {
   int64_t index = 0;       ///< into the request list
   int64_t prompt = 0;      ///< tokens to compute before sampling (the prompt; after a preemption, also the
                            ///< tokens it had generated)
@@ -175,6 +176,9 @@ class Replica {
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;  ///< in admission order
   std::vector<Work> batch_;
+  /// finish_iteration's scratch lists (kept to reuse their storage, not state): the sequences finished, and those
+  /// whose prompt completed on a prefill replica.
+  std::vector<Sequence*> done_, prefilled_;
   int64_t block_left_ = 0;  ///< iterations left in the current multi-step block (EnginePolicy::scheduler_steps)
   double started_s_ = 0.0;
   // Latency attribution (issue 29): the current iteration's resource split and token counts, the KV-wait clock.

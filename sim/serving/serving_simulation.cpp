@@ -65,18 +65,22 @@ ServingResult simulate_serving(const ServingSetup& setup, const std::vector<Serv
                                  n.prefill_nvlink_bytes_per_s > 0 && n.decode_nvlink_bytes_per_s > 0),
             "NVLink domains need one per replica slot and positive NVLink rates");
   }
+  // Each request's message is built only when its check fails (issue 31: five strings per request were built).
   for (size_t i = 0; i < requests.size(); ++i) {
     const ServingRequest& q = requests[i];
-    require(q.prompt_tokens >= 1 && q.output_tokens >= 1, "request " + std::to_string(i) +
-                                                              ": prompt and output must be >= 1 token");
-    require(std::isfinite(q.arrival_s) && q.arrival_s >= 0, "request " + std::to_string(i) + ": bad arrival time");
-    require(setup.concurrency > 0 || i == 0 || q.arrival_s >= requests[i - 1].arrival_s,
-            "arrival times must be ascending");
-    require(q.prefix_tokens >= 0 && q.prefix_tokens <= q.prompt_tokens,
-            "request " + std::to_string(i) + ": the shared prefix must be 0 to prompt tokens long");
-    require(q.previous < static_cast<int64_t>(i) && (q.previous < 0 || setup.concurrency == 0),
-            "request " + std::to_string(i) + ": a session's previous turn must come earlier in the list (open loop)");
-    require(std::isfinite(q.think_s) && q.think_s >= 0, "request " + std::to_string(i) + ": bad think time");
+    const auto check = [i](bool ok, const char* what) {
+      if (!ok) require(false, "request " + std::to_string(i) + ": " + what);
+    };
+    check(q.prompt_tokens >= 1 && q.output_tokens >= 1, "prompt and output must be >= 1 token");
+    check(std::isfinite(q.arrival_s) && q.arrival_s >= 0, "bad arrival time");
+    if (!(setup.concurrency > 0 || i == 0 || q.arrival_s >= requests[i - 1].arrival_s)) {
+      require(false, "arrival times must be ascending");
+    }
+    check(q.prefix_tokens >= 0 && q.prefix_tokens <= q.prompt_tokens,
+          "the shared prefix must be 0 to prompt tokens long");
+    check(q.previous < static_cast<int64_t>(i) && (q.previous < 0 || setup.concurrency == 0),
+          "a session's previous turn must come earlier in the list (open loop)");
+    check(std::isfinite(q.think_s) && q.think_s >= 0, "bad think time");
   }
   ServingResult result;
   result.requests.resize(requests.size());
