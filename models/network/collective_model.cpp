@@ -84,10 +84,14 @@ std::optional<CommPattern> node_local_representative(const CommPattern& pattern,
         groups[a].begin(), groups[a].end(), groups[b].begin(), groups[b].end(),
         [&](int64_t x, int64_t y) { return x - base_a < y - base_b; });
   };
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+  const auto by_node_then_local = [&](uint32_t a, uint32_t b) {
     if (node_of[a] != node_of[b]) return node_of[a] < node_of[b];
     return local_less(a, b);
-  });
+  };
+  // Megatron's groups usually come in this order already (one linear check instead of a sort).
+  if (!std::is_sorted(order.begin(), order.end(), by_node_then_local)) {
+    std::sort(order.begin(), order.end(), by_node_then_local);
+  }
   const auto local_equal = [&](uint32_t a, uint32_t b) {
     const int64_t base_a = node_of[a] * gpus_per_node, base_b = node_of[b] * gpus_per_node;
     return std::equal(groups[a].begin(), groups[a].end(), groups[b].begin(), groups[b].end(),
