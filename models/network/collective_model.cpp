@@ -6,9 +6,11 @@
 #include <future>
 #include <mutex>
 #include <map>
+#include <memory>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "models/network/pattern_symmetry.hpp"
 
@@ -37,6 +39,10 @@ CollectiveConstants CollectiveConstants::for_vm(const VmSize& vm) {
 struct CollectiveModel::Memo {
   std::mutex mutex;
   std::map<std::tuple<int, int, uint64_t>, std::shared_future<std::optional<Solved>>> solved;
+  /// What each solved pattern reduces to (node_local_representative, then translation_representative; nullopt:
+  /// the pattern itself), by (pattern hash, op is send_recv, the one op translation_representative treats
+  /// apart): the pattern's other ops and algorithms reuse it instead of scanning every rank again.
+  std::map<std::pair<uint64_t, bool>, std::shared_ptr<const std::optional<CommPattern>>> representatives;
 };
 
 CollectiveModel::~CollectiveModel() = default;
@@ -150,21 +156,31 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve(CollectiveOp op, C
 std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(CollectiveOp op, CollectiveAlgorithm algorithm,
                                                                        const CommPattern& pattern) const {
   std::optional<Solved> result;
-  // Validate every rank (warm calls skip the scan: a memoised pattern was valid), then solve the smallest
-  // equivalent pattern.
-  for (const auto& group : pattern.groups) {
-    for (int64_t r : group) {
-      if (r < 0 || r >= topology_.gpu_count()) {
-        throw std::invalid_argument("CollectiveModel: rank " + std::to_string(r) + " is not a GPU of the " +
-                                    std::to_string(topology_.gpu_count()) + "-GPU cluster");
+  const std::pair<uint64_t, bool> key{pattern.hash(), op == CollectiveOp::send_recv};
+  std::shared_ptr<const std::optional<CommPattern>> representative;
+  {
+    std::lock_guard lock(memo_->mutex);
+    if (auto it = memo_->representatives.find(key); it != memo_->representatives.end()) representative = it->second;
+  }
+  if (!representative) {
+    // Validate every rank (a pattern reduced before was valid), then find the smallest equivalent pattern.
+    for (const auto& group : pattern.groups) {
+      for (int64_t r : group) {
+        if (r < 0 || r >= topology_.gpu_count()) {
+          throw std::invalid_argument("CollectiveModel: rank " + std::to_string(r) + " is not a GPU of the " +
+                                      std::to_string(topology_.gpu_count()) + "-GPU cluster");
+        }
       }
     }
+    std::optional<CommPattern> reduced = node_local_representative(pattern, topology_.gpus_per_node());
+    // Inter-node groups on a fat tree: one block of groups when the others are it moved by whole leaves or pods
+    // (exact to the last bit; models/network/pattern_symmetry.hpp).
+    if (!reduced) reduced = translation_representative(op, pattern, topology_);
+    representative = std::make_shared<const std::optional<CommPattern>>(std::move(reduced));
+    std::lock_guard lock(memo_->mutex);
+    memo_->representatives.emplace(key, representative);  // a racing thread's equal result may be kept instead
   }
-  std::optional<CommPattern> representative = node_local_representative(pattern, topology_.gpus_per_node());
-  // Inter-node groups on a fat tree: one block of groups when the others are it moved by whole leaves or pods
-  // (exact to the last bit; models/network/pattern_symmetry.hpp).
-  if (!representative) representative = translation_representative(op, pattern, topology_);
-  const CommPattern& solved_pattern = representative ? *representative : pattern;
+  const CommPattern& solved_pattern = *representative ? **representative : pattern;
   if (auto schedule = build_schedule(op, algorithm, topology_, solved_pattern, nvls_capable_)) {
     const CollectiveConstants& k = constants_;
     LinkEfficiency eff;
