@@ -6,9 +6,11 @@
 #include <future>
 #include <mutex>
 #include <map>
+#include <memory>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "models/network/pattern_symmetry.hpp"
 
@@ -37,6 +39,10 @@ CollectiveConstants CollectiveConstants::for_vm(const VmSize& vm) {
 struct CollectiveModel::Memo {
   std::mutex mutex;
   std::map<std::tuple<int, int, uint64_t>, std::shared_future<std::optional<Solved>>> solved;
+  /// What each solved pattern reduces to (node_local_representative, then translation_representative; nullopt:
+  /// the pattern itself), by (pattern hash, op is send_recv, the one op translation_representative treats
+  /// apart): the pattern's other ops and algorithms reuse it instead of scanning every rank again.
+  std::map<std::pair<uint64_t, bool>, std::shared_ptr<const std::optional<CommPattern>>> representatives;
 };
 
 CollectiveModel::~CollectiveModel() = default;
@@ -61,36 +67,61 @@ namespace {
 /// groups of the first such node. Intra-node links belong to one node, so the nodes' flows are independent,
 /// identical max-min problems: the first node's solution is every node's, exactly. nullopt otherwise.
 std::optional<CommPattern> node_local_representative(const CommPattern& pattern, int64_t gpus_per_node) {
-  if (pattern.groups.size() < 2 || gpus_per_node < 1) return std::nullopt;
+  const auto& groups = pattern.groups;
+  if (groups.size() < 2 || gpus_per_node < 1) return std::nullopt;
   // Node of each group, or nullopt when a group spans nodes.
-  std::map<int64_t, std::vector<std::vector<int64_t>>> by_node;
-  for (const auto& group : pattern.groups) {
+  std::vector<int64_t> node_of(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto& group = groups[g];
     if (group.empty()) return std::nullopt;
     const int64_t node = group.front() / gpus_per_node;
-    std::vector<int64_t> local;
-    local.reserve(group.size());
     for (int64_t r : group) {
       if (r < 0 || r / gpus_per_node != node) return std::nullopt;
-      local.push_back(r - node * gpus_per_node);
     }
-    by_node[node].push_back(std::move(local));
+    node_of[g] = node;
   }
-  if (by_node.size() < 2) return std::nullopt;
-  auto canonical = [](std::vector<std::vector<int64_t>> groups) {
-    std::sort(groups.begin(), groups.end());
-    return groups;
+  // The groups by node, and inside a node by their local ranks (lexicographically, as std::vector compares):
+  // each node's groups as a sorted list, the nodes ascending.
+  std::vector<uint32_t> order(groups.size());
+  for (uint32_t g = 0; g < order.size(); ++g) order[g] = g;
+  const auto local_less = [&](uint32_t a, uint32_t b) {
+    const int64_t base_a = node_of[a] * gpus_per_node, base_b = node_of[b] * gpus_per_node;
+    return std::lexicographical_compare(
+        groups[a].begin(), groups[a].end(), groups[b].begin(), groups[b].end(),
+        [&](int64_t x, int64_t y) { return x - base_a < y - base_b; });
   };
-  const auto first = canonical(by_node.begin()->second);
-  for (auto it = std::next(by_node.begin()); it != by_node.end(); ++it) {
-    if (canonical(it->second) != first) return std::nullopt;
+  const auto by_node_then_local = [&](uint32_t a, uint32_t b) {
+    if (node_of[a] != node_of[b]) return node_of[a] < node_of[b];
+    return local_less(a, b);
+  };
+  // Megatron's groups usually come in this order already (one linear check instead of a sort).
+  if (!std::is_sorted(order.begin(), order.end(), by_node_then_local)) {
+    std::sort(order.begin(), order.end(), by_node_then_local);
   }
+  const auto local_equal = [&](uint32_t a, uint32_t b) {
+    const int64_t base_a = node_of[a] * gpus_per_node, base_b = node_of[b] * gpus_per_node;
+    return std::equal(groups[a].begin(), groups[a].end(), groups[b].begin(), groups[b].end(),
+                      [&](int64_t x, int64_t y) { return x - base_a == y - base_b; });
+  };
+  // The first node's run; every other node's run must hold the same sorted local groups.
+  const int64_t first_node = node_of[order.front()];
+  size_t run = 0;
+  while (run < order.size() && node_of[order[run]] == first_node) ++run;
+  if (run == order.size()) return std::nullopt;  // one node only
+  for (size_t start = run; start < order.size();) {
+    size_t end = start;
+    while (end < order.size() && node_of[order[end]] == node_of[order[start]]) ++end;
+    if (end - start != run) return std::nullopt;
+    for (size_t i = 0; i < run; ++i) {
+      if (!local_equal(order[start + i], order[i])) return std::nullopt;
+    }
+    start = end;
+  }
+  // The first node's groups, in pattern order.
   CommPattern reduced;
-  const int64_t base = by_node.begin()->first * gpus_per_node;
-  for (const auto& local : by_node.begin()->second) {
-    std::vector<int64_t> group;
-    group.reserve(local.size());
-    for (int64_t r : local) group.push_back(base + r);
-    reduced.groups.push_back(std::move(group));
+  reduced.groups.reserve(run);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (node_of[g] == first_node) reduced.groups.push_back(groups[g]);
   }
   return reduced;
 }
@@ -125,21 +156,31 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve(CollectiveOp op, C
 std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(CollectiveOp op, CollectiveAlgorithm algorithm,
                                                                        const CommPattern& pattern) const {
   std::optional<Solved> result;
-  // Validate every rank (warm calls skip the scan: a memoised pattern was valid), then solve the smallest
-  // equivalent pattern.
-  for (const auto& group : pattern.groups) {
-    for (int64_t r : group) {
-      if (r < 0 || r >= topology_.gpu_count()) {
-        throw std::invalid_argument("CollectiveModel: rank " + std::to_string(r) + " is not a GPU of the " +
-                                    std::to_string(topology_.gpu_count()) + "-GPU cluster");
+  const std::pair<uint64_t, bool> key{pattern.hash(), op == CollectiveOp::send_recv};
+  std::shared_ptr<const std::optional<CommPattern>> representative;
+  {
+    std::lock_guard lock(memo_->mutex);
+    if (auto it = memo_->representatives.find(key); it != memo_->representatives.end()) representative = it->second;
+  }
+  if (!representative) {
+    // Validate every rank (a pattern reduced before was valid), then find the smallest equivalent pattern.
+    for (const auto& group : pattern.groups) {
+      for (int64_t r : group) {
+        if (r < 0 || r >= topology_.gpu_count()) {
+          throw std::invalid_argument("CollectiveModel: rank " + std::to_string(r) + " is not a GPU of the " +
+                                      std::to_string(topology_.gpu_count()) + "-GPU cluster");
+        }
       }
     }
+    std::optional<CommPattern> reduced = node_local_representative(pattern, topology_.gpus_per_node());
+    // Inter-node groups on a fat tree: one block of groups when the others are it moved by whole leaves or pods
+    // (exact to the last bit; models/network/pattern_symmetry.hpp).
+    if (!reduced) reduced = translation_representative(op, pattern, topology_);
+    representative = std::make_shared<const std::optional<CommPattern>>(std::move(reduced));
+    std::lock_guard lock(memo_->mutex);
+    memo_->representatives.emplace(key, representative);  // a racing thread's equal result may be kept instead
   }
-  std::optional<CommPattern> representative = node_local_representative(pattern, topology_.gpus_per_node());
-  // Inter-node groups on a fat tree: one block of groups when the others are it moved by whole leaves or pods
-  // (exact to the last bit; models/network/pattern_symmetry.hpp).
-  if (!representative) representative = translation_representative(op, pattern, topology_);
-  const CommPattern& solved_pattern = representative ? *representative : pattern;
+  const CommPattern& solved_pattern = *representative ? **representative : pattern;
   if (auto schedule = build_schedule(op, algorithm, topology_, solved_pattern, nvls_capable_)) {
     const CollectiveConstants& k = constants_;
     LinkEfficiency eff;

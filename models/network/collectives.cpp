@@ -6,6 +6,7 @@
 #include <exception>
 #include <limits>
 #include <map>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -454,7 +455,7 @@ namespace {
 /// Seconds per byte of the transfers `members` (indices into `transfers`) of one phase, alone on the links:
 /// max-min fair shares, then the slowest transfer (pipelined) or progressive completion (each finish frees
 /// bandwidth for the rest).
-double transfers_seconds_per_byte(const std::vector<Transfer>& transfers, const std::vector<size_t>& members,
+double transfers_seconds_per_byte(const std::vector<Transfer>& transfers, std::span<const size_t> members,
                                   bool pipelined, const Topology& topology, const LinkEfficiency& efficiency,
                                   std::vector<LinkId>& local) {
   // Only the links the transfers use enter the solver (`local`: global -> solver link, kAbsent elsewhere;
@@ -549,6 +550,11 @@ double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topo
     }
   } restore{local};
   double total = 0.0;
+  // Scratch reused by every phase (and component) of this call.
+  std::vector<LinkId> component_of, roots;
+  std::vector<size_t> offsets, fill, members;
+  std::vector<uint64_t> structure;
+  std::vector<LinkId> first_use;
   for (const Phase& phase : schedule.phases) {
     if (phase.transfers.empty()) continue;
     for (const Transfer& t : phase.transfers) {
@@ -560,24 +566,38 @@ double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topo
         if (a != b) parent[std::max(a, b)] = std::min(a, b);
       }
     }
-    // Components in order of their first transfer; their members in transfer order.
-    std::vector<std::vector<size_t>> components;
-    std::map<LinkId, size_t> component_of_root;
-    for (size_t k = 0; k < phase.transfers.size(); ++k) {
+    // Components in order of their first transfer; their members in transfer order: component_of[k] per
+    // transfer (`local` holds each root's component while they are numbered, then is restored), then the
+    // members of component c at members[offsets[c] .. offsets[c + 1]).
+    const size_t n = phase.transfers.size();
+    component_of.resize(n);
+    roots.clear();
+    for (size_t k = 0; k < n; ++k) {
       const std::vector<LinkId>& path = phase.transfers[k].path;
       if (path.empty()) throw std::invalid_argument("bandwidth_seconds_per_byte: a transfer without a path");
-      const auto [it, added] = component_of_root.emplace(find_root(parent, path.front()), components.size());
-      if (added) components.emplace_back();
-      components[it->second].push_back(k);
+      const LinkId root = find_root(parent, path.front());
+      if (local[root] == kAbsent) {
+        local[root] = static_cast<LinkId>(roots.size());
+        roots.push_back(root);
+      }
+      component_of[k] = local[root];
     }
+    for (LinkId root : roots) local[root] = kAbsent;
+    offsets.assign(roots.size() + 1, 0);
+    for (size_t k = 0; k < n; ++k) ++offsets[component_of[k] + 1];
+    for (size_t c = 0; c < roots.size(); ++c) offsets[c + 1] += offsets[c];
+    members.resize(n);
+    fill.assign(offsets.begin(), offsets.end() - 1);
+    for (size_t k = 0; k < n; ++k) members[fill[component_of[k]]++] = k;
     // Each component's structure: per transfer its path length, its links by order of first use, its bytes;
     // then the capacity of each link in that order.
     std::map<std::vector<uint64_t>, double> solved;
     double phase_time = 0.0;
-    for (const std::vector<size_t>& members : components) {
-      std::vector<uint64_t> structure;
-      std::vector<LinkId> first_use;
-      for (size_t k : members) {
+    for (size_t c = 0; c < roots.size(); ++c) {
+      const std::span<const size_t> component(members.data() + offsets[c], offsets[c + 1] - offsets[c]);
+      structure.clear();
+      first_use.clear();
+      for (size_t k : component) {
         const Transfer& t = phase.transfers[k];
         structure.push_back(t.path.size());
         structure.push_back(std::bit_cast<uint64_t>(t.bytes_per_byte));
@@ -596,8 +616,8 @@ double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topo
       }
       auto it = solved.find(structure);
       if (it == solved.end()) {
-        it = solved.emplace(std::move(structure), transfers_seconds_per_byte(phase.transfers, members, phase.pipelined,
-                                                                             topology, efficiency, local))
+        it = solved.emplace(structure, transfers_seconds_per_byte(phase.transfers, component, phase.pipelined,
+                                                                  topology, efficiency, local))
                  .first;
       }
       phase_time = std::max(phase_time, it->second);

@@ -1,6 +1,7 @@
 #include "models/network/pattern_symmetry.hpp"
 
 #include <numeric>
+#include <span>
 #include <vector>
 
 namespace clustersim::models {
@@ -81,22 +82,32 @@ std::optional<CommPattern> translation_representative(CollectiveOp op, const Com
       touch(g, r, 1);
     }
   }
-  // Blocks in order of their first group, each group in pattern order.
-  std::vector<std::vector<uint32_t>> blocks;
+  // Blocks in order of their first group, each group in pattern order: block b's groups are
+  // members[offsets[b] .. offsets[b + 1]) (one flat array, not a vector per block).
+  std::vector<uint32_t> block_of(groups.size());
   std::vector<uint32_t> block_of_root(groups.size(), kNone);
+  uint32_t block_count = 0;
   for (uint32_t g = 0; g < groups.size(); ++g) {
     const uint32_t root = find(parent, g);
-    if (block_of_root[root] == kNone) {
-      block_of_root[root] = static_cast<uint32_t>(blocks.size());
-      blocks.emplace_back();
-    }
-    blocks[block_of_root[root]].push_back(g);
+    if (block_of_root[root] == kNone) block_of_root[root] = block_count++;
+    block_of[g] = block_of_root[root];
   }
-  if (blocks.size() < 2) return std::nullopt;
-  const std::vector<uint32_t>& first = blocks.front();
+  if (block_count < 2) return std::nullopt;
+  std::vector<size_t> offsets(static_cast<size_t>(block_count) + 1, 0);
+  for (uint32_t b : block_of) ++offsets[b + 1];
+  for (size_t b = 0; b < block_count; ++b) offsets[b + 1] += offsets[b];
+  std::vector<uint32_t> members(groups.size());
+  {
+    std::vector<size_t> fill(offsets.begin(), offsets.end() - 1);
+    for (uint32_t g = 0; g < groups.size(); ++g) members[fill[block_of[g]]++] = g;
+  }
+  const auto block_at = [&](size_t b) {
+    return std::span<const uint32_t>(members.data() + offsets[b], offsets[b + 1] - offsets[b]);
+  };
+  const std::span<const uint32_t> first = block_at(0);
   const int64_t period_ranks = sym->period_nodes * gpn;
-  for (size_t b = 1; b < blocks.size(); ++b) {
-    const std::vector<uint32_t>& block = blocks[b];
+  for (size_t b = 1; b < block_count; ++b) {
+    const std::span<const uint32_t> block = block_at(b);
     if (block.size() != first.size()) return std::nullopt;
     const int64_t shift = groups[block.front()].front() - groups[first.front()].front();
     if (shift % period_ranks != 0) return std::nullopt;

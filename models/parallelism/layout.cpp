@@ -54,14 +54,6 @@ void for_each_coords(const ParallelismConfig& p, std::span<const LayoutDim> sele
   }
 }
 
-/// Calls `f(coords)` for every coordinate vector of the dimensions other than `skip` (its coordinate left 0),
-/// the slowest dimension outermost.
-template <typename F>
-void for_each_other(const ParallelismConfig& p, LayoutDim skip, F&& f) {
-  const LayoutDim skipped[]{skip};
-  for_each_coords(p, skipped, false, std::vector<int64_t>(std::size(kDimensions), 0), f);
-}
-
 }  // namespace
 
 std::span<const LayoutDimension> layout_dimensions() { return kDimensions; }
@@ -86,23 +78,41 @@ int64_t layout_rank(const ParallelismConfig& p, std::span<const int64_t> coords)
   return rank;
 }
 
-CommPattern layout_groups(const ParallelismConfig& p, LayoutDim dim) {
-  CommPattern pattern;
+StridedGroups layout_strided_groups(const ParallelismConfig& p, LayoutDim dim) {
   const auto k = static_cast<size_t>(dim);
-  // for_each_other walks the fastest dimension first; groups are wanted slowest-outermost, which is the same
-  // sequence because the mixed-radix counter's carry runs from the fastest digit to the slowest.
-  for_each_other(p, dim, [&](std::vector<int64_t> coords) {
-    std::vector<int64_t> group;
-    for (int64_t c = 0; c < size_of(p, dim); ++c) {
-      coords[k] = c;
-      group.push_back(layout_rank(p, coords));
-    }
-    pattern.groups.push_back(std::move(group));
-  });
-  return pattern;
+  if (k >= std::size(kDimensions)) throw std::invalid_argument("layout_strided_groups: not a rank-order dimension");
+  int64_t below = 1, above = 1;
+  for (size_t j = 0; j < std::size(kDimensions); ++j) {
+    if (j < k) below *= p.*kDimensions[j].size;
+    if (j > k) above *= p.*kDimensions[j].size;
+  }
+  return strided_groups(below, p.*kDimensions[k].size, above);
 }
 
+std::optional<StridedGroups> layout_strided_groups(const ParallelismConfig& p, std::span<const LayoutDim> dims) {
+  // The selected rank-order dimensions must be one run [first, last].
+  size_t first = std::size(kDimensions), last = 0;
+  for (size_t j = 0; j < std::size(kDimensions); ++j) {
+    if (!contains(dims, kDimensions[j].dim)) continue;
+    first = std::min(first, j);
+    last = j;
+  }
+  if (first == std::size(kDimensions)) return std::nullopt;
+  for (size_t j = first; j <= last; ++j) {
+    if (!contains(dims, kDimensions[j].dim)) return std::nullopt;
+  }
+  int64_t below = 1, size = 1, above = 1;
+  for (size_t j = 0; j < std::size(kDimensions); ++j) {
+    const int64_t radix = p.*kDimensions[j].size;
+    (j < first ? below : j > last ? above : size) *= radix;
+  }
+  return strided_groups(below, size, above);
+}
+
+CommPattern layout_groups(const ParallelismConfig& p, LayoutDim dim) { return layout_strided_groups(p, dim).pattern(); }
+
 CommPattern layout_groups(const ParallelismConfig& p, std::span<const LayoutDim> dims) {
+  if (const std::optional<StridedGroups> strided = layout_strided_groups(p, dims)) return strided->pattern();
   CommPattern pattern;
   for_each_coords(p, dims, false, std::vector<int64_t>(std::size(kDimensions), 0), [&](std::vector<int64_t> base) {
     std::vector<int64_t> group;
@@ -112,6 +122,19 @@ CommPattern layout_groups(const ParallelismConfig& p, std::span<const LayoutDim>
     pattern.groups.push_back(std::move(group));
   });
   return pattern;
+}
+
+std::optional<StridedGroups> expert_strided_groups(const ParallelismConfig& p, std::optional<LayoutDim> dim) {
+  const int64_t per_stage = p.tensor * p.context * p.data, folded = p.expert * p.expert_tensor;
+  if (folded < 1 || per_stage % folded != 0) return std::nullopt;
+  const int64_t replicas = per_stage / folded;
+  if (!dim) return strided_groups(1, folded, replicas * p.pipeline);
+  switch (*dim) {
+    case LayoutDim::expert_tensor: return strided_groups(1, p.expert_tensor, p.expert * replicas * p.pipeline);
+    case LayoutDim::expert: return strided_groups(p.expert_tensor, p.expert, replicas * p.pipeline);
+    case LayoutDim::data: return strided_groups(folded, replicas, p.pipeline);
+    default: throw std::invalid_argument("expert_strided_groups: expert, expert_tensor or data");
+  }
 }
 
 namespace {
@@ -141,11 +164,21 @@ CommPattern folded_groups(const ParallelismConfig& p, int which) {
 
 }  // namespace
 
-CommPattern expert_tensor_pattern(const ParallelismConfig& p) { return folded_groups(p, 0); }
-CommPattern expert_parallel_pattern(const ParallelismConfig& p) { return folded_groups(p, 1); }
-CommPattern expert_data_pattern(const ParallelismConfig& p) { return folded_groups(p, 2); }
+CommPattern expert_tensor_pattern(const ParallelismConfig& p) {
+  if (const auto s = expert_strided_groups(p, LayoutDim::expert_tensor)) return s->pattern();
+  return folded_groups(p, 0);
+}
+CommPattern expert_parallel_pattern(const ParallelismConfig& p) {
+  if (const auto s = expert_strided_groups(p, LayoutDim::expert)) return s->pattern();
+  return folded_groups(p, 1);
+}
+CommPattern expert_data_pattern(const ParallelismConfig& p) {
+  if (const auto s = expert_strided_groups(p, LayoutDim::data)) return s->pattern();
+  return folded_groups(p, 2);
+}
 
 CommPattern expert_model_pattern(const ParallelismConfig& p) {
+  if (const auto s = expert_strided_groups(p, std::nullopt)) return s->pattern();
   const int64_t per_stage = p.tensor * p.context * p.data, size = p.expert * p.expert_tensor;
   CommPattern pattern;
   for (int64_t stage = 0; stage < p.pipeline; ++stage) {
@@ -191,15 +224,17 @@ std::optional<LayoutProblem> expert_layout_problem(const ParallelismConfig& p, c
 }
 
 CommPattern layout_neighbours(const ParallelismConfig& p, LayoutDim dim) {
+  // The groups along `dim` start at the ranks with `dim`'s coordinate 0, ascending (the other coordinates
+  // slowest first); the pair at coordinate c is that start moved by c and c + 1 strides.
+  const StridedGroups along = layout_strided_groups(p, dim);
   CommPattern pattern;
-  const auto k = static_cast<size_t>(dim);
-  for (int64_t c = 0; c + 1 < size_of(p, dim); ++c) {
-    for_each_other(p, dim, [&](std::vector<int64_t> coords) {
-      coords[k] = c;
-      const int64_t from = layout_rank(p, coords);
-      coords[k] = c + 1;
-      pattern.groups.push_back({from, layout_rank(p, coords)});
-    });
+  if (along.size < 2) return pattern;
+  pattern.groups.reserve(static_cast<size_t>((along.size - 1) * along.count));
+  for (int64_t c = 0; c + 1 < along.size; ++c) {
+    for (int64_t g = 0; g < along.count; ++g) {
+      const int64_t from = along.rank(g, c);
+      pattern.groups.push_back(std::vector<int64_t>{from, from + along.stride});
+    }
   }
   return pattern;
 }

@@ -20,6 +20,7 @@
 
 #include "models/network/collectives.hpp"
 #include "models/parallelism/plan.hpp"
+#include "models/parallelism/strided_groups.hpp"
 #include "models/workload/model_config.hpp"
 
 namespace clustersim::models {
@@ -63,6 +64,19 @@ int64_t layout_rank(const ParallelismConfig& p, std::span<const int64_t> coords)
 /// in `dim`'s coordinate (ascending). Groups are ordered by the other coordinates, the slowest dimension
 /// outermost. Tensor: the t consecutive ranks of each (data, stage); data: d ranks strided by t.
 CommPattern layout_groups(const ParallelismConfig& p, LayoutDim dim);
+
+/// layout_groups(p, dim) without the rank lists (strided_groups.hpp): the same groups and ranks, in the same
+/// order. `dim` is one of layout_dimensions() (tensor, context, data, pipeline).
+StridedGroups layout_strided_groups(const ParallelismConfig& p, LayoutDim dim);
+
+/// layout_groups(p, dims) without the rank lists when `dims` are adjacent in the rank order (context and data:
+/// the data-parallel groups); nullopt when they are not (their groups are no arithmetic progressions), or empty.
+std::optional<StridedGroups> layout_strided_groups(const ParallelismConfig& p, std::span<const LayoutDim> dims);
+
+/// The folded MoE groups (expert_parallel_pattern, expert_tensor_pattern, expert_data_pattern, and with `dim`
+/// nullopt expert_model_pattern) without the rank lists: `dim` expert, expert_tensor, or data for the
+/// expert-data groups. nullopt when expert x expert_tensor does not divide the stage's ranks.
+std::optional<StridedGroups> expert_strided_groups(const ParallelismConfig& p, std::optional<LayoutDim> dim);
 
 /// Every group over the dimensions `dims` together: for each setting of the other coordinates, the ranks that
 /// differ only in the coordinates of `dims`, ascending. layout_groups(p, {context, data}) is Megatron-Core's

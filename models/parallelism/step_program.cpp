@@ -135,9 +135,10 @@ units::Seconds attention_core_time(const std::vector<Op>& ops, const ComputeMode
 /// forward's when the recompute reruns the attention.
 units::Seconds context_comm(const LayerWork& work, PassKind kind, bool recompute, const StepSetup& setup,
                             const ComputeModel& compute, const CommunicationModel& network,
-                            const CommPattern& groups) {
+                            const LazyPattern& pattern) {
   const ParallelismConfig& par = setup.parallelism;
   if (par.context == 1 || work.context_kv_block.value() <= 0.0) return units::Seconds(0.0);
+  const CommPattern& groups = pattern.get();
   const Precision p = setup.training.precision;
   const units::Seconds hop = network.collective_time(CollectiveOp::ring_shift, groups, work.context_kv_block).time;
   units::Seconds gather(0.0);
@@ -242,7 +243,7 @@ units::Seconds expert_comm(const LayerWork& work, PassKind kind, bool recompute,
 /// dispatch and combine.
 PassCost pass_cost(const LayerWork& work, PassKind kind, const StepSetup& setup, const ComputeModel& compute,
                    const CommunicationModel& network, const MegatronPatterns& patterns, bool recompute = true) {
-  PassCost c = pass_cost_without_context(work, kind, setup, compute, network, patterns.tensor, recompute);
+  PassCost c = pass_cost_without_context(work, kind, setup, compute, network, patterns.tensor.get(), recompute);
   c.cp_comm = context_comm(work, kind, recompute, setup, compute, network, patterns.context);
   c.ep_comm = expert_comm(work, kind, recompute, setup, compute, network, patterns);
   // The host queue: the expert-parallel time of the forward (also run by a full recompute) and of the backward.
@@ -429,16 +430,41 @@ NodeSplit split_by_node(const CommPattern& pattern, int64_t gpus_per_node) {
   return split;
 }
 
-MegatronPatterns megatron_patterns(const ParallelismConfig& p, int64_t gpus_per_node) {
-  MegatronPatterns m{tensor_parallel_pattern(p), data_parallel_pattern(p), pipeline_pattern(p),
-                     context_parallel_pattern(p), expert_parallel_pattern(p), expert_tensor_pattern(p),
-                     expert_model_pattern(p), expert_data_pattern(p), {}, {}};
-  if (p.expert > 1) {
-    NodeSplit split = split_by_node(m.expert, gpus_per_node);
-    m.expert_intra_node = std::move(split.intra);
-    m.expert_inter_node = std::move(split.inter);
-  }
-  return m;
+const CommPattern& LazyPattern::get() const {
+  std::call_once(once_, [this] {
+    if (build_ != nullptr) pattern_ = build_(*owner_);
+    built_.store(true, std::memory_order_release);
+  });
+  return pattern_;
+}
+
+void LazyPattern::set(CommPattern pattern) {
+  bool given = false;
+  std::call_once(once_, [&] {
+    pattern_ = std::move(pattern);
+    built_.store(true, std::memory_order_release);
+    given = true;
+  });
+  if (!given) throw std::logic_error("LazyPattern::set: the pattern is already built");
+}
+
+MegatronPatterns::MegatronPatterns(const ParallelismConfig& p, int64_t gpus_per_node_)
+    : parallelism(p), gpus_per_node(gpus_per_node_) {
+  if (gpus_per_node < 1) throw std::invalid_argument("MegatronPatterns: gpus_per_node must be >= 1");
+  tensor.bind(this, [](const MegatronPatterns& m) { return tensor_parallel_pattern(m.parallelism); });
+  data.bind(this, [](const MegatronPatterns& m) { return data_parallel_pattern(m.parallelism); });
+  pipeline.bind(this, [](const MegatronPatterns& m) { return pipeline_pattern(m.parallelism); });
+  context.bind(this, [](const MegatronPatterns& m) { return context_parallel_pattern(m.parallelism); });
+  expert.bind(this, [](const MegatronPatterns& m) { return expert_parallel_pattern(m.parallelism); });
+  expert_tensor.bind(this, [](const MegatronPatterns& m) { return expert_tensor_pattern(m.parallelism); });
+  expert_model.bind(this, [](const MegatronPatterns& m) { return expert_model_pattern(m.parallelism); });
+  expert_data.bind(this, [](const MegatronPatterns& m) { return expert_data_pattern(m.parallelism); });
+  expert_intra_node.bind(this, [](const MegatronPatterns& m) {
+    return m.parallelism.expert > 1 ? split_by_node(m.expert.get(), m.gpus_per_node).intra : CommPattern{};
+  });
+  expert_inter_node.bind(this, [](const MegatronPatterns& m) {
+    return m.parallelism.expert > 1 ? split_by_node(m.expert.get(), m.gpus_per_node).inter : CommPattern{};
+  });
 }
 
 units::Seconds expert_comm_time(const ExpertTraffic& traffic, const MegatronPatterns& patterns,
@@ -446,39 +472,40 @@ units::Seconds expert_comm_time(const ExpertTraffic& traffic, const MegatronPatt
   units::Seconds t(0.0);
   if (traffic.dispatcher == MoeDispatcher::flex) {
     if (traffic.token_bytes.value() > 0.0) {
-      if (patterns.expert_intra_node.groups.empty()) {
+      const CommPattern& intra = patterns.expert_intra_node.get();
+      if (intra.groups.empty()) {
         throw std::invalid_argument("the flex (DeepEP) dispatcher needs every expert-parallel group to have the "
                                     "same number of ranks on each of its nodes");
       }
-      const auto ranks = static_cast<int64_t>(patterns.expert.groups.front().size());
-      const auto per_node = static_cast<int64_t>(patterns.expert_intra_node.groups.front().size());
+      const auto ranks = static_cast<int64_t>(patterns.expert.get().groups.front().size());
+      const auto per_node = static_cast<int64_t>(intra.groups.front().size());
       const int64_t nodes = ranks / per_node;
       const FlexDispatchCopies copies = flex_dispatch_copies(traffic.experts, traffic.topk, ranks, per_node);
       units::Seconds rdma(0.0), nvlink(0.0);
       if (nodes > 1 && copies.network > 0.0) {
         const double share = static_cast<double>(nodes) / static_cast<double>(nodes - 1);
-        rdma = network.collective_time(CollectiveOp::all_to_all, patterns.expert_inter_node,
+        rdma = network.collective_time(CollectiveOp::all_to_all, patterns.expert_inter_node.get(),
                                        traffic.token_bytes * (copies.network * share)).time;
       }
       if (per_node > 1 && copies.nvlink > 0.0) {
         const double share = static_cast<double>(per_node) / static_cast<double>(per_node - 1);
-        nvlink = network.collective_time(CollectiveOp::all_to_all, patterns.expert_intra_node,
+        nvlink = network.collective_time(CollectiveOp::all_to_all, patterns.expert_intra_node.get(),
                                          traffic.token_bytes * (copies.nvlink * share)).time;
       }
       t += std::max(rdma, nvlink) * 2.0;
     }
   } else if (traffic.dispatcher == MoeDispatcher::alltoall) {
     if (traffic.all_to_all_bytes.value() > 0.0) {
-      t += network.collective_time(CollectiveOp::all_to_all, patterns.expert, traffic.all_to_all_bytes).time * 2.0;
+      t += network.collective_time(CollectiveOp::all_to_all, patterns.expert.get(), traffic.all_to_all_bytes).time * 2.0;
     }
     if (traffic.expert_tensor_bytes.value() > 0.0) {
-      t += network.collective_time(CollectiveOp::all_gather, patterns.expert_tensor, traffic.expert_tensor_bytes).time;
-      t += network.collective_time(CollectiveOp::reduce_scatter, patterns.expert_tensor, traffic.expert_tensor_bytes)
+      t += network.collective_time(CollectiveOp::all_gather, patterns.expert_tensor.get(), traffic.expert_tensor_bytes).time;
+      t += network.collective_time(CollectiveOp::reduce_scatter, patterns.expert_tensor.get(), traffic.expert_tensor_bytes)
                .time;
     }
   } else if (traffic.all_gather_bytes.value() > 0.0) {
-    t += network.collective_time(CollectiveOp::all_gather, patterns.expert_model, traffic.all_gather_bytes).time;
-    t += network.collective_time(CollectiveOp::reduce_scatter, patterns.expert_model, traffic.all_gather_bytes).time;
+    t += network.collective_time(CollectiveOp::all_gather, patterns.expert_model.get(), traffic.all_gather_bytes).time;
+    t += network.collective_time(CollectiveOp::reduce_scatter, patterns.expert_model.get(), traffic.all_gather_bytes).time;
   }
   const units::Seconds hidden = std::min(t, hidden_under);
   return t - hidden + hidden * slowdown;
@@ -509,9 +536,9 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   const LayerWork embed = embedding(model, setup.training, options);
 
   std::optional<MegatronPatterns> built;
-  if (patterns == nullptr) patterns = &built.emplace(megatron_patterns(par, setup.gpus_per_node));
-  const CommPattern& tp = patterns->tensor;
-  const CommPattern& dp = patterns->data;
+  if (patterns == nullptr) patterns = &built.emplace(par, setup.gpus_per_node);
+  const CommPattern& tp = patterns->tensor.get();
+  const CommPattern& dp = patterns->data.get();
   PassCost layer_fwd = pass_cost(layer, PassKind::forward, setup, compute, network, *patterns);
   PassCost layer_bwd = pass_cost(layer, PassKind::backward, setup, compute, network, *patterns);
   // A layer that keeps its activations (full recompute of only recompute_num_layers of a chunk).
@@ -750,7 +777,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     // The expert gradients' share of a reduction (or of the parameter all-gather), over the expert-data groups.
     auto expert_collective = [&](CollectiveOp op, double params, double bytes_each) {
       if (params <= 0.0) return units::Seconds(0.0);
-      return network.collective_time(op, patterns->expert_data, units::Bytes(params * bytes_each)).time;
+      return network.collective_time(op, patterns->expert_data.get(), units::Bytes(params * bytes_each)).time;
     };
     stage.grad_buckets =
         std::max<int64_t>(1, static_cast<int64_t>(std::ceil(stage.parameters / kGradientBucketParameters)));
@@ -810,7 +837,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     // stage, which all-gathers it over NVLink (with sequence parallelism it is split by t already, so no
     // all-gather). Without tensor parallelism the one rank sends all of it.
     const CollectiveTiming send =
-        network.collective_time(CollectiveOp::send_recv, patterns->pipeline, activation / d(par.tensor));
+        network.collective_time(CollectiveOp::send_recv, patterns->pipeline.get(), activation / d(par.tensor));
     units::Seconds transfer = send.time;
     if (par.tensor > 1 && !par.sequence_parallel) {
       transfer += network.collective_time(CollectiveOp::all_gather, tp, activation).time;

@@ -29,7 +29,9 @@
 // the main-gradient buffer (a memory-bound kernel per microbatch).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "models/compute/compute_model.hpp"
@@ -143,23 +145,70 @@ struct StepProgram {
   double expert_imbalance = 1.0;
 };
 
-/// The whole-cluster communication patterns of a Megatron layout (see the functions below). They depend on
-/// the layout's dimensions and the GPUs per node only, so callers that simulate many configurations of one
-/// layout keep them.
+struct MegatronPatterns;
+
+/// One whole-cluster pattern of a MegatronPatterns, built the first time get() is called (a dense model never
+/// builds its expert or context patterns: at 131,072 GPUs each is 131,072 ranks in thousands of vectors).
+/// Safe to call get() from several threads at once (sweep threads share the cached patterns): the first call
+/// builds, the others wait for it (std::call_once). Neither copyable nor movable.
+class LazyPattern {
+ public:
+  /// Builds the pattern from its owner's layout.
+  using Build = CommPattern (*)(const MegatronPatterns& owner);
+
+  /// An empty pattern until set() (no builder).
+  LazyPattern() = default;
+  LazyPattern(const LazyPattern&) = delete;
+  LazyPattern& operator=(const LazyPattern&) = delete;
+
+  /// The pattern: built by the builder on the first call (empty without one, or what set() gave).
+  [[nodiscard]] const CommPattern& get() const;
+  /// Whether the pattern exists yet (get() or set() has run).
+  [[nodiscard]] bool built() const { return built_.load(std::memory_order_acquire); }
+  /// Gives the pattern outright (tests). Throws std::logic_error when it was already built or set; not safe
+  /// beside a concurrent get().
+  void set(CommPattern pattern);
+  /// Makes `build(owner)` the builder; before any get(), by the owner's constructor.
+  void bind(const MegatronPatterns* owner, Build build) {
+    owner_ = owner;
+    build_ = build;
+  }
+
+ private:
+  const MegatronPatterns* owner_ = nullptr;
+  Build build_ = nullptr;
+  mutable std::once_flag once_;
+  mutable CommPattern pattern_;
+  mutable std::atomic<bool> built_{false};
+};
+
+/// The whole-cluster communication patterns of a Megatron layout (see the functions below), each built on
+/// first use (LazyPattern::get()). They depend on the layout's dimensions and the GPUs per node only, so callers
+/// that simulate many configurations of one layout keep them (one shared, immutable-once-built object).
 struct MegatronPatterns {
-  CommPattern tensor;    ///< tensor_parallel_pattern
-  CommPattern data;      ///< data_parallel_pattern
-  CommPattern pipeline;  ///< pipeline_pattern
-  CommPattern context;   ///< context_parallel_pattern
-  CommPattern expert;         ///< expert_parallel_pattern (MoE all-to-all)
-  CommPattern expert_tensor;  ///< expert_tensor_pattern
-  CommPattern expert_model;   ///< expert_model_pattern (allgather dispatcher)
-  CommPattern expert_data;    ///< expert_data_pattern (expert gradients)
+  /// Every pattern empty until set (tests that give their own groups).
+  MegatronPatterns() = default;
+  /// The patterns of `p` on nodes of `gpus_per_node` GPUs (>= 1), each built when first asked for.
+  MegatronPatterns(const ParallelismConfig& p, int64_t gpus_per_node);
+  MegatronPatterns(const MegatronPatterns&) = delete;
+  MegatronPatterns& operator=(const MegatronPatterns&) = delete;
+
+  ParallelismConfig parallelism;  ///< the layout the patterns are of
+  int64_t gpus_per_node = 8;      ///< GPUs per node (the node split of the expert groups)
+
+  LazyPattern tensor;    ///< tensor_parallel_pattern
+  LazyPattern data;      ///< data_parallel_pattern
+  LazyPattern pipeline;  ///< pipeline_pattern
+  LazyPattern context;   ///< context_parallel_pattern
+  LazyPattern expert;         ///< expert_parallel_pattern (MoE all-to-all)
+  LazyPattern expert_tensor;  ///< expert_tensor_pattern
+  LazyPattern expert_model;   ///< expert_model_pattern (allgather dispatcher)
+  LazyPattern expert_data;    ///< expert_data_pattern (expert gradients)
   /// The expert-parallel groups split by node (split_by_node): the members on one node (flex dispatcher's
   /// NVLink forwarding) and the members at one position on every node (its RDMA sends, rail to rail); empty
-  /// when a group has unequal numbers of members on its nodes.
-  CommPattern expert_intra_node;
-  CommPattern expert_inter_node;
+  /// when a group has unequal numbers of members on its nodes, or without expert parallelism.
+  LazyPattern expert_intra_node;
+  LazyPattern expert_inter_node;
 };
 
 /// `pattern`'s groups split by node of `gpus_per_node` GPUs: `intra`, for each group and node, the members on
@@ -215,13 +264,11 @@ units::Seconds pass_host_time(const LayerWork& work, PassKind kind, bool recompu
 /// kernels' SMs and HBM traffic; kOverlapComputeSlowdown). Zero for c = 1.
 units::Seconds context_exchange_time(ContextComm comm, int64_t context, bool backward, units::Seconds attention,
                                      units::Seconds hop, units::Seconds gather, double slowdown);
-/// The patterns of `p` on nodes of `gpus_per_node` GPUs.
-MegatronPatterns megatron_patterns(const ParallelismConfig& p, int64_t gpus_per_node);
 
-/// Builds the step IR. `patterns`, when given, must be megatron_patterns(setup.parallelism) (kept by the caller
-/// to skip rebuilding them); otherwise they are built. Throws std::invalid_argument on an inconsistent setup
-/// (layers not divisible by pipeline, batch not divisible by micro_batch * data, heads not divisible by
-/// tensor, ...).
+/// Builds the step IR. `patterns`, when given, must be MegatronPatterns(setup.parallelism, setup.gpus_per_node)
+/// (kept by the caller to skip rebuilding them); otherwise they are built, each on first use. Throws
+/// std::invalid_argument on an inconsistent setup (layers not divisible by pipeline, batch not divisible by
+/// micro_batch * data, heads not divisible by tensor, ...).
 StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compute,
                                const CommunicationModel& network, const MegatronPatterns* patterns = nullptr);
 

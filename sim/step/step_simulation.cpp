@@ -38,7 +38,7 @@ struct ClusterCache::Cluster {
       std::lock_guard lock(patterns_mutex);
       if (auto it = patterns.find(key); it != patterns.end()) return it->second;
     }
-    auto built = std::make_shared<const models::MegatronPatterns>(models::megatron_patterns(p, gpus_per_node));
+    auto built = std::make_shared<const models::MegatronPatterns>(p, gpus_per_node);
     std::lock_guard lock(patterns_mutex);
     if (patterns.size() >= kPatternLayouts) patterns.clear();
     return patterns.emplace(key, std::move(built)).first->second;

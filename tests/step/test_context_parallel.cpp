@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "models/compute/compute_model.hpp"
 #include "models/hardware/catalog.hpp"
 #include "models/memory/memory_model.hpp"
 #include "models/network/collective_model.hpp"
+#include "models/parallelism/layout.hpp"
 #include "models/parallelism/step_program.hpp"
 #include "models/workload/transformer.hpp"
 #include "tests/step/step_support.hpp"
@@ -18,6 +21,7 @@ namespace {
 
 using test::catalog;
 using test::LinearNetwork;
+using Groups = std::vector<std::vector<int64_t>>;
 
 /// Llama 3 8B at 64K tokens.
 ModelConfig llama3_8b_64k() {
@@ -146,6 +150,97 @@ TEST(ContextParallelMemory, ActivationsSplitOverTheShardsModelStatesOverDataTime
   EXPECT_NEAR(b.stages[0].activations.value() * 4.0, a.stages[0].activations.value(), 1.0);
   // The transient K/V blocks: 2 in flight and 2 gradient blocks of b (s/4) 2 (8 x 128) 2 bytes (64 MiB).
   EXPECT_NEAR(b.stages[0].transient.value() - a.stages[0].transient.value(), 4.0 * 64.0 * 1024.0 * 1024.0, 1.0);
+}
+
+TEST(MegatronPatternsLazy, ADenseStepLeavesTheContextAndExpertPatternsUnbuilt) {
+  const ComputeModel compute(catalog().device("H100-SXM5-80GB"));
+  const LinearNetwork network(1e-11);
+  StepSetup dense = setup(1);
+  dense.parallelism.pipeline = 2;
+  dense.parallelism.data = 4;
+  const MegatronPatterns patterns(dense.parallelism, dense.gpus_per_node);
+  EXPECT_FALSE(patterns.tensor.built());
+  const StepProgram program = build_step_program(dense, compute, network, &patterns);
+  // The step is the same as with patterns built by build_step_program itself.
+  const StepProgram own = build_step_program(dense, compute, network);
+  EXPECT_EQ(program.stages[0].forward[0].total().value(), own.stages[0].forward[0].total().value());
+  EXPECT_EQ(program.stages[1].grad_sync.value(), own.stages[1].grad_sync.value());
+  EXPECT_TRUE(patterns.tensor.built());
+  EXPECT_TRUE(patterns.data.built());
+  EXPECT_TRUE(patterns.pipeline.built());
+  for (const LazyPattern* unused : {&patterns.context, &patterns.expert, &patterns.expert_tensor, &patterns.expert_model,
+                                    &patterns.expert_data, &patterns.expert_intra_node, &patterns.expert_inter_node}) {
+    EXPECT_FALSE(unused->built());
+  }
+  // A context-parallel step builds its rings.
+  const StepSetup cp = setup(4);
+  const MegatronPatterns with_context(cp.parallelism, cp.gpus_per_node);
+  (void)build_step_program(cp, compute, network, &with_context);
+  EXPECT_TRUE(with_context.context.built());
+  EXPECT_FALSE(with_context.expert.built());
+}
+
+TEST(MegatronPatternsLazy, LazilyBuiltPatternsEqualTheEagerOnes) {
+  std::vector<ParallelismConfig> layouts;
+  for (const int64_t t : {1, 2, 8}) {
+    for (const int64_t c : {1, 2}) {
+      for (const int64_t p : {1, 3}) {
+        for (const int64_t e : {1, 2, 4}) {
+          ParallelismConfig l;
+          l.tensor = t;
+          l.context = c;
+          l.pipeline = p;
+          l.data = 4;
+          l.expert = e;
+          l.expert_tensor = e == 4 && t >= 2 ? 2 : 1;
+          layouts.push_back(l);
+        }
+      }
+    }
+  }
+  for (const ParallelismConfig& l : layouts) {
+    for (const int64_t gpus_per_node : {4, 8}) {
+      const MegatronPatterns m(l, gpus_per_node);
+      SCOPED_TRACE(layout_text(l) + ", " + std::to_string(gpus_per_node) + " GPUs a node");
+      // The expert split first: it builds the expert groups it splits.
+      const NodeSplit split = split_by_node(expert_parallel_pattern(l), gpus_per_node);
+      EXPECT_EQ(m.expert_intra_node.get().groups, l.expert > 1 ? split.intra.groups : Groups{});
+      EXPECT_EQ(m.expert_inter_node.get().groups, l.expert > 1 ? split.inter.groups : Groups{});
+      EXPECT_EQ(m.tensor.get().groups, tensor_parallel_pattern(l).groups);
+      EXPECT_EQ(m.data.get().groups, data_parallel_pattern(l).groups);
+      EXPECT_EQ(m.pipeline.get().groups, pipeline_pattern(l).groups);
+      EXPECT_EQ(m.context.get().groups, context_parallel_pattern(l).groups);
+      EXPECT_EQ(m.expert.get().groups, expert_parallel_pattern(l).groups);
+      EXPECT_EQ(m.expert_tensor.get().groups, expert_tensor_pattern(l).groups);
+      EXPECT_EQ(m.expert_model.get().groups, expert_model_pattern(l).groups);
+      EXPECT_EQ(m.expert_data.get().groups, expert_data_pattern(l).groups);
+      EXPECT_EQ(m.tensor.get().hash(), tensor_parallel_pattern(l).hash());
+    }
+  }
+}
+
+TEST(MegatronPatternsLazy, ConcurrentFirstUsesBuildOnce) {
+  ParallelismConfig l;
+  l.tensor = 8;
+  l.pipeline = 4;
+  l.data = 32;
+  const MegatronPatterns m(l, 8);
+  std::vector<const CommPattern*> seen(4, nullptr);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    threads.emplace_back([&, i] { seen[i] = &m.data.get(); });
+  }
+  for (std::thread& th : threads) th.join();
+  for (const CommPattern* s : seen) EXPECT_EQ(s, seen.front());
+  EXPECT_EQ(seen.front()->groups, data_parallel_pattern(l).groups);
+  // An empty pattern can be given its groups once, before it is used; a built one cannot.
+  MegatronPatterns given;
+  CommPattern two;
+  two.groups = {{0, 1}};
+  given.expert.set(two);
+  EXPECT_EQ(given.expert.get().groups, two.groups);
+  EXPECT_TRUE(given.tensor.get().groups.empty());
+  EXPECT_THROW(given.tensor.set(two), std::logic_error);
 }
 
 }  // namespace

@@ -200,10 +200,12 @@ TEST(MoeFlex, GroupsSplitByNodeAndDispatchTime) {
   // dispatch and the combine each take the longer: 2 x 1.857 ms.
   const LinearNetwork network(1e-9);
   MegatronPatterns patterns;
-  patterns.expert.groups = {{0, 1, 8, 9}};
-  const NodeSplit s = split_by_node(patterns.expert, 8);
-  patterns.expert_intra_node = s.intra;
-  patterns.expert_inter_node = s.inter;
+  CommPattern group;
+  group.groups = {{0, 1, 8, 9}};
+  const NodeSplit s = split_by_node(group, 8);
+  patterns.expert.set(group);
+  patterns.expert_intra_node.set(s.intra);
+  patterns.expert_inter_node.set(s.inter);
   ExpertTraffic flex;
   flex.dispatcher = MoeDispatcher::flex;
   flex.token_bytes = units::Bytes(1e6);

@@ -1,0 +1,70 @@
+// The regular groups of a Megatron layout, described by four numbers instead of a vector of ranks per group.
+//
+// Megatron's ranks are a mixed-radix number (layout.hpp: tensor fastest, then context, data, pipeline; a stage's
+// folded MoE ranks: expert_tensor fastest, then expert, then expert data). The group along a run of consecutive
+// digits (one dimension, or several adjacent ones) holds the ranks that differ only in those digits: an arithmetic
+// progression of `size` ranks, `stride` apart, where stride is the product of the radices below the run and size
+// the product of the run's radices. Ordered by the other digits, the slowest outermost, the groups' first ranks
+// are ascending: `stride` consecutive ranks, then a jump to the next block of stride x size ranks. So a whole
+// pattern is (count, size, stride, per_block, block_step), and a caller that only walks groups and ranks needs no
+// vector per group.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "models/network/collectives.hpp"
+
+namespace clustersim::models {
+
+/// `count` groups of `size` ranks each; member i of group g is rank(g, i) = start(g) + i x stride, and group g
+/// starts at (g / per_block) x block_step + g mod per_block. All values >= 0; per_block >= 1.
+struct StridedGroups {
+  int64_t count = 0;       ///< groups
+  int64_t size = 1;        ///< ranks per group
+  int64_t stride = 1;      ///< rank distance between consecutive members of a group
+  int64_t per_block = 1;   ///< groups whose first ranks are consecutive (start, start + 1, ...)
+  int64_t block_step = 0;  ///< rank distance between the first groups of consecutive blocks
+
+  /// The first rank of group g (0 <= g < count).
+  [[nodiscard]] int64_t start(int64_t g) const { return (g / per_block) * block_step + g % per_block; }
+  /// Member i (0 <= i < size) of group g.
+  [[nodiscard]] int64_t rank(int64_t g, int64_t i) const { return start(g) + i * stride; }
+  /// Every rank of every group, groups in order, members in order: f(group, member, rank).
+  template <typename F>
+  void for_each_rank(F&& f) const {
+    for (int64_t g = 0; g < count; ++g) {
+      const int64_t s = start(g);
+      for (int64_t i = 0; i < size; ++i) f(g, i, s + i * stride);
+    }
+  }
+  /// The groups written out (one vector per group, each reserved to its size).
+  [[nodiscard]] CommPattern pattern() const {
+    CommPattern p;
+    p.groups.reserve(static_cast<size_t>(count));
+    for (int64_t g = 0; g < count; ++g) {
+      std::vector<int64_t> group(static_cast<size_t>(size));
+      const int64_t s = start(g);
+      for (int64_t i = 0; i < size; ++i) group[static_cast<size_t>(i)] = s + i * stride;
+      p.groups.push_back(std::move(group));
+    }
+    return p;
+  }
+};
+
+/// The groups along a run of consecutive mixed-radix digits: `below` the product of the radices faster than the
+/// run (the members' stride), `size` the product of the run's radices, `above` the product of the slower ones.
+/// below x above groups, ordered by the other digits with the slowest outermost (their first ranks ascending).
+/// All three >= 1.
+inline StridedGroups strided_groups(int64_t below, int64_t size, int64_t above) {
+  StridedGroups s;
+  s.count = below * above;
+  s.size = size;
+  s.stride = below;
+  s.per_block = below;
+  s.block_step = below * size;
+  return s;
+}
+
+}  // namespace clustersim::models
