@@ -361,6 +361,7 @@ void Replica::schedule() {
   // Read once, not per sequence (the stores of the loop could alias them for the compiler).
   const int64_t block_size = fleet_.setup().policy.block_size;
   const bool speculative = fleet_.setup().speculative != nullptr;
+  const bool prefix_caching = fleet_.setup().policy.prefix_caching;
   for (; k < running_.size() && budget > 0; ++k) {
     prefetch_ahead(running_, k);
     Sequence* s = running_[k];
@@ -369,7 +370,18 @@ void Replica::schedule() {
       continue;
     }
     const int64_t tokens = s->computed + (speculative ? decode_slots(*s) : 1);
-    if (tokens > s->blocks * block_size) {  // its blocks are full (grow's slow path): preempt until it grows
+    const int64_t held = s->blocks * block_size;
+    // grow's usual case (no prefix caching, at most one block more, one free) without a branch on whether the
+    // block is needed: a sequence fills one every block_size decodes, which no branch predictor learns (issue 31).
+    // (held - tokens) < 0 exactly when the block is needed: its sign bit, not a comparison the compiler branches on.
+    const auto one_more = static_cast<int64_t>(static_cast<uint64_t>(held - tokens) >> 63);
+    // One test of the three (`&` on bools, not `&&`: each would be a branch).
+    if (static_cast<int>(!prefix_caching) & static_cast<int>(tokens <= held + block_size) &
+        static_cast<int>(used_blocks_ + one_more <= total_blocks_)) {
+      used_blocks_ += one_more;
+      fleet_.blocks_changed(one_more);
+      s->blocks += one_more;
+    } else if (tokens > held) {  // its blocks are full (grow's slow path): preempt until it grows
       while (!grow(*s, tokens)) {
         if (running_.back() == s) {  // s itself is the newest: it waits
           preempt_last();
