@@ -464,10 +464,14 @@ void Replica::finish_iteration() {
     Sequence& s = *w.seq;
     if (w.chunk > 0) {
       s.computed += w.chunk;
-    } else {
-      const int64_t drafts = speculative ? accepted_drafts(s) : 0;
+    } else if (speculative) {
+      const int64_t drafts = accepted_drafts(s);
       s.computed += 1 + drafts;  // the decoded token's K and V, and the accepted drafts'
       s.generated += drafts;
+    } else {
+      // Apart from the speculative case: with `generated += 0` beside it the two additions became one 16-byte
+      // store, and the load of `generated` just after it could not be forwarded from it (a stall per token).
+      s.computed += 1;
     }
     if (prefix_caching) fill_blocks(s);
     if (w.chunk > 0 && s.computed < s.prompt) continue;  // more of the prompt next iteration
