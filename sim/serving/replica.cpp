@@ -121,7 +121,9 @@ void Replica::attribute_iteration(double elapsed_s) {
     decode_clock_.prefill_stall_s += stall;
   }
   if (batch_prefill_tokens_ == 0) return;
-  for (const Work& w : batch_) {
+  // The leading decode_prefix_ Works are decodes (schedule's first pass): no prompt chunk there.
+  for (auto it = batch_.begin() + static_cast<std::ptrdiff_t>(decode_prefix_); it != batch_.end(); ++it) {
+    const Work& w = *it;
     Sequence& s = *w.seq;
     LatencyParts& p = parts(s);
     if (w.chunk > 0) {
@@ -211,7 +213,8 @@ void Replica::enqueue(Sequence* s) {
 bool Replica::grow(Sequence& s, int64_t tokens) {
   const int64_t block_size = fleet_.setup().policy.block_size;
   if (tokens <= s.blocks * block_size) return true;  // its blocks hold them (a decode's usual case): no division
-  const int64_t need = blocks_for(tokens, block_size) - s.blocks;
+  // One block more holds them (a decode filling its last block, the usual case): blocks_for without its division.
+  const int64_t need = tokens <= (s.blocks + 1) * block_size ? 1 : blocks_for(tokens, block_size) - s.blocks;
   if (need <= 0) return true;
   if (used_blocks_ + need > total_blocks_) return false;
   if (fleet_.setup().policy.prefix_caching) {  // the new blocks: empty ones first, then the free queue's oldest
@@ -259,14 +262,18 @@ void Replica::preempt_last() {
 
 bool Replica::continue_block() {
   batch_.clear();
+  int64_t kv_tokens = 0;
   for (Sequence* s : running_) {
     if (s->prefilling() || !grow(*s, s->computed + 1)) {  // a block decodes only; no block free: schedule
       batch_.clear();
       return false;
     }
     batch_.push_back({s, 0, s->cached()});
+    kv_tokens += s->cached();
   }
   for (const Work& w : batch_) start_decoding(*w.seq);
+  decode_prefix_ = batch_.size();  // every Work a decode
+  decode_prefix_kv_tokens_ = kv_tokens;
   return !batch_.empty();
 }
 
@@ -286,11 +293,6 @@ void Replica::start_iteration() {
       release(finished);
     }
     schedule();
-    // A decode-only iteration opens a multi-step block.
-    const bool decode_only = !batch_.empty() && std::all_of(batch_.begin(), batch_.end(), [](const Work& w) {
-      return w.chunk == 0;
-    });
-    if (decode_only) block_left_ = policy.scheduler_steps - 1;
   }
   if (batch_.empty()) {
     busy_ = false;
@@ -300,10 +302,16 @@ void Replica::start_iteration() {
   }
   models::IterationBatch b;
   b.scheduled = !in_block;
-  // The sums in registers, not in `b` (which escapes, so that each token's addition went through memory).
-  int64_t prefill_tokens = 0, decode_sequences = 0, decode_kv_tokens = 0, sampled_sequences = 0;
+  // The sums in registers, not in `b` (which escapes, so that each token's addition went through memory). The
+  // leading decode_prefix_ Works (decodes: one sampled token each) were summed as they were scheduled.
+  const auto prefix = static_cast<int64_t>(decode_prefix_);
+  int64_t prefill_tokens = 0, decode_sequences = prefix, decode_kv_tokens = decode_prefix_kv_tokens_;
+  int64_t sampled_sequences = prefix;
   double prefill_attention_pairs = 0.0;
-  for (const Work& w : batch_) {
+  bool decode_only = true;  // every Work's chunk 0
+  for (auto it = batch_.begin() + static_cast<std::ptrdiff_t>(decode_prefix_); it != batch_.end(); ++it) {
+    const Work& w = *it;
+    decode_only = decode_only && w.chunk == 0;
     if (w.chunk > 0) {
       prefill_tokens += w.chunk;
       prefill_attention_pairs += models::prefill_attention_pairs(w.seq->computed, w.chunk);
@@ -314,6 +322,8 @@ void Replica::start_iteration() {
       ++sampled_sequences;
     }
   }
+  // A decode-only iteration opens a multi-step block.
+  if (!in_block && decode_only) block_left_ = policy.scheduler_steps - 1;
   b.prefill_tokens = prefill_tokens;
   b.prefill_attention_pairs = prefill_attention_pairs;
   b.decode_sequences = decode_sequences;
@@ -329,11 +339,12 @@ void Replica::start_iteration() {
   busy_ = true;
   started_s_ = fleet_.now_s();
   ++fleet_.result().iterations;
+  const Time ticks = Time::from_seconds(duration);  // the engine's clock: the duration rounded to its tick
   observe_iteration(fleet_.result().inside, fleet_.setup().iteration_log,
-                    {fleet_.result().iterations - 1, id_, started_s_, Time::from_seconds(duration).to_seconds().value(),
+                    {fleet_.result().iterations - 1, id_, started_s_, ticks.to_seconds().value(),
                      static_cast<int64_t>(batch_.size()), b.prefill_tokens, b.decode_sequences, used_blocks_});
   fleet_.simulator().mix_into_fingerprint(static_cast<uint64_t>(id_));
-  fleet_.simulator().schedule_in(Time::from_seconds(duration), [this, e = epoch_] {
+  fleet_.simulator().schedule_in(ticks, [this, e = epoch_] {
     if (e == epoch_) finish_iteration();
   });
 }
@@ -346,9 +357,11 @@ void Replica::schedule() {
   // 1. Decodes, oldest first; preempt the newest when the cache is full.
   size_t k = 0;
   int64_t prefilling = 0;  // among running_[0, k)
+  int64_t kv_tokens = 0;   // the decodes' keys read (decode_prefix_kv_tokens_)
   // Read once, not per sequence (the stores of the loop could alias them for the compiler).
   const int64_t block_size = fleet_.setup().policy.block_size;
   const bool speculative = fleet_.setup().speculative != nullptr;
+  const bool prefix_caching = fleet_.setup().policy.prefix_caching;
   for (; k < running_.size() && budget > 0; ++k) {
     prefetch_ahead(running_, k);
     Sequence* s = running_[k];
@@ -357,7 +370,18 @@ void Replica::schedule() {
       continue;
     }
     const int64_t tokens = s->computed + (speculative ? decode_slots(*s) : 1);
-    if (tokens > s->blocks * block_size) {  // its blocks are full (grow's slow path): preempt until it grows
+    const int64_t held = s->blocks * block_size;
+    // grow's usual case (no prefix caching, at most one block more, one free) without a branch on whether the
+    // block is needed: a sequence fills one every block_size decodes, which no branch predictor learns (issue 31).
+    // (held - tokens) < 0 exactly when the block is needed: its sign bit, not a comparison the compiler branches on.
+    const auto one_more = static_cast<int64_t>(static_cast<uint64_t>(held - tokens) >> 63);
+    // One test of the three (`&` on bools, not `&&`: each would be a branch).
+    if (static_cast<int>(!prefix_caching) & static_cast<int>(tokens <= held + block_size) &
+        static_cast<int>(used_blocks_ + one_more <= total_blocks_)) {
+      used_blocks_ += one_more;
+      fleet_.blocks_changed(one_more);
+      s->blocks += one_more;
+    } else if (tokens > held) {  // its blocks are full (grow's slow path): preempt until it grows
       while (!grow(*s, tokens)) {
         if (running_.back() == s) {  // s itself is the newest: it waits
           preempt_last();
@@ -369,9 +393,12 @@ void Replica::schedule() {
       if (s == nullptr) break;
     }
     batch_.push_back({s, 0, s->cached()});
+    kv_tokens += s->cached();
     start_decoding(*s);
     --budget;
   }
+  decode_prefix_ = batch_.size();  // the Works so far are decodes; prompt chunks and admissions follow
+  decode_prefix_kv_tokens_ = kv_tokens;
   // Whether a running sequence has prompt left: the loop saw every one (a preemption removes the newest, never one
   // already seen), or some are unseen.
   const bool prompts_left = prefilling > 0 || k < running_.size();
@@ -430,16 +457,21 @@ void Replica::finish_iteration() {
   const bool speculative = fleet_.setup().speculative != nullptr;
   const bool prefix_caching = fleet_.setup().policy.prefix_caching;
   IterationTokens tokens(fleet_.result().inside, now);  // the TBT gaps, gathered by run (iteration_log.hpp)
-  const Work* const first_work = batch_.data();
-  for (const Work& w : batch_) {
-    prefetch_ahead(batch_, static_cast<size_t>(&w - first_work));
+  const size_t works = batch_.size();
+  for (size_t i = 0; i < works; ++i) {
+    const Work& w = batch_[i];
+    if (i + kPrefetchDistance < works) __builtin_prefetch(batch_[i + kPrefetchDistance].seq);  // prefetch_ahead
     Sequence& s = *w.seq;
     if (w.chunk > 0) {
       s.computed += w.chunk;
-    } else {
-      const int64_t drafts = speculative ? accepted_drafts(s) : 0;
+    } else if (speculative) {
+      const int64_t drafts = accepted_drafts(s);
       s.computed += 1 + drafts;  // the decoded token's K and V, and the accepted drafts'
       s.generated += drafts;
+    } else {
+      // Apart from the speculative case: with `generated += 0` beside it the two additions became one 16-byte
+      // store, and the load of `generated` just after it could not be forwarded from it (a stall per token).
+      s.computed += 1;
     }
     if (prefix_caching) fill_blocks(s);
     if (w.chunk > 0 && s.computed < s.prompt) continue;  // more of the prompt next iteration

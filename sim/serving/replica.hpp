@@ -176,6 +176,10 @@ class Replica {
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;  ///< in admission order
   std::vector<Work> batch_;
+  /// batch_'s leading Works that are decodes (schedule's first pass, or a block's whole batch), and the sum of their
+  /// `cached`: start_iteration and attribute_iteration pass over the rest only (issue 31).
+  size_t decode_prefix_ = 0;
+  int64_t decode_prefix_kv_tokens_ = 0;
   /// finish_iteration's scratch lists (kept to reuse their storage, not state): the sequences finished, and those
   /// whose prompt completed on a prefill replica.
   std::vector<Sequence*> done_, prefilled_;
