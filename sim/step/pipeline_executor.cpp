@@ -298,7 +298,7 @@ class Executor {
   /// Starts unit u's next pass at `start` (its stream free and its input present): books its costs in the
   /// unit's breakdown, notes a reduction trigger, records its run and span. Returns when it ends.
   /// `k`, `replica`: u's stage and replica (u / replicas, u % replicas), which the callers know already.
-  Time begin_pass(size_t u, size_t k, size_t replica, Time start) {
+  [[gnu::always_inline]] Time begin_pass(size_t u, size_t k, size_t replica, Time start) {
     StageState& s = states_[u];
     const auto& stage = program_.stages[k];
     const models::ScheduledPass pass = stage.order[s.next];
@@ -366,46 +366,62 @@ class Executor {
       ready.push_back(receiver);
     };
     const size_t last_vs = ranks_ * chunks_ - 1;
+    // Loop invariants held in locals: the stores into the arrival arrays (int64_t) could otherwise alias the
+    // size_t members and force their reloads on every pass.
+    const size_t ranks = ranks_, replicas = replicas_, microbatches = microbatches_;
+    int64_t* const forward_arrival = forward_arrival_.data();
+    int64_t* const backward_arrival = backward_arrival_.data();
+    const Time p2p_forward = p2p_forward_, p2p_backward = p2p_backward_;
+    const bool block_forward = sends_block(true), block_backward = sends_block(false);
     while (!ready.empty()) {
       const size_t u = ready.back();
       ready.pop_back();
       StageState& s = states_[u];
-      const size_t k = u / replicas_, replica = u % replicas_;
+      const size_t k = u / replicas, replica = u % replicas;
       const auto& order = program_.stages[k].order;
       if (s.finished) continue;
+      // The units that receive this one's transfers: the next and the previous rank's (virtual stage vs + 1
+      // and vs - 1 sit on rank (k + 1) % ranks and (k - 1) % ranks), same replica.
+      const size_t next_unit = (k + 1 == ranks ? 0 : k + 1) * replicas + replica;
+      const size_t previous_unit = (k == 0 ? ranks - 1 : k - 1) * replicas + replica;
+      PassRun* const runs = path_ ? passes_[u].data() : nullptr;
+      Time free = stream_free[u];
       while (s.next < order.size()) {
         const models::ScheduledPass& pass = order[s.next];
         const bool forward = pass.kind == PassKind::forward;
-        const size_t vs = virtual_stage(k, pass.chunk);
+        const size_t vs = static_cast<size_t>(pass.chunk) * ranks + k;
         const auto i = static_cast<size_t>(pass.microbatch);
-        const size_t entry = slot(vs, replica) * microbatches_ + i;
-        const int64_t arrival = forward ? forward_arrival_[entry] : backward_arrival_[entry];
+        const size_t entry = (vs * replicas + replica) * microbatches + i;
+        const int64_t arrival = forward ? forward_arrival[entry] : backward_arrival[entry];
         if (arrival == kNever) {
           waiting[u] = forward ? entry | kForwardEntry : entry;
           break;
         }
-        const Time end = begin_pass(u, k, replica, std::max(stream_free[u], Time::from_ns(arrival)));
+        const Time end = begin_pass(u, k, replica, std::max(free, Time::from_ns(arrival)));
         Time go_on = end;  // when the stream goes on: the pass's end, or its blocking send's arrival
         if (forward && vs < last_vs) {
-          const size_t to = slot(vs + 1, replica) * microbatches_ + i;
-          forward_arrival_[to] = (end + p2p_forward_).ns();
-          if (sends_block(true)) go_on = end + p2p_forward_;
-          wake(((vs + 1) % ranks_) * replicas_ + replica, to | kForwardEntry);
+          const size_t to = ((vs + 1) * replicas + replica) * microbatches + i;
+          const Time sent = end + p2p_forward;
+          forward_arrival[to] = sent.ns();
+          if (block_forward) go_on = sent;
+          wake(next_unit, to | kForwardEntry);
         } else if (forward) {
-          backward_arrival_[entry] = end.ns();  // its own backward's input: read when its stream gets there
+          backward_arrival[entry] = end.ns();  // its own backward's input: read when its stream gets there
         } else if (vs > 0) {
-          const size_t to = slot(vs - 1, replica) * microbatches_ + i;
-          backward_arrival_[to] = (end + p2p_backward_).ns();
-          if (sends_block(false)) go_on = end + p2p_backward_;
-          wake(((vs - 1) % ranks_) * replicas_ + replica, to);
+          const size_t to = ((vs - 1) * replicas + replica) * microbatches + i;
+          const Time sent = end + p2p_backward;
+          backward_arrival[to] = sent.ns();
+          if (block_backward) go_on = sent;
+          wake(previous_unit, to);
         }
         s.busy = false;
-        if (path_) passes_[u][s.next - 1].continue_ns = go_on.ns();
-        stream_free[u] = go_on;
+        if (runs != nullptr) runs[s.next - 1].continue_ns = go_on.ns();
+        free = go_on;
       }
+      stream_free[u] = free;
       if (s.next == order.size()) {
         s.finished = true;  // its stream is done; start_tail sets its finish
-        reach_tail(u, stream_free[u]);
+        reach_tail(u, free);
       }
     }
   }
