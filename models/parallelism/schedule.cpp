@@ -48,22 +48,39 @@ std::vector<ScheduledPass> interleaved_order(int64_t stage, int64_t p, int64_t m
   }
   const int64_t total = m * v;
   const int64_t warmup = std::min((p - stage - 1) * 2 + (v - 1) * p, total);
-  auto forward = [&](int64_t k) {
-    const int64_t in_group = k % (p * v);
-    return pass(PassKind::forward, (k / (p * v)) * p + k % p, in_group / p);
+  // The k-th forward is microbatch (k / (p v)) p + k % p through chunk (k % (p v)) / p, the k-th backward the
+  // same microbatch through chunk v - 1 - (k % (p v)) / p: walked with counters (group, chunk, position in
+  // the chunk) instead of three divisions per pass, the same passes in the same order.
+  struct Cursor {
+    int32_t base = 0;   ///< first microbatch of the group: (k / (p v)) p
+    int32_t chunk = 0;  ///< (k % (p v)) / p
+    int32_t at = 0;     ///< k % p
   };
-  auto backward = [&](int64_t k) {
-    const int64_t in_group = k % (p * v);
-    return pass(PassKind::backward, (k / (p * v)) * p + k % p, v - 1 - in_group / p);
+  const auto p32 = static_cast<int32_t>(p), v32 = static_cast<int32_t>(v);
+  const auto advance = [&](Cursor& c) {
+    if (++c.at < p32) return;
+    c.at = 0;
+    if (++c.chunk < v32) return;
+    c.chunk = 0;
+    c.base += p32;
   };
-  std::vector<ScheduledPass> order;
-  order.reserve(static_cast<size_t>(2 * total));
-  for (int64_t k = 0; k < warmup; ++k) order.push_back(forward(k));
+  Cursor f, b;
+  std::vector<ScheduledPass> order(static_cast<size_t>(2 * total));
+  ScheduledPass* out = order.data();
+  const auto forward = [&] {
+    *out++ = ScheduledPass{PassKind::forward, f.base + f.at, f.chunk};
+    advance(f);
+  };
+  const auto backward = [&] {
+    *out++ = ScheduledPass{PassKind::backward, b.base + b.at, v32 - 1 - b.chunk};
+    advance(b);
+  };
+  for (int64_t k = 0; k < warmup; ++k) forward();
   for (int64_t k = 0; k < total - warmup; ++k) {
-    order.push_back(forward(warmup + k));
-    order.push_back(backward(k));
+    forward();
+    backward();
   }
-  for (int64_t k = total - warmup; k < total; ++k) order.push_back(backward(k));
+  for (int64_t k = total - warmup; k < total; ++k) backward();
   return order;
 }
 

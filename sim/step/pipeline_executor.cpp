@@ -69,13 +69,14 @@ class Executor {
     // The first virtual stage's inputs (slots 0 .. replicas - 1) are there from the start.
     std::fill(forward_arrival_.begin(), forward_arrival_.begin() + static_cast<std::ptrdiff_t>(replicas_ * microbatches_), 0);
     tail_waiting_.assign(ranks_, 0);
+    std::vector<int> seen;  // validate's counters, one buffer for every stage
     for (size_t k = 0; k < ranks_; ++k) {
       const auto& stage = program.stages[k];
       if (stage.forward.size() != chunks_ || stage.backward.size() != chunks_) {
         throw std::invalid_argument("pipeline executor: stage " + std::to_string(k) + " must cost each of its " +
                                     std::to_string(chunks_) + " chunks");
       }
-      if (!free_transfers) validate(stage.order, k);  // the reference run re-runs a program validated already
+      if (!free_transfers) validate(stage.order, k, seen);  // the reference run re-runs a program validated already
     }
     // Pass durations in engine time, converted once: [((unit * chunks + chunk) * 2 + (forward ? 0 : 1)) * 2 +
     // (merged ? 1 : 0)], merged: the pass runs merged with its 1F1B neighbour (StageProgram::forward_paired).
@@ -160,8 +161,13 @@ class Executor {
   }
 
  private:
-  void validate(const std::vector<models::ScheduledPass>& order, size_t stage) const {
-    std::vector<int> seen_forward(microbatches_ * chunks_, 0), seen_backward(microbatches_ * chunks_, 0);
+  /// Checks stage `stage`'s order: every (chunk, microbatch) forward then backward exactly once. `seen`: scratch
+  /// reused across stages (2 x chunks x microbatches counters, any contents on entry).
+  void validate(const std::vector<models::ScheduledPass>& order, size_t stage, std::vector<int>& seen) const {
+    const size_t slots = microbatches_ * chunks_;
+    seen.assign(2 * slots, 0);
+    int* const seen_forward = seen.data();
+    int* const seen_backward = seen.data() + slots;
     for (const auto& pass : order) {
       if (pass.microbatch < 0 || static_cast<size_t>(pass.microbatch) >= microbatches_ || pass.chunk < 0 ||
           static_cast<size_t>(pass.chunk) >= chunks_) {
@@ -181,7 +187,7 @@ class Executor {
         ++seen_backward[slot];
       }
     }
-    for (size_t i = 0; i < seen_forward.size(); ++i) {
+    for (size_t i = 0; i < slots; ++i) {
       if (seen_forward[i] != 1 || seen_backward[i] != 1) {
         throw std::invalid_argument("pipeline executor: stage " + std::to_string(stage) +
                                     " must run each microbatch's forward and backward exactly once per chunk");
@@ -270,7 +276,7 @@ class Executor {
     if (s.busy || s.next >= stage.order.size()) return;
     const int64_t arrival = input_arrival(u);
     if (arrival == kNever || arrival > sim_.now().ns()) return;  // an arrival event will call again
-    const Time end = begin_pass(u, sim_.now());
+    const Time end = begin_pass(u, k, u % replicas_, sim_.now());
     // Captures fit std::function's small buffer (16 bytes): no allocation per event.
     const uint64_t packed = static_cast<uint64_t>(u) << 32 | static_cast<uint64_t>(s.next - 1);
     sim_.schedule(end, [this, packed] {
@@ -291,9 +297,9 @@ class Executor {
 
   /// Starts unit u's next pass at `start` (its stream free and its input present): books its costs in the
   /// unit's breakdown, notes a reduction trigger, records its run and span. Returns when it ends.
-  Time begin_pass(size_t u, Time start) {
+  /// `k`, `replica`: u's stage and replica (u / replicas, u % replicas), which the callers know already.
+  [[gnu::always_inline]] Time begin_pass(size_t u, size_t k, size_t replica, Time start) {
     StageState& s = states_[u];
-    const size_t k = u / replicas_, replica = u % replicas_;
     const auto& stage = program_.stages[k];
     const models::ScheduledPass pass = stage.order[s.next];
     const bool forward = pass.kind == PassKind::forward;
@@ -321,13 +327,19 @@ class Executor {
     const Time end = start + pass_time_[((u * chunks_ + chunk) * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)];
     if (!forward) note_reduction_trigger(k, s.next - 1, start, end);
     if (path_) passes_[u][s.next - 1] = PassRun{start.ns(), end.ns(), end.ns(), merged};
-    if (record_ && replica == 0) {
-      const models::PassCost& cost = cost_of(stage, chunk, forward, merged);
-      spans_.push_back({static_cast<int64_t>(k), pass.chunk, pass.microbatch,
-                        forward ? SpanKind::forward : SpanKind::backward, start.to_seconds(), end.to_seconds(),
-                        cost.tp_comm * slow, cost.cp_comm * slow, cost.ep_comm * slow});
-    }
+    if (record_ && replica == 0) record_pass_span(k, pass, merged, slow, start, end);
     return end;
+  }
+
+  /// The span of stage k's pass (replica 0) that ran from `start` to `end` at pace `slow`. Out of line: the
+  /// runs that record no spans (a sweep's) keep begin_pass small.
+  [[gnu::noinline]] void record_pass_span(size_t k, const models::ScheduledPass& pass, bool merged, double slow,
+                                          Time start, Time end) {
+    const bool forward = pass.kind == PassKind::forward;
+    const models::PassCost& cost = cost_of(program_.stages[k], static_cast<size_t>(pass.chunk), forward, merged);
+    spans_.push_back({static_cast<int64_t>(k), pass.chunk, pass.microbatch,
+                      forward ? SpanKind::forward : SpanKind::backward, start.to_seconds(), end.to_seconds(),
+                      cost.tp_comm * slow, cost.cp_comm * slow, cost.ep_comm * slow});
   }
 
   /// The timeline without the engine: every pass starts at max(its stream free, its input present), the rule
@@ -354,46 +366,62 @@ class Executor {
       ready.push_back(receiver);
     };
     const size_t last_vs = ranks_ * chunks_ - 1;
+    // Loop invariants held in locals: the stores into the arrival arrays (int64_t) could otherwise alias the
+    // size_t members and force their reloads on every pass.
+    const size_t ranks = ranks_, replicas = replicas_, microbatches = microbatches_;
+    int64_t* const forward_arrival = forward_arrival_.data();
+    int64_t* const backward_arrival = backward_arrival_.data();
+    const Time p2p_forward = p2p_forward_, p2p_backward = p2p_backward_;
+    const bool block_forward = sends_block(true), block_backward = sends_block(false);
     while (!ready.empty()) {
       const size_t u = ready.back();
       ready.pop_back();
       StageState& s = states_[u];
-      const size_t k = u / replicas_, replica = u % replicas_;
+      const size_t k = u / replicas, replica = u % replicas;
       const auto& order = program_.stages[k].order;
       if (s.finished) continue;
+      // The units that receive this one's transfers: the next and the previous rank's (virtual stage vs + 1
+      // and vs - 1 sit on rank (k + 1) % ranks and (k - 1) % ranks), same replica.
+      const size_t next_unit = (k + 1 == ranks ? 0 : k + 1) * replicas + replica;
+      const size_t previous_unit = (k == 0 ? ranks - 1 : k - 1) * replicas + replica;
+      PassRun* const runs = path_ ? passes_[u].data() : nullptr;
+      Time free = stream_free[u];
       while (s.next < order.size()) {
         const models::ScheduledPass& pass = order[s.next];
         const bool forward = pass.kind == PassKind::forward;
-        const size_t vs = virtual_stage(k, pass.chunk);
+        const size_t vs = static_cast<size_t>(pass.chunk) * ranks + k;
         const auto i = static_cast<size_t>(pass.microbatch);
-        const size_t entry = slot(vs, replica) * microbatches_ + i;
-        const int64_t arrival = forward ? forward_arrival_[entry] : backward_arrival_[entry];
+        const size_t entry = (vs * replicas + replica) * microbatches + i;
+        const int64_t arrival = forward ? forward_arrival[entry] : backward_arrival[entry];
         if (arrival == kNever) {
           waiting[u] = forward ? entry | kForwardEntry : entry;
           break;
         }
-        const Time end = begin_pass(u, std::max(stream_free[u], Time::from_ns(arrival)));
+        const Time end = begin_pass(u, k, replica, std::max(free, Time::from_ns(arrival)));
         Time go_on = end;  // when the stream goes on: the pass's end, or its blocking send's arrival
         if (forward && vs < last_vs) {
-          const size_t to = slot(vs + 1, replica) * microbatches_ + i;
-          forward_arrival_[to] = (end + p2p_forward_).ns();
-          if (sends_block(true)) go_on = end + p2p_forward_;
-          wake(((vs + 1) % ranks_) * replicas_ + replica, to | kForwardEntry);
+          const size_t to = ((vs + 1) * replicas + replica) * microbatches + i;
+          const Time sent = end + p2p_forward;
+          forward_arrival[to] = sent.ns();
+          if (block_forward) go_on = sent;
+          wake(next_unit, to | kForwardEntry);
         } else if (forward) {
-          backward_arrival_[entry] = end.ns();  // its own backward's input: read when its stream gets there
+          backward_arrival[entry] = end.ns();  // its own backward's input: read when its stream gets there
         } else if (vs > 0) {
-          const size_t to = slot(vs - 1, replica) * microbatches_ + i;
-          backward_arrival_[to] = (end + p2p_backward_).ns();
-          if (sends_block(false)) go_on = end + p2p_backward_;
-          wake(((vs - 1) % ranks_) * replicas_ + replica, to);
+          const size_t to = ((vs - 1) * replicas + replica) * microbatches + i;
+          const Time sent = end + p2p_backward;
+          backward_arrival[to] = sent.ns();
+          if (block_backward) go_on = sent;
+          wake(previous_unit, to);
         }
         s.busy = false;
-        if (path_) passes_[u][s.next - 1].continue_ns = go_on.ns();
-        stream_free[u] = go_on;
+        if (runs != nullptr) runs[s.next - 1].continue_ns = go_on.ns();
+        free = go_on;
       }
+      stream_free[u] = free;
       if (s.next == order.size()) {
         s.finished = true;  // its stream is done; start_tail sets its finish
-        reach_tail(u, stream_free[u]);
+        reach_tail(u, free);
       }
     }
   }
