@@ -264,7 +264,8 @@ std::vector<Knobs> knob_settings(const Scenario& s) {
 /// is then loaded like any point (a setting the loader rejects is not kept). Every point sets the three knob
 /// keys.
 /// One point the search keeps: its layout and setting values, and the scenario the screening loaded for it
-/// (null for the scenario's own setting, loaded without the knob keys).
+/// (for the scenario's own setting, the layout's scenario with the knob keys' --set options added: what a
+/// load with those keys gives).
 struct KeptPoint {
   std::vector<SweptValue> values;
   std::shared_ptr<const Scenario> scenario;
@@ -332,7 +333,15 @@ std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
     const auto same = [&](const Knobs& k) { return k.same_setting(*own); };
     const bool cheapest_itself = std::any_of(fitting.begin(), fitting.end(), [&](const Knobs* f) { return same(*f); });
     const bool ranked = std::any_of(settings.begin(), settings.end(), same);  // not: e.g. ZeRO 2
-    if (cheapest_itself || fitting.empty() || !ranked) kept.push_back({with(*own), nullptr});
+    if (cheapest_itself || fitting.empty() || !ranked) {
+      // Its scenario is `base`: a load with the setting's keys as well sets the values `base` already has
+      // (each read back from it; activation_recompute's names round-trip exactly), so it differs only in the
+      // --set options it records, the three keys' texts after the layout's. The [parallelism] and [training]
+      // tables exist before them (the layout sets keys of both), so no key's location moves.
+      std::vector<SweptValue> values = with(*own);
+      for (size_t i = layout.size(); i < values.size(); ++i) base->overrides.push_back(values[i].override_text());
+      kept.push_back({std::move(values), std::make_shared<const Scenario>(std::move(*base))});
+    }
   }
   for (size_t i = 0; i < fitting.size(); ++i) {
     if (!(own && fitting[i]->same_setting(*own))) kept.push_back(std::move(cheapest[i]));
