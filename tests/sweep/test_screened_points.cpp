@@ -161,6 +161,15 @@ TEST(ScreenedPoints, GridLayoutSearchWithSetSeedAndJobRowsEqualLoadingEachPoint)
                          "[sweep]\n\"simulation.seed\" = [3, 7]\n\"training.precision\" = [\"bf16\", \"fp16\"]\n"
                          "parallelism = \"auto\"\n";
   EXPECT_GT(expect_same_rows(path, {"training.framework = megatron-core", "simulation.seed=11"}), 10U);
+  // The loader's rules that read the knobs (knob_rules_may_reject): a recompute_modules list, tp_comm_overlap
+  // from NeMo's profile and given explicitly.
+  for (const std::vector<std::string>& set :
+       {std::vector<std::string>{"training.framework = megatron-core", "simulation.seed=11"},
+        std::vector<std::string>{"training.recompute_modules=[\"core_attn\", \"layernorm\"]"},
+        std::vector<std::string>{"training.framework=nemo"},
+        std::vector<std::string>{"parallelism.tp_comm_overlap=true", "parallelism.sequence_parallel=true"}}) {
+    EXPECT_GT(expect_screened_equal_loads(path, set), 10U);
+  }
   // Without a swept seed each point runs with its own seed (the job's Monte Carlo depends on it).
   std::string text;
   {
