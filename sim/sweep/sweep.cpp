@@ -255,16 +255,33 @@ std::vector<Knobs> knob_settings(const Scenario& s) {
   return out;
 }
 
+/// Whether the loader's rules that read the memory-saving knobs (sim/io/training_rules.cpp) might reject
+/// `base` (a layout's scenario, loaded) with the setting `k`: an explicit tp_comm_overlap without sequence
+/// parallelism (tensor > 1), a recompute_modules list other than ["core_attn"] without selective recompute
+/// (the list has no duplicates, so the mask tells), moe_a2a_overlap with full recompute. Conservative (the
+/// first asks only whether tp_comm_overlap is on): where it says false, loading the setting gives `base` with
+/// the knobs set. The layout and expert-layout rules the screening applies itself; the keys' range checks
+/// pass for every setting knob_settings makes.
+bool knob_rules_may_reject(const Scenario& base, const Knobs& k) {
+  const bool selective = k.recompute == models::Recompute::selective;
+  return (base.parallelism.tp_comm_overlap && !k.sequence_parallel && base.parallelism.tensor > 1) ||
+         (base.training.recompute_modules != static_cast<uint32_t>(models::RecomputeModule::core_attn) &&
+          !selective) ||
+         (base.training.moe_a2a_overlap && k.recompute == models::Recompute::full);
+}
+
 /// The points the search keeps for one layout (`layout`: its dimensions, micro batch and virtual stages, of
 /// parallelism `p`): the cheapest settings of `settings` that fit in memory (each not undercut by a fitting
 /// setting found before it), preceded by the scenario's own setting when no fitting setting undercuts it
 /// (it is itself among the cheapest, or nothing fits and it shows the layout out of memory, or the search does
 /// not rank it: a ZeRO stage or recompute kind outside `settings`). The
-/// screening applies each setting to the layout's loaded scenario and asks the memory model; a kept setting
-/// is then loaded like any point (a setting the loader rejects is not kept). Every point sets the three knob
-/// keys.
+/// screening applies each setting to the layout's loaded scenario and asks the memory model; a kept setting's
+/// scenario is that one with the knobs set (what loading it gives, see knob_rules_may_reject), or, where the
+/// loader's rules might reject it or the layout's scenario was loaded with a setting, loaded like any point (a
+/// setting the loader rejects is not kept). Every point sets the three knob keys.
 /// One point the search keeps: its layout and setting values, and the scenario the screening loaded for it
-/// (null for the scenario's own setting, loaded without the knob keys).
+/// (for the scenario's own setting, the layout's scenario with the knob keys' --set options added: what a
+/// load with those keys gives).
 struct KeptPoint {
   std::vector<SweptValue> values;
   std::shared_ptr<const Scenario> scenario;
@@ -320,9 +337,17 @@ std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
     std::vector<SweptValue> values = with(k);
     std::shared_ptr<const Scenario> loaded;
     if (!(own && k.same_setting(*own))) {
-      std::optional<Scenario> sc = load(values);
-      if (!sc) continue;
-      loaded = std::make_shared<const Scenario>(std::move(*sc));
+      if (own && !knob_rules_may_reject(*base, k)) {
+        // `base` was loaded with the layout's values only (`own` is set): a load with the setting's keys as
+        // well gives `trial` (the knobs set; no other field of a load reads them), recording the keys' --set
+        // options after the layout's; their tables exist before them, so no key's location moves.
+        for (size_t i = layout.size(); i < values.size(); ++i) trial.overrides.push_back(values[i].override_text());
+        loaded = std::make_shared<const Scenario>(std::move(trial));
+      } else {
+        std::optional<Scenario> sc = load(values);
+        if (!sc) continue;
+        loaded = std::make_shared<const Scenario>(std::move(*sc));
+      }
     }
     fitting.push_back(&k);
     cheapest.push_back({std::move(values), std::move(loaded)});
@@ -332,7 +357,15 @@ std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
     const auto same = [&](const Knobs& k) { return k.same_setting(*own); };
     const bool cheapest_itself = std::any_of(fitting.begin(), fitting.end(), [&](const Knobs* f) { return same(*f); });
     const bool ranked = std::any_of(settings.begin(), settings.end(), same);  // not: e.g. ZeRO 2
-    if (cheapest_itself || fitting.empty() || !ranked) kept.push_back({with(*own), nullptr});
+    if (cheapest_itself || fitting.empty() || !ranked) {
+      // Its scenario is `base`: a load with the setting's keys as well sets the values `base` already has
+      // (each read back from it; activation_recompute's names round-trip exactly), so it differs only in the
+      // --set options it records, the three keys' texts after the layout's. The [parallelism] and [training]
+      // tables exist before them (the layout sets keys of both), so no key's location moves.
+      std::vector<SweptValue> values = with(*own);
+      for (size_t i = layout.size(); i < values.size(); ++i) base->overrides.push_back(values[i].override_text());
+      kept.push_back({std::move(values), std::make_shared<const Scenario>(std::move(*base))});
+    }
   }
   for (size_t i = 0; i < fitting.size(); ++i) {
     if (!(own && fitting[i]->same_setting(*own))) kept.push_back(std::move(cheapest[i]));

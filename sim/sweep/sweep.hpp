@@ -115,7 +115,7 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec, const std::filesyste
 /// One point of a layout search (enumerate_layouts).
 struct LayoutPoint {
   std::vector<SweptValue> values;             ///< the layout's keys, then the memory-saving settings' keys
-  std::shared_ptr<const Scenario> scenario;   ///< as loaded by the screening, or null
+  std::shared_ptr<const Scenario> scenario;   ///< as the screening loaded it (not null)
 };
 
 /// Every valid (tensor, pipeline, data, micro_batch_size, virtual_stages) for the scenario (with `overrides`
@@ -129,9 +129,10 @@ std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::pa
                                                         const std::vector<std::string>& overrides,
                                                         const models::Catalog& catalog, int jobs = 1);
 
-/// enumerate_layouts with, beside each point's values, the scenario the screening loaded for it (with
-/// `overrides` and the values; resolved_toml left empty), null where it loaded none (the scenario's own
-/// setting): load_sweep keeps them so that the runner does not load those points again (SweepPointRunner).
+/// enumerate_layouts with, beside each point's values, the scenario the screening loaded for it: what
+/// load_scenario gives with `overrides` and the values (resolved_toml left empty; the scenario's own setting
+/// is its layout's scenario with the setting's --set options added, see settings_of_layout): load_sweep keeps
+/// them so that the runner does not load those points again (SweepPointRunner).
 std::vector<LayoutPoint> enumerate_layout_points(const std::filesystem::path& scenario,
                                                  const std::vector<std::string>& overrides,
                                                  const models::Catalog& catalog, int jobs = 1);

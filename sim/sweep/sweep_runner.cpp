@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
+#include <utility>
+#include <variant>
 
 #include "models/hardware/catalog.hpp"
 #include "sim/io/scenario_params.hpp"
@@ -108,23 +110,38 @@ SweepRow SweepPointRunner::run(const SweepPoint& point) {
       fits = run.step.memory.fits;
       verdict = run.step.memory.verdict;
     }
-    SweepMetaList meta;
-    for (const SummaryColumn& c : columns) {
+    // The columns' names, units and descriptions are nearly always the last point's: then the row shares that
+    // list, compared in place, and no list is built.
+    const auto is_text = [](const SummaryColumn& c) { return std::holds_alternative<std::vector<std::string>>(c.values); };
+    bool same_meta = last_meta_ && last_meta_->size() == columns.size();
+    row.values.reserve(columns.size());
+    for (size_t i = 0; i < columns.size(); ++i) {
+      const SummaryColumn& c = columns[i];
       std::visit(
           [&](const auto& v) {
             using T = typename std::decay_t<decltype(v)>::value_type;
             if constexpr (std::is_same_v<T, std::string>) {
-              meta.push_back({c.name, c.units, c.description, true});
               row.values.emplace_back(v.empty() ? std::string() : v.front());
             } else {
-              meta.push_back({c.name, c.units, c.description, false});
               row.values.emplace_back(v.empty() ? std::numeric_limits<double>::quiet_NaN()
                                                 : static_cast<double>(v.front()));
             }
           },
           c.values);
+      if (same_meta) {
+        const SweepColumnMeta& m = (*last_meta_)[i];
+        same_meta = m.is_string == is_text(c) && m.name == c.name && m.units == c.units && m.description == c.description;
+      }
     }
-    if (!last_meta_ || *last_meta_ != meta) last_meta_ = std::make_shared<const SweepMetaList>(std::move(meta));
+    if (!same_meta) {
+      SweepMetaList meta;
+      meta.reserve(columns.size());
+      for (SummaryColumn& c : columns) {
+        const bool text = is_text(c);
+        meta.push_back({std::move(c.name), std::move(c.units), std::move(c.description), text});
+      }
+      last_meta_ = std::make_shared<const SweepMetaList>(std::move(meta));
+    }
     row.meta = last_meta_;
     row.status = fits ? "ok" : "out_of_memory";
     row.reason = fits ? std::string() : verdict;

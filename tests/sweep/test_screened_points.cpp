@@ -69,6 +69,77 @@ size_t expect_same_rows(const fs::path& path, const std::vector<std::string>& ov
   return reused;
 }
 
+/// Every point of `path`'s search (with `overrides`) has a screened scenario, and each equals a fresh load of
+/// that point (the sweep's overrides, then the point's values) in the fields a load records beside the
+/// values (--set options, key locations, source, resolved text) and in the layout and training settings;
+/// returns the number of points. The rows (expect_same_rows) cover every field that reaches an output.
+size_t expect_screened_equal_loads(const fs::path& path, const std::vector<std::string>& overrides) {
+  const sim::LoadedSweep sweep = sim::load_sweep(path, overrides, catalog(), 2);
+  EXPECT_EQ(sweep.loaded.size(), sweep.points.size());
+  for (size_t i = 0; i < sweep.points.size() && i < sweep.loaded.size(); ++i) {
+    SCOPED_TRACE("point " + std::to_string(i));
+    if (!sweep.loaded[i]) {
+      ADD_FAILURE() << "no screened scenario";
+      continue;
+    }
+    const sim::Scenario& a = *sweep.loaded[i];
+    std::vector<std::string> all = overrides;
+    for (const std::string& o : sweep.points[i].overrides()) all.push_back(o);
+    const sim::Scenario b = sim::load_scenario(sweep.document, all, catalog(), sim::ResolvedText::skip);
+    EXPECT_EQ(a.overrides, b.overrides);
+    EXPECT_EQ(a.locations.size(), b.locations.size());
+    for (const auto& [key, at] : b.locations) {
+      const auto it = a.locations.find(key);
+      if (it == a.locations.end()) {
+        ADD_FAILURE() << key << " has no location";
+        continue;
+      }
+      EXPECT_EQ(it->second.file, at.file) << key;
+      EXPECT_EQ(it->second.line, at.line) << key;
+      EXPECT_EQ(it->second.column, at.column) << key;
+    }
+    EXPECT_EQ(a.source_path, b.source_path);
+    EXPECT_EQ(a.resolved_toml, b.resolved_toml);
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.what_if, b.what_if);
+    EXPECT_EQ(a.simulation.seed, b.simulation.seed);
+    const models::ParallelismConfig& p = a.parallelism;
+    const models::ParallelismConfig& q = b.parallelism;
+    EXPECT_EQ(p.tensor, q.tensor);
+    EXPECT_EQ(p.context, q.context);
+    EXPECT_EQ(p.pipeline, q.pipeline);
+    EXPECT_EQ(p.data, q.data);
+    EXPECT_EQ(p.virtual_stages, q.virtual_stages);
+    EXPECT_EQ(p.sequence_parallel, q.sequence_parallel);
+    EXPECT_EQ(p.zero_stage, q.zero_stage);
+    EXPECT_EQ(p.overlap_grad_reduce, q.overlap_grad_reduce);
+    EXPECT_EQ(p.overlap_param_gather, q.overlap_param_gather);
+    EXPECT_EQ(p.overlap_p2p_comm, q.overlap_p2p_comm);
+    EXPECT_EQ(p.async_tensor_parallel_allreduce, q.async_tensor_parallel_allreduce);
+    EXPECT_EQ(p.tp_comm_overlap, q.tp_comm_overlap);
+    EXPECT_EQ(p.expert, q.expert);
+    EXPECT_EQ(p.expert_tensor, q.expert_tensor);
+    EXPECT_EQ(a.training.micro_batch_size, b.training.micro_batch_size);
+    EXPECT_EQ(a.training.activation_recompute, b.training.activation_recompute);
+    EXPECT_EQ(a.training.recompute_modules, b.training.recompute_modules);
+    EXPECT_EQ(a.training.recompute_num_layers, b.training.recompute_num_layers);
+    EXPECT_EQ(a.training.grad_reduce, b.training.grad_reduce);
+  }
+  return sweep.points.size();
+}
+
+TEST(ScreenedPoints, Gpt3LayoutSearchScenariosEqualLoadingEachPoint) {
+  const fs::path path = fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "sweeps" / "gpt3-175b-1024-a100-layouts.toml";
+  EXPECT_EQ(expect_screened_equal_loads(path, {}), 395U);
+  EXPECT_GT(expect_screened_equal_loads(path, {"simulation.seed=11", "training.activation_recompute=full"}), 100U);
+}
+
+TEST(ScreenedPoints, MoeLayoutSearchScenariosEqualLoadingEachPoint) {
+  const fs::path path =
+      fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "sweeps" / "deepseek-v3-like-2048-h100-32k-layouts.toml";
+  EXPECT_EQ(expect_screened_equal_loads(path, {}), 6302U);
+}
+
 TEST(ScreenedPoints, Gpt3LayoutSearchRowsEqualLoadingEachPoint) {
   const fs::path path = fs::path(CLUSTERSIM_SOURCE_DIR) / "scenarios" / "sweeps" / "gpt3-175b-1024-a100-layouts.toml";
   EXPECT_GT(expect_same_rows(path, {}), 100U);
@@ -90,6 +161,15 @@ TEST(ScreenedPoints, GridLayoutSearchWithSetSeedAndJobRowsEqualLoadingEachPoint)
                          "[sweep]\n\"simulation.seed\" = [3, 7]\n\"training.precision\" = [\"bf16\", \"fp16\"]\n"
                          "parallelism = \"auto\"\n";
   EXPECT_GT(expect_same_rows(path, {"training.framework = megatron-core", "simulation.seed=11"}), 10U);
+  // The loader's rules that read the knobs (knob_rules_may_reject): a recompute_modules list, tp_comm_overlap
+  // from NeMo's profile and given explicitly.
+  for (const std::vector<std::string>& set :
+       {std::vector<std::string>{"training.framework = megatron-core", "simulation.seed=11"},
+        std::vector<std::string>{"training.recompute_modules=[\"core_attn\", \"layernorm\"]"},
+        std::vector<std::string>{"training.framework=nemo"},
+        std::vector<std::string>{"parallelism.tp_comm_overlap=true", "parallelism.sequence_parallel=true"}}) {
+    EXPECT_GT(expect_screened_equal_loads(path, set), 10U);
+  }
   // Without a swept seed each point runs with its own seed (the job's Monte Carlo depends on it).
   std::string text;
   {
