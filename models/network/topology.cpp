@@ -840,13 +840,14 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
     std::vector<std::pair<const std::uint16_t*, std::uint32_t>> rows;
   };
   thread_local Scratch scratch;
-  std::vector<std::uint32_t>& dd = scratch.dd;
+  // Hops to dst from its node's vertices, by local index: read in place from another node (the same for every
+  // node, the node's links being one template: computed at build), searched for a flow inside the node.
+  const std::uint32_t* dd = nullptr;
   if (same_node) {
-    t.node_distances(src_gpu, dst_gpu, dd, scratch.queue);
+    t.node_distances(src_gpu, dst_gpu, scratch.dd, scratch.queue);
+    dd = scratch.dd.data();
   } else {
-    // From another node, the same for every node (the node's links are one template): computed at build.
-    const std::vector<std::uint32_t>& row = t.remote_distances[dst_gpu % static_cast<VertexId>(t.gpn)];
-    dd.assign(row.begin(), row.end());
+    dd = t.remote_distances[dst_gpu % static_cast<VertexId>(t.gpn)].data();
   }
 
 
