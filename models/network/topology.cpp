@@ -837,15 +837,17 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
     std::vector<VertexId> queue, members;
     std::vector<std::pair<LinkId, VertexId>> candidates;
     std::vector<Ingress> ingress;
+    std::vector<std::pair<const std::uint16_t*, std::uint32_t>> rows;
   };
   thread_local Scratch scratch;
-  std::vector<std::uint32_t>& dd = scratch.dd;
+  // Hops to dst from its node's vertices, by local index: read in place from another node (the same for every
+  // node, the node's links being one template: computed at build), searched for a flow inside the node.
+  const std::uint32_t* dd = nullptr;
   if (same_node) {
-    t.node_distances(src_gpu, dst_gpu, dd, scratch.queue);
+    t.node_distances(src_gpu, dst_gpu, scratch.dd, scratch.queue);
+    dd = scratch.dd.data();
   } else {
-    // From another node, the same for every node (the node's links are one template): computed at build.
-    const std::vector<std::uint32_t>& row = t.remote_distances[dst_gpu % static_cast<VertexId>(t.gpn)];
-    dd.assign(row.begin(), row.end());
+    dd = t.remote_distances[dst_gpu % static_cast<VertexId>(t.gpn)].data();
   }
 
 
@@ -865,14 +867,22 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
       });
     }
   }
+  // The distinct (row, hops) of `ingress`: the NICs of a node often share their switch (eight rails on one
+  // leaf), and net_distance is a minimum over them, so duplicates change nothing.
+  std::vector<std::pair<const std::uint16_t*, std::uint32_t>>& rows = scratch.rows;
+  rows.clear();
+  for (const Ingress& in : ingress) {
+    const std::pair<const std::uint16_t*, std::uint32_t> r{in.dist, in.hops};
+    if (std::find(rows.begin(), rows.end(), r) == rows.end()) rows.push_back(r);
+  }
   auto net_distance = [&](VertexId w) -> std::uint32_t {
     if (same_node) return kInf;
     if (same_zone && w >= graph.first_gateway) return kInf;
     const std::size_t wi = w - t.first_network;
     std::uint32_t best = kInf;
-    for (const Ingress& in : ingress) {
-      const std::uint16_t d = in.dist[wi];
-      if (d != kFar) best = std::min(best, d + in.hops);
+    for (const auto& [row_dist, row_hops] : rows) {
+      const std::uint16_t d = row_dist[wi];
+      if (d != kFar) best = std::min(best, d + row_hops);
     }
     return best;
   };
@@ -959,7 +969,9 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
       });
     }
     if (candidates.empty()) throw std::logic_error("Topology::route: routing tables inconsistent");
-    std::sort(candidates.begin(), candidates.end());
+    // Candidates usually arrive in (link id) order already (the CSR and for_each_out list links by id): the
+    // check costs one pass, the sort it skips a few dozen comparisons per hop. Same order either way.
+    if (!std::is_sorted(candidates.begin(), candidates.end())) std::sort(candidates.begin(), candidates.end());
     const auto& pick = candidates[hash_digits % candidates.size()];
     hash_digits /= candidates.size();
     path.push_back(pick.first);
