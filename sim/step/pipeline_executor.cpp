@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -393,11 +394,15 @@ class Executor {
     std::vector<size_t> ready(states_.size());
     for (size_t u = 0; u < ready.size(); ++u) ready[u] = ready.size() - 1 - u;  // unit 0 first
     std::vector<Time> stream_free(states_.size(), Time::zero());
-    // The reference run's stream and arrival times (only the entries the step has present are read).
+    // The reference run's stream and arrival times. Left uninitialised (no memset per point): an entry is read
+    // only where the step's is present, and the reference writes its own wherever the step writes one, but for
+    // the first virtual stage's inputs, present from the start (slots 0 .. replicas - 1, set here).
     std::vector<Time> ref_stream_free(kReference ? states_.size() : 0, Time::zero());
-    std::vector<int64_t> ref_arrivals(kReference ? 2 * forward_arrival_.size() : 0, 0);
-    int64_t* const ref_forward_arrival = ref_arrivals.data();
-    int64_t* const ref_backward_arrival = kReference ? ref_arrivals.data() + forward_arrival_.size() : nullptr;
+    const size_t entries = forward_arrival_.size();
+    const std::unique_ptr<int64_t[]> ref_arrivals(kReference ? new int64_t[2 * entries] : nullptr);
+    int64_t* const ref_forward_arrival = ref_arrivals.get();
+    int64_t* const ref_backward_arrival = kReference ? ref_arrivals.get() + entries : nullptr;
+    if constexpr (kReference) std::fill(ref_forward_arrival, ref_forward_arrival + replicas_ * microbatches_, 0);
     // Per unit, the arrival entry its next pass waits for (kForwardEntry marks forward_arrival_'s), or
     // kNotWaiting: a transfer wakes its receiver only when that is the entry it waits for (a unit that waits
     // for another input would find it absent and stop again; an entry written before its receiver needs it is
