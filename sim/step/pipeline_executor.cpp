@@ -5,6 +5,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "sim/engine/simulator.hpp"
 #include "sim/engine/time.hpp"
@@ -183,8 +184,9 @@ class Executor {
       for (const StageState& st : states_) timeline.tails.push_back(st.tail);
       timeline.forward_arrival = std::move(forward_arrival_);
       timeline.backward_arrival = std::move(backward_arrival_);
-      timeline.slowdown = slowdown_;
-      timeline.compute_slowdown = compute_slowdown_;
+      // Moved, not copied: run() is the executor's last use of them (reference_step_time reads ref_finish_ only).
+      timeline.slowdown = std::move(slowdown_);
+      timeline.compute_slowdown = std::move(compute_slowdown_);
       result.critical_path = critical_path_of(timeline, end.ns());
     }
     return result;
