@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "sim/engine/simulator.hpp"
 #include "sim/engine/time.hpp"
@@ -28,12 +30,24 @@ struct StageState {
 };
 
 class Executor {
+  /// One gradient reduction of a stage: attached to the pass at `trigger` in the stage's order.
+  struct Reduction {
+    size_t trigger = 0;
+    Time duration;
+    int64_t buckets = 1;
+    size_t reached = 0;  ///< replicas that have started the trigger pass
+    Time latest_start;
+    Time latest_end;
+  };
+
  public:
   /// `free_transfers`: run the program as if its pipeline transfers took no time (the reference run that
   /// measures their exposed cost), without copying it.
   /// `critical_path`: record each pass's times and walk the step's critical path (PipelineResult::critical_path).
+  /// `reference`: without the engine, compute the free-transfer reference run's times alongside the step, in
+  /// the same dependency pass (reference_step_time); ignored with the engine or with free transfers.
   Executor(const models::StepProgram& program, const ExecutionFidelity& fidelity, bool record,
-           bool free_transfers = false, bool critical_path = true)
+           bool free_transfers = false, bool critical_path = true, bool reference = false)
       : program_(program),
         ranks_(program.stages.size()),
         chunks_(static_cast<size_t>(program.virtual_stages)),
@@ -41,7 +55,8 @@ class Executor {
         replicas_(static_cast<size_t>(fidelity.replicas)),
         record_(record),
         path_(critical_path && !free_transfers),
-        engine_(record) {
+        engine_(record),
+        reference_(reference && !record && !free_transfers) {
     if (chunks_ < 1) throw std::invalid_argument("pipeline executor: virtual_stages must be >= 1");
     if (fidelity.replicas < 1) throw std::invalid_argument("pipeline executor: replicas must be >= 1");
     slowdown_ = fidelity.slowdown.empty() ? std::vector<double>(ranks_ * replicas_, 1.0) : fidelity.slowdown;
@@ -96,14 +111,30 @@ class Executor {
       p2p_backward_ = Time::from_seconds(program.p2p_backward);
     }
     plan_reductions();
+    if (reference_) {
+      ref_reductions_ = reductions_;
+      ref_dp_stream_free_ = dp_stream_free_;
+      ref_tail_reached_.assign(states_.size(), Time::zero());
+      ref_finish_.assign(states_.size(), Time::zero());
+    }
+  }
+
+  /// The step time of the free-transfer reference run, computed alongside the step by run() (constructed with
+  /// `reference`): the times the separate Executor(program, fidelity, false, true) gives, bit for bit.
+  units::Seconds reference_step_time() const {
+    Time end = Time::zero();
+    for (const Time finish : ref_finish_) end = std::max(end, finish);
+    return end.to_seconds();
   }
 
   PipelineResult run() {
     if (engine_) {
       for (size_t u = 0; u < states_.size(); ++u) try_start(u);
       sim_.run();
+    } else if (reference_) {
+      run_in_dependency_order<true>();
     } else {
-      run_in_dependency_order();
+      run_in_dependency_order<false>();
     }
     PipelineResult result;
     result.replicas = static_cast<int64_t>(replicas_);
@@ -153,8 +184,9 @@ class Executor {
       for (const StageState& st : states_) timeline.tails.push_back(st.tail);
       timeline.forward_arrival = std::move(forward_arrival_);
       timeline.backward_arrival = std::move(backward_arrival_);
-      timeline.slowdown = slowdown_;
-      timeline.compute_slowdown = compute_slowdown_;
+      // Moved, not copied: run() is the executor's last use of them (reference_step_time reads ref_finish_ only).
+      timeline.slowdown = std::move(slowdown_);
+      timeline.compute_slowdown = std::move(compute_slowdown_);
       result.critical_path = critical_path_of(timeline, end.ns());
     }
     return result;
@@ -231,18 +263,21 @@ class Executor {
   /// last backward of a chunk and the reduction overlaps backward, its buckets are reduced on the stage's
   /// data-parallel stream once every replica has started it: from then (after earlier reductions), ending
   /// no sooner than one bucket's reduction after the pass ends (the last bucket is ready at the pass's end).
-  void note_reduction_trigger(size_t k, size_t index, Time start, Time end) {
+  /// `reductions`, `dp_stream_free`: the run's (the step's, or the fused reference run's: no spans).
+  void note_reduction_trigger(size_t k, size_t index, Time start, Time end,
+                              std::vector<std::vector<Reduction>>& reductions, std::vector<Time>& dp_stream_free,
+                              bool record) {
     if (!program_.stages[k].overlap_grad_sync) return;
-    for (Reduction& r : reductions_[k]) {
+    for (Reduction& r : reductions[k]) {
       if (r.trigger != index || r.duration == Time::zero()) continue;
       r.latest_start = std::max(r.latest_start, start);
       r.latest_end = std::max(r.latest_end, end);
       if (++r.reached < replicas_) continue;
-      const Time begin = std::max(dp_stream_free_[k], r.latest_start);
+      const Time begin = std::max(dp_stream_free[k], r.latest_start);
       const Time last_bucket = Time::from_ns((r.duration.ns() + r.buckets - 1) / r.buckets);
       const Time finish = std::max(begin + r.duration, r.latest_end + last_bucket);
-      dp_stream_free_[k] = finish;
-      if (record_) {
+      dp_stream_free[k] = finish;
+      if (record) {
         spans_.push_back({static_cast<int64_t>(k), 0, -1, SpanKind::grad_sync, begin.to_seconds(),
                           finish.to_seconds(), {}, {}, {}});
       }
@@ -276,7 +311,8 @@ class Executor {
     if (s.busy || s.next >= stage.order.size()) return;
     const int64_t arrival = input_arrival(u);
     if (arrival == kNever || arrival > sim_.now().ns()) return;  // an arrival event will call again
-    const Time end = begin_pass(u, k, u % replicas_, sim_.now());
+    Time duration;
+    const Time end = begin_pass(u, k, u % replicas_, sim_.now(), duration);
     // Captures fit std::function's small buffer (16 bytes): no allocation per event.
     const uint64_t packed = static_cast<uint64_t>(u) << 32 | static_cast<uint64_t>(s.next - 1);
     sim_.schedule(end, [this, packed] {
@@ -298,7 +334,8 @@ class Executor {
   /// Starts unit u's next pass at `start` (its stream free and its input present): books its costs in the
   /// unit's breakdown, notes a reduction trigger, records its run and span. Returns when it ends.
   /// `k`, `replica`: u's stage and replica (u / replicas, u % replicas), which the callers know already.
-  [[gnu::always_inline]] Time begin_pass(size_t u, size_t k, size_t replica, Time start) {
+  /// `duration`: set to the pass's duration (the fused reference run's pass lasts as long).
+  [[gnu::always_inline]] Time begin_pass(size_t u, size_t k, size_t replica, Time start, Time& duration) {
     StageState& s = states_[u];
     const auto& stage = program_.stages[k];
     const models::ScheduledPass pass = stage.order[s.next];
@@ -324,8 +361,9 @@ class Executor {
     }
     s.busy = true;
     ++s.next;
-    const Time end = start + pass_time_[((u * chunks_ + chunk) * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)];
-    if (!forward) note_reduction_trigger(k, s.next - 1, start, end);
+    duration = pass_time_[((u * chunks_ + chunk) * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)];
+    const Time end = start + duration;
+    if (!forward) note_reduction_trigger(k, s.next - 1, start, end, reductions_, dp_stream_free_, record_);
     if (path_) passes_[u][s.next - 1] = PassRun{start.ns(), end.ns(), end.ns(), merged};
     if (record_ && replica == 0) record_pass_span(k, pass, merged, slow, start, end);
     return end;
@@ -349,10 +387,24 @@ class Executor {
   /// trigger order (every replica starts a chunk's last backward before the next chunk's), so the times,
   /// breakdowns and critical path are those of the events, bit for bit. No events: PipelineResult::events and
   /// fingerprint stay 0.
+  /// `kReference`: also compute the free-transfer reference run's times (reference_step_time). Its traversal
+  /// is this one: which inputs are present does not depend on the times, and with free transfers no send
+  /// blocks, so each of its passes starts at max(its stream free, its input present) in its own times, with
+  /// the arithmetic of the separate run, in the same order.
+  template <bool kReference>
   void run_in_dependency_order() {
     std::vector<size_t> ready(states_.size());
     for (size_t u = 0; u < ready.size(); ++u) ready[u] = ready.size() - 1 - u;  // unit 0 first
     std::vector<Time> stream_free(states_.size(), Time::zero());
+    // The reference run's stream and arrival times. Left uninitialised (no memset per point): an entry is read
+    // only where the step's is present, and the reference writes its own wherever the step writes one, but for
+    // the first virtual stage's inputs, present from the start (slots 0 .. replicas - 1, set here).
+    std::vector<Time> ref_stream_free(kReference ? states_.size() : 0, Time::zero());
+    const size_t entries = forward_arrival_.size();
+    const std::unique_ptr<int64_t[]> ref_arrivals(kReference ? new int64_t[2 * entries] : nullptr);
+    int64_t* const ref_forward_arrival = ref_arrivals.get();
+    int64_t* const ref_backward_arrival = kReference ? ref_arrivals.get() + entries : nullptr;
+    if constexpr (kReference) std::fill(ref_forward_arrival, ref_forward_arrival + replicas_ * microbatches_, 0);
     // Per unit, the arrival entry its next pass waits for (kForwardEntry marks forward_arrival_'s), or
     // kNotWaiting: a transfer wakes its receiver only when that is the entry it waits for (a unit that waits
     // for another input would find it absent and stop again; an entry written before its receiver needs it is
@@ -386,6 +438,7 @@ class Executor {
       const size_t previous_unit = (k == 0 ? ranks - 1 : k - 1) * replicas + replica;
       PassRun* const runs = path_ ? passes_[u].data() : nullptr;
       Time free = stream_free[u];
+      Time ref_free = kReference ? ref_stream_free[u] : Time::zero();
       while (s.next < order.size()) {
         const models::ScheduledPass& pass = order[s.next];
         const bool forward = pass.kind == PassKind::forward;
@@ -397,20 +450,33 @@ class Executor {
           waiting[u] = forward ? entry | kForwardEntry : entry;
           break;
         }
-        const Time end = begin_pass(u, k, replica, std::max(free, Time::from_ns(arrival)));
+        Time duration;
+        const Time end = begin_pass(u, k, replica, std::max(free, Time::from_ns(arrival)), duration);
         Time go_on = end;  // when the stream goes on: the pass's end, or its blocking send's arrival
+        if constexpr (kReference) {
+          // The reference run's pass: no send blocks and a transfer arrives when it is sent.
+          const int64_t ref_arrival = forward ? ref_forward_arrival[entry] : ref_backward_arrival[entry];
+          const Time ref_start = std::max(ref_free, Time::from_ns(ref_arrival));
+          ref_free = ref_start + duration;
+          if (!forward) {
+            note_reduction_trigger(k, s.next - 1, ref_start, ref_free, ref_reductions_, ref_dp_stream_free_, false);
+          }
+        }
         if (forward && vs < last_vs) {
           const size_t to = ((vs + 1) * replicas + replica) * microbatches + i;
           const Time sent = end + p2p_forward;
           forward_arrival[to] = sent.ns();
+          if constexpr (kReference) ref_forward_arrival[to] = ref_free.ns();
           if (block_forward) go_on = sent;
           wake(next_unit, to | kForwardEntry);
         } else if (forward) {
           backward_arrival[entry] = end.ns();  // its own backward's input: read when its stream gets there
+          if constexpr (kReference) ref_backward_arrival[entry] = ref_free.ns();
         } else if (vs > 0) {
           const size_t to = ((vs - 1) * replicas + replica) * microbatches + i;
           const Time sent = end + p2p_backward;
           backward_arrival[to] = sent.ns();
+          if constexpr (kReference) ref_backward_arrival[to] = ref_free.ns();
           if (block_backward) go_on = sent;
           wake(previous_unit, to);
         }
@@ -419,8 +485,10 @@ class Executor {
         free = go_on;
       }
       stream_free[u] = free;
+      if constexpr (kReference) ref_stream_free[u] = ref_free;
       if (s.next == order.size()) {
         s.finished = true;  // its stream is done; start_tail sets its finish
+        if constexpr (kReference) ref_tail_reached_[u] = ref_free;
         reach_tail(u, free);
       }
     }
@@ -507,6 +575,38 @@ class Executor {
     Time all_reached = Time::zero();
     for (size_t r = 0; r < replicas_; ++r) all_reached = std::max(all_reached, states_[k * replicas_ + r].tail_reached);
     for (size_t r = 0; r < replicas_; ++r) start_tail(k * replicas_ + r, all_reached);
+    if (reference_) {  // the fused reference run's tails: its units reach theirs with the step's (same traversal)
+      Time ref_all_reached = Time::zero();
+      for (size_t r = 0; r < replicas_; ++r) ref_all_reached = std::max(ref_all_reached, ref_tail_reached_[k * replicas_ + r]);
+      for (size_t r = 0; r < replicas_; ++r) {
+        ref_finish_[k * replicas_ + r] = tail_times(k * replicas_ + r, ref_all_reached, ref_dp_stream_free_[k]).end;
+      }
+    }
+  }
+
+  /// When a stage's tail ends its parts: the gradient reduction, the optimizer, the parameter all-gather.
+  struct TailTimes {
+    Time sync_end;
+    Time optimizer_end;
+    Time end;
+  };
+
+  /// Unit u's tail started when every replica of its stage was `ready`, its data-parallel stream free at
+  /// `dp_free` (the step's or the fused reference run's).
+  TailTimes tail_times(size_t u, Time ready, Time dp_free) const {
+    const size_t k = u / replicas_;
+    const auto& stage = program_.stages[k];
+    const Time sync = total_sync_[k];
+    // Overlapped: the data-parallel stream's last reduction; otherwise all of them after the flush.
+    Time sync_end = stage.overlap_grad_sync ? std::max(ready, dp_free) : ready + sync;
+    if (stage.overlap_grad_sync) {
+      // The part of the reduction that ran beside the backward passes slowed them (contention for SMs and
+      // memory bandwidth): the stage finishes later by slowdown x that part.
+      const Time hidden = sync > sync_end - ready ? sync - (sync_end - ready) : Time::zero();
+      sync_end += Time::from_seconds(hidden.to_seconds() * program_.overlap_compute_slowdown);
+    }
+    const Time optimizer_end = sync_end + Time::from_seconds(stage.optimizer * compute_slowdown_[u]);
+    return TailTimes{sync_end, optimizer_end, optimizer_end + Time::from_seconds(stage.param_gather)};
   }
 
   /// Gradient reduction (after the flush, or overlapped with backward chunk by chunk: note_reduction_trigger),
@@ -519,16 +619,8 @@ class Executor {
     const Time now = s.tail_reached;
     const Time sync = total_sync_[k];
     const Time sync_start = ready;
-    // Overlapped: the data-parallel stream's last reduction; otherwise all of them after the flush.
-    Time sync_end = stage.overlap_grad_sync ? std::max(ready, dp_stream_free_[k]) : ready + sync;
-    if (stage.overlap_grad_sync) {
-      // The part of the reduction that ran beside the backward passes slowed them (contention for SMs and
-      // memory bandwidth): the stage finishes later by slowdown x that part.
-      const Time hidden = sync > sync_end - ready ? sync - (sync_end - ready) : Time::zero();
-      sync_end += Time::from_seconds(hidden.to_seconds() * program_.overlap_compute_slowdown);
-    }
-    const Time optimizer_end = sync_end + Time::from_seconds(stage.optimizer * compute_slowdown_[u]);
-    const Time end = optimizer_end + Time::from_seconds(stage.param_gather);
+    const TailTimes times = tail_times(u, ready, dp_stream_free_[k]);
+    const Time sync_end = times.sync_end, optimizer_end = times.optimizer_end, end = times.end;
     s.breakdown.grad_sync += (sync_end - now).to_seconds() + (end - optimizer_end).to_seconds();
     s.breakdown.optimizer = (optimizer_end - sync_end).to_seconds();
     s.tail = TailRun{now.ns(), ready.ns(), sync_end.ns(), optimizer_end.ns(), end.ns()};
@@ -560,6 +652,7 @@ class Executor {
   bool record_;
   bool path_;  ///< record pass times and walk the critical path (not in the free-transfer reference run)
   bool engine_;  ///< run on the event engine (when recording spans); else run_in_dependency_order
+  bool reference_;  ///< compute the free-transfer reference run alongside (run_in_dependency_order<true>)
   std::vector<double> slowdown_;
   std::vector<double> compute_slowdown_;  ///< per unit, on its compute kernels (ExecutionFidelity)
   std::vector<size_t> tail_waiting_;  ///< per stage, replicas that reached the tail
@@ -570,22 +663,37 @@ class Executor {
   std::vector<int64_t> backward_arrival_;  ///< the same for the gradient
   std::vector<TraceSpan> spans_;
   std::vector<std::vector<PassRun>> passes_;  ///< [unit][index in the stage's order]: how each pass ran
-  /// One gradient reduction of a stage: attached to the pass at `trigger` in the stage's order.
-  struct Reduction {
-    size_t trigger = 0;
-    Time duration;
-    int64_t buckets = 1;
-    size_t reached = 0;  ///< replicas that have started the trigger pass
-    Time latest_start;
-    Time latest_end;
-  };
   std::vector<std::vector<Reduction>> reductions_;  ///< per stage
   std::vector<Time> total_sync_;                    ///< per stage, the sum of its reductions
   std::vector<Time> dp_stream_free_;                ///< per stage, when its data-parallel stream is free
   std::vector<Time> pass_time_;  ///< per (unit, chunk, direction): the pass's duration
   Time p2p_forward_;
   Time p2p_backward_;
+  // The fused reference run's state (reference_): its reductions, data-parallel streams and tails.
+  std::vector<std::vector<Reduction>> ref_reductions_;  ///< per stage, as reductions_
+  std::vector<Time> ref_dp_stream_free_;                ///< per stage, as dp_stream_free_
+  std::vector<Time> ref_tail_reached_;                  ///< per unit, when its stream finished
+  std::vector<Time> ref_finish_;                        ///< per unit, when its tail ended
 };
+
+/// The fidelity of the free-transfer reference run of `program` at `fidelity`: replicas that all run at one
+/// speed are identical timelines (transfers join equal replica indices and the gradient barrier waits for
+/// copies that finish together), so the separate reference run needs only one.
+ExecutionFidelity reference_fidelity(const models::StepProgram& program, const ExecutionFidelity& fidelity) {
+  ExecutionFidelity reference = fidelity;
+  reference.record_spans = false;
+  const auto uniform = [](const std::vector<double>& f) {
+    return std::all_of(f.begin(), f.end(), [&](double x) { return x == f.front(); });
+  };
+  if (uniform(fidelity.slowdown) && uniform(fidelity.compute_slowdown) && fidelity.replicas > 1) {
+    reference.replicas = 1;
+    if (!fidelity.slowdown.empty()) reference.slowdown.assign(program.stages.size(), fidelity.slowdown.front());
+    if (!fidelity.compute_slowdown.empty()) {
+      reference.compute_slowdown.assign(program.stages.size(), fidelity.compute_slowdown.front());
+    }
+  }
+  return reference;
+}
 
 }  // namespace
 
@@ -593,33 +701,44 @@ PipelineResult execute_pipeline(const models::StepProgram& program, const Execut
   if (program.stages.empty() || program.microbatches < 1) {
     throw std::invalid_argument("pipeline executor: need at least one stage and one microbatch");
   }
-  PipelineResult result = Executor(program, fidelity, /*record=*/fidelity.record_spans).run();
-  if (program.p2p_forward.value() > 0.0 || program.p2p_backward.value() > 0.0) {
+  const bool transfers = program.p2p_forward.value() > 0.0 || program.p2p_backward.value() > 0.0;
+  // Without spans the reference run's times are computed in the step's own dependency pass (fused).
+  const bool fused = transfers && !fidelity.record_spans;
+  Executor executor(program, fidelity, /*record=*/fidelity.record_spans, /*free_transfers=*/false,
+                    /*critical_path=*/true, /*reference=*/fused);
+  PipelineResult result = executor.run();
+  if (transfers) {
     // Exposed pipeline communication is what the transfers cost the step: T - T(free transfers). The same
     // program without transfers can only be as fast or faster (the schedule's order is fixed), so both parts
     // are non-negative.
-    // Replicas that all run at one speed are identical timelines (transfers join equal replica indices and
-    // the gradient barrier waits for copies that finish together), so the reference run needs only one.
-    ExecutionFidelity reference = fidelity;
-    const auto uniform = [](const std::vector<double>& f) {
-      return std::all_of(f.begin(), f.end(), [&](double x) { return x == f.front(); });
-    };
-    if (uniform(fidelity.slowdown) && uniform(fidelity.compute_slowdown) && fidelity.replicas > 1) {
-      reference.replicas = 1;
-      if (!fidelity.slowdown.empty()) reference.slowdown.assign(program.stages.size(), fidelity.slowdown.front());
-      if (!fidelity.compute_slowdown.empty()) {
-        reference.compute_slowdown.assign(program.stages.size(), fidelity.compute_slowdown.front());
-      }
-    }
-    const units::Seconds exposed =
-        result.step_time -
-        Executor(program, reference, /*record=*/false, /*free_transfers=*/true).run().step_time;
+    const units::Seconds reference =
+        fused ? executor.reference_step_time()
+              : Executor(program, reference_fidelity(program, fidelity), /*record=*/false, /*free_transfers=*/true)
+                    .run()
+                    .step_time;
+    const units::Seconds exposed = result.step_time - reference;
     for (StageBreakdown& stage : result.stages) {
       stage.pp_exposed = exposed;
       stage.bubble -= exposed;
     }
   }
   return result;
+}
+
+units::Seconds free_transfer_step_time(const models::StepProgram& program, const ExecutionFidelity& fidelity,
+                                       bool fused) {
+  if (program.stages.empty() || program.microbatches < 1) {
+    throw std::invalid_argument("pipeline executor: need at least one stage and one microbatch");
+  }
+  if (fused) {
+    Executor executor(program, fidelity, /*record=*/false, /*free_transfers=*/false, /*critical_path=*/true,
+                      /*reference=*/true);
+    executor.run();
+    return executor.reference_step_time();
+  }
+  return Executor(program, reference_fidelity(program, fidelity), /*record=*/false, /*free_transfers=*/true)
+      .run()
+      .step_time;
 }
 
 units::Seconds pipeline_step_time(const models::StepProgram& program, const ExecutionFidelity& fidelity) {

@@ -109,4 +109,12 @@ PipelineResult execute_pipeline(const models::StepProgram& program, const Execut
 /// pipeline transfers (the reference run without them is skipped). Same errors.
 units::Seconds pipeline_step_time(const models::StepProgram& program, const ExecutionFidelity& fidelity);
 
+/// The step time of `program` with free pipeline transfers, the reference execute_pipeline subtracts from the
+/// step time to give the exposed pipeline communication (StageBreakdown::pp_exposed). `fused`: computed in the
+/// step's own dependency pass, as execute_pipeline does without spans; otherwise by a separate run, as it does
+/// with spans. Both give the same time bit for bit (tests/step/test_dependency_order.cpp). Same errors as
+/// execute_pipeline; `fidelity.record_spans` is ignored.
+units::Seconds free_transfer_step_time(const models::StepProgram& program, const ExecutionFidelity& fidelity,
+                                       bool fused);
+
 }  // namespace clustersim::sim

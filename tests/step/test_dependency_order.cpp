@@ -2,7 +2,9 @@
 // timeline evaluated in dependency order must be the event-driven one bit for bit (step time, every stage's
 // breakdown, the critical path) on many shapes: schedules, stages, microbatches, virtual stages, transfers
 // (asynchronous and blocking), slow stages, replicas with stragglers and compute factors, overlapped and
-// chunk-by-chunk gradient reductions, merged MoE passes; and on every shipped training scenario.
+// chunk-by-chunk gradient reductions, merged MoE passes; and on every shipped training scenario. The
+// free-transfer reference run (exposed pipeline communication), fused into the dependency pass, must be the
+// separate one bit for bit too.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -88,6 +90,9 @@ void expect_same(const models::StepProgram& program, sim::ExecutionFidelity fide
   expect_same_result(events, ordered);
   // pipeline_step_time (the variability quantiles) runs in dependency order too.
   EXPECT_EQ(sim::pipeline_step_time(program, fidelity).value(), events.step_time.value());
+  // The free-transfer reference run, fused into the step's dependency pass and run separately.
+  EXPECT_EQ(sim::free_transfer_step_time(program, fidelity, /*fused=*/true).value(),
+            sim::free_transfer_step_time(program, fidelity, /*fused=*/false).value());
 }
 
 /// Uneven stages: stage k's passes cost (1 + k / 7) times more, its forwards carry tensor-parallel and host
