@@ -55,7 +55,9 @@ size_t expect_same_rows(const fs::path& path, const std::vector<std::string>& ov
       ADD_FAILURE() << "columns " << x[i].values.size() << " vs " << y[i].values.size();
       continue;
     }
-    if (x[i].meta && y[i].meta) EXPECT_EQ(*x[i].meta, *y[i].meta);
+    if (x[i].meta && y[i].meta) {
+      EXPECT_EQ(*x[i].meta, *y[i].meta);
+    }
     for (size_t c = 0; c < x[i].values.size(); ++c) {
       const auto* dx = std::get_if<double>(&x[i].values[c]);
       const auto* dy = std::get_if<double>(&y[i].values[c]);
