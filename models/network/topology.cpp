@@ -12,6 +12,7 @@
 
 
 #include "models/network/pattern_symmetry.hpp"
+#include "models/network/route_exits.hpp"
 #include "models/network/topology_graph.hpp"
 #include "models/splitmix64.hpp"
 
@@ -234,6 +235,8 @@ struct Topology::Impl {
   std::int64_t symmetric_nodes = 0;
   /// node_distances from a GPU of another node to GPU l of a node, per l (set at build; nodes > 1).
   std::vector<std::vector<std::uint32_t>> remote_distances;
+  /// The template's links into the network and hops to them (route_exits.hpp; set at build).
+  detail::NodeExits exits;
 
   /// The fewest-hops ECMP route (Topology::route without its cache), appended to `path`.
   void compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash, std::vector<LinkId>& path) const;
@@ -691,6 +694,11 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
                        t.remote_distances[static_cast<std::size_t>(l)], queue);
     }
   }
+  {
+    std::vector<bool> transit_extra(static_cast<std::size_t>(t.extras));
+    for (int x = 0; x < t.extras; ++x) transit_extra[static_cast<std::size_t>(x)] = t.transit(t.extra(0, x), false);
+    t.exits = detail::build_node_exits(g, transit_extra);
+  }
   if (const std::optional<TranslationSymmetry> sym = translation_symmetry(t.shape, t.gpn)) {
     t.period_nodes = sym->period_nodes;
     t.symmetric_nodes = cfg.nodes / sym->unit_nodes * sym->unit_nodes;
@@ -833,8 +841,8 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
   // Scratch buffers reused across calls on this thread: route() runs once per flow of every collective solve,
   // and their allocations were a tenth of a layout search's time.
   struct Scratch {
-    std::vector<std::uint32_t> dd, ds;
-    std::vector<VertexId> queue, members;
+    std::vector<std::uint32_t> dd, ds, via;
+    std::vector<VertexId> queue;
     std::vector<std::pair<LinkId, VertexId>> candidates;
     std::vector<Ingress> ingress;
     std::vector<std::pair<const std::uint16_t*, std::uint32_t>> rows;
@@ -853,18 +861,18 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
 
   std::vector<Ingress>& ingress = scratch.ingress;
   ingress.clear();
-  if (!same_node) {
-    for (int e = 0; e < t.extras; ++e) {
-      const VertexId u = t.extra(nd, e);
-      const std::uint32_t du = dd[t.local_index(u)];
+  if (!same_node) {  // dst's node's exits (route_exits.hpp), in the order of its extras' out-links
+    for (const detail::NodeExits::Exit& x : t.exits.exits) {
+      const std::uint32_t du = dd[static_cast<std::size_t>(t.gpn + x.extra)];
       if (du == kInf) continue;
-      graph.for_each_out(u, [&](LinkId id, VertexId f) {
-        if (f < t.first_network) return;
-        if (same_zone && f >= graph.first_gateway) return;  // gateways are the last network vertices
-        const std::int32_t row = t.target_row[f - t.first_network];
-        // Links come in pairs 2k / 2k+1, so the link f -> u is the partner of u -> f.
-        if (row >= 0) ingress.push_back({t.dist_row(static_cast<std::size_t>(row)), du + 1, f, id ^ 1U, u});
-      });
+      const VertexId f = detail::NodeExits::target(graph, x, nd);
+      if (same_zone && f >= graph.first_gateway) continue;  // gateways are the last network vertices
+      const std::int32_t row = t.target_row[f - t.first_network];
+      // Links come in pairs 2k / 2k+1, so the link f -> u is the partner of u -> f.
+      if (row >= 0) {
+        ingress.push_back({t.dist_row(static_cast<std::size_t>(row)), du + 1, f,
+                           detail::NodeExits::link(graph, x, nd) ^ 1U, t.extra(nd, x.extra)});
+      }
     }
   }
   // The distinct (row, hops) of `ingress`: the NICs of a node often share their switch (eight rails on one
@@ -898,31 +906,33 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
     return kInf;
   };
   if (!same_node) {
-    std::vector<VertexId>& members = scratch.members;
-    members.clear();
-    // The fixed point (the shortest distances) does not depend on the order of relaxation; NICs first, then
-    // the host, then the GPU follows the distances inwards from the network and usually settles in one pass
-    // plus the pass that confirms it.
-    for (int e = t.extras - 1; e >= 0; --e) {
-      if (transit(t.extra(ns, e))) members.push_back(t.extra(ns, e));
+    // The fixed point's least solution in closed form (route_exits.hpp): a transit extra's distance is the best
+    // over the node's exits of (hops to the exit's vertex + 1 + the exit target's network distance); the
+    // source GPU, never a next hop, then relaxes once over its own out-links.
+    const detail::NodeExits& ex = t.exits;
+    const std::size_t nb = ex.exits.size();
+    std::vector<std::uint32_t>& via = scratch.via;  // per exit: 1 + its target's distance, kInf if none
+    via.resize(nb);
+    for (std::size_t b = 0; b < nb; ++b) {
+      const std::uint32_t d = net_distance(detail::NodeExits::target(graph, ex.exits[b], ns));
+      via[b] = d == kInf ? kInf : d + 1;
     }
-    members.push_back(src_gpu);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (const VertexId v : members) {
-        std::uint32_t best = ds[t.local_index(v)];
-        graph.for_each_out(v, [&](LinkId, VertexId w) {
-          if (w < t.gpus) return;  // GPUs are never transit, and dst is on another node
-          if (w < t.first_network && !transit(w)) return;
-          const std::uint32_t d = distance(w);
-          if (d != kInf && d + 1 < best) best = d + 1;
-        });
-        if (best < ds[t.local_index(v)]) {
-          ds[t.local_index(v)] = best;
-          changed = true;
-        }
+    for (const int k : ex.transit_extras) {
+      const std::uint32_t* hops = ex.hops.data() + static_cast<std::size_t>(k) * nb;
+      std::uint32_t best = kInf;
+      for (std::size_t b = 0; b < nb; ++b) {
+        if (hops[b] != detail::NodeExits::kInf && via[b] != kInf) best = std::min(best, hops[b] + via[b]);
       }
+      ds[static_cast<std::size_t>(t.gpn + k)] = best;
     }
+    std::uint32_t best = kInf;
+    graph.for_each_out(src_gpu, [&](LinkId, VertexId w) {
+      if (w < t.gpus) return;  // GPUs are never transit, and dst is on another node
+      if (w < t.first_network && !transit(w)) return;
+      const std::uint32_t d = distance(w);
+      if (d != kInf && d + 1 < best) best = d + 1;
+    });
+    ds[t.local_index(src_gpu)] = best;
   }
 
   // Walk down the distance, taking candidate flow_hash % count among the shortest next hops.

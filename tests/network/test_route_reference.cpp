@@ -6,7 +6,7 @@
 // one zone's fat tree or single switch routes the translate of a pair in the first period and moves it back
 // (the pairs below use large hashes, the destination rank as collectives do, so most are moved); every
 // path must be the reference's, link for link, on fat trees of two and three tiers with many leaves per spine,
-// rail-optimized fabrics, zones, NICs on the host and Ethernet-only VMs.
+// rail-optimized fabrics, zones, NICs on the host, Ethernet-only VMs and every shipped VM size.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -138,6 +138,28 @@ TEST(RouteReference, ZonesNicsOnTheHostAndEthernet) {
       clustersim::models::build_topology(vm, catalog.device(vm.device), config(20, FabricKind::fat_tree, 8))));
   EXPECT_NO_FATAL_FAILURE(expect_reference_routes(
       clustersim::testing::build_shipped("Standard_NC64as_T4_v3", config(40, FabricKind::fat_tree, 8))));
+}
+
+TEST(RouteReference, EveryShippedVmSizeInOneAndTwoZones) {
+  // Every node shape the catalog has (1 to 8 GPUs and NVLink domains of 72, NVSwitch, mesh, bridges, PCIe and
+  // Infinity Fabric inside; 0, 1, 4 or 8 NICs; Ethernet only): the source node's distances are computed from
+  // its exits in closed form (models/network/route_exits.hpp) and the destination's ingress from its exits,
+  // so every shape must route as the reference, in one zone and across two zones' gateways.
+  const auto& catalog = clustersim::testing::shipped_catalog();
+  int shapes = 0;
+  for (const auto& [name, vm] : catalog.vm_sizes()) {
+    const std::int64_t domain = vm.nvlink_domain_vms;
+    TopologyConfig cfg = config(6 * domain, FabricKind::fat_tree, 8);
+    EXPECT_NO_FATAL_FAILURE(
+        expect_reference_routes(clustersim::models::build_topology(vm, catalog.device(vm.device), cfg)))
+        << name;
+    cfg.zones = {{"a", 2 * domain}, {"b", 4 * domain}};
+    EXPECT_NO_FATAL_FAILURE(
+        expect_reference_routes(clustersim::models::build_topology(vm, catalog.device(vm.device), cfg)))
+        << name << " in two zones";
+    ++shapes;
+  }
+  EXPECT_GE(shapes, 20);
 }
 
 }  // namespace
