@@ -22,6 +22,8 @@
 // The source GPU is never a next hop, so its distance is one relaxation over its own out-links afterwards.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +43,32 @@ struct NodeExits {
   std::vector<int> transit_extras;   ///< extras a flow between nodes may cross, in increasing index
   std::vector<std::uint32_t> hops;   ///< extras x exits, row-major: hops[k * exits.size() + b]
 
+  /// Distance to the destination from extra k (transit) of a node whose exit b leads on at via[b] (1 + its
+  /// target's network distance, or inf): the minimum over b of hops + via[b], inf where no term is finite.
+  [[nodiscard]] std::uint32_t extra_distance(std::size_t k, const std::uint32_t* via, std::uint32_t inf) const {
+    const std::size_t nb = exits.size();
+    const std::uint32_t* h = hops.data() + k * nb;
+    std::uint32_t d = inf;
+    for (std::size_t b = 0; b < nb; ++b) {
+      if (h[b] != kInf && via[b] != inf) d = std::min(d, h[b] + via[b]);
+    }
+    return d;
+  }
+  /// Sets via[b] = 1 + net_distance(target of exit b on node n), or inf where net_distance is inf (a callable
+  /// VertexId -> std::uint32_t; consecutive exits with one target, the NICs of one leaf, ask it once).
+  template <class NetDistance>
+  void fill_via(const ClusterGraph& g, std::int64_t n, NetDistance&& net_distance, std::uint32_t inf,
+                std::vector<std::uint32_t>& via) const {
+    via.resize(exits.size());
+    VertexId last_target = 0;
+    std::uint32_t last = inf;
+    for (std::size_t b = 0; b < exits.size(); ++b) {
+      const VertexId f = target(g, exits[b], n);
+      if (b == 0 || f != last_target) last = net_distance(f);
+      last_target = f;
+      via[b] = last == inf ? inf : last + 1;
+    }
+  }
   /// The network vertex exit `x` of node n leads to.
   [[nodiscard]] static VertexId target(const ClusterGraph& g, const Exit& x, std::int64_t n) {
     if (x.edge.kind == TemplateEdge::Kind::nic_switch) return g.nic_switch(n, x.edge.nic);

@@ -895,36 +895,29 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
     return best;
   };
 
-  // Hops to dst from the vertices of src's node (other node): relax to a fixed point over the few local vertices.
+  // Hops to dst from the vertices of src's node (other node): the fixed point's least solution in closed form
+  // (route_exits.hpp): a transit extra's distance is the best over the node's exits of (hops to the exit's
+  // vertex + 1 + the exit target's network distance), computed when first asked (a route reads a few); the
+  // source GPU, never a next hop, relaxes once over its own out-links. Other vertices of the node: kInf.
   std::vector<std::uint32_t>& ds = scratch.ds;
-  ds.assign(local_count, kInf);
+  std::vector<std::uint32_t>& via = scratch.via;  // per exit of src's node: 1 + its target's distance, or kInf
+  const detail::NodeExits& ex = t.exits;
+  constexpr std::uint32_t kUnset = kInf + 1;
+  auto source_distance = [&](std::size_t li) -> std::uint32_t {
+    if (ds[li] == kUnset) ds[li] = ex.extra_distance(li - static_cast<std::size_t>(t.gpn), via.data(), kInf);
+    return ds[li];
+  };
   auto distance = [&](VertexId w) -> std::uint32_t {
     if (w >= t.first_network) return net_distance(w);
     const std::int64_t n = graph.node_of(w);
     if (n == nd) return dd[t.local_index(w)];
-    if (n == ns) return ds[t.local_index(w)];
+    if (n == ns) return source_distance(t.local_index(w));
     return kInf;
   };
   if (!same_node) {
-    // The fixed point's least solution in closed form (route_exits.hpp): a transit extra's distance is the best
-    // over the node's exits of (hops to the exit's vertex + 1 + the exit target's network distance); the
-    // source GPU, never a next hop, then relaxes once over its own out-links.
-    const detail::NodeExits& ex = t.exits;
-    const std::size_t nb = ex.exits.size();
-    std::vector<std::uint32_t>& via = scratch.via;  // per exit: 1 + its target's distance, kInf if none
-    via.resize(nb);
-    for (std::size_t b = 0; b < nb; ++b) {
-      const std::uint32_t d = net_distance(detail::NodeExits::target(graph, ex.exits[b], ns));
-      via[b] = d == kInf ? kInf : d + 1;
-    }
-    for (const int k : ex.transit_extras) {
-      const std::uint32_t* hops = ex.hops.data() + static_cast<std::size_t>(k) * nb;
-      std::uint32_t best = kInf;
-      for (std::size_t b = 0; b < nb; ++b) {
-        if (hops[b] != detail::NodeExits::kInf && via[b] != kInf) best = std::min(best, hops[b] + via[b]);
-      }
-      ds[static_cast<std::size_t>(t.gpn + k)] = best;
-    }
+    ds.assign(local_count, kInf);
+    for (const int k : ex.transit_extras) ds[static_cast<std::size_t>(t.gpn + k)] = kUnset;
+    ex.fill_via(graph, ns, net_distance, kInf, via);
     std::uint32_t best = kInf;
     graph.for_each_out(src_gpu, [&](LinkId, VertexId w) {
       if (w < t.gpus) return;  // GPUs are never transit, and dst is on another node
@@ -956,7 +949,20 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
       const std::size_t vi = v - t.first_network;
       bool scan = false;
       for (const Ingress& in : ingress) scan = scan || in.hops + 1 < remaining;
-      if (scan) {
+      if (scan && rows.size() == 1) {
+        // One row (a node's NICs on one leaf, or on one rail): net_distance(w) + 1 == remaining is that row's
+        // entry being remaining - 1 - hops (never kFar), a gateway excluded within one zone as net_distance does.
+        const std::uint16_t* row = rows.front().first;
+        const std::uint32_t hops = rows.front().second;
+        const VertexId bar = same_zone ? graph.first_gateway : std::numeric_limits<VertexId>::max();
+        if (hops < remaining) {
+          const std::uint32_t want = remaining - 1 - hops;
+          for (std::size_t k = t.net_adj_begin[vi]; k < t.net_adj_begin[vi + 1]; ++k) {
+            const VertexId w = t.net_adj[k].second;
+            if (row[w - t.first_network] == want && w < bar) candidates.push_back(t.net_adj[k]);
+          }
+        }
+      } else if (scan) {
         for (std::size_t k = t.net_adj_begin[vi]; k < t.net_adj_begin[vi + 1]; ++k) {
           if (net_distance(t.net_adj[k].second) + 1 == remaining) candidates.push_back(t.net_adj[k]);
         }
