@@ -13,6 +13,7 @@
 
 #include "models/network/pattern_symmetry.hpp"
 #include "models/network/route_exits.hpp"
+#include "models/network/route_scan.hpp"
 #include "models/network/topology_graph.hpp"
 #include "models/splitmix64.hpp"
 
@@ -950,18 +951,18 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
       bool scan = false;
       for (const Ingress& in : ingress) scan = scan || in.hops + 1 < remaining;
       if (scan && rows.size() == 1) {
-        // One row (a node's NICs on one leaf, or on one rail): net_distance(w) + 1 == remaining is that row's
-        // entry being remaining - 1 - hops (never kFar), a gateway excluded within one zone as net_distance does.
-        const std::uint16_t* row = rows.front().first;
-        const std::uint32_t hops = rows.front().second;
-        const VertexId bar = same_zone ? graph.first_gateway : std::numeric_limits<VertexId>::max();
-        if (hops < remaining) {
-          const std::uint32_t want = remaining - 1 - hops;
-          for (std::size_t k = t.net_adj_begin[vi]; k < t.net_adj_begin[vi + 1]; ++k) {
-            const VertexId w = t.net_adj[k].second;
-            if (row[w - t.first_network] == want && w < bar) candidates.push_back(t.net_adj[k]);
-          }
-        }
+        // One row (a node's NICs on one leaf, or on one rail; then no link down is a candidate, its hops being
+        // < remaining - 1): net_distance(w) + 1 == remaining is that row's entry being remaining - 1 - hops
+        // (never kFar), a gateway excluded within one zone as net_distance does.
+        const auto* pick = detail::pick_at_distance(
+            t.net_adj.data() + t.net_adj_begin[vi], t.net_adj.data() + t.net_adj_begin[vi + 1], rows.front().first,
+            t.first_network, remaining - 1 - rows.front().second,
+            same_zone ? graph.first_gateway : std::numeric_limits<VertexId>::max(), hash_digits);
+        if (pick == nullptr) throw std::logic_error("Topology::route: routing tables inconsistent");
+        path.push_back(pick->first);
+        v = pick->second;
+        --remaining;
+        continue;
       } else if (scan) {
         for (std::size_t k = t.net_adj_begin[vi]; k < t.net_adj_begin[vi + 1]; ++k) {
           if (net_distance(t.net_adj[k].second) + 1 == remaining) candidates.push_back(t.net_adj[k]);

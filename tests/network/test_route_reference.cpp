@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/network/route_scan.hpp"
 #include "models/network/topology.hpp"
 #include "tests/network/network_support.hpp"
 
@@ -160,6 +161,37 @@ TEST(RouteReference, EveryShippedVmSizeInOneAndTwoZones) {
     ++shapes;
   }
   EXPECT_GE(shapes, 20);
+}
+
+TEST(RouteReference, PickAtDistanceIsTheIndexedListOfMatches) {
+  // detail::pick_at_distance against collecting the matching links in order and taking digit % count.
+  std::uint64_t seed = 12345;
+  const auto next = [&seed] { return seed = seed * 6364136223846793005ULL + 1442695040888963407ULL, seed >> 33; };
+  for (int trial = 0; trial < 2000; ++trial) {
+    const VertexId base = 100;
+    std::vector<std::uint16_t> row(40);
+    for (auto& d : row) d = static_cast<std::uint16_t>(next() % 4 == 0 ? 0xffff : next() % 4);
+    std::vector<std::pair<LinkId, VertexId>> adj(next() % 30);
+    for (std::size_t k = 0; k < adj.size(); ++k) adj[k] = {static_cast<LinkId>(2 * k), base + static_cast<VertexId>(next() % 40)};
+    const auto want = static_cast<std::uint32_t>(next() % 4);
+    const VertexId bar = base + static_cast<VertexId>(next() % 48);
+    const std::uint64_t hash = next() * next();
+    std::vector<std::pair<LinkId, VertexId>> matches;
+    for (const auto& e : adj) {
+      if (row[e.second - base] == want && e.second < bar) matches.push_back(e);
+    }
+    std::uint64_t digits = hash;
+    const auto* pick = clustersim::models::detail::pick_at_distance(adj.data(), adj.data() + adj.size(), row.data(),
+                                                                    base, want, bar, digits);
+    if (matches.empty()) {
+      EXPECT_EQ(pick, nullptr);
+      EXPECT_EQ(digits, hash);
+    } else {
+      ASSERT_NE(pick, nullptr);
+      EXPECT_EQ(*pick, matches[hash % matches.size()]);
+      EXPECT_EQ(digits, hash / matches.size());
+    }
+  }
 }
 
 }  // namespace
