@@ -10,7 +10,6 @@
 #include <stdexcept>
 #include <utility>
 
-
 #include "models/network/pattern_symmetry.hpp"
 #include "models/network/route_exits.hpp"
 #include "models/network/route_scan.hpp"
@@ -113,7 +112,7 @@ struct Topology::Impl {
   /// Breadth-first search over network-to-network links from network vertex index `s`.
   [[nodiscard]] std::unique_ptr<std::uint16_t[]> search_from(std::size_t s) const {
     const std::size_t nn = network_count;
-    auto row = std::make_unique<std::uint16_t[]>(nn);
+    auto row = std::make_unique_for_overwrite<std::uint16_t[]>(nn);  // every entry set just below
     std::fill(row.get(), row.get() + nn, kFar);
     std::vector<std::uint32_t> queue;
     queue.reserve(nn);
@@ -858,7 +857,6 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
   } else {
     dd = t.remote_distances[dst_gpu % static_cast<VertexId>(t.gpn)].data();
   }
-
 
   std::vector<Ingress>& ingress = scratch.ingress;
   ingress.clear();
