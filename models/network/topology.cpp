@@ -12,6 +12,7 @@
 
 #include "models/network/pattern_symmetry.hpp"
 #include "models/network/route_exits.hpp"
+#include "models/network/route_rows.hpp"
 #include "models/network/route_scan.hpp"
 #include "models/network/topology_graph.hpp"
 #include "models/splitmix64.hpp"
@@ -25,9 +26,7 @@ namespace {
 /// each GPU's total NVLink rate: NCCL's rings over the mesh use all six links of every GPU (NVIDIA DGX-1 with
 /// Tesla V100 System Architecture, WP-08437-002, "NCCL" section), so a collective over the node's GPUs sees
 /// that rate. A transfer between two GPUs without a direct link is optimistic in this model.
-bool switched_nvlink(IntraNodeFabric f) {
-  return f == IntraNodeFabric::nvswitch || f == IntraNodeFabric::nvlink_mesh;
-}
+bool switched_nvlink(IntraNodeFabric f) { return f == IntraNodeFabric::nvswitch || f == IntraNodeFabric::nvlink_mesh; }
 
 constexpr std::uint32_t kInf = std::numeric_limits<std::uint32_t>::max() / 4;
 constexpr std::uint16_t kFar = std::numeric_limits<std::uint16_t>::max();
@@ -98,15 +97,19 @@ struct Topology::Impl {
   std::size_t network_count = 0;
   std::vector<std::int32_t> target_row;  // per network vertex: its row in dist, -1 when not a target
   std::vector<VertexId> row_source;      // per row: its network vertex index
+  std::vector<std::size_t> row_twin;     // per row: the first row of a twin switch (route_rows.hpp), or itself
   // Per row: hops from its target to every network vertex w (== w to target), computed on the first route
   // that needs it (a route needs the rows of its destination's switches only; a 131,072-GPU two-tier tree has
   // 4,096 leaves, and all rows up front were 4,096 searches of the whole switch graph and 34 MB).
   mutable std::unique_ptr<std::once_flag[]> row_once;
   mutable std::vector<std::unique_ptr<std::uint16_t[]>> dist;
-
-  /// Row `row` of the distances, computed once (thread-safe: std::call_once).
+  /// Row `row` of the distances, computed once (thread-safe: std::call_once): searched, or its twin's swapped.
   [[nodiscard]] const std::uint16_t* dist_row(std::size_t row) const {
-    std::call_once(row_once[row], [this, row] { dist[row] = search_from(row_source[row]); });
+    std::call_once(row_once[row], [this, row] {
+      const std::size_t a = row_twin[row];
+      dist[row] = a == row ? search_from(row_source[row])
+                           : detail::swapped_row(dist_row(a), network_count, row_source[a], row_source[row]);
+    });
     return dist[row].get();
   }
   /// Breadth-first search over network-to-network links from network vertex index `s`.
@@ -118,9 +121,8 @@ struct Topology::Impl {
     queue.reserve(nn);
     row[s] = 0;
     queue.push_back(static_cast<std::uint32_t>(s));
-    // A vertex's distance is final when it is labelled, so the search stops once every vertex of s's component
-    // is: a leaf's search then scans its spines and one spine's down-links, not every spine's (a 131,072-GPU
-    // tree: 4,128 link scans instead of 262,144).
+    // A vertex's distance is final when labelled, so the search stops once all of s's component is: a leaf's
+    // scans its spines and one spine's down-links (131,072 GPUs: 4,128 link scans instead of 262,144).
     const std::size_t reachable = component_size[s];
     std::size_t labelled = 1;
     for (std::size_t head = 0; head < queue.size() && labelled < reachable; ++head) {
@@ -694,15 +696,14 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
                        t.remote_distances[static_cast<std::size_t>(l)], queue);
     }
   }
-  {
-    std::vector<bool> transit_extra(static_cast<std::size_t>(t.extras));
-    for (int x = 0; x < t.extras; ++x) transit_extra[static_cast<std::size_t>(x)] = t.transit(t.extra(0, x), false);
-    t.exits = detail::build_node_exits(g, transit_extra);
-  }
+  std::vector<bool> transit_extra(static_cast<std::size_t>(t.extras));
+  for (int x = 0; x < t.extras; ++x) transit_extra[static_cast<std::size_t>(x)] = t.transit(t.extra(0, x), false);
+  t.exits = detail::build_node_exits(g, transit_extra);
   if (const std::optional<TranslationSymmetry> sym = translation_symmetry(t.shape, t.gpn)) {
     t.period_nodes = sym->period_nodes;
     t.symmetric_nodes = cfg.nodes / sym->unit_nodes * sym->unit_nodes;
   }
+  t.row_twin = detail::twin_rows(t.net_adj_begin, t.net_adj, t.row_source);
   t.row_once = std::make_unique<std::once_flag[]>(static_cast<std::size_t>(rows));
   t.dist.resize(static_cast<std::size_t>(rows));
   return Topology(std::move(impl));

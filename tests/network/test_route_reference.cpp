@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/network/route_rows.hpp"
 #include "models/network/route_scan.hpp"
 #include "models/network/topology.hpp"
 #include "tests/network/network_support.hpp"
@@ -191,6 +192,39 @@ TEST(RouteReference, PickAtDistanceIsTheIndexedListOfMatches) {
       EXPECT_EQ(*pick, matches[hash % matches.size()]);
       EXPECT_EQ(digits, hash / matches.size());
     }
+  }
+}
+
+TEST(RouteReference, TwinRowsAreTheirTwinsSwappedRows) {
+  // Network vertex indices (first_network 10): leaves 0-3 under spines 4 and 5 (0-2 list them in that order,
+  // 3 in the other), leaf 6 under spine 4 only, leaves 7 and 8 with no network link (rails). Rows: 0,1,2,3,6,7,8.
+  const clustersim::models::VertexId base = 10;
+  const std::vector<std::vector<clustersim::models::VertexId>> nbr = {{4, 5}, {4, 5}, {4, 5}, {5, 4}, {0, 1, 2, 3, 6},
+                                                                      {0, 1, 2, 3}, {4}, {}, {}};
+  std::vector<std::size_t> begin{0};
+  std::vector<std::pair<LinkId, VertexId>> adj;
+  for (const auto& list : nbr) {
+    for (const VertexId w : list) adj.emplace_back(static_cast<LinkId>(adj.size()), base + w);
+    begin.push_back(adj.size());
+  }
+  const std::vector<VertexId> source = {0, 1, 2, 3, 6, 7, 8};
+  const std::vector<std::size_t> twin = clustersim::models::detail::twin_rows(begin, adj, source);
+  EXPECT_EQ(twin, (std::vector<std::size_t>{0, 0, 0, 3, 4, 5, 5}));  // 3: same set, other order: searched
+  const auto bfs = [&](VertexId s) {
+    std::vector<std::uint16_t> d(nbr.size(), 0xffff);
+    std::vector<VertexId> queue{s};
+    d[s] = 0;
+    for (std::size_t h = 0; h < queue.size(); ++h) {
+      for (const VertexId w : nbr[queue[h]]) {
+        if (d[w] == 0xffff) d[w] = static_cast<std::uint16_t>(d[queue[h]] + 1), queue.push_back(w);
+      }
+    }
+    return d;
+  };
+  for (std::size_t r = 0; r < source.size(); ++r) {
+    const std::vector<std::uint16_t> from = bfs(source[twin[r]]);
+    const auto row = clustersim::models::detail::swapped_row(from.data(), nbr.size(), source[twin[r]], source[r]);
+    EXPECT_EQ(std::vector<std::uint16_t>(row.get(), row.get() + nbr.size()), bfs(source[r])) << "row " << r;
   }
 }
 
