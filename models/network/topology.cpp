@@ -10,8 +10,10 @@
 #include <stdexcept>
 #include <utility>
 
-
 #include "models/network/pattern_symmetry.hpp"
+#include "models/network/route_exits.hpp"
+#include "models/network/route_rows.hpp"
+#include "models/network/route_scan.hpp"
 #include "models/network/topology_graph.hpp"
 #include "models/splitmix64.hpp"
 
@@ -24,9 +26,7 @@ namespace {
 /// each GPU's total NVLink rate: NCCL's rings over the mesh use all six links of every GPU (NVIDIA DGX-1 with
 /// Tesla V100 System Architecture, WP-08437-002, "NCCL" section), so a collective over the node's GPUs sees
 /// that rate. A transfer between two GPUs without a direct link is optimistic in this model.
-bool switched_nvlink(IntraNodeFabric f) {
-  return f == IntraNodeFabric::nvswitch || f == IntraNodeFabric::nvlink_mesh;
-}
+bool switched_nvlink(IntraNodeFabric f) { return f == IntraNodeFabric::nvswitch || f == IntraNodeFabric::nvlink_mesh; }
 
 constexpr std::uint32_t kInf = std::numeric_limits<std::uint32_t>::max() / 4;
 constexpr std::uint16_t kFar = std::numeric_limits<std::uint16_t>::max();
@@ -97,29 +97,32 @@ struct Topology::Impl {
   std::size_t network_count = 0;
   std::vector<std::int32_t> target_row;  // per network vertex: its row in dist, -1 when not a target
   std::vector<VertexId> row_source;      // per row: its network vertex index
+  std::vector<std::size_t> row_twin;     // per row: the first row of a twin switch (route_rows.hpp), or itself
   // Per row: hops from its target to every network vertex w (== w to target), computed on the first route
   // that needs it (a route needs the rows of its destination's switches only; a 131,072-GPU two-tier tree has
   // 4,096 leaves, and all rows up front were 4,096 searches of the whole switch graph and 34 MB).
   mutable std::unique_ptr<std::once_flag[]> row_once;
   mutable std::vector<std::unique_ptr<std::uint16_t[]>> dist;
-
-  /// Row `row` of the distances, computed once (thread-safe: std::call_once).
+  /// Row `row` of the distances, computed once (thread-safe: std::call_once): searched, or its twin's swapped.
   [[nodiscard]] const std::uint16_t* dist_row(std::size_t row) const {
-    std::call_once(row_once[row], [this, row] { dist[row] = search_from(row_source[row]); });
+    std::call_once(row_once[row], [this, row] {
+      const std::size_t a = row_twin[row];
+      dist[row] = a == row ? search_from(row_source[row])
+                           : detail::swapped_row(dist_row(a), network_count, row_source[a], row_source[row]);
+    });
     return dist[row].get();
   }
   /// Breadth-first search over network-to-network links from network vertex index `s`.
   [[nodiscard]] std::unique_ptr<std::uint16_t[]> search_from(std::size_t s) const {
     const std::size_t nn = network_count;
-    auto row = std::make_unique<std::uint16_t[]>(nn);
+    auto row = std::make_unique_for_overwrite<std::uint16_t[]>(nn);  // every entry set just below
     std::fill(row.get(), row.get() + nn, kFar);
     std::vector<std::uint32_t> queue;
     queue.reserve(nn);
     row[s] = 0;
     queue.push_back(static_cast<std::uint32_t>(s));
-    // A vertex's distance is final when it is labelled, so the search stops once every vertex of s's component
-    // is: a leaf's search then scans its spines and one spine's down-links, not every spine's (a 131,072-GPU
-    // tree: 4,128 link scans instead of 262,144).
+    // A vertex's distance is final when labelled, so the search stops once all of s's component is: a leaf's
+    // scans its spines and one spine's down-links (131,072 GPUs: 4,128 link scans instead of 262,144).
     const std::size_t reachable = component_size[s];
     std::size_t labelled = 1;
     for (std::size_t head = 0; head < queue.size() && labelled < reachable; ++head) {
@@ -234,6 +237,8 @@ struct Topology::Impl {
   std::int64_t symmetric_nodes = 0;
   /// node_distances from a GPU of another node to GPU l of a node, per l (set at build; nodes > 1).
   std::vector<std::vector<std::uint32_t>> remote_distances;
+  /// The template's links into the network and hops to them (route_exits.hpp; set at build).
+  detail::NodeExits exits;
 
   /// The fewest-hops ECMP route (Topology::route without its cache), appended to `path`.
   void compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash, std::vector<LinkId>& path) const;
@@ -691,10 +696,14 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
                        t.remote_distances[static_cast<std::size_t>(l)], queue);
     }
   }
+  std::vector<bool> transit_extra(static_cast<std::size_t>(t.extras));
+  for (int x = 0; x < t.extras; ++x) transit_extra[static_cast<std::size_t>(x)] = t.transit(t.extra(0, x), false);
+  t.exits = detail::build_node_exits(g, transit_extra);
   if (const std::optional<TranslationSymmetry> sym = translation_symmetry(t.shape, t.gpn)) {
     t.period_nodes = sym->period_nodes;
     t.symmetric_nodes = cfg.nodes / sym->unit_nodes * sym->unit_nodes;
   }
+  t.row_twin = detail::twin_rows(t.net_adj_begin, t.net_adj, t.row_source);
   t.row_once = std::make_unique<std::once_flag[]>(static_cast<std::size_t>(rows));
   t.dist.resize(static_cast<std::size_t>(rows));
   return Topology(std::move(impl));
@@ -833,8 +842,8 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
   // Scratch buffers reused across calls on this thread: route() runs once per flow of every collective solve,
   // and their allocations were a tenth of a layout search's time.
   struct Scratch {
-    std::vector<std::uint32_t> dd, ds;
-    std::vector<VertexId> queue, members;
+    std::vector<std::uint32_t> dd, ds, via;
+    std::vector<VertexId> queue;
     std::vector<std::pair<LinkId, VertexId>> candidates;
     std::vector<Ingress> ingress;
     std::vector<std::pair<const std::uint16_t*, std::uint32_t>> rows;
@@ -850,21 +859,20 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
     dd = t.remote_distances[dst_gpu % static_cast<VertexId>(t.gpn)].data();
   }
 
-
   std::vector<Ingress>& ingress = scratch.ingress;
   ingress.clear();
-  if (!same_node) {
-    for (int e = 0; e < t.extras; ++e) {
-      const VertexId u = t.extra(nd, e);
-      const std::uint32_t du = dd[t.local_index(u)];
+  if (!same_node) {  // dst's node's exits (route_exits.hpp), in the order of its extras' out-links
+    for (const detail::NodeExits::Exit& x : t.exits.exits) {
+      const std::uint32_t du = dd[static_cast<std::size_t>(t.gpn + x.extra)];
       if (du == kInf) continue;
-      graph.for_each_out(u, [&](LinkId id, VertexId f) {
-        if (f < t.first_network) return;
-        if (same_zone && f >= graph.first_gateway) return;  // gateways are the last network vertices
-        const std::int32_t row = t.target_row[f - t.first_network];
-        // Links come in pairs 2k / 2k+1, so the link f -> u is the partner of u -> f.
-        if (row >= 0) ingress.push_back({t.dist_row(static_cast<std::size_t>(row)), du + 1, f, id ^ 1U, u});
-      });
+      const VertexId f = detail::NodeExits::target(graph, x, nd);
+      if (same_zone && f >= graph.first_gateway) continue;  // gateways are the last network vertices
+      const std::int32_t row = t.target_row[f - t.first_network];
+      // Links come in pairs 2k / 2k+1, so the link f -> u is the partner of u -> f.
+      if (row >= 0) {
+        ingress.push_back({t.dist_row(static_cast<std::size_t>(row)), du + 1, f,
+                           detail::NodeExits::link(graph, x, nd) ^ 1U, t.extra(nd, x.extra)});
+      }
     }
   }
   // The distinct (row, hops) of `ingress`: the NICs of a node often share their switch (eight rails on one
@@ -887,42 +895,37 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
     return best;
   };
 
-  // Hops to dst from the vertices of src's node (other node): relax to a fixed point over the few local vertices.
+  // Hops to dst from the vertices of src's node (other node): the fixed point's least solution in closed form
+  // (route_exits.hpp): a transit extra's distance is the best over the node's exits of (hops to the exit's
+  // vertex + 1 + the exit target's network distance), computed when first asked (a route reads a few); the
+  // source GPU, never a next hop, relaxes once over its own out-links. Other vertices of the node: kInf.
   std::vector<std::uint32_t>& ds = scratch.ds;
-  ds.assign(local_count, kInf);
+  std::vector<std::uint32_t>& via = scratch.via;  // per exit of src's node: 1 + its target's distance, or kInf
+  const detail::NodeExits& ex = t.exits;
+  constexpr std::uint32_t kUnset = kInf + 1;
+  auto source_distance = [&](std::size_t li) -> std::uint32_t {
+    if (ds[li] == kUnset) ds[li] = ex.extra_distance(li - static_cast<std::size_t>(t.gpn), via.data(), kInf);
+    return ds[li];
+  };
   auto distance = [&](VertexId w) -> std::uint32_t {
     if (w >= t.first_network) return net_distance(w);
     const std::int64_t n = graph.node_of(w);
     if (n == nd) return dd[t.local_index(w)];
-    if (n == ns) return ds[t.local_index(w)];
+    if (n == ns) return source_distance(t.local_index(w));
     return kInf;
   };
   if (!same_node) {
-    std::vector<VertexId>& members = scratch.members;
-    members.clear();
-    // The fixed point (the shortest distances) does not depend on the order of relaxation; NICs first, then
-    // the host, then the GPU follows the distances inwards from the network and usually settles in one pass
-    // plus the pass that confirms it.
-    for (int e = t.extras - 1; e >= 0; --e) {
-      if (transit(t.extra(ns, e))) members.push_back(t.extra(ns, e));
-    }
-    members.push_back(src_gpu);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (const VertexId v : members) {
-        std::uint32_t best = ds[t.local_index(v)];
-        graph.for_each_out(v, [&](LinkId, VertexId w) {
-          if (w < t.gpus) return;  // GPUs are never transit, and dst is on another node
-          if (w < t.first_network && !transit(w)) return;
-          const std::uint32_t d = distance(w);
-          if (d != kInf && d + 1 < best) best = d + 1;
-        });
-        if (best < ds[t.local_index(v)]) {
-          ds[t.local_index(v)] = best;
-          changed = true;
-        }
-      }
-    }
+    ds.assign(local_count, kInf);
+    for (const int k : ex.transit_extras) ds[static_cast<std::size_t>(t.gpn + k)] = kUnset;
+    ex.fill_via(graph, ns, net_distance, kInf, via);
+    std::uint32_t best = kInf;
+    graph.for_each_out(src_gpu, [&](LinkId, VertexId w) {
+      if (w < t.gpus) return;  // GPUs are never transit, and dst is on another node
+      if (w < t.first_network && !transit(w)) return;
+      const std::uint32_t d = distance(w);
+      if (d != kInf && d + 1 < best) best = d + 1;
+    });
+    ds[t.local_index(src_gpu)] = best;
   }
 
   // Walk down the distance, taking candidate flow_hash % count among the shortest next hops.
@@ -946,7 +949,20 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
       const std::size_t vi = v - t.first_network;
       bool scan = false;
       for (const Ingress& in : ingress) scan = scan || in.hops + 1 < remaining;
-      if (scan) {
+      if (scan && rows.size() == 1) {
+        // One row (a node's NICs on one leaf, or on one rail; then no link down is a candidate, its hops being
+        // < remaining - 1): net_distance(w) + 1 == remaining is that row's entry being remaining - 1 - hops
+        // (never kFar), a gateway excluded within one zone as net_distance does.
+        const auto* pick = detail::pick_at_distance(
+            t.net_adj.data() + t.net_adj_begin[vi], t.net_adj.data() + t.net_adj_begin[vi + 1], rows.front().first,
+            t.first_network, remaining - 1 - rows.front().second,
+            same_zone ? graph.first_gateway : std::numeric_limits<VertexId>::max(), hash_digits);
+        if (pick == nullptr) throw std::logic_error("Topology::route: routing tables inconsistent");
+        path.push_back(pick->first);
+        v = pick->second;
+        --remaining;
+        continue;
+      } else if (scan) {
         for (std::size_t k = t.net_adj_begin[vi]; k < t.net_adj_begin[vi + 1]; ++k) {
           if (net_distance(t.net_adj[k].second) + 1 == remaining) candidates.push_back(t.net_adj[k]);
         }

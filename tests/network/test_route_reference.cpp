@@ -6,12 +6,14 @@
 // one zone's fat tree or single switch routes the translate of a pair in the first period and moves it back
 // (the pairs below use large hashes, the destination rank as collectives do, so most are moved); every
 // path must be the reference's, link for link, on fat trees of two and three tiers with many leaves per spine,
-// rail-optimized fabrics, zones, NICs on the host and Ethernet-only VMs.
+// rail-optimized fabrics, zones, NICs on the host, Ethernet-only VMs and every shipped VM size.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
 
+#include "models/network/route_rows.hpp"
+#include "models/network/route_scan.hpp"
 #include "models/network/topology.hpp"
 #include "tests/network/network_support.hpp"
 
@@ -138,6 +140,92 @@ TEST(RouteReference, ZonesNicsOnTheHostAndEthernet) {
       clustersim::models::build_topology(vm, catalog.device(vm.device), config(20, FabricKind::fat_tree, 8))));
   EXPECT_NO_FATAL_FAILURE(expect_reference_routes(
       clustersim::testing::build_shipped("Standard_NC64as_T4_v3", config(40, FabricKind::fat_tree, 8))));
+}
+
+TEST(RouteReference, EveryShippedVmSizeInOneAndTwoZones) {
+  // Every node shape the catalog has (1 to 8 GPUs and NVLink domains of 72, NVSwitch, mesh, bridges, PCIe and
+  // Infinity Fabric inside; 0, 1, 4 or 8 NICs; Ethernet only): the source node's distances are computed from
+  // its exits in closed form (models/network/route_exits.hpp) and the destination's ingress from its exits,
+  // so every shape must route as the reference, in one zone and across two zones' gateways.
+  const auto& catalog = clustersim::testing::shipped_catalog();
+  int shapes = 0;
+  for (const auto& [name, vm] : catalog.vm_sizes()) {
+    const std::int64_t domain = vm.nvlink_domain_vms;
+    TopologyConfig cfg = config(6 * domain, FabricKind::fat_tree, 8);
+    EXPECT_NO_FATAL_FAILURE(
+        expect_reference_routes(clustersim::models::build_topology(vm, catalog.device(vm.device), cfg)))
+        << name;
+    cfg.zones = {{"a", 2 * domain}, {"b", 4 * domain}};
+    EXPECT_NO_FATAL_FAILURE(
+        expect_reference_routes(clustersim::models::build_topology(vm, catalog.device(vm.device), cfg)))
+        << name << " in two zones";
+    ++shapes;
+  }
+  EXPECT_GE(shapes, 20);
+}
+
+TEST(RouteReference, PickAtDistanceIsTheIndexedListOfMatches) {
+  // detail::pick_at_distance against collecting the matching links in order and taking digit % count.
+  std::uint64_t seed = 12345;
+  const auto next = [&seed] { return seed = seed * 6364136223846793005ULL + 1442695040888963407ULL, seed >> 33; };
+  for (int trial = 0; trial < 2000; ++trial) {
+    const VertexId base = 100;
+    std::vector<std::uint16_t> row(40);
+    for (auto& d : row) d = static_cast<std::uint16_t>(next() % 4 == 0 ? 0xffff : next() % 4);
+    std::vector<std::pair<LinkId, VertexId>> adj(next() % 30);
+    for (std::size_t k = 0; k < adj.size(); ++k) adj[k] = {static_cast<LinkId>(2 * k), base + static_cast<VertexId>(next() % 40)};
+    const auto want = static_cast<std::uint32_t>(next() % 4);
+    const VertexId bar = base + static_cast<VertexId>(next() % 48);
+    const std::uint64_t hash = next() * next();
+    std::vector<std::pair<LinkId, VertexId>> matches;
+    for (const auto& e : adj) {
+      if (row[e.second - base] == want && e.second < bar) matches.push_back(e);
+    }
+    std::uint64_t digits = hash;
+    const auto* pick = clustersim::models::detail::pick_at_distance(adj.data(), adj.data() + adj.size(), row.data(),
+                                                                    base, want, bar, digits);
+    if (matches.empty()) {
+      EXPECT_EQ(pick, nullptr);
+      EXPECT_EQ(digits, hash);
+    } else {
+      ASSERT_NE(pick, nullptr);
+      EXPECT_EQ(*pick, matches[hash % matches.size()]);
+      EXPECT_EQ(digits, hash / matches.size());
+    }
+  }
+}
+
+TEST(RouteReference, TwinRowsAreTheirTwinsSwappedRows) {
+  // Network vertex indices (first_network 10): leaves 0-3 under spines 4 and 5 (0-2 list them in that order,
+  // 3 in the other), leaf 6 under spine 4 only, leaves 7 and 8 with no network link (rails). Rows: 0,1,2,3,6,7,8.
+  const clustersim::models::VertexId base = 10;
+  const std::vector<std::vector<clustersim::models::VertexId>> nbr = {{4, 5}, {4, 5}, {4, 5}, {5, 4}, {0, 1, 2, 3, 6},
+                                                                      {0, 1, 2, 3}, {4}, {}, {}};
+  std::vector<std::size_t> begin{0};
+  std::vector<std::pair<LinkId, VertexId>> adj;
+  for (const auto& list : nbr) {
+    for (const VertexId w : list) adj.emplace_back(static_cast<LinkId>(adj.size()), base + w);
+    begin.push_back(adj.size());
+  }
+  const std::vector<VertexId> source = {0, 1, 2, 3, 6, 7, 8};
+  const std::vector<std::size_t> twin = clustersim::models::detail::twin_rows(begin, adj, source);
+  EXPECT_EQ(twin, (std::vector<std::size_t>{0, 0, 0, 3, 4, 5, 5}));  // 3: same set, other order: searched
+  const auto bfs = [&](VertexId s) {
+    std::vector<std::uint16_t> d(nbr.size(), 0xffff);
+    std::vector<VertexId> queue{s};
+    d[s] = 0;
+    for (std::size_t h = 0; h < queue.size(); ++h) {
+      for (const VertexId w : nbr[queue[h]]) {
+        if (d[w] == 0xffff) d[w] = static_cast<std::uint16_t>(d[queue[h]] + 1), queue.push_back(w);
+      }
+    }
+    return d;
+  };
+  for (std::size_t r = 0; r < source.size(); ++r) {
+    const std::vector<std::uint16_t> from = bfs(source[twin[r]]);
+    const auto row = clustersim::models::detail::swapped_row(from.data(), nbr.size(), source[twin[r]], source[r]);
+    EXPECT_EQ(std::vector<std::uint16_t>(row.get(), row.get() + nbr.size()), bfs(source[r])) << "row " << r;
+  }
 }
 
 }  // namespace
