@@ -333,7 +333,9 @@ std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
         models::expert_layout_problem(trial.parallelism, trial.model)) {
       continue;
     }
-    if (!memory_of(trial, catalog).fits) continue;
+    // memory_of(trial, catalog).fits, without the verdict's text (the screening reads only the bool).
+    const models::DeviceSpec& device = catalog.device(catalog.vm_size(trial.cluster.vm_size).device);
+    if (!models::memory_fits(step_setup_of(trial, catalog), device)) continue;
     std::vector<SweptValue> values = with(k);
     std::shared_ptr<const Scenario> loaded;
     if (!(own && k.same_setting(*own))) {
@@ -702,7 +704,7 @@ std::vector<LayoutPoint> enumerate_layout_points(const std::filesystem::path& sc
   // costs ordered recompute none < selective < full, ZeRO 0 < 1 < 3 (the same gradient bytes, then the
   // all-gather that may be exposed, then parameter gathers in every pass) and sequence parallelism on < off
   // (the same bytes on the wire as the all-reduce, 1/t of the LayerNorm and dropout work: Korthikanti et al.
-  // 2022, section 4.2.2). The fit is the memory model's verdict (memory_of), which costs no simulation.
+  // 2022, section 4.2.2). The fit is the memory model's verdict (models::memory_fits), which costs no simulation.
   const std::vector<Knobs> settings = knob_settings(s);
   std::vector<std::vector<KeptPoint>> layouts(candidates.size());  // per candidate, kept points
   std::atomic<size_t> next{0};
