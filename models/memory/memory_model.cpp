@@ -6,6 +6,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "models/parallelism/framework_behaviour.hpp"
@@ -20,13 +21,18 @@ namespace {
 
 double d(int64_t v) { return static_cast<double>(v); }
 
-void require(bool ok, const std::string& message) {
-  if (!ok) throw std::invalid_argument("memory model: " + message);
+// The checks below run on every call (a layout search makes tens of thousands): their messages are built only
+// when a check fails (the same text as ever).
+[[noreturn]] void fail(const std::string& message) { throw std::invalid_argument("memory model: " + message); }
+
+void require(bool ok, std::string_view message) {
+  if (!ok) fail(std::string(message));
 }
 
-void require_divisible(int64_t value, int64_t by, const std::string& what, const std::string& by_what) {
-  require(by > 0 && value % by == 0, what + " (" + std::to_string(value) + ") is not divisible by " + by_what +
-                                         " (" + std::to_string(by) + ")");
+void require_divisible(int64_t value, int64_t by, std::string_view what, std::string_view by_what) {
+  if (by > 0 && value % by == 0) return;
+  fail(std::string(what) + " (" + std::to_string(value) + ") is not divisible by " + std::string(by_what) + " (" +
+       std::to_string(by) + ")");
 }
 
 void check_setup(const StepSetup& setup) {
@@ -38,8 +44,9 @@ void check_setup(const StepSetup& setup) {
   require(m.num_query_groups >= 0 && m.ffn_hidden_size >= 0, "num_query_groups and ffn_hidden_size must be >= 0");
   require(par.tensor >= 1 && par.context >= 1 && par.pipeline >= 1 && par.data >= 1 && par.virtual_stages >= 1,
           "tensor, context, pipeline, data and virtual_stages must be >= 1");
-  require(par.zero_stage >= 0 && par.zero_stage <= 3,
-          "zero_stage must be 0, 1, 2 or 3 (got " + std::to_string(par.zero_stage) + ")");
+  if (par.zero_stage < 0 || par.zero_stage > 3) {
+    fail("zero_stage must be 0, 1, 2 or 3 (got " + std::to_string(par.zero_stage) + ")");
+  }
   require(setup.training.micro_batch_size >= 1 && setup.training.global_batch_size >= 1,
           "global_batch_size and micro_batch_size must be >= 1");
   if (m.kv_channels == 0) require_divisible(m.hidden_size, m.num_attention_heads, "hidden_size", "num_attention_heads");
@@ -317,7 +324,7 @@ namespace {
 /// estimate_memory, with the verdict's text only when `with_verdict` (every other field the same either way).
 MemoryReport estimate(const StepSetup& setup, const DeviceSpec& device, bool with_verdict) {
   check_setup(setup);
-  require(device.memory_capacity.value() > 0.0, "device '" + device.name + "' has no memory capacity");
+  if (!(device.memory_capacity.value() > 0.0)) fail("device '" + device.name + "' has no memory capacity");
   const ModelConfig& m = setup.model;
   const ParallelismConfig& par = setup.parallelism;
   const int64_t p = par.pipeline;
@@ -325,8 +332,10 @@ MemoryReport estimate(const StepSetup& setup, const DeviceSpec& device, bool wit
   const int64_t mb = setup.microbatches();
   require(setup.schedule != PipelineSchedule::gpipe || v == 1, "GPipe has no interleaved form (virtual_stages "
                                                                "must be 1)");
-  require(v == 1 || mb % p == 0, "interleaved 1F1B needs microbatches (" + std::to_string(mb) +
-                                     ") divisible by pipeline (" + std::to_string(p) + ")");
+  if (v != 1 && mb % p != 0) {
+    fail("interleaved 1F1B needs microbatches (" + std::to_string(mb) + ") divisible by pipeline (" +
+         std::to_string(p) + ")");
+  }
 
   const double t = d(par.tensor);
   const double dp = d(par.replicas());  // ZeRO shards over the ranks that hold the same parameters
