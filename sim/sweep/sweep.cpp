@@ -325,14 +325,18 @@ std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
     if (k.zero_stage > 0 && p.data == 1) continue;
     if (p.tensor == 1 && k.sequence_parallel != sp_without_tensor) continue;
     if (std::any_of(fitting.begin(), fitting.end(), [&k](const Knobs* f) { return f->undercuts(k); })) continue;
+    // The layout rules read the parallelism and the model only: checked before the scenario is copied.
+    models::ParallelismConfig trial_parallelism = base->parallelism;
+    trial_parallelism.zero_stage = k.zero_stage;
+    trial_parallelism.sequence_parallel = k.sequence_parallel;
+    if (models::layout_problem(trial_parallelism, base->model) ||
+        models::expert_layout_problem(trial_parallelism, base->model)) {
+      continue;
+    }
     Scenario trial = *base;
     trial.parallelism.zero_stage = k.zero_stage;
     trial.training.activation_recompute = k.recompute;
     trial.parallelism.sequence_parallel = k.sequence_parallel;
-    if (models::layout_problem(trial.parallelism, trial.model) ||
-        models::expert_layout_problem(trial.parallelism, trial.model)) {
-      continue;
-    }
     // memory_of(trial, catalog).fits, without the verdict's text (the screening reads only the bool).
     const models::DeviceSpec& device = catalog.device(catalog.vm_size(trial.cluster.vm_size).device);
     if (!models::memory_fits(step_setup_of(trial, catalog), device)) continue;
