@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -440,6 +442,23 @@ void Loader::check_param(const ParamSpec& p, const ScenarioKind* kind) {
   }
 }
 
+namespace {
+
+/// `d`'s value parsed as set_from_literal parses it (the TOML "v = " + value), once per process: a sweep loads
+/// the scenario once per candidate layout, and each load sets the profile's defaults (the same parse of the same
+/// text, so the same node). The tables are never changed nor erased once inserted (std::map nodes do not move),
+/// so the reference stays valid and is only read, outside the lock.
+const toml::table& parsed_framework_default(const detail::FrameworkDefault& d) {
+  static std::mutex mutex;
+  static std::map<const detail::FrameworkDefault*, toml::table> parsed;
+  std::lock_guard lock(mutex);
+  auto it = parsed.find(&d);
+  if (it == parsed.end()) it = parsed.emplace(&d, toml::parse("v = " + std::string(d.value))).first;
+  return it->second;
+}
+
+}  // namespace
+
 /// The framework profile's default of `p`, when training.framework (checked before the keys it sets) has one.
 bool Loader::set_framework_default(const ParamSpec& p) {
   if (p.key == "training.framework") return false;
@@ -447,7 +466,8 @@ bool Loader::set_framework_default(const ParamSpec& p) {
   if (f == nullptr) return false;
   const auto* d = detail::find_framework_default(f->as_string()->get(), p.key);
   if (d == nullptr) return false;
-  set_from_literal(std::string(p.key), d->value);
+  // set_from_literal(p.key, d->value), its parse made once.
+  parsed_framework_default(*d)["v"].node()->visit([&](const auto& v) { set_node(std::string(p.key), v); });
   return true;
 }
 
