@@ -1,9 +1,13 @@
 #include "models/memory/memory_model.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "models/parallelism/framework_behaviour.hpp"
 #include "models/parallelism/layout.hpp"
@@ -17,13 +21,18 @@ namespace {
 
 double d(int64_t v) { return static_cast<double>(v); }
 
-void require(bool ok, const std::string& message) {
-  if (!ok) throw std::invalid_argument("memory model: " + message);
+// The checks below run on every call (a layout search makes tens of thousands): their messages are built only
+// when a check fails (the same text as ever).
+[[noreturn]] void fail(const std::string& message) { throw std::invalid_argument("memory model: " + message); }
+
+void require(bool ok, std::string_view message) {
+  if (!ok) fail(std::string(message));
 }
 
-void require_divisible(int64_t value, int64_t by, const std::string& what, const std::string& by_what) {
-  require(by > 0 && value % by == 0, what + " (" + std::to_string(value) + ") is not divisible by " + by_what +
-                                         " (" + std::to_string(by) + ")");
+void require_divisible(int64_t value, int64_t by, std::string_view what, std::string_view by_what) {
+  if (by > 0 && value % by == 0) return;
+  fail(std::string(what) + " (" + std::to_string(value) + ") is not divisible by " + std::string(by_what) + " (" +
+       std::to_string(by) + ")");
 }
 
 void check_setup(const StepSetup& setup) {
@@ -35,8 +44,9 @@ void check_setup(const StepSetup& setup) {
   require(m.num_query_groups >= 0 && m.ffn_hidden_size >= 0, "num_query_groups and ffn_hidden_size must be >= 0");
   require(par.tensor >= 1 && par.context >= 1 && par.pipeline >= 1 && par.data >= 1 && par.virtual_stages >= 1,
           "tensor, context, pipeline, data and virtual_stages must be >= 1");
-  require(par.zero_stage >= 0 && par.zero_stage <= 3,
-          "zero_stage must be 0, 1, 2 or 3 (got " + std::to_string(par.zero_stage) + ")");
+  if (par.zero_stage < 0 || par.zero_stage > 3) {
+    fail("zero_stage must be 0, 1, 2 or 3 (got " + std::to_string(par.zero_stage) + ")");
+  }
   require(setup.training.micro_batch_size >= 1 && setup.training.global_batch_size >= 1,
           "global_batch_size and micro_batch_size must be >= 1");
   if (m.kv_channels == 0) require_divisible(m.hidden_size, m.num_attention_heads, "hidden_size", "num_attention_heads");
@@ -108,6 +118,71 @@ InFlight walk_order(const StepSetup& setup, int64_t stage, int64_t m, double chu
       bytes -= chunk_bytes(pass.chunk);
     }
   }
+  return peak;
+}
+
+/// What walk_order reads, exactly: the schedule, the stage, p, m, v and the bytes of each chunk's pass
+/// (chunk_layer_bytes for every chunk, plus the embedding extra on stage 0's chunk 0 and the output extra on the
+/// last stage's chunk v - 1; the extras a stage does not add are kept as 0 so that they do not split the key).
+/// The doubles are compared by their bit patterns: equal keys give walk_order the same arguments.
+struct WalkKey {
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int64_t stage = 0, stages = 0, microbatches = 0, virtual_stages = 0;
+  uint64_t chunk_layer_bytes = 0, embedding = 0, output = 0;
+  bool operator==(const WalkKey&) const = default;
+};
+
+struct WalkKeyHash {
+  size_t operator()(const WalkKey& k) const {
+    uint64_t h = static_cast<uint64_t>(k.schedule);
+    for (const uint64_t x : {static_cast<uint64_t>(k.stage), static_cast<uint64_t>(k.stages),
+                             static_cast<uint64_t>(k.microbatches), static_cast<uint64_t>(k.virtual_stages),
+                             k.chunk_layer_bytes, k.embedding, k.output}) {
+      h = (h ^ x) * 0x9E3779B97F4A7C15ULL;
+      h ^= h >> 29;
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
+/// The peaks walk_order found, by their exact inputs, shared by all threads (a sweep's screening computes a
+/// layout's memory once per trial setting, and its points' runs compute it again with the same inputs, on other
+/// threads). walk_order is a pure function of its key, so a cached peak is the one walk_order returns, bit for
+/// bit. Bounded: emptied when it reaches kMaxEntries (about 100 B an entry).
+struct WalkCache {
+  static constexpr size_t kMaxEntries = size_t{1} << 16;
+  std::mutex mutex;
+  std::unordered_map<WalkKey, InFlight, WalkKeyHash> peaks;
+};
+
+WalkCache& walk_cache() {
+  static WalkCache cache;
+  return cache;
+}
+
+/// walk_order through walk_cache(): the same InFlight, computed at most once per key while it is cached. The
+/// walk itself runs outside the lock (two threads may both compute a new key: the same value).
+InFlight cached_walk_order(const StepSetup& setup, int64_t stage, int64_t m, double chunk_layer_bytes,
+                           const Extras& extras) {
+  const ParallelismConfig& par = setup.parallelism;
+  WalkKey key;
+  key.schedule = setup.schedule;
+  key.stage = stage;
+  key.stages = par.pipeline;
+  key.microbatches = m;
+  key.virtual_stages = par.virtual_stages;
+  key.chunk_layer_bytes = std::bit_cast<uint64_t>(chunk_layer_bytes);
+  key.embedding = stage == 0 ? std::bit_cast<uint64_t>(extras.embedding) : 0;
+  key.output = stage == par.pipeline - 1 ? std::bit_cast<uint64_t>(extras.output) : 0;
+  WalkCache& cache = walk_cache();
+  {
+    std::lock_guard lock(cache.mutex);
+    if (const auto it = cache.peaks.find(key); it != cache.peaks.end()) return it->second;
+  }
+  const InFlight peak = walk_order(setup, stage, m, chunk_layer_bytes, extras);
+  std::lock_guard lock(cache.mutex);
+  if (cache.peaks.size() >= WalkCache::kMaxEntries) cache.peaks.clear();
+  cache.peaks.emplace(key, peak);
   return peak;
 }
 
@@ -244,9 +319,12 @@ units::Bytes moe_layer_activation_bytes(const ModelConfig& m, const TrainingConf
   return units::Bytes(dense - dense_mlp + experts + shared);
 }
 
-MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
+namespace {
+
+/// estimate_memory, with the verdict's text only when `with_verdict` (every other field the same either way).
+MemoryReport estimate(const StepSetup& setup, const DeviceSpec& device, bool with_verdict) {
   check_setup(setup);
-  require(device.memory_capacity.value() > 0.0, "device '" + device.name + "' has no memory capacity");
+  if (!(device.memory_capacity.value() > 0.0)) fail("device '" + device.name + "' has no memory capacity");
   const ModelConfig& m = setup.model;
   const ParallelismConfig& par = setup.parallelism;
   const int64_t p = par.pipeline;
@@ -254,8 +332,10 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
   const int64_t mb = setup.microbatches();
   require(setup.schedule != PipelineSchedule::gpipe || v == 1, "GPipe has no interleaved form (virtual_stages "
                                                                "must be 1)");
-  require(v == 1 || mb % p == 0, "interleaved 1F1B needs microbatches (" + std::to_string(mb) +
-                                     ") divisible by pipeline (" + std::to_string(p) + ")");
+  if (v != 1 && mb % p != 0) {
+    fail("interleaved 1F1B needs microbatches (" + std::to_string(mb) + ") divisible by pipeline (" +
+         std::to_string(p) + ")");
+  }
 
   const double t = d(par.tensor);
   const double dp = d(par.replicas());  // ZeRO shards over the ranks that hold the same parameters
@@ -365,7 +445,7 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
       s.parameters += experts;
     }
     s.activation_per_microbatch = units::Bytes(per_microbatch);
-    const InFlight peak = walk_order(setup, i, mb, chunk_layer_bytes, extras);
+    const InFlight peak = cached_walk_order(setup, i, mb, chunk_layer_bytes, extras);
     s.activations = units::Bytes(peak.bytes);
     s.microbatches_in_flight = peak.microbatches;
     s.microbatch_equivalents = peak.equivalents;
@@ -379,8 +459,22 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
   }
   report.peak = report.stages[static_cast<size_t>(report.peak_stage)].total();
   report.fits = report.peak <= report.capacity;
-  report.verdict = verdict_of(report, device);
+  if (with_verdict) report.verdict = verdict_of(report, device);
   return report;
+}
+
+}  // namespace
+
+MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
+  return estimate(setup, device, true);
+}
+
+bool memory_fits(const StepSetup& setup, const DeviceSpec& device) { return estimate(setup, device, false).fits; }
+
+void clear_memory_walk_cache() {
+  WalkCache& cache = walk_cache();
+  std::lock_guard lock(cache.mutex);
+  cache.peaks.clear();
 }
 
 }  // namespace clustersim::models

@@ -169,6 +169,16 @@ struct MemoryReport {
 /// throws std::invalid_argument on an inconsistent setup (non-positive sizes, layers not divisible by
 /// p x v, heads or MLP width not divisible by t, h not divisible by a, ZeRO stage outside 0-3, batch not
 /// divisible by micro batch x d, GPipe with v > 1, interleaving with m not divisible by p).
+/// The activations' peak of each stage (item 5's walk of its pass order) is computed once per distinct
+/// (schedule, stage, p, m, v, bytes of each chunk's pass) and kept in a bounded cache shared by all threads: the
+/// same numbers, bit for bit, as walking the order again (the walk is a pure function of those inputs).
 MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device);
+
+/// estimate_memory(setup, device).fits, without formatting the verdict's text (a layout search screens many
+/// settings and reads only the verdict's bool). Throws as estimate_memory.
+bool memory_fits(const StepSetup& setup, const DeviceSpec& device);
+
+/// Empties estimate_memory's cache of the stages' activation peaks (tests: a cold computation to compare with).
+void clear_memory_walk_cache();
 
 }  // namespace clustersim::models

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -322,18 +324,21 @@ void Loader::check_param(const ParamSpec& p, const ScenarioKind* kind) {
     }
     return;
   }
-  const Loc loc = value_loc_of(key, *node);
+  // The value's position, for a message: found only when a check fails (a load checks hundreds of keys).
+  const auto loc = [&] { return value_loc_of(key, *node); };
   const auto got_type = [&] {
     std::string g = "got " + std::string(node_type_name(node->type()));
     if (node->is_integer()) g += " " + std::to_string(node->as_integer()->get());
     if (node->is_floating_point()) g += " " + detail::format_number(node->as_floating_point()->get());
     return g;
   };
-  const auto wrong_type = [&] { fail(key, loc, "expected " + std::string(expected_name(p.type)) + ", " + got_type()); };
+  const auto wrong_type = [&] {
+    fail(key, loc(), "expected " + std::string(expected_name(p.type)) + ", " + got_type());
+  };
   const auto out_of_range = [&](const std::string& got) {
     std::string message = "must be " + detail::allowed_text(p) + ", got " + got;
     if (!p.bound_reason.empty()) message.append(" (bound: ").append(p.bound_reason).append(")");
-    fail(key, loc, std::move(message));
+    fail(key, loc(), std::move(message));
   };
   switch (p.type) {
     case ParamType::integer: {
@@ -347,7 +352,7 @@ void Loader::check_param(const ParamSpec& p, const ScenarioKind* kind) {
       if (!node->is_number()) wrong_type();
       const double v = node->is_integer() ? static_cast<double>(node->as_integer()->get())
                                           : node->as_floating_point()->get();
-      if (!std::isfinite(v)) fail(key, loc, "must be a finite number, got " + detail::format_number(v));
+      if (!std::isfinite(v)) fail(key, loc(), "must be a finite number, got " + detail::format_number(v));
       const bool lo_ok = p.lo_open ? v > p.lo : v >= p.lo;
       const bool hi_ok = p.hi_open ? v < p.hi : v <= p.hi;
       if (!lo_ok || !hi_ok) out_of_range(detail::format_number(v));
@@ -376,13 +381,13 @@ void Loader::check_param(const ParamSpec& p, const ScenarioKind* kind) {
       std::set<std::string> seen;
       for (const toml::node& item : *items) {
         if (!item.is_string()) {
-          fail(key, loc, "expected strings, got " + std::string(node_type_name(item.type())));
+          fail(key, loc(), "expected strings, got " + std::string(node_type_name(item.type())));
         }
         const std::string v = item.as_string()->get();
         if (std::find(p.choices.begin(), p.choices.end(), v) == p.choices.end()) {
-          fail(key, loc, "must be " + detail::allowed_text(p) + ", got '" + v + "'");
+          fail(key, loc(), "must be " + detail::allowed_text(p) + ", got '" + v + "'");
         }
-        if (!seen.insert(v).second) fail(key, loc, "'" + v + "' is given twice");
+        if (!seen.insert(v).second) fail(key, loc(), "'" + v + "' is given twice");
         canonical.push_back(v);
       }
       set_node(key, canonical);
@@ -393,7 +398,7 @@ void Loader::check_param(const ParamSpec& p, const ScenarioKind* kind) {
       if (items == nullptr || items->empty()) wrong_type();
       toml::array canonical;
       for (const toml::node& item : *items) {
-        if (!item.is_number()) fail(key, loc, "expected numbers, got " + std::string(node_type_name(item.type())));
+        if (!item.is_number()) fail(key, loc(), "expected numbers, got " + std::string(node_type_name(item.type())));
         const double v = item.is_integer() ? static_cast<double>(item.as_integer()->get())
                                            : item.as_floating_point()->get();
         const bool ok = std::isfinite(v) && (p.lo_open ? v > p.lo : v >= p.lo) && (p.hi_open ? v < p.hi : v <= p.hi);
@@ -437,6 +442,23 @@ void Loader::check_param(const ParamSpec& p, const ScenarioKind* kind) {
   }
 }
 
+namespace {
+
+/// `d`'s value parsed as set_from_literal parses it (the TOML "v = " + value), once per process: a sweep loads
+/// the scenario once per candidate layout, and each load sets the profile's defaults (the same parse of the same
+/// text, so the same node). The tables are never changed nor erased once inserted (std::map nodes do not move),
+/// so the reference stays valid and is only read, outside the lock.
+const toml::table& parsed_framework_default(const detail::FrameworkDefault& d) {
+  static std::mutex mutex;
+  static std::map<const detail::FrameworkDefault*, toml::table> parsed;
+  std::lock_guard lock(mutex);
+  auto it = parsed.find(&d);
+  if (it == parsed.end()) it = parsed.emplace(&d, toml::parse("v = " + std::string(d.value))).first;
+  return it->second;
+}
+
+}  // namespace
+
 /// The framework profile's default of `p`, when training.framework (checked before the keys it sets) has one.
 bool Loader::set_framework_default(const ParamSpec& p) {
   if (p.key == "training.framework") return false;
@@ -444,7 +466,8 @@ bool Loader::set_framework_default(const ParamSpec& p) {
   if (f == nullptr) return false;
   const auto* d = detail::find_framework_default(f->as_string()->get(), p.key);
   if (d == nullptr) return false;
-  set_from_literal(std::string(p.key), d->value);
+  // set_from_literal(p.key, d->value), its parse made once.
+  parsed_framework_default(*d)["v"].node()->visit([&](const auto& v) { set_node(std::string(p.key), v); });
   return true;
 }
 
@@ -467,19 +490,20 @@ void Loader::set_from_literal(const std::string& dotted, std::string_view litera
   parsed["v"].node()->visit([&](const auto& v) { set_node(dotted, v); });
 }
 
-const toml::node* Loader::resolved_node(const std::string& dotted) const {
+// string_view keys: the rules ask with literals, and a std::string of a literal past 15 characters allocates.
+const toml::node* Loader::resolved_node(std::string_view dotted) const {
   const auto dot = dotted.find('.');
-  if (dot == std::string::npos) return resolved_.get(dotted);
+  if (dot == std::string_view::npos) return resolved_.get(dotted);
   const toml::table* t = resolved_table(dotted.substr(0, dot));
   return t == nullptr ? nullptr : t->get(dotted.substr(dot + 1));
 }
 
-const toml::table* Loader::resolved_table(const std::string& table) const {
+const toml::table* Loader::resolved_table(std::string_view table) const {
   const toml::node* n = resolved_.get(table);
   return n == nullptr ? nullptr : n->as_table();
 }
 
-std::optional<double> Loader::get_optional_double(const std::string& dotted) const {
+std::optional<double> Loader::get_optional_double(std::string_view dotted) const {
   const toml::node* n = resolved_node(dotted);
   if (n == nullptr) return std::nullopt;
   return n->value<double>();

@@ -89,17 +89,17 @@ class Loader {
   [[nodiscard]] const toml::node* find_node(std::string_view table, std::string_view leaf) const;
 
   /// The resolved value of `dotted` (nullptr when it has none: an optional key not given).
-  [[nodiscard]] const toml::node* resolved_node(const std::string& dotted) const;
-  [[nodiscard]] const toml::table* resolved_table(const std::string& table) const;
-  [[nodiscard]] bool has(const std::string& dotted) const { return resolved_node(dotted) != nullptr; }
+  [[nodiscard]] const toml::node* resolved_node(std::string_view dotted) const;
+  [[nodiscard]] const toml::table* resolved_table(std::string_view table) const;
+  [[nodiscard]] bool has(std::string_view dotted) const { return resolved_node(dotted) != nullptr; }
   /// The resolved value of `dotted`, of its key-table type; the key must have a value (has()).
-  [[nodiscard]] int64_t get_int(const std::string& dotted) const { return resolved_node(dotted)->as_integer()->get(); }
-  [[nodiscard]] bool get_bool(const std::string& dotted) const { return resolved_node(dotted)->as_boolean()->get(); }
-  [[nodiscard]] double get_double(const std::string& dotted) const { return *resolved_node(dotted)->value<double>(); }
-  [[nodiscard]] std::string get_string(const std::string& dotted) const {
+  [[nodiscard]] int64_t get_int(std::string_view dotted) const { return resolved_node(dotted)->as_integer()->get(); }
+  [[nodiscard]] bool get_bool(std::string_view dotted) const { return resolved_node(dotted)->as_boolean()->get(); }
+  [[nodiscard]] double get_double(std::string_view dotted) const { return *resolved_node(dotted)->value<double>(); }
+  [[nodiscard]] std::string get_string(std::string_view dotted) const {
     return resolved_node(dotted)->as_string()->get();
   }
-  [[nodiscard]] std::optional<double> get_optional_double(const std::string& dotted) const;
+  [[nodiscard]] std::optional<double> get_optional_double(std::string_view dotted) const;
 
   /// Sets the resolved value of `dotted` (a default or a derived value; it appears in the resolved TOML).
   template <typename T>

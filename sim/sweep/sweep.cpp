@@ -325,15 +325,21 @@ std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
     if (k.zero_stage > 0 && p.data == 1) continue;
     if (p.tensor == 1 && k.sequence_parallel != sp_without_tensor) continue;
     if (std::any_of(fitting.begin(), fitting.end(), [&k](const Knobs* f) { return f->undercuts(k); })) continue;
+    // The layout rules read the parallelism and the model only: checked before the scenario is copied.
+    models::ParallelismConfig trial_parallelism = base->parallelism;
+    trial_parallelism.zero_stage = k.zero_stage;
+    trial_parallelism.sequence_parallel = k.sequence_parallel;
+    if (models::layout_problem(trial_parallelism, base->model) ||
+        models::expert_layout_problem(trial_parallelism, base->model)) {
+      continue;
+    }
     Scenario trial = *base;
     trial.parallelism.zero_stage = k.zero_stage;
     trial.training.activation_recompute = k.recompute;
     trial.parallelism.sequence_parallel = k.sequence_parallel;
-    if (models::layout_problem(trial.parallelism, trial.model) ||
-        models::expert_layout_problem(trial.parallelism, trial.model)) {
-      continue;
-    }
-    if (!memory_of(trial, catalog).fits) continue;
+    // memory_of(trial, catalog).fits, without the verdict's text (the screening reads only the bool).
+    const models::DeviceSpec& device = catalog.device(catalog.vm_size(trial.cluster.vm_size).device);
+    if (!models::memory_fits(step_setup_of(trial, catalog), device)) continue;
     std::vector<SweptValue> values = with(k);
     std::shared_ptr<const Scenario> loaded;
     if (!(own && k.same_setting(*own))) {
@@ -702,7 +708,7 @@ std::vector<LayoutPoint> enumerate_layout_points(const std::filesystem::path& sc
   // costs ordered recompute none < selective < full, ZeRO 0 < 1 < 3 (the same gradient bytes, then the
   // all-gather that may be exposed, then parameter gathers in every pass) and sequence parallelism on < off
   // (the same bytes on the wire as the all-reduce, 1/t of the LayerNorm and dropout work: Korthikanti et al.
-  // 2022, section 4.2.2). The fit is the memory model's verdict (memory_of), which costs no simulation.
+  // 2022, section 4.2.2). The fit is the memory model's verdict (models::memory_fits), which costs no simulation.
   const std::vector<Knobs> settings = knob_settings(s);
   std::vector<std::vector<KeptPoint>> layouts(candidates.size());  // per candidate, kept points
   std::atomic<size_t> next{0};
