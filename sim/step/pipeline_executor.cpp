@@ -231,6 +231,7 @@ class Executor {
   /// the chunk's last backward pass in the stage's order.
   void plan_reductions() {
     reductions_.resize(ranks_);
+    triggers_.resize(ranks_);
     dp_stream_free_.assign(ranks_, Time::zero());
     total_sync_.assign(ranks_, Time::zero());
     for (size_t k = 0; k < ranks_; ++k) {
@@ -256,7 +257,18 @@ class Executor {
         }
       }
       for (const Reduction& r : plan) total_sync_[k] += r.duration;
+      // The passes at which note_reduction_trigger does anything, in order: the dependency loop calls it there
+      // only (it returns at once elsewhere).
+      std::vector<size_t>& triggers = triggers_[k];
+      if (stage.overlap_grad_sync) {
+        for (const Reduction& r : plan) {
+          if (r.duration != Time::zero()) triggers.push_back(r.trigger);
+        }
+        std::sort(triggers.begin(), triggers.end());
+        triggers.erase(std::unique(triggers.begin(), triggers.end()), triggers.end());
+      }
     }
+    trigger_cursor_.assign(states_.size(), 0);
   }
 
   /// Stage k's pass at `index` of its order started at `start` and runs to `end` on one replica. If it is the
@@ -331,8 +343,8 @@ class Executor {
                                           : backward_arrival_[vs * microbatches_ + i];
   }
 
-  /// Starts unit u's next pass at `start` (its stream free and its input present): books its costs in the
-  /// unit's breakdown, notes a reduction trigger, records its run and span. Returns when it ends.
+  /// Starts unit u's next pass at `start` (its stream free and its input present): notes a reduction trigger,
+  /// records its run and span (its costs are booked with the unit's tail: book_passes). Returns when it ends.
   /// `k`, `replica`: u's stage and replica (u / replicas, u % replicas), which the callers know already.
   /// `duration`: set to the pass's duration (the fused reference run's pass lasts as long).
   [[gnu::always_inline]] Time begin_pass(size_t u, size_t k, size_t replica, Time start, Time& duration) {
@@ -342,23 +354,10 @@ class Executor {
     const bool forward = pass.kind == PassKind::forward;
     const auto chunk = static_cast<size_t>(pass.chunk);
     const double slow = slowdown_[u];
-    const double compute_slow = compute_slowdown_[u] * slow;  // exactly `slow` without a compute factor
     // In the steady state of 1F1B a forward followed by a backward (and that backward) run merged when the
     // program has merged costs (moe_a2a_overlap).
     const bool merged = forward ? s.next + 1 < stage.order.size() && stage.order[s.next + 1].kind == PassKind::backward
                                 : s.next > 0 && stage.order[s.next - 1].kind == PassKind::forward;
-    if (path_) {  // the runs without a critical path give only the step time: no breakdown to book
-      const models::PassCost& cost = cost_of(stage, chunk, forward, merged);
-      s.breakdown.compute += cost.compute * compute_slow;
-      s.breakdown.attention += cost.attention * compute_slow;
-      s.breakdown.memory_bound += cost.memory_bound * compute_slow;
-      s.breakdown.tp_comm += cost.tp_comm * slow;
-      s.breakdown.cp_comm += cost.cp_comm * slow;
-      s.breakdown.ep_comm += cost.ep_comm * slow;
-      s.breakdown.host += cost.host * slow;
-      s.breakdown.grad_sync += cost.dp_comm * slow;
-      s.breakdown.flops += cost.flops;
-    }
     s.busy = true;
     ++s.next;
     duration = pass_time_[((u * chunks_ + chunk) * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)];
@@ -420,7 +419,9 @@ class Executor {
     const size_t last_vs = ranks_ * chunks_ - 1;
     // Loop invariants held in locals: the stores into the arrival arrays (int64_t) could otherwise alias the
     // size_t members and force their reloads on every pass.
-    const size_t ranks = ranks_, replicas = replicas_, microbatches = microbatches_;
+    const size_t ranks = ranks_, replicas = replicas_, microbatches = microbatches_, chunks = chunks_;
+    const size_t stride = replicas * microbatches;  // entries per virtual stage
+    constexpr size_t kNone = std::numeric_limits<size_t>::max();
     int64_t* const forward_arrival = forward_arrival_.data();
     int64_t* const backward_arrival = backward_arrival_.data();
     const Time p2p_forward = p2p_forward_, p2p_backward = p2p_backward_;
@@ -437,10 +438,18 @@ class Executor {
       const size_t next_unit = (k + 1 == ranks ? 0 : k + 1) * replicas + replica;
       const size_t previous_unit = (k == 0 ? ranks - 1 : k - 1) * replicas + replica;
       PassRun* const runs = path_ ? passes_[u].data() : nullptr;
+      const models::ScheduledPass* const passes = order.data();
+      const size_t n = order.size();
+      const Time* const durations = pass_time_.data() + u * chunks * 4;  // [(chunk * 2 + dir) * 2 + merged]
+      // The unit's next reduction trigger (overlapped reductions only: plan_reductions' triggers_), or kNone.
+      const std::vector<size_t>& triggers = triggers_[k];
+      size_t cursor = trigger_cursor_[u];
+      size_t trigger_at = cursor < triggers.size() ? triggers[cursor] : kNone;
+      size_t next = s.next;
       Time free = stream_free[u];
       Time ref_free = kReference ? ref_stream_free[u] : Time::zero();
-      while (s.next < order.size()) {
-        const models::ScheduledPass& pass = order[s.next];
+      while (next < n) {
+        const models::ScheduledPass pass = passes[next];
         const bool forward = pass.kind == PassKind::forward;
         const size_t vs = static_cast<size_t>(pass.chunk) * ranks + k;
         const auto i = static_cast<size_t>(pass.microbatch);
@@ -450,20 +459,32 @@ class Executor {
           waiting[u] = forward ? entry | kForwardEntry : entry;
           break;
         }
-        Time duration;
-        const Time end = begin_pass(u, k, replica, std::max(free, Time::from_ns(arrival)), duration);
+        // In the steady state of 1F1B a forward followed by a backward (and that backward) run merged (their
+        // merged durations differ only with moe_a2a_overlap), as in begin_pass.
+        const bool merged = forward ? next + 1 < n && passes[next + 1].kind == PassKind::backward
+                                    : next > 0 && passes[next - 1].kind == PassKind::forward;
+        const Time duration =
+            durations[(static_cast<size_t>(pass.chunk) * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)];
+        const Time start = std::max(free, Time::from_ns(arrival));
+        const Time end = start + duration;
         Time go_on = end;  // when the stream goes on: the pass's end, or its blocking send's arrival
+        Time ref_start;
         if constexpr (kReference) {
           // The reference run's pass: no send blocks and a transfer arrives when it is sent.
           const int64_t ref_arrival = forward ? ref_forward_arrival[entry] : ref_backward_arrival[entry];
-          const Time ref_start = std::max(ref_free, Time::from_ns(ref_arrival));
+          ref_start = std::max(ref_free, Time::from_ns(ref_arrival));
           ref_free = ref_start + duration;
-          if (!forward) {
-            note_reduction_trigger(k, s.next - 1, ref_start, ref_free, ref_reductions_, ref_dp_stream_free_, false);
+        }
+        if (next == trigger_at) {  // the last backward of a chunk whose reduction overlaps backward
+          note_reduction_trigger(k, next, start, end, reductions_, dp_stream_free_, false);
+          if constexpr (kReference) {
+            note_reduction_trigger(k, next, ref_start, ref_free, ref_reductions_, ref_dp_stream_free_, false);
           }
+          ++cursor;
+          trigger_at = cursor < triggers.size() ? triggers[cursor] : kNone;
         }
         if (forward && vs < last_vs) {
-          const size_t to = ((vs + 1) * replicas + replica) * microbatches + i;
+          const size_t to = entry + stride;  // virtual stage vs + 1, same replica and microbatch
           const Time sent = end + p2p_forward;
           forward_arrival[to] = sent.ns();
           if constexpr (kReference) ref_forward_arrival[to] = ref_free.ns();
@@ -473,17 +494,19 @@ class Executor {
           backward_arrival[entry] = end.ns();  // its own backward's input: read when its stream gets there
           if constexpr (kReference) ref_backward_arrival[entry] = ref_free.ns();
         } else if (vs > 0) {
-          const size_t to = ((vs - 1) * replicas + replica) * microbatches + i;
+          const size_t to = entry - stride;  // virtual stage vs - 1
           const Time sent = end + p2p_backward;
           backward_arrival[to] = sent.ns();
           if constexpr (kReference) ref_backward_arrival[to] = ref_free.ns();
           if (block_backward) go_on = sent;
           wake(previous_unit, to);
         }
-        s.busy = false;
-        if (runs != nullptr) runs[s.next - 1].continue_ns = go_on.ns();
+        if (runs != nullptr) runs[next] = PassRun{start.ns(), end.ns(), go_on.ns(), merged};
+        ++next;
         free = go_on;
       }
+      s.next = next;
+      trigger_cursor_[u] = cursor;
       stream_free[u] = free;
       if constexpr (kReference) ref_stream_free[u] = ref_free;
       if (s.next == order.size()) {
@@ -584,6 +607,66 @@ class Executor {
     }
   }
 
+  /// Books unit u's passes in its breakdown, in its order: per pass, its cost's parts at the unit's pace (compute
+  /// kernels at the compute pace too), the same products added in the same order as when each pass booked its
+  /// own as it started (a unit runs its passes in its order), so the same sums bit for bit. Which passes run
+  /// merged (StageProgram::forward_paired) depends on the order alone, not on the times: the breakdown needs
+  /// no timeline, so it is summed here in one tight loop over a table of the products (each computed once per
+  /// chunk, direction and merging) instead of in the dependency loop. Called once per unit, before its tail
+  /// adds its own part of grad_sync.
+  void book_passes(size_t u) {
+    constexpr size_t kParts = 10;  // compute, attention, memory_bound, tp, cp, ep, host, dp (grad_sync), flops
+    const size_t k = u / replicas_;
+    const auto& stage = program_.stages[k];
+    const double slow = slowdown_[u];
+    const double compute_slow = compute_slowdown_[u] * slow;  // exactly `slow` without a compute factor
+    const bool paired = !stage.forward_paired.empty();
+    // [(chunk * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)][part]; without merged costs the merged rows
+    // are never read.
+    scaled_costs_.resize(chunks_ * 4 * kParts);
+    double* const table = scaled_costs_.data();
+    for (size_t c = 0; c < chunks_; ++c) {
+      for (size_t row = 0; row < 4; ++row) {
+        const bool forward = row < 2, merged = (row & 1) != 0;
+        const models::PassCost& cost = cost_of(stage, c, forward, merged);
+        double* const parts = table + (c * 4 + row) * kParts;
+        parts[0] = (cost.compute * compute_slow).value();
+        parts[1] = (cost.attention * compute_slow).value();
+        parts[2] = (cost.memory_bound * compute_slow).value();
+        parts[3] = (cost.tp_comm * slow).value();
+        parts[4] = (cost.cp_comm * slow).value();
+        parts[5] = (cost.ep_comm * slow).value();
+        parts[6] = (cost.host * slow).value();
+        parts[7] = (cost.dp_comm * slow).value();
+        parts[8] = cost.flops.value();
+        parts[9] = 0.0;
+      }
+    }
+    StageBreakdown& b = states_[u].breakdown;
+    double sums[kParts] = {b.compute.value(), b.attention.value(), b.memory_bound.value(), b.tp_comm.value(),
+                           b.cp_comm.value(),  b.ep_comm.value(),   b.host.value(),         b.grad_sync.value(),
+                           b.flops.value(),    0.0};
+    const models::ScheduledPass* const order = stage.order.data();
+    const size_t n = stage.order.size();
+    for (size_t j = 0; j < n; ++j) {
+      const bool forward = order[j].kind == PassKind::forward;
+      const bool merged = paired && (forward ? j + 1 < n && order[j + 1].kind == PassKind::backward
+                                             : j > 0 && order[j - 1].kind == PassKind::forward);
+      const double* const parts =
+          table + ((static_cast<size_t>(order[j].chunk) * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)) * kParts;
+      for (size_t f = 0; f < kParts; ++f) sums[f] += parts[f];  // lane by lane: each part's own sum, in order
+    }
+    b.compute = units::Seconds(sums[0]);
+    b.attention = units::Seconds(sums[1]);
+    b.memory_bound = units::Seconds(sums[2]);
+    b.tp_comm = units::Seconds(sums[3]);
+    b.cp_comm = units::Seconds(sums[4]);
+    b.ep_comm = units::Seconds(sums[5]);
+    b.host = units::Seconds(sums[6]);
+    b.grad_sync = units::Seconds(sums[7]);
+    b.flops = units::Flops(sums[8]);
+  }
+
   /// When a stage's tail ends its parts: the gradient reduction, the optimizer, the parameter all-gather.
   struct TailTimes {
     Time sync_end;
@@ -621,6 +704,7 @@ class Executor {
     const Time sync_start = ready;
     const TailTimes times = tail_times(u, ready, dp_stream_free_[k]);
     const Time sync_end = times.sync_end, optimizer_end = times.optimizer_end, end = times.end;
+    if (path_) book_passes(u);  // the passes' parts first: grad_sync's sum adds the tail after them
     s.breakdown.grad_sync += (sync_end - now).to_seconds() + (end - optimizer_end).to_seconds();
     s.breakdown.optimizer = (optimizer_end - sync_end).to_seconds();
     s.tail = TailRun{now.ns(), ready.ns(), sync_end.ns(), optimizer_end.ns(), end.ns()};
@@ -665,8 +749,13 @@ class Executor {
   std::vector<std::vector<PassRun>> passes_;  ///< [unit][index in the stage's order]: how each pass ran
   std::vector<std::vector<Reduction>> reductions_;  ///< per stage
   std::vector<Time> total_sync_;                    ///< per stage, the sum of its reductions
+  /// Per stage, the order indices of its overlapped reductions' trigger passes, ascending (empty when its
+  /// reductions do not overlap backward): the only passes note_reduction_trigger acts on.
+  std::vector<std::vector<size_t>> triggers_;
+  std::vector<size_t> trigger_cursor_;  ///< per unit, its next entry of triggers_ (run_in_dependency_order)
   std::vector<Time> dp_stream_free_;                ///< per stage, when its data-parallel stream is free
   std::vector<Time> pass_time_;  ///< per (unit, chunk, direction): the pass's duration
+  std::vector<double> scaled_costs_;  ///< book_passes' table, reused across units
   Time p2p_forward_;
   Time p2p_backward_;
   // The fused reference run's state (reference_): its reductions, data-parallel streams and tails.
