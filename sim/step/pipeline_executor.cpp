@@ -9,6 +9,7 @@
 
 #include "sim/engine/simulator.hpp"
 #include "sim/engine/time.hpp"
+#include "sim/step/order_check.hpp"
 #include "sim/step/step_timeline.hpp"
 
 namespace clustersim::sim {
@@ -84,14 +85,18 @@ class Executor {
     // The first virtual stage's inputs (slots 0 .. replicas - 1) are there from the start.
     std::fill(forward_arrival_.begin(), forward_arrival_.begin() + static_cast<std::ptrdiff_t>(replicas_ * microbatches_), 0);
     tail_waiting_.assign(ranks_, 0);
-    std::vector<int> seen;  // validate's counters, one buffer for every stage
+    std::vector<size_t> last_backward;  // one stage's, from check_stage_order
+    std::vector<uint8_t> seen;          // check_stage_order's scratch, one buffer for every stage
+    last_backward_.reserve(ranks_ * chunks_);
     for (size_t k = 0; k < ranks_; ++k) {
       const auto& stage = program.stages[k];
       if (stage.forward.size() != chunks_ || stage.backward.size() != chunks_) {
         throw std::invalid_argument("pipeline executor: stage " + std::to_string(k) + " must cost each of its " +
                                     std::to_string(chunks_) + " chunks");
       }
-      if (!free_transfers) validate(stage.order, k, seen);  // the reference run re-runs a program validated already
+      // Checked, and each chunk's last backward found (plan_reductions), in one sweep of the order.
+      check_stage_order(stage.order, chunks_, microbatches_, k, last_backward, seen);
+      last_backward_.insert(last_backward_.end(), last_backward.begin(), last_backward.end());
     }
     // Pass durations in engine time, converted once: [((unit * chunks + chunk) * 2 + (forward ? 0 : 1)) * 2 +
     // (merged ? 1 : 0)], merged: the pass runs merged with its 1F1B neighbour (StageProgram::forward_paired).
@@ -193,40 +198,6 @@ class Executor {
   }
 
  private:
-  /// Checks stage `stage`'s order: every (chunk, microbatch) forward then backward exactly once. `seen`: scratch
-  /// reused across stages (2 x chunks x microbatches counters, any contents on entry).
-  void validate(const std::vector<models::ScheduledPass>& order, size_t stage, std::vector<int>& seen) const {
-    const size_t slots = microbatches_ * chunks_;
-    seen.assign(2 * slots, 0);
-    int* const seen_forward = seen.data();
-    int* const seen_backward = seen.data() + slots;
-    for (const auto& pass : order) {
-      if (pass.microbatch < 0 || static_cast<size_t>(pass.microbatch) >= microbatches_ || pass.chunk < 0 ||
-          static_cast<size_t>(pass.chunk) >= chunks_) {
-        throw std::invalid_argument("pipeline executor: stage " + std::to_string(stage) + " names microbatch " +
-                                    std::to_string(pass.microbatch) + " chunk " + std::to_string(pass.chunk) +
-                                    " out of range");
-      }
-      const size_t slot = static_cast<size_t>(pass.chunk) * microbatches_ + static_cast<size_t>(pass.microbatch);
-      if (pass.kind == PassKind::forward) {
-        ++seen_forward[slot];
-      } else {
-        if (seen_forward[slot] == 0) {
-          throw std::invalid_argument("pipeline executor: stage " + std::to_string(stage) +
-                                      " runs backward of microbatch " + std::to_string(pass.microbatch) +
-                                      " before its forward");
-        }
-        ++seen_backward[slot];
-      }
-    }
-    for (size_t i = 0; i < slots; ++i) {
-      if (seen_forward[i] != 1 || seen_backward[i] != 1) {
-        throw std::invalid_argument("pipeline executor: stage " + std::to_string(stage) +
-                                    " must run each microbatch's forward and backward exactly once per chunk");
-      }
-    }
-  }
-
   /// The gradient reductions of each stage: one per model chunk (or one for the whole stage), each attached to
   /// the chunk's last backward pass in the stage's order.
   void plan_reductions() {
@@ -236,13 +207,10 @@ class Executor {
     total_sync_.assign(ranks_, Time::zero());
     for (size_t k = 0; k < ranks_; ++k) {
       const auto& stage = program_.stages[k];
-      std::vector<size_t> last_backward(chunks_, stage.order.size());
-      size_t final_backward = stage.order.size();
-      for (size_t i = 0; i < stage.order.size(); ++i) {
-        if (stage.order[i].kind != PassKind::backward) continue;
-        last_backward[static_cast<size_t>(stage.order[i].chunk)] = i;
-        final_backward = i;
-      }
+      // Per chunk, the index of its last backward in the order (check_stage_order's); the stage's last backward
+      // is the latest of them.
+      const size_t* const last_backward = last_backward_.data() + k * chunks_;
+      const size_t final_backward = *std::max_element(last_backward, last_backward + chunks_);
       auto& plan = reductions_[k];
       if (stage.chunk_grad_sync.empty()) {
         plan.push_back(Reduction{final_backward, Time::from_seconds(stage.grad_sync), stage.grad_buckets, 0, {}, {}});
@@ -752,6 +720,7 @@ class Executor {
   /// Per stage, the order indices of its overlapped reductions' trigger passes, ascending (empty when its
   /// reductions do not overlap backward): the only passes note_reduction_trigger acts on.
   std::vector<std::vector<size_t>> triggers_;
+  std::vector<size_t> last_backward_;  ///< [stage x chunks + chunk]: index of the chunk's last backward in the order
   std::vector<size_t> trigger_cursor_;  ///< per unit, its next entry of triggers_ (run_in_dependency_order)
   std::vector<Time> dp_stream_free_;                ///< per stage, when its data-parallel stream is free
   std::vector<Time> pass_time_;  ///< per (unit, chunk, direction): the pass's duration
