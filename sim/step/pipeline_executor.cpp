@@ -82,6 +82,11 @@ class Executor {
     const size_t slots = ranks_ * chunks_ * replicas_;
     forward_arrival_.assign(slots * microbatches_, kNever);
     backward_arrival_.assign(slots * microbatches_, kNever);
+    if (path_) {
+      // Uninitialised: an entry is written where an arrival is, and read only there.
+      sender_.reset(new uint32_t[2 * slots * microbatches_]);
+      busy_ns_.assign(states_.size(), 0);
+    }
     // The first virtual stage's inputs (slots 0 .. replicas - 1) are there from the start.
     std::fill(forward_arrival_.begin(), forward_arrival_.begin() + static_cast<std::ptrdiff_t>(replicas_ * microbatches_), 0);
     tail_waiting_.assign(ranks_, 0);
@@ -93,6 +98,9 @@ class Executor {
       if (stage.forward.size() != chunks_ || stage.backward.size() != chunks_) {
         throw std::invalid_argument("pipeline executor: stage " + std::to_string(k) + " must cost each of its " +
                                     std::to_string(chunks_) + " chunks");
+      }
+      if (stage.order.size() > std::numeric_limits<uint32_t>::max()) {  // sender_ holds 32-bit indices
+        throw std::invalid_argument("pipeline executor: stage " + std::to_string(k) + " has over 2^32 passes");
       }
       // Checked, and each chunk's last backward found (plan_reductions), in one sweep of the order.
       check_stage_order(stage.order, chunks_, microbatches_, k, last_backward, seen);
@@ -189,6 +197,8 @@ class Executor {
       for (const StageState& st : states_) timeline.tails.push_back(st.tail);
       timeline.forward_arrival = std::move(forward_arrival_);
       timeline.backward_arrival = std::move(backward_arrival_);
+      timeline.sender = std::move(sender_);
+      timeline.busy_ns = std::move(busy_ns_);
       // Moved, not copied: run() is the executor's last use of them (reference_step_time reads ref_finish_ only).
       timeline.slowdown = std::move(slowdown_);
       timeline.compute_slowdown = std::move(compute_slowdown_);
@@ -297,7 +307,8 @@ class Executor {
     const uint64_t packed = static_cast<uint64_t>(u) << 32 | static_cast<uint64_t>(s.next - 1);
     sim_.schedule(end, [this, packed] {
       const auto unit = static_cast<size_t>(packed >> 32);
-      on_pass_done(unit, program_.stages[unit / replicas_].order[static_cast<size_t>(packed & 0xffffffffu)]);
+      const auto index = static_cast<size_t>(packed & 0xffffffffu);
+      on_pass_done(unit, index, program_.stages[unit / replicas_].order[index]);
     });
   }
 
@@ -392,6 +403,12 @@ class Executor {
     constexpr size_t kNone = std::numeric_limits<size_t>::max();
     int64_t* const forward_arrival = forward_arrival_.data();
     int64_t* const backward_arrival = backward_arrival_.data();
+    // Who sent each arrival (index in the sender's order; the backward half after `entries`), for the critical
+    // path; without it (no critical path) a scratch slot takes the notes.
+    uint32_t scratch_sender = 0;
+    uint32_t* const forward_sender = path_ ? sender_.get() : &scratch_sender;
+    uint32_t* const backward_sender = path_ ? sender_.get() + entries : &scratch_sender;
+    const size_t sender_mask = path_ ? ~size_t{0} : 0;  // every note to the scratch slot without a path
     const Time p2p_forward = p2p_forward_, p2p_backward = p2p_backward_;
     const bool block_forward = sends_block(true), block_backward = sends_block(false);
     while (!ready.empty()) {
@@ -455,16 +472,19 @@ class Executor {
           const size_t to = entry + stride;  // virtual stage vs + 1, same replica and microbatch
           const Time sent = end + p2p_forward;
           forward_arrival[to] = sent.ns();
+          forward_sender[to & sender_mask] = static_cast<uint32_t>(next);
           if constexpr (kReference) ref_forward_arrival[to] = ref_free.ns();
           if (block_forward) go_on = sent;
           wake(next_unit, to | kForwardEntry);
         } else if (forward) {
           backward_arrival[entry] = end.ns();  // its own backward's input: read when its stream gets there
+          backward_sender[entry & sender_mask] = static_cast<uint32_t>(next);
           if constexpr (kReference) ref_backward_arrival[entry] = ref_free.ns();
         } else if (vs > 0) {
           const size_t to = entry - stride;  // virtual stage vs - 1
           const Time sent = end + p2p_backward;
           backward_arrival[to] = sent.ns();
+          backward_sender[to & sender_mask] = static_cast<uint32_t>(next);
           if constexpr (kReference) ref_backward_arrival[to] = ref_free.ns();
           if (block_backward) go_on = sent;
           wake(previous_unit, to);
@@ -485,7 +505,9 @@ class Executor {
     }
   }
 
-  void on_pass_done(size_t u, const models::ScheduledPass& pass) {
+  /// Unit u's pass at `index` of its order (`pass`) has ended now: its output is sent (or, the last virtual
+  /// stage's forward, is its own backward's input), the sender noted for the critical path.
+  void on_pass_done(size_t u, size_t index, const models::ScheduledPass& pass) {
     const size_t k = u / replicas_, replica = u % replicas_;
     const Time now = sim_.now();
     const size_t vs = virtual_stage(k, pass.chunk);
@@ -494,12 +516,15 @@ class Executor {
     Time sent = now;  // when this stage's send (if any) has completed
     if (pass.kind == PassKind::forward) {
       if (vs < last) {
+        if (path_) sender_[slot(vs + 1, replica) * microbatches_ + i] = static_cast<uint32_t>(index);
         sent = now + p2p_forward_;
         deliver(vs + 1, replica, i, /*forward=*/true, now, sent);
       } else {
         backward_arrival_[slot(vs, replica) * microbatches_ + i] = now.ns();
+        if (path_) sender_[entries() + slot(vs, replica) * microbatches_ + i] = static_cast<uint32_t>(index);
       }
     } else if (vs > 0) {
+      if (path_) sender_[entries() + slot(vs - 1, replica) * microbatches_ + i] = static_cast<uint32_t>(index);
       sent = now + p2p_backward_;
       deliver(vs - 1, replica, i, /*forward=*/false, now, sent);
     }
@@ -507,6 +532,9 @@ class Executor {
     // transfer before its next pass; the arrival event continues it (sends_block), in the same event.
     if (!(sent > now && sends_block(pass.kind == PassKind::forward))) continue_after_pass(u);
   }
+
+  /// Arrival entries per direction (forward_arrival_'s size).
+  size_t entries() const { return forward_arrival_.size(); }
 
   /// Whether a transfer in this direction holds its sender until it arrives.
   bool sends_block(bool forward) const {
@@ -581,7 +609,8 @@ class Executor {
   /// merged (StageProgram::forward_paired) depends on the order alone, not on the times: the breakdown needs
   /// no timeline, so it is summed here in one tight loop over a table of the products (each computed once per
   /// chunk, direction and merging) instead of in the dependency loop. Called once per unit, before its tail
-  /// adds its own part of grad_sync.
+  /// adds its own part of grad_sync. Also sums the unit's pass durations (busy_ns_, integers: exact), which
+  /// the critical path compares to find its home stage.
   void book_passes(size_t u) {
     constexpr size_t kParts = 10;  // compute, attention, memory_bound, tp, cp, ep, host, dp (grad_sync), flops
     const size_t k = u / replicas_;
@@ -616,14 +645,20 @@ class Executor {
                            b.flops.value(),    0.0};
     const models::ScheduledPass* const order = stage.order.data();
     const size_t n = stage.order.size();
+    // The unit's pass durations, laid out as the table's rows (without merged costs the merged rows' durations
+    // are the others').
+    const Time* const durations = pass_time_.data() + u * chunks_ * 4;
+    int64_t busy = 0;
     for (size_t j = 0; j < n; ++j) {
       const bool forward = order[j].kind == PassKind::forward;
       const bool merged = paired && (forward ? j + 1 < n && order[j + 1].kind == PassKind::backward
                                              : j > 0 && order[j - 1].kind == PassKind::forward);
-      const double* const parts =
-          table + ((static_cast<size_t>(order[j].chunk) * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)) * kParts;
+      const size_t row = (static_cast<size_t>(order[j].chunk) * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0);
+      const double* const parts = table + row * kParts;
       for (size_t f = 0; f < kParts; ++f) sums[f] += parts[f];  // lane by lane: each part's own sum, in order
+      busy += durations[row].ns();
     }
+    busy_ns_[u] = busy;
     b.compute = units::Seconds(sums[0]);
     b.attention = units::Seconds(sums[1]);
     b.memory_bound = units::Seconds(sums[2]);
@@ -713,6 +748,10 @@ class Executor {
   /// [slot(virtual stage, replica) x microbatches + microbatch]: when the input is present (ns), kNever until then
   std::vector<int64_t> forward_arrival_;
   std::vector<int64_t> backward_arrival_;  ///< the same for the gradient
+  /// With a critical path: [entry] (forward), [entries + entry] (backward): the index in its sender's order of
+  /// the pass that sent that arrival (StepTimeline::sender)
+  std::unique_ptr<uint32_t[]> sender_;
+  std::vector<int64_t> busy_ns_;  ///< with a critical path: per unit, its passes' durations summed (book_passes)
   std::vector<TraceSpan> spans_;
   std::vector<std::vector<PassRun>> passes_;  ///< [unit][index in the stage's order]: how each pass ran
   std::vector<std::vector<Reduction>> reductions_;  ///< per stage

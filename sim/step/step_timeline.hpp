@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "models/parallelism/step_program.hpp"
@@ -38,6 +39,12 @@ struct StepTimeline {
   /// gradient arrived, ns
   std::vector<int64_t> forward_arrival;
   std::vector<int64_t> backward_arrival;
+  /// [entry] for forward_arrival's entries, [forward_arrival.size() + entry] for backward_arrival's: the index,
+  /// in its sender's order, of the pass that sent that input (the last virtual stage's forward for its own
+  /// backward). Set only where the input arrived (the rest uninitialised: no fill per step).
+  std::unique_ptr<uint32_t[]> sender;
+  /// [unit]: the sum of its passes' durations, ns (an integer sum: exact in any order)
+  std::vector<int64_t> busy_ns;
   std::vector<double> slowdown;          ///< per unit, on all of a pass (ExecutionFidelity)
   std::vector<double> compute_slowdown;  ///< per unit, on a pass's compute
 };

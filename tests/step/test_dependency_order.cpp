@@ -7,6 +7,7 @@
 // separate one bit for bit too.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -135,6 +136,20 @@ void expect_same(const models::StepProgram& program, sim::ExecutionFidelity fide
   const sim::PipelineResult ordered = sim::execute_pipeline(program, fidelity);
   expect_same_result(events, ordered);
   expect_booked_in_order(program, fidelity, ordered);
+  // The critical path's home stage is the one with the most pass time (the last of those): summed here from the
+  // engine's pass spans (replica 0's, so one replica only), it is the stage both runs found.
+  if (fidelity.replicas == 1) {
+    std::vector<int64_t> busy(program.stages.size(), 0);
+    for (const sim::TraceSpan& span : events.spans) {
+      if (span.kind != sim::SpanKind::forward && span.kind != sim::SpanKind::backward) continue;
+      busy[static_cast<size_t>(span.stage)] += std::llround(span.end.value() * 1e9) - std::llround(span.start.value() * 1e9);
+    }
+    int64_t home = 0;
+    for (size_t k = 0; k < busy.size(); ++k) {
+      if (busy[k] >= busy[static_cast<size_t>(home)]) home = static_cast<int64_t>(k);
+    }
+    EXPECT_EQ(ordered.critical_path.home_stage, home);
+  }
   // pipeline_step_time (the variability quantiles) runs in dependency order too.
   EXPECT_EQ(sim::pipeline_step_time(program, fidelity).value(), events.step_time.value());
   // The free-transfer reference run, fused into the step's dependency pass and run separately.
