@@ -395,11 +395,11 @@ class Executor {
       waiting[receiver] = kNotWaiting;
       ready.push_back(receiver);
     };
-    const size_t last_vs = ranks_ * chunks_ - 1;
     // Loop invariants held in locals: the stores into the arrival arrays (int64_t) could otherwise alias the
     // size_t members and force their reloads on every pass.
     const size_t ranks = ranks_, replicas = replicas_, microbatches = microbatches_, chunks = chunks_;
     const size_t stride = replicas * microbatches;  // entries per virtual stage
+    const size_t chunk_stride = ranks * stride;     // entries per chunk (ranks virtual stages)
     constexpr size_t kNone = std::numeric_limits<size_t>::max();
     int64_t* const forward_arrival = forward_arrival_.data();
     int64_t* const backward_arrival = backward_arrival_.data();
@@ -430,15 +430,20 @@ class Executor {
       const std::vector<size_t>& triggers = triggers_[k];
       size_t cursor = trigger_cursor_[u];
       size_t trigger_at = cursor < triggers.size() ? triggers[cursor] : kNone;
+      // Entry of (chunk, microbatch i) for this unit: ((chunk x ranks + k) x replicas + replica) x microbatches + i,
+      // that is chunk x chunk_stride + unit_base + i. Its forward sends on unless it is the last virtual stage
+      // (the last rank's last chunk); its backward unless it is the first (rank 0's chunk 0).
+      const size_t unit_base = (k * replicas + replica) * microbatches;
+      const size_t last_chunk = k + 1 == ranks ? chunks - 1 : kNone;
+      const size_t first_chunk = k == 0 ? 0 : kNone;
       size_t next = s.next;
       Time free = stream_free[u];
       Time ref_free = kReference ? ref_stream_free[u] : Time::zero();
       while (next < n) {
         const models::ScheduledPass pass = passes[next];
         const bool forward = pass.kind == PassKind::forward;
-        const size_t vs = static_cast<size_t>(pass.chunk) * ranks + k;
-        const auto i = static_cast<size_t>(pass.microbatch);
-        const size_t entry = (vs * replicas + replica) * microbatches + i;
+        const auto chunk = static_cast<size_t>(pass.chunk);
+        const size_t entry = chunk * chunk_stride + unit_base + static_cast<size_t>(pass.microbatch);
         const int64_t arrival = forward ? forward_arrival[entry] : backward_arrival[entry];
         if (arrival == kNever) {
           waiting[u] = forward ? entry | kForwardEntry : entry;
@@ -448,8 +453,7 @@ class Executor {
         // merged durations differ only with moe_a2a_overlap), as in begin_pass.
         const bool merged = forward ? next + 1 < n && passes[next + 1].kind == PassKind::backward
                                     : next > 0 && passes[next - 1].kind == PassKind::forward;
-        const Time duration =
-            durations[(static_cast<size_t>(pass.chunk) * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)];
+        const Time duration = durations[(chunk * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)];
         const Time start = std::max(free, Time::from_ns(arrival));
         const Time end = start + duration;
         Time go_on = end;  // when the stream goes on: the pass's end, or its blocking send's arrival
@@ -468,7 +472,7 @@ class Executor {
           ++cursor;
           trigger_at = cursor < triggers.size() ? triggers[cursor] : kNone;
         }
-        if (forward && vs < last_vs) {
+        if (forward && chunk != last_chunk) {
           const size_t to = entry + stride;  // virtual stage vs + 1, same replica and microbatch
           const Time sent = end + p2p_forward;
           forward_arrival[to] = sent.ns();
@@ -480,7 +484,7 @@ class Executor {
           backward_arrival[entry] = end.ns();  // its own backward's input: read when its stream gets there
           backward_sender[entry & sender_mask] = static_cast<uint32_t>(next);
           if constexpr (kReference) ref_backward_arrival[entry] = ref_free.ns();
-        } else if (vs > 0) {
+        } else if (chunk != first_chunk) {  // a backward
           const size_t to = entry - stride;  // virtual stage vs - 1
           const Time sent = end + p2p_backward;
           backward_arrival[to] = sent.ns();
