@@ -425,6 +425,7 @@ class Executor {
       PassRun* const runs = path_ ? passes_[u].data() : nullptr;
       const models::ScheduledPass* const passes = order.data();
       const size_t n = order.size();
+      const bool paired = !program_.stages[k].forward_paired.empty();  // merged costs (moe_a2a_overlap)
       const Time* const durations = pass_time_.data() + u * chunks * 4;  // [(chunk * 2 + dir) * 2 + merged]
       // The unit's next reduction trigger (overlapped reductions only: plan_reductions' triggers_), or kNone.
       const std::vector<size_t>& triggers = triggers_[k];
@@ -449,10 +450,11 @@ class Executor {
           waiting[u] = forward ? entry | kForwardEntry : entry;
           break;
         }
-        // In the steady state of 1F1B a forward followed by a backward (and that backward) run merged (their
-        // merged durations differ only with moe_a2a_overlap), as in begin_pass.
-        const bool merged = forward ? next + 1 < n && passes[next + 1].kind == PassKind::backward
-                                    : next > 0 && passes[next - 1].kind == PassKind::forward;
+        // In the steady state of 1F1B a forward followed by a backward (and that backward) run merged when the
+        // program has merged costs (moe_a2a_overlap); without them the merged rows of `durations` are the
+        // others, so the pass is not looked at (its run says not merged: PassRun::merged).
+        const bool merged = paired && (forward ? next + 1 < n && passes[next + 1].kind == PassKind::backward
+                                               : next > 0 && passes[next - 1].kind == PassKind::forward);
         const Time duration = durations[(chunk * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)];
         const Time start = std::max(free, Time::from_ns(arrival));
         const Time end = start + duration;

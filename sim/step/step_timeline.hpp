@@ -17,7 +17,9 @@ struct PassRun {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   int64_t continue_ns = 0;  ///< when the stage's stream went on: end_ns, or its blocking send's arrival
-  bool merged = false;      ///< ran merged with its 1F1B neighbour (StageProgram::forward_paired)
+  /// ran merged with its 1F1B neighbour at the merged costs (StageProgram::forward_paired); without merged costs
+  /// the dependency-order run leaves it false (the costs are the same either way)
+  bool merged = false;
 };
 
 /// The tail of one unit: reduction, optimizer, parameter all-gather (ns from the step start).
