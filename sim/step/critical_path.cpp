@@ -45,17 +45,7 @@ class Walk {
         ranks_(program_.stages.size()),
         chunks_(static_cast<size_t>(program_.virtual_stages)),
         microbatches_(static_cast<size_t>(program_.microbatches)),
-        replicas_(tl.replicas) {
-    index_.assign(ranks_, std::vector<size_t>(chunks_ * microbatches_ * 2, 0));
-    for (size_t k = 0; k < ranks_; ++k) {
-      const auto& order = program_.stages[k].order;
-      for (size_t j = 0; j < order.size(); ++j) {
-        const auto& p = order[j];
-        index_[k][slot_of(static_cast<size_t>(p.chunk), static_cast<size_t>(p.microbatch),
-                          p.kind == models::PassKind::forward)] = j;
-      }
-    }
-  }
+        replicas_(tl.replicas) {}
 
   /// A pass's time by kind, as costed (the pass's rounding to whole ns goes to compute).
   PassParts parts(size_t u, size_t j) const {
@@ -129,10 +119,10 @@ class Walk {
       // The sender: the previous virtual stage's forward, the next one's backward, or (the last virtual stage's
       // backward) its own forward.
       size_t sender_vs = forward ? vs - 1 : (vs < last_vs ? vs + 1 : vs);
-      const bool sender_forward = forward || vs == last_vs;
       const size_t sender_rank = sender_vs % ranks_;
       const size_t sender_unit = sender_rank * replicas_ + replica;
-      const size_t sender_j = index_[sender_rank][slot_of(sender_vs / ranks_, mb, sender_forward)];
+      // The executor noted which pass of the sender's order sent this input.
+      const size_t sender_j = tl_.sender[forward ? at : tl_.forward_arrival.size() + at];
       if (j > 0 && free == arrival && (k == pace || distance(sender_rank) >= distance(k))) {  // a tie: stay
         --j;
         via_stream = true;
@@ -149,12 +139,9 @@ class Walk {
   }
 
  private:
-  size_t slot_of(size_t chunk, size_t mb, bool forward) const { return (chunk * microbatches_ + mb) * 2 + (forward ? 0 : 1); }
-
   const StepTimeline& tl_;
   const models::StepProgram& program_;
   size_t ranks_, chunks_, microbatches_, replicas_;
-  std::vector<std::vector<size_t>> index_;  ///< [stage][slot_of(chunk, microbatch, direction)]: index in order
 };
 
 }  // namespace
@@ -172,8 +159,7 @@ CriticalPath critical_path_of(const StepTimeline& tl, int64_t step_ns) {
   size_t home = 0;
   int64_t most = -1;
   for (size_t v = 0; v < tl.passes.size(); ++v) {
-    int64_t busy = 0;
-    for (const PassRun& run : tl.passes[v]) busy += run.end_ns - run.start_ns;
+    const int64_t busy = tl.busy_ns[v];
     if (busy >= most) {
       most = busy;
       home = v;
@@ -190,6 +176,7 @@ CriticalPath critical_path_of(const StepTimeline& tl, int64_t step_ns) {
   // The home unit's passes. After its last pass, what ends the step is the critical path alone (the drain and
   // the tail of the stage that finishes last; the home stage's own tail runs beside them).
   std::vector<Segment> own;
+  own.reserve(tl.passes[home].size());
   for (size_t j = 0; j < tl.passes[home].size(); ++j) {
     own.push_back({tl.passes[home][j].start_ns, tl.passes[home][j].end_ns, Segment::Kind::pass, home, j});
   }

@@ -9,6 +9,7 @@
 
 #include "sim/engine/simulator.hpp"
 #include "sim/engine/time.hpp"
+#include "sim/step/order_check.hpp"
 #include "sim/step/step_timeline.hpp"
 
 namespace clustersim::sim {
@@ -81,17 +82,29 @@ class Executor {
     const size_t slots = ranks_ * chunks_ * replicas_;
     forward_arrival_.assign(slots * microbatches_, kNever);
     backward_arrival_.assign(slots * microbatches_, kNever);
+    if (path_) {
+      // Uninitialised: an entry is written where an arrival is, and read only there.
+      sender_.reset(new uint32_t[2 * slots * microbatches_]);
+      busy_ns_.assign(states_.size(), 0);
+    }
     // The first virtual stage's inputs (slots 0 .. replicas - 1) are there from the start.
     std::fill(forward_arrival_.begin(), forward_arrival_.begin() + static_cast<std::ptrdiff_t>(replicas_ * microbatches_), 0);
     tail_waiting_.assign(ranks_, 0);
-    std::vector<int> seen;  // validate's counters, one buffer for every stage
+    std::vector<size_t> last_backward;  // one stage's, from check_stage_order
+    std::vector<uint8_t> seen;          // check_stage_order's scratch, one buffer for every stage
+    last_backward_.reserve(ranks_ * chunks_);
     for (size_t k = 0; k < ranks_; ++k) {
       const auto& stage = program.stages[k];
       if (stage.forward.size() != chunks_ || stage.backward.size() != chunks_) {
         throw std::invalid_argument("pipeline executor: stage " + std::to_string(k) + " must cost each of its " +
                                     std::to_string(chunks_) + " chunks");
       }
-      if (!free_transfers) validate(stage.order, k, seen);  // the reference run re-runs a program validated already
+      if (stage.order.size() > std::numeric_limits<uint32_t>::max()) {  // sender_ holds 32-bit indices
+        throw std::invalid_argument("pipeline executor: stage " + std::to_string(k) + " has over 2^32 passes");
+      }
+      // Checked, and each chunk's last backward found (plan_reductions), in one sweep of the order.
+      check_stage_order(stage.order, chunks_, microbatches_, k, last_backward, seen);
+      last_backward_.insert(last_backward_.end(), last_backward.begin(), last_backward.end());
     }
     // Pass durations in engine time, converted once: [((unit * chunks + chunk) * 2 + (forward ? 0 : 1)) * 2 +
     // (merged ? 1 : 0)], merged: the pass runs merged with its 1F1B neighbour (StageProgram::forward_paired).
@@ -184,6 +197,8 @@ class Executor {
       for (const StageState& st : states_) timeline.tails.push_back(st.tail);
       timeline.forward_arrival = std::move(forward_arrival_);
       timeline.backward_arrival = std::move(backward_arrival_);
+      timeline.sender = std::move(sender_);
+      timeline.busy_ns = std::move(busy_ns_);
       // Moved, not copied: run() is the executor's last use of them (reference_step_time reads ref_finish_ only).
       timeline.slowdown = std::move(slowdown_);
       timeline.compute_slowdown = std::move(compute_slowdown_);
@@ -193,55 +208,19 @@ class Executor {
   }
 
  private:
-  /// Checks stage `stage`'s order: every (chunk, microbatch) forward then backward exactly once. `seen`: scratch
-  /// reused across stages (2 x chunks x microbatches counters, any contents on entry).
-  void validate(const std::vector<models::ScheduledPass>& order, size_t stage, std::vector<int>& seen) const {
-    const size_t slots = microbatches_ * chunks_;
-    seen.assign(2 * slots, 0);
-    int* const seen_forward = seen.data();
-    int* const seen_backward = seen.data() + slots;
-    for (const auto& pass : order) {
-      if (pass.microbatch < 0 || static_cast<size_t>(pass.microbatch) >= microbatches_ || pass.chunk < 0 ||
-          static_cast<size_t>(pass.chunk) >= chunks_) {
-        throw std::invalid_argument("pipeline executor: stage " + std::to_string(stage) + " names microbatch " +
-                                    std::to_string(pass.microbatch) + " chunk " + std::to_string(pass.chunk) +
-                                    " out of range");
-      }
-      const size_t slot = static_cast<size_t>(pass.chunk) * microbatches_ + static_cast<size_t>(pass.microbatch);
-      if (pass.kind == PassKind::forward) {
-        ++seen_forward[slot];
-      } else {
-        if (seen_forward[slot] == 0) {
-          throw std::invalid_argument("pipeline executor: stage " + std::to_string(stage) +
-                                      " runs backward of microbatch " + std::to_string(pass.microbatch) +
-                                      " before its forward");
-        }
-        ++seen_backward[slot];
-      }
-    }
-    for (size_t i = 0; i < slots; ++i) {
-      if (seen_forward[i] != 1 || seen_backward[i] != 1) {
-        throw std::invalid_argument("pipeline executor: stage " + std::to_string(stage) +
-                                    " must run each microbatch's forward and backward exactly once per chunk");
-      }
-    }
-  }
-
   /// The gradient reductions of each stage: one per model chunk (or one for the whole stage), each attached to
   /// the chunk's last backward pass in the stage's order.
   void plan_reductions() {
     reductions_.resize(ranks_);
+    triggers_.resize(ranks_);
     dp_stream_free_.assign(ranks_, Time::zero());
     total_sync_.assign(ranks_, Time::zero());
     for (size_t k = 0; k < ranks_; ++k) {
       const auto& stage = program_.stages[k];
-      std::vector<size_t> last_backward(chunks_, stage.order.size());
-      size_t final_backward = stage.order.size();
-      for (size_t i = 0; i < stage.order.size(); ++i) {
-        if (stage.order[i].kind != PassKind::backward) continue;
-        last_backward[static_cast<size_t>(stage.order[i].chunk)] = i;
-        final_backward = i;
-      }
+      // Per chunk, the index of its last backward in the order (check_stage_order's); the stage's last backward
+      // is the latest of them.
+      const size_t* const last_backward = last_backward_.data() + k * chunks_;
+      const size_t final_backward = *std::max_element(last_backward, last_backward + chunks_);
       auto& plan = reductions_[k];
       if (stage.chunk_grad_sync.empty()) {
         plan.push_back(Reduction{final_backward, Time::from_seconds(stage.grad_sync), stage.grad_buckets, 0, {}, {}});
@@ -256,7 +235,18 @@ class Executor {
         }
       }
       for (const Reduction& r : plan) total_sync_[k] += r.duration;
+      // The passes at which note_reduction_trigger does anything, in order: the dependency loop calls it there
+      // only (it returns at once elsewhere).
+      std::vector<size_t>& triggers = triggers_[k];
+      if (stage.overlap_grad_sync) {
+        for (const Reduction& r : plan) {
+          if (r.duration != Time::zero()) triggers.push_back(r.trigger);
+        }
+        std::sort(triggers.begin(), triggers.end());
+        triggers.erase(std::unique(triggers.begin(), triggers.end()), triggers.end());
+      }
     }
+    trigger_cursor_.assign(states_.size(), 0);
   }
 
   /// Stage k's pass at `index` of its order started at `start` and runs to `end` on one replica. If it is the
@@ -317,7 +307,8 @@ class Executor {
     const uint64_t packed = static_cast<uint64_t>(u) << 32 | static_cast<uint64_t>(s.next - 1);
     sim_.schedule(end, [this, packed] {
       const auto unit = static_cast<size_t>(packed >> 32);
-      on_pass_done(unit, program_.stages[unit / replicas_].order[static_cast<size_t>(packed & 0xffffffffu)]);
+      const auto index = static_cast<size_t>(packed & 0xffffffffu);
+      on_pass_done(unit, index, program_.stages[unit / replicas_].order[index]);
     });
   }
 
@@ -331,8 +322,8 @@ class Executor {
                                           : backward_arrival_[vs * microbatches_ + i];
   }
 
-  /// Starts unit u's next pass at `start` (its stream free and its input present): books its costs in the
-  /// unit's breakdown, notes a reduction trigger, records its run and span. Returns when it ends.
+  /// Starts unit u's next pass at `start` (its stream free and its input present): notes a reduction trigger,
+  /// records its run and span (its costs are booked with the unit's tail: book_passes). Returns when it ends.
   /// `k`, `replica`: u's stage and replica (u / replicas, u % replicas), which the callers know already.
   /// `duration`: set to the pass's duration (the fused reference run's pass lasts as long).
   [[gnu::always_inline]] Time begin_pass(size_t u, size_t k, size_t replica, Time start, Time& duration) {
@@ -342,23 +333,10 @@ class Executor {
     const bool forward = pass.kind == PassKind::forward;
     const auto chunk = static_cast<size_t>(pass.chunk);
     const double slow = slowdown_[u];
-    const double compute_slow = compute_slowdown_[u] * slow;  // exactly `slow` without a compute factor
     // In the steady state of 1F1B a forward followed by a backward (and that backward) run merged when the
     // program has merged costs (moe_a2a_overlap).
     const bool merged = forward ? s.next + 1 < stage.order.size() && stage.order[s.next + 1].kind == PassKind::backward
                                 : s.next > 0 && stage.order[s.next - 1].kind == PassKind::forward;
-    if (path_) {  // the runs without a critical path give only the step time: no breakdown to book
-      const models::PassCost& cost = cost_of(stage, chunk, forward, merged);
-      s.breakdown.compute += cost.compute * compute_slow;
-      s.breakdown.attention += cost.attention * compute_slow;
-      s.breakdown.memory_bound += cost.memory_bound * compute_slow;
-      s.breakdown.tp_comm += cost.tp_comm * slow;
-      s.breakdown.cp_comm += cost.cp_comm * slow;
-      s.breakdown.ep_comm += cost.ep_comm * slow;
-      s.breakdown.host += cost.host * slow;
-      s.breakdown.grad_sync += cost.dp_comm * slow;
-      s.breakdown.flops += cost.flops;
-    }
     s.busy = true;
     ++s.next;
     duration = pass_time_[((u * chunks_ + chunk) * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)];
@@ -417,12 +395,20 @@ class Executor {
       waiting[receiver] = kNotWaiting;
       ready.push_back(receiver);
     };
-    const size_t last_vs = ranks_ * chunks_ - 1;
     // Loop invariants held in locals: the stores into the arrival arrays (int64_t) could otherwise alias the
     // size_t members and force their reloads on every pass.
-    const size_t ranks = ranks_, replicas = replicas_, microbatches = microbatches_;
+    const size_t ranks = ranks_, replicas = replicas_, microbatches = microbatches_, chunks = chunks_;
+    const size_t stride = replicas * microbatches;  // entries per virtual stage
+    const size_t chunk_stride = ranks * stride;     // entries per chunk (ranks virtual stages)
+    constexpr size_t kNone = std::numeric_limits<size_t>::max();
     int64_t* const forward_arrival = forward_arrival_.data();
     int64_t* const backward_arrival = backward_arrival_.data();
+    // Who sent each arrival (index in the sender's order; the backward half after `entries`), for the critical
+    // path; without it (no critical path) a scratch slot takes the notes.
+    uint32_t scratch_sender = 0;
+    uint32_t* const forward_sender = path_ ? sender_.get() : &scratch_sender;
+    uint32_t* const backward_sender = path_ ? sender_.get() + entries : &scratch_sender;
+    const size_t sender_mask = path_ ? ~size_t{0} : 0;  // every note to the scratch slot without a path
     const Time p2p_forward = p2p_forward_, p2p_backward = p2p_backward_;
     const bool block_forward = sends_block(true), block_backward = sends_block(false);
     while (!ready.empty()) {
@@ -437,53 +423,84 @@ class Executor {
       const size_t next_unit = (k + 1 == ranks ? 0 : k + 1) * replicas + replica;
       const size_t previous_unit = (k == 0 ? ranks - 1 : k - 1) * replicas + replica;
       PassRun* const runs = path_ ? passes_[u].data() : nullptr;
+      const models::ScheduledPass* const passes = order.data();
+      const size_t n = order.size();
+      const bool paired = !program_.stages[k].forward_paired.empty();  // merged costs (moe_a2a_overlap)
+      const Time* const durations = pass_time_.data() + u * chunks * 4;  // [(chunk * 2 + dir) * 2 + merged]
+      // The unit's next reduction trigger (overlapped reductions only: plan_reductions' triggers_), or kNone.
+      const std::vector<size_t>& triggers = triggers_[k];
+      size_t cursor = trigger_cursor_[u];
+      size_t trigger_at = cursor < triggers.size() ? triggers[cursor] : kNone;
+      // Entry of (chunk, microbatch i) for this unit: ((chunk x ranks + k) x replicas + replica) x microbatches + i,
+      // that is chunk x chunk_stride + unit_base + i. Its forward sends on unless it is the last virtual stage
+      // (the last rank's last chunk); its backward unless it is the first (rank 0's chunk 0).
+      const size_t unit_base = (k * replicas + replica) * microbatches;
+      const size_t last_chunk = k + 1 == ranks ? chunks - 1 : kNone;
+      const size_t first_chunk = k == 0 ? 0 : kNone;
+      size_t next = s.next;
       Time free = stream_free[u];
       Time ref_free = kReference ? ref_stream_free[u] : Time::zero();
-      while (s.next < order.size()) {
-        const models::ScheduledPass& pass = order[s.next];
+      while (next < n) {
+        const models::ScheduledPass pass = passes[next];
         const bool forward = pass.kind == PassKind::forward;
-        const size_t vs = static_cast<size_t>(pass.chunk) * ranks + k;
-        const auto i = static_cast<size_t>(pass.microbatch);
-        const size_t entry = (vs * replicas + replica) * microbatches + i;
+        const auto chunk = static_cast<size_t>(pass.chunk);
+        const size_t entry = chunk * chunk_stride + unit_base + static_cast<size_t>(pass.microbatch);
         const int64_t arrival = forward ? forward_arrival[entry] : backward_arrival[entry];
         if (arrival == kNever) {
           waiting[u] = forward ? entry | kForwardEntry : entry;
           break;
         }
-        Time duration;
-        const Time end = begin_pass(u, k, replica, std::max(free, Time::from_ns(arrival)), duration);
+        // In the steady state of 1F1B a forward followed by a backward (and that backward) run merged when the
+        // program has merged costs (moe_a2a_overlap); without them the merged rows of `durations` are the
+        // others, so the pass is not looked at (its run says not merged: PassRun::merged).
+        const bool merged = paired && (forward ? next + 1 < n && passes[next + 1].kind == PassKind::backward
+                                               : next > 0 && passes[next - 1].kind == PassKind::forward);
+        const Time duration = durations[(chunk * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)];
+        const Time start = std::max(free, Time::from_ns(arrival));
+        const Time end = start + duration;
         Time go_on = end;  // when the stream goes on: the pass's end, or its blocking send's arrival
+        Time ref_start;
         if constexpr (kReference) {
           // The reference run's pass: no send blocks and a transfer arrives when it is sent.
           const int64_t ref_arrival = forward ? ref_forward_arrival[entry] : ref_backward_arrival[entry];
-          const Time ref_start = std::max(ref_free, Time::from_ns(ref_arrival));
+          ref_start = std::max(ref_free, Time::from_ns(ref_arrival));
           ref_free = ref_start + duration;
-          if (!forward) {
-            note_reduction_trigger(k, s.next - 1, ref_start, ref_free, ref_reductions_, ref_dp_stream_free_, false);
-          }
         }
-        if (forward && vs < last_vs) {
-          const size_t to = ((vs + 1) * replicas + replica) * microbatches + i;
+        if (next == trigger_at) {  // the last backward of a chunk whose reduction overlaps backward
+          note_reduction_trigger(k, next, start, end, reductions_, dp_stream_free_, false);
+          if constexpr (kReference) {
+            note_reduction_trigger(k, next, ref_start, ref_free, ref_reductions_, ref_dp_stream_free_, false);
+          }
+          ++cursor;
+          trigger_at = cursor < triggers.size() ? triggers[cursor] : kNone;
+        }
+        if (forward && chunk != last_chunk) {
+          const size_t to = entry + stride;  // virtual stage vs + 1, same replica and microbatch
           const Time sent = end + p2p_forward;
           forward_arrival[to] = sent.ns();
+          forward_sender[to & sender_mask] = static_cast<uint32_t>(next);
           if constexpr (kReference) ref_forward_arrival[to] = ref_free.ns();
           if (block_forward) go_on = sent;
           wake(next_unit, to | kForwardEntry);
         } else if (forward) {
           backward_arrival[entry] = end.ns();  // its own backward's input: read when its stream gets there
+          backward_sender[entry & sender_mask] = static_cast<uint32_t>(next);
           if constexpr (kReference) ref_backward_arrival[entry] = ref_free.ns();
-        } else if (vs > 0) {
-          const size_t to = ((vs - 1) * replicas + replica) * microbatches + i;
+        } else if (chunk != first_chunk) {  // a backward
+          const size_t to = entry - stride;  // virtual stage vs - 1
           const Time sent = end + p2p_backward;
           backward_arrival[to] = sent.ns();
+          backward_sender[to & sender_mask] = static_cast<uint32_t>(next);
           if constexpr (kReference) ref_backward_arrival[to] = ref_free.ns();
           if (block_backward) go_on = sent;
           wake(previous_unit, to);
         }
-        s.busy = false;
-        if (runs != nullptr) runs[s.next - 1].continue_ns = go_on.ns();
+        if (runs != nullptr) runs[next] = PassRun{start.ns(), end.ns(), go_on.ns(), merged};
+        ++next;
         free = go_on;
       }
+      s.next = next;
+      trigger_cursor_[u] = cursor;
       stream_free[u] = free;
       if constexpr (kReference) ref_stream_free[u] = ref_free;
       if (s.next == order.size()) {
@@ -494,7 +511,9 @@ class Executor {
     }
   }
 
-  void on_pass_done(size_t u, const models::ScheduledPass& pass) {
+  /// Unit u's pass at `index` of its order (`pass`) has ended now: its output is sent (or, the last virtual
+  /// stage's forward, is its own backward's input), the sender noted for the critical path.
+  void on_pass_done(size_t u, size_t index, const models::ScheduledPass& pass) {
     const size_t k = u / replicas_, replica = u % replicas_;
     const Time now = sim_.now();
     const size_t vs = virtual_stage(k, pass.chunk);
@@ -503,12 +522,15 @@ class Executor {
     Time sent = now;  // when this stage's send (if any) has completed
     if (pass.kind == PassKind::forward) {
       if (vs < last) {
+        if (path_) sender_[slot(vs + 1, replica) * microbatches_ + i] = static_cast<uint32_t>(index);
         sent = now + p2p_forward_;
         deliver(vs + 1, replica, i, /*forward=*/true, now, sent);
       } else {
         backward_arrival_[slot(vs, replica) * microbatches_ + i] = now.ns();
+        if (path_) sender_[entries() + slot(vs, replica) * microbatches_ + i] = static_cast<uint32_t>(index);
       }
     } else if (vs > 0) {
+      if (path_) sender_[entries() + slot(vs - 1, replica) * microbatches_ + i] = static_cast<uint32_t>(index);
       sent = now + p2p_backward_;
       deliver(vs - 1, replica, i, /*forward=*/false, now, sent);
     }
@@ -516,6 +538,9 @@ class Executor {
     // transfer before its next pass; the arrival event continues it (sends_block), in the same event.
     if (!(sent > now && sends_block(pass.kind == PassKind::forward))) continue_after_pass(u);
   }
+
+  /// Arrival entries per direction (forward_arrival_'s size).
+  size_t entries() const { return forward_arrival_.size(); }
 
   /// Whether a transfer in this direction holds its sender until it arrives.
   bool sends_block(bool forward) const {
@@ -584,6 +609,73 @@ class Executor {
     }
   }
 
+  /// Books unit u's passes in its breakdown, in its order: per pass, its cost's parts at the unit's pace (compute
+  /// kernels at the compute pace too), the same products added in the same order as when each pass booked its
+  /// own as it started (a unit runs its passes in its order), so the same sums bit for bit. Which passes run
+  /// merged (StageProgram::forward_paired) depends on the order alone, not on the times: the breakdown needs
+  /// no timeline, so it is summed here in one tight loop over a table of the products (each computed once per
+  /// chunk, direction and merging) instead of in the dependency loop. Called once per unit, before its tail
+  /// adds its own part of grad_sync. Also sums the unit's pass durations (busy_ns_, integers: exact), which
+  /// the critical path compares to find its home stage.
+  void book_passes(size_t u) {
+    constexpr size_t kParts = 10;  // compute, attention, memory_bound, tp, cp, ep, host, dp (grad_sync), flops
+    const size_t k = u / replicas_;
+    const auto& stage = program_.stages[k];
+    const double slow = slowdown_[u];
+    const double compute_slow = compute_slowdown_[u] * slow;  // exactly `slow` without a compute factor
+    const bool paired = !stage.forward_paired.empty();
+    // [(chunk * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)][part]; without merged costs the merged rows
+    // are never read.
+    scaled_costs_.resize(chunks_ * 4 * kParts);
+    double* const table = scaled_costs_.data();
+    for (size_t c = 0; c < chunks_; ++c) {
+      for (size_t row = 0; row < 4; ++row) {
+        const bool forward = row < 2, merged = (row & 1) != 0;
+        const models::PassCost& cost = cost_of(stage, c, forward, merged);
+        double* const parts = table + (c * 4 + row) * kParts;
+        parts[0] = (cost.compute * compute_slow).value();
+        parts[1] = (cost.attention * compute_slow).value();
+        parts[2] = (cost.memory_bound * compute_slow).value();
+        parts[3] = (cost.tp_comm * slow).value();
+        parts[4] = (cost.cp_comm * slow).value();
+        parts[5] = (cost.ep_comm * slow).value();
+        parts[6] = (cost.host * slow).value();
+        parts[7] = (cost.dp_comm * slow).value();
+        parts[8] = cost.flops.value();
+        parts[9] = 0.0;
+      }
+    }
+    StageBreakdown& b = states_[u].breakdown;
+    double sums[kParts] = {b.compute.value(), b.attention.value(), b.memory_bound.value(), b.tp_comm.value(),
+                           b.cp_comm.value(),  b.ep_comm.value(),   b.host.value(),         b.grad_sync.value(),
+                           b.flops.value(),    0.0};
+    const models::ScheduledPass* const order = stage.order.data();
+    const size_t n = stage.order.size();
+    // The unit's pass durations, laid out as the table's rows (without merged costs the merged rows' durations
+    // are the others').
+    const Time* const durations = pass_time_.data() + u * chunks_ * 4;
+    int64_t busy = 0;
+    for (size_t j = 0; j < n; ++j) {
+      const bool forward = order[j].kind == PassKind::forward;
+      const bool merged = paired && (forward ? j + 1 < n && order[j + 1].kind == PassKind::backward
+                                             : j > 0 && order[j - 1].kind == PassKind::forward);
+      const size_t row = (static_cast<size_t>(order[j].chunk) * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0);
+      const double* const parts = table + row * kParts;
+      for (size_t f = 0; f < kParts; ++f) sums[f] += parts[f];  // lane by lane: each part's own sum, in order
+      busy += durations[row].ns();
+    }
+    busy_ns_[u] = busy;
+    b.compute = units::Seconds(sums[0]);
+    b.attention = units::Seconds(sums[1]);
+    b.memory_bound = units::Seconds(sums[2]);
+    b.tp_comm = units::Seconds(sums[3]);
+    b.cp_comm = units::Seconds(sums[4]);
+    b.ep_comm = units::Seconds(sums[5]);
+    b.host = units::Seconds(sums[6]);
+    b.grad_sync = units::Seconds(sums[7]);
+    b.flops = units::Flops(sums[8]);
+  }
+
   /// When a stage's tail ends its parts: the gradient reduction, the optimizer, the parameter all-gather.
   struct TailTimes {
     Time sync_end;
@@ -621,6 +713,7 @@ class Executor {
     const Time sync_start = ready;
     const TailTimes times = tail_times(u, ready, dp_stream_free_[k]);
     const Time sync_end = times.sync_end, optimizer_end = times.optimizer_end, end = times.end;
+    if (path_) book_passes(u);  // the passes' parts first: grad_sync's sum adds the tail after them
     s.breakdown.grad_sync += (sync_end - now).to_seconds() + (end - optimizer_end).to_seconds();
     s.breakdown.optimizer = (optimizer_end - sync_end).to_seconds();
     s.tail = TailRun{now.ns(), ready.ns(), sync_end.ns(), optimizer_end.ns(), end.ns()};
@@ -661,12 +754,22 @@ class Executor {
   /// [slot(virtual stage, replica) x microbatches + microbatch]: when the input is present (ns), kNever until then
   std::vector<int64_t> forward_arrival_;
   std::vector<int64_t> backward_arrival_;  ///< the same for the gradient
+  /// With a critical path: [entry] (forward), [entries + entry] (backward): the index in its sender's order of
+  /// the pass that sent that arrival (StepTimeline::sender)
+  std::unique_ptr<uint32_t[]> sender_;
+  std::vector<int64_t> busy_ns_;  ///< with a critical path: per unit, its passes' durations summed (book_passes)
   std::vector<TraceSpan> spans_;
   std::vector<std::vector<PassRun>> passes_;  ///< [unit][index in the stage's order]: how each pass ran
   std::vector<std::vector<Reduction>> reductions_;  ///< per stage
   std::vector<Time> total_sync_;                    ///< per stage, the sum of its reductions
+  /// Per stage, the order indices of its overlapped reductions' trigger passes, ascending (empty when its
+  /// reductions do not overlap backward): the only passes note_reduction_trigger acts on.
+  std::vector<std::vector<size_t>> triggers_;
+  std::vector<size_t> last_backward_;  ///< [stage x chunks + chunk]: index of the chunk's last backward in the order
+  std::vector<size_t> trigger_cursor_;  ///< per unit, its next entry of triggers_ (run_in_dependency_order)
   std::vector<Time> dp_stream_free_;                ///< per stage, when its data-parallel stream is free
   std::vector<Time> pass_time_;  ///< per (unit, chunk, direction): the pass's duration
+  std::vector<double> scaled_costs_;  ///< book_passes' table, reused across units
   Time p2p_forward_;
   Time p2p_backward_;
   // The fused reference run's state (reference_): its reductions, data-parallel streams and tails.

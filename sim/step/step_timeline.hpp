@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "models/parallelism/step_program.hpp"
@@ -16,7 +17,9 @@ struct PassRun {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   int64_t continue_ns = 0;  ///< when the stage's stream went on: end_ns, or its blocking send's arrival
-  bool merged = false;      ///< ran merged with its 1F1B neighbour (StageProgram::forward_paired)
+  /// ran merged with its 1F1B neighbour at the merged costs (StageProgram::forward_paired); without merged costs
+  /// the dependency-order run leaves it false (the costs are the same either way)
+  bool merged = false;
 };
 
 /// The tail of one unit: reduction, optimizer, parameter all-gather (ns from the step start).
@@ -38,6 +41,12 @@ struct StepTimeline {
   /// gradient arrived, ns
   std::vector<int64_t> forward_arrival;
   std::vector<int64_t> backward_arrival;
+  /// [entry] for forward_arrival's entries, [forward_arrival.size() + entry] for backward_arrival's: the index,
+  /// in its sender's order, of the pass that sent that input (the last virtual stage's forward for its own
+  /// backward). Set only where the input arrived (the rest uninitialised: no fill per step).
+  std::unique_ptr<uint32_t[]> sender;
+  /// [unit]: the sum of its passes' durations, ns (an integer sum: exact in any order)
+  std::vector<int64_t> busy_ns;
   std::vector<double> slowdown;          ///< per unit, on all of a pass (ExecutionFidelity)
   std::vector<double> compute_slowdown;  ///< per unit, on a pass's compute
 };

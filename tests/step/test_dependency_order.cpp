@@ -7,6 +7,7 @@
 // separate one bit for bit too.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -82,12 +83,73 @@ void expect_same_result(const sim::PipelineResult& events, const sim::PipelineRe
   EXPECT_TRUE(ordered.spans.empty());
 }
 
+/// The parts of a stage's breakdown that its passes book (all but pp_exposed, bubble, optimizer and grad_sync,
+/// which the tail adds to), summed here by their definition: pass by pass in the stage's order, each part of the
+/// pass's cost (merged with its 1F1B neighbour or not) at the replica's pace. The executor books them per unit
+/// after its passes, from a table of the products (book_passes): the same sums bit for bit. `result.stages[k]`
+/// is its slowest replica's, so it must equal one replica's sums.
+void expect_booked_in_order(const models::StepProgram& program, const sim::ExecutionFidelity& fidelity,
+                            const sim::PipelineResult& result) {
+  const auto replicas = static_cast<size_t>(fidelity.replicas);
+  for (size_t k = 0; k < program.stages.size(); ++k) {
+    const models::StageProgram& stage = program.stages[k];
+    const sim::StageBreakdown& got = result.stages[k];
+    bool matched = false;
+    for (size_t r = 0; r < replicas && !matched; ++r) {
+      const size_t u = k * replicas + r;
+      const double slow = fidelity.slowdown.empty() ? 1.0 : fidelity.slowdown[u];
+      const double compute_slow = (fidelity.compute_slowdown.empty() ? 1.0 : fidelity.compute_slowdown[u]) * slow;
+      sim::StageBreakdown want;
+      for (size_t j = 0; j < stage.order.size(); ++j) {
+        const models::ScheduledPass& pass = stage.order[j];
+        const bool forward = pass.kind == models::PassKind::forward;
+        const bool merged =
+            !stage.forward_paired.empty() &&
+            (forward ? j + 1 < stage.order.size() && stage.order[j + 1].kind == models::PassKind::backward
+                     : j > 0 && stage.order[j - 1].kind == models::PassKind::forward);
+        const auto c = static_cast<size_t>(pass.chunk);
+        const models::PassCost& cost = merged ? (forward ? stage.forward_paired[c] : stage.backward_paired[c])
+                                              : (forward ? stage.forward[c] : stage.backward[c]);
+        want.compute += cost.compute * compute_slow;
+        want.attention += cost.attention * compute_slow;
+        want.memory_bound += cost.memory_bound * compute_slow;
+        want.tp_comm += cost.tp_comm * slow;
+        want.cp_comm += cost.cp_comm * slow;
+        want.ep_comm += cost.ep_comm * slow;
+        want.host += cost.host * slow;
+        want.flops += cost.flops;
+      }
+      matched = want.compute.value() == got.compute.value() && want.attention.value() == got.attention.value() &&
+                want.memory_bound.value() == got.memory_bound.value() &&
+                want.tp_comm.value() == got.tp_comm.value() && want.cp_comm.value() == got.cp_comm.value() &&
+                want.ep_comm.value() == got.ep_comm.value() && want.host.value() == got.host.value() &&
+                want.flops.value() == got.flops.value();
+    }
+    EXPECT_TRUE(matched) << "stage " << k << ": its breakdown is no replica's passes summed in order";
+  }
+}
+
 void expect_same(const models::StepProgram& program, sim::ExecutionFidelity fidelity = {}) {
   fidelity.record_spans = true;
   const sim::PipelineResult events = sim::execute_pipeline(program, fidelity);
   fidelity.record_spans = false;
   const sim::PipelineResult ordered = sim::execute_pipeline(program, fidelity);
   expect_same_result(events, ordered);
+  expect_booked_in_order(program, fidelity, ordered);
+  // The critical path's home stage is the one with the most pass time (the last of those): summed here from the
+  // engine's pass spans (replica 0's, so one replica only), it is the stage both runs found.
+  if (fidelity.replicas == 1) {
+    std::vector<int64_t> busy(program.stages.size(), 0);
+    for (const sim::TraceSpan& span : events.spans) {
+      if (span.kind != sim::SpanKind::forward && span.kind != sim::SpanKind::backward) continue;
+      busy[static_cast<size_t>(span.stage)] += std::llround(span.end.value() * 1e9) - std::llround(span.start.value() * 1e9);
+    }
+    int64_t home = 0;
+    for (size_t k = 0; k < busy.size(); ++k) {
+      if (busy[k] >= busy[static_cast<size_t>(home)]) home = static_cast<int64_t>(k);
+    }
+    EXPECT_EQ(ordered.critical_path.home_stage, home);
+  }
   // pipeline_step_time (the variability quantiles) runs in dependency order too.
   EXPECT_EQ(sim::pipeline_step_time(program, fidelity).value(), events.step_time.value());
   // The free-transfer reference run, fused into the step's dependency pass and run separately.
@@ -95,16 +157,21 @@ void expect_same(const models::StepProgram& program, sim::ExecutionFidelity fide
             sim::free_transfer_step_time(program, fidelity, /*fused=*/false).value());
 }
 
-/// Uneven stages: stage k's passes cost (1 + k / 7) times more, its forwards carry tensor-parallel and host
-/// time, its backwards ZeRO-3 traffic; each stage reduces gradients and steps its optimizer.
+/// Uneven stages: stage k's passes cost (1 + k / 7) times more, its forwards carry attention and memory-bound
+/// kernels, tensor-, context-, expert-parallel and host time and FLOPs, its backwards ZeRO-3 traffic; each stage reduces gradients and steps its optimizer.
 models::StepProgram uneven(models::StepProgram program) {
   for (size_t k = 0; k < program.stages.size(); ++k) {
     models::StageProgram& s = program.stages[k];
     const double f = 1.0 + static_cast<double>(k) / 7.0;
     for (models::PassCost& c : s.forward) {
       c.compute = c.compute * f;
+      c.attention = c.compute * 0.31;
+      c.memory_bound = c.compute * 0.17;
       c.tp_comm = units::seconds(0.11e-3 * f);
+      c.cp_comm = units::seconds(0.029e-3);
+      c.ep_comm = units::seconds(0.051e-3 * f);
       c.host = units::seconds(0.013e-3);
+      c.flops = units::Flops(3.7e12 * f);
     }
     for (models::PassCost& c : s.backward) {
       c.compute = c.compute * f;
@@ -149,6 +216,12 @@ TEST(DependencyOrder, EqualsTheEventsOnInterleavedPipelines) {
             stage.chunk_grad_buckets.assign(static_cast<size_t>(v), 3);
           }
           program.overlap_compute_slowdown = 0.1;
+          expect_same(program);
+          // A chunk without a reduction: its last backward triggers nothing (the dependency loop visits only
+          // the triggers of reductions that take time; the events note every backward).
+          for (size_t k = 0; k < program.stages.size(); ++k) {
+            program.stages[k].chunk_grad_sync[k % static_cast<size_t>(v)] = units::seconds(0.0);
+          }
           expect_same(program);
         }
       }
