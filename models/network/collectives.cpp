@@ -524,6 +524,17 @@ LinkId find_root(std::vector<LinkId>& parent, LinkId l) {
 
 double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topology& topology,
                                   const LinkEfficiency& efficiency) {
+  const std::vector<double> per_round = phase_seconds_per_byte(schedule, topology, efficiency);
+  double total = 0.0;
+  for (size_t p = 0; p < schedule.phases.size(); ++p) {
+    if (schedule.phases[p].transfers.empty()) continue;
+    total += per_round[p] * static_cast<double>(schedule.phases[p].repeat);
+  }
+  return total;
+}
+
+std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, const Topology& topology,
+                                           const LinkEfficiency& efficiency) {
   // A phase's transfers fall into components that share no link (the groups of an expert-parallel all-to-all
   // on disjoint nodes and rails, the stage pairs of a pipeline send/recv). Components are independent max-min
   // problems, and the phase ends when its slowest component does. Components with the same structure (the
@@ -549,13 +560,14 @@ double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topo
       if (std::uncaught_exceptions() > exceptions) std::fill(local.begin(), local.end(), std::numeric_limits<LinkId>::max());
     }
   } restore{local};
-  double total = 0.0;
+  std::vector<double> per_round(schedule.phases.size(), 0.0);
   // Scratch reused by every phase (and component) of this call.
   std::vector<LinkId> component_of, roots;
   std::vector<size_t> offsets, fill, members;
   std::vector<uint64_t> structure;
   std::vector<LinkId> first_use;
-  for (const Phase& phase : schedule.phases) {
+  for (size_t phase_index = 0; phase_index < schedule.phases.size(); ++phase_index) {
+    const Phase& phase = schedule.phases[phase_index];
     if (phase.transfers.empty()) continue;
     for (const Transfer& t : phase.transfers) {
       for (LinkId l : t.path) parent[l] = l;
@@ -622,9 +634,9 @@ double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topo
       }
       phase_time = std::max(phase_time, it->second);
     }
-    total += phase_time * static_cast<double>(phase.repeat);
+    per_round[phase_index] = phase_time;
   }
-  return total;
+  return per_round;
 }
 
 }  // namespace clustersim::models
