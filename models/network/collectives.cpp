@@ -572,10 +572,18 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
     for (const Transfer& t : phase.transfers) {
       for (LinkId l : t.path) parent[l] = l;
     }
+    // Union each path's links with its first: the root of the first link is carried along the path (after a
+    // union it is the smaller root, as a fresh find would return) instead of being searched again per hop.
+    // The components, hence everything below, do not depend on which link ends up the root.
     for (const Transfer& t : phase.transfers) {
+      if (t.path.size() < 2) continue;
+      LinkId a = find_root(parent, t.path[0]);
       for (size_t h = 1; h < t.path.size(); ++h) {
-        const LinkId a = find_root(parent, t.path[0]), b = find_root(parent, t.path[h]);
-        if (a != b) parent[std::max(a, b)] = std::min(a, b);
+        const LinkId b = find_root(parent, t.path[h]);
+        if (a != b) {
+          parent[std::max(a, b)] = std::min(a, b);
+          a = std::min(a, b);
+        }
       }
     }
     // Components in order of their first transfer; their members in transfer order: component_of[k] per
