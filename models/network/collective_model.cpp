@@ -128,8 +128,59 @@ std::optional<CommPattern> node_local_representative(const CommPattern& pattern,
 
 }  // namespace
 
+CollectiveModel::Solved CollectiveModel::summarise(const PhaseSummary* phases, size_t count) const {
+  const CollectiveConstants& k = constants_;
+  Solved s;
+  double total = 0.0;  // bandwidth_seconds_per_byte's sum, term by term
+  for (size_t p = 0; p < count; ++p) {
+    const PhaseSummary& phase = phases[p];
+    if (phase.has_transfers) total += phase.round_seconds_per_byte * static_cast<double>(phase.repeat);
+  }
+  s.seconds_per_byte = total;
+  for (size_t p = 0; p < count; ++p) {
+    const PhaseSummary& phase = phases[p];
+    const double steps = static_cast<double>(phase.intra_steps + phase.inter_steps);
+    const double zone = steps * phase.zone_latency;
+    s.latency_intra += static_cast<double>(phase.intra_steps) * k.intra_step_simple.value();
+    s.latency_inter += static_cast<double>(phase.inter_steps) * k.network_step_simple.value() + zone;
+    s.inter_node = s.inter_node || phase.inter_steps > 0;
+    s.latency_ll += static_cast<double>(phase.intra_steps) * k.intra_step_ll.value() +
+                    static_cast<double>(phase.inter_steps) * k.network_step_ll.value() + zone;
+    s.crosses_zones = s.crosses_zones || phase.zone_latency > 0.0;
+  }
+  return s;
+}
+
 std::optional<CollectiveModel::Solved> CollectiveModel::solve(CollectiveOp op, CollectiveAlgorithm algorithm,
                                                               const CommPattern& pattern) const {
+  // Ring all-reduce and reduce-scatter from the ring all-gather of the same pattern (one schedule built and
+  // solved for the three; a data-parallel pattern of a layout search meets all three). Exact: build_schedule
+  // gives the three ops one phase with the same transfers (ring_phase with 1/n of S per step and the wrap, for
+  // the same groups, hence the same routes and max-min solution: the same round time), and differs only in
+  // the counts: the all-gather's repeat n - 1, inter-node steps m - 1 (m nodes spanned by the first group; 0
+  // on one node) and intra-node steps the rest; the reduce-scatter's the same; the all-reduce's 2(n - 1),
+  // 2(m - 1) (0 on one node) and the rest, i.e. exactly twice each. summarise() then performs the same
+  // operations on the same values as pricing the op's own schedule (bandwidth_seconds_per_byte's sum is
+  // round time x repeat per phase; the efficiencies depend on the algorithm only; the representative pattern
+  // depends on the op only for send_recv). Zone latency comes from the transfers, also the same.
+  // tests/network/test_ring_family.cpp compares the derived timings with each op's own schedule.
+  if (algorithm == CollectiveAlgorithm::ring &&
+      (op == CollectiveOp::all_reduce || op == CollectiveOp::reduce_scatter)) {
+    const std::optional<Solved> gather = solve(CollectiveOp::all_gather, CollectiveAlgorithm::ring, pattern);
+    if (gather && gather->has_ring_phase) {
+      PhaseSummary phase = gather->ring_phase;
+      if (op == CollectiveOp::all_reduce) {
+        phase.repeat *= 2;
+        phase.intra_steps *= 2;
+        phase.inter_steps *= 2;
+      }
+      Solved derived = summarise(&phase, 1);
+      derived.has_ring_phase = true;
+      derived.ring_phase = phase;
+      return derived;
+    }
+    // No ring phase (never for groups of two or more, the only ones time() solves): the op's own schedule.
+  }
   const auto key = std::tuple{static_cast<int>(op), static_cast<int>(algorithm), pattern.hash()};
   // One solve per key across threads: the first caller inserts a future and solves; later callers (another
   // thread of a sweep reaching the same layout) wait on it instead of solving again.
@@ -191,17 +242,17 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(Collectiv
     eff.infiniband = k.infiniband_efficiency;
     eff.ethernet = k.ethernet_efficiency;
     eff.inter_zone = k.ethernet_efficiency;
-    Solved s;
-    s.seconds_per_byte = bandwidth_seconds_per_byte(*schedule, topology_, eff);
-    for (const Phase& phase : schedule->phases) {
-      const double steps = static_cast<double>(phase.intra_steps + phase.inter_steps);
-      const double zone = steps * phase.zone_latency.value();
-      s.latency_intra += static_cast<double>(phase.intra_steps) * k.intra_step_simple.value();
-      s.latency_inter += static_cast<double>(phase.inter_steps) * k.network_step_simple.value() + zone;
-      s.inter_node = s.inter_node || phase.inter_steps > 0;
-      s.latency_ll += static_cast<double>(phase.intra_steps) * k.intra_step_ll.value() +
-                      static_cast<double>(phase.inter_steps) * k.network_step_ll.value() + zone;
-      s.crosses_zones = s.crosses_zones || phase.zone_latency.value() > 0.0;
+    const std::vector<double> rounds = phase_seconds_per_byte(*schedule, topology_, eff);
+    std::vector<PhaseSummary> phases(schedule->phases.size());
+    for (size_t p = 0; p < phases.size(); ++p) {
+      const Phase& phase = schedule->phases[p];
+      phases[p] = PhaseSummary{rounds[p], !phase.transfers.empty(), phase.repeat, phase.intra_steps,
+                               phase.inter_steps, phase.zone_latency.value()};
+    }
+    Solved s = summarise(phases.data(), phases.size());
+    if (algorithm == CollectiveAlgorithm::ring && phases.size() == 1) {
+      s.has_ring_phase = true;
+      s.ring_phase = phases.front();
     }
     result = s;
   }

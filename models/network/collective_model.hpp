@@ -98,6 +98,16 @@ class CollectiveModel final : public CommunicationModel {
   [[nodiscard]] const CollectiveConstants& constants() const { return constants_; }
 
  private:
+  /// What the timing needs of one phase of a schedule: its round time from the max-min solve
+  /// (phase_seconds_per_byte), whether it has transfers, its repeat, step counts and zone latency.
+  struct PhaseSummary {
+    double round_seconds_per_byte = 0.0;
+    bool has_transfers = false;
+    int64_t repeat = 1;
+    int64_t intra_steps = 0;
+    int64_t inter_steps = 0;
+    double zone_latency = 0.0;  ///< s
+  };
   struct Solved {
     double seconds_per_byte = 0.0;
     double latency_intra = 0.0;   ///< Simple: step latencies inside nodes (pipeline fill), s
@@ -105,8 +115,16 @@ class CollectiveModel final : public CommunicationModel {
     double latency_ll = 0.0;      ///< LL: all step latencies, s
     bool inter_node = false;      ///< some phase has steps across nodes
     bool crosses_zones = false;
+    /// A ring schedule's one phase (has_ring_phase): the ring all-gather's, from which solve() prices the ring
+    /// all-reduce and reduce-scatter of the same pattern without building their schedules again.
+    bool has_ring_phase = false;
+    PhaseSummary ring_phase;
   };
-  /// nullopt when the algorithm does not apply. Memoised.
+  /// The timing terms of a schedule summarised by `phases` (in phase order), with this model's constants.
+  /// The same floating-point operations in the same order as pricing the schedule itself.
+  Solved summarise(const PhaseSummary* phases, size_t count) const;
+  /// nullopt when the algorithm does not apply. Memoised. A ring all-reduce or reduce-scatter is derived from
+  /// the ring all-gather of the same pattern (see solve() in the .cpp for why that is exact).
   std::optional<Solved> solve(CollectiveOp op, CollectiveAlgorithm algorithm, const CommPattern& pattern) const;
   std::optional<Solved> solve_uncached(CollectiveOp op, CollectiveAlgorithm algorithm, const CommPattern& pattern) const;
 

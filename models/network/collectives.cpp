@@ -524,6 +524,17 @@ LinkId find_root(std::vector<LinkId>& parent, LinkId l) {
 
 double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topology& topology,
                                   const LinkEfficiency& efficiency) {
+  const std::vector<double> per_round = phase_seconds_per_byte(schedule, topology, efficiency);
+  double total = 0.0;
+  for (size_t p = 0; p < schedule.phases.size(); ++p) {
+    if (schedule.phases[p].transfers.empty()) continue;
+    total += per_round[p] * static_cast<double>(schedule.phases[p].repeat);
+  }
+  return total;
+}
+
+std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, const Topology& topology,
+                                           const LinkEfficiency& efficiency) {
   // A phase's transfers fall into components that share no link (the groups of an expert-parallel all-to-all
   // on disjoint nodes and rails, the stage pairs of a pipeline send/recv). Components are independent max-min
   // problems, and the phase ends when its slowest component does. Components with the same structure (the
@@ -549,21 +560,30 @@ double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topo
       if (std::uncaught_exceptions() > exceptions) std::fill(local.begin(), local.end(), std::numeric_limits<LinkId>::max());
     }
   } restore{local};
-  double total = 0.0;
+  std::vector<double> per_round(schedule.phases.size(), 0.0);
   // Scratch reused by every phase (and component) of this call.
   std::vector<LinkId> component_of, roots;
   std::vector<size_t> offsets, fill, members;
   std::vector<uint64_t> structure;
   std::vector<LinkId> first_use;
-  for (const Phase& phase : schedule.phases) {
+  for (size_t phase_index = 0; phase_index < schedule.phases.size(); ++phase_index) {
+    const Phase& phase = schedule.phases[phase_index];
     if (phase.transfers.empty()) continue;
     for (const Transfer& t : phase.transfers) {
       for (LinkId l : t.path) parent[l] = l;
     }
+    // Union each path's links with its first: the root of the first link is carried along the path (after a
+    // union it is the smaller root, as a fresh find would return) instead of being searched again per hop.
+    // The components, hence everything below, do not depend on which link ends up the root.
     for (const Transfer& t : phase.transfers) {
+      if (t.path.size() < 2) continue;
+      LinkId a = find_root(parent, t.path[0]);
       for (size_t h = 1; h < t.path.size(); ++h) {
-        const LinkId a = find_root(parent, t.path[0]), b = find_root(parent, t.path[h]);
-        if (a != b) parent[std::max(a, b)] = std::min(a, b);
+        const LinkId b = find_root(parent, t.path[h]);
+        if (a != b) {
+          parent[std::max(a, b)] = std::min(a, b);
+          a = std::min(a, b);
+        }
       }
     }
     // Components in order of their first transfer; their members in transfer order: component_of[k] per
@@ -622,9 +642,9 @@ double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topo
       }
       phase_time = std::max(phase_time, it->second);
     }
-    total += phase_time * static_cast<double>(phase.repeat);
+    per_round[phase_index] = phase_time;
   }
-  return total;
+  return per_round;
 }
 
 }  // namespace clustersim::models

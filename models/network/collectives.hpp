@@ -153,4 +153,12 @@ struct LinkEfficiency {
 double bandwidth_seconds_per_byte(const CollectiveSchedule& schedule, const Topology& topology,
                                   const LinkEfficiency& efficiency);
 
+/// The same solve per phase: element i is phase i's seconds per byte of payload S for one of its `repeat`
+/// rounds (its slowest max-min component; 0 for a phase without transfers). bandwidth_seconds_per_byte is
+/// exactly `total = 0.0; for each phase with transfers: total += result[i] * repeat`, in phase order, so a
+/// caller that knows one phase's round time can price other repeat counts of the same transfers to the bit
+/// (CollectiveModel prices a ring all-reduce and reduce-scatter from the ring all-gather's one round).
+std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, const Topology& topology,
+                                           const LinkEfficiency& efficiency);
+
 }  // namespace clustersim::models
