@@ -444,7 +444,7 @@ void Loader::check_param(const ParamSpec& p, const ScenarioKind* kind) {
 
 namespace {
 
-/// `d`'s value parsed as set_from_literal parses it (the TOML "v = " + value), once per process: a sweep loads
+/// `d`'s value parsed as a TOML literal (the document "v = " + value), once per process: a sweep loads
 /// the scenario once per candidate layout, and each load sets the profile's defaults (the same parse of the same
 /// text, so the same node). The tables are never changed nor erased once inserted (std::map nodes do not move),
 /// so the reference stays valid and is only read, outside the lock.
@@ -466,7 +466,7 @@ bool Loader::set_framework_default(const ParamSpec& p) {
   if (f == nullptr) return false;
   const auto* d = detail::find_framework_default(f->as_string()->get(), p.key);
   if (d == nullptr) return false;
-  // set_from_literal(p.key, d->value), its parse made once.
+  // The profile's TOML literal for the key, its parse made once.
   parsed_framework_default(*d)["v"].node()->visit([&](const auto& v) { set_node(std::string(p.key), v); });
   return true;
 }
@@ -482,12 +482,6 @@ void Loader::set_default(const ParamSpec& p) {
     return m;
   }();
   defaults.find(p.key)->second["v"].node()->visit([&](const auto& v) { set_node(std::string(p.key), v); });
-}
-
-/// Sets `dotted` to the TOML literal `literal` (a framework profile's default).
-void Loader::set_from_literal(const std::string& dotted, std::string_view literal) {
-  const toml::table parsed = toml::parse("v = " + std::string(literal));
-  parsed["v"].node()->visit([&](const auto& v) { set_node(dotted, v); });
 }
 
 // string_view keys: the rules ask with literals, and a std::string of a literal past 15 characters allocates.

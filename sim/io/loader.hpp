@@ -137,7 +137,6 @@ class Loader {
   void check_param(const ParamSpec& p, const ScenarioKind* kind);
   bool set_framework_default(const ParamSpec& p);
   void set_default(const ParamSpec& p);
-  void set_from_literal(const std::string& dotted, std::string_view literal);
   std::string suggestion_for_override(const std::string& key) const;
 
   std::filesystem::path path_;
