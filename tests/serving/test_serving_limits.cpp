@@ -40,8 +40,10 @@ ServingSetup h100_7b_setup() {
   return setup;
 }
 
+/// A trace file in the temporary directory, its name carrying this process's id (test runs side by side on
+/// one machine, e.g. two checkouts' ctest, must not write or remove each other's files).
 fs::path write_trace(const std::string& name, const std::string& rows) {
-  const fs::path p = fs::temp_directory_path() / ("clustersim-limits-" + name);
+  const fs::path p = fs::temp_directory_path() / ("clustersim-limits-" + std::to_string(::getpid()) + "-" + name);
   std::ofstream(p) << "TIMESTAMP,ContextTokens,GeneratedTokens\n" << rows;
   return p;
 }
@@ -169,7 +171,7 @@ TEST(TraceLimits, OutputTokensOverTheBudgetAreRefusedAtTheRowThatCrossesIt) {
 
 TEST(TraceLimits, RowsOverTheBudgetAreRefusedAsTheyAreRead) {
   // Issue 26, defect 8: a 1.2e7-row trace took 4.4 GB. Refused at row 2,000,001 (line 2,000,002).
-  const fs::path p = fs::temp_directory_path() / "clustersim-limits-rows.csv";
+  const fs::path p = fs::temp_directory_path() / ("clustersim-limits-rows-" + std::to_string(::getpid()) + ".csv");
   {
     std::ofstream out(p);
     out << "TIMESTAMP,ContextTokens,GeneratedTokens\n";
@@ -193,7 +195,7 @@ TEST(TraceLimits, AFifoIsRefusedUnopened) {
 
 TEST(TraceMessages, AFileThatIsNoTraceIsNotEchoedAndImpossibleDatesAreRefused) {
   // Issue 26, defect 18: the first line of any file (/etc/passwd) was echoed.
-  const fs::path passwd = fs::temp_directory_path() / "clustersim-limits-passwd";
+  const fs::path passwd = fs::temp_directory_path() / ("clustersim-limits-passwd-" + std::to_string(::getpid()));
   std::ofstream(passwd) << "root:x:0:0:root:/root:/bin/bash\n";
   const std::string e = trace_error(passwd);
   EXPECT_NE(e.find(":1: expected the header TIMESTAMP,ContextTokens,GeneratedTokens"), std::string::npos) << e;
