@@ -42,8 +42,18 @@ ServingSetup h100_7b_setup() {
 
 /// A trace file in the temporary directory, its name carrying this process's id (test runs side by side on
 /// one machine, e.g. two checkouts' ctest, must not write or remove each other's files).
+/// Removed when the test process exits (each test runs in its own process under ctest).
 fs::path write_trace(const std::string& name, const std::string& rows) {
+  struct Written {
+    std::vector<fs::path> paths;
+    ~Written() {
+      std::error_code ignored;
+      for (const fs::path& p : paths) fs::remove(p, ignored);
+    }
+  };
+  static Written written;
   const fs::path p = fs::temp_directory_path() / ("clustersim-limits-" + std::to_string(::getpid()) + "-" + name);
+  written.paths.push_back(p);
   std::ofstream(p) << "TIMESTAMP,ContextTokens,GeneratedTokens\n" << rows;
   return p;
 }
@@ -198,6 +208,7 @@ TEST(TraceMessages, AFileThatIsNoTraceIsNotEchoedAndImpossibleDatesAreRefused) {
   const fs::path passwd = fs::temp_directory_path() / ("clustersim-limits-passwd-" + std::to_string(::getpid()));
   std::ofstream(passwd) << "root:x:0:0:root:/root:/bin/bash\n";
   const std::string e = trace_error(passwd);
+  fs::remove(passwd);
   EXPECT_NE(e.find(":1: expected the header TIMESTAMP,ContextTokens,GeneratedTokens"), std::string::npos) << e;
   EXPECT_EQ(e.find("root"), std::string::npos) << e;
   // A malformed row is not echoed either: only its offending field, at most 32 characters of it.
