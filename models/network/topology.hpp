@@ -72,19 +72,20 @@
 // the Azure availability-zones overview). The per-node limit itself is the node's Ethernet link to the gateway.
 //
 // ## Routing
-// route() returns a fewest-hops path from one GPU to another. GPUs are endpoints only, never transit; a
-// route between two GPUs of one node uses only the intra-node fabric (never NICs); a route between zones uses
-// the gateways, one within a zone never does. Deterministic ECMP: among next hops that keep the path shortest,
-// in increasing link id order, the first decision with count > 1 candidates takes flow_hash % count, and each
-// later one takes the next digit of flow_hash read as a mixed-radix number (h = flow_hash / count_1 at the
-// second, ...), so sequential hashes cover every combination and decisions are not polarised. A decision
-// with one candidate consumes nothing. Cost: hop-count distances between the network
-// switches are computed, on the first route that needs them, from each NIC-facing switch and gateway to every
-// network vertex (16-bit entries: up to 512 leaves x 544 switches for 2,048 H100 nodes on a two-tier fat tree; no
-// all-pairs table over GPUs); a route then costs a small search over the two end nodes plus, at each switch, a
-// scan of its switch neighbours (or, when only the destination's own switches can be next, a look-up of the
-// links to them). On one zone's fat tree or single switch a route is computed for the translate of its pair by
-// a whole number of periods (models/network/pattern_symmetry.hpp: the shift keeps every ECMP digit) and moved
+// route() returns a fewest-hops path from one GPU to another. GPUs are endpoints only, never transit; a route
+// between two GPUs of one node uses only the intra-node fabric (never NICs); a route between zones uses the
+// gateways, one within a zone never does. Deterministic ECMP: among next hops that keep the path shortest, in
+// increasing link id order, the first decision with count > 1 candidates takes flow_hash % count, and each later one
+// takes the next digit of flow_hash read as a mixed-radix number (h = flow_hash / count_1 at the second, ...), so
+// sequential hashes cover every combination and decisions are not polarised. A decision with one candidate consumes
+// nothing. Cost: hop-count distances between the network switches are computed, on the first route that needs them,
+// from each NIC-facing switch and gateway to every network vertex (16-bit entries: up to 512 leaves x 544 switches
+// for 2,048 H100 nodes on a two-tier fat tree; no all-pairs table over GPUs; a switch with the previous row's
+// switch's neighbours copies that row with the two entries swapped, models/network/route_rows.hpp); a route then
+// costs the two end nodes in closed form from the node template's exits (models/network/route_exits.hpp) plus, at
+// each switch, a scan of its switch neighbours (or, when only the destination's own switches can be next, a look-up
+// of the links to them). On one zone's fat tree or single switch a route is computed for the translate of its pair
+// by a whole number of periods (models/network/pattern_symmetry.hpp: the shift keeps every ECMP digit) and moved
 // back link by link, so a ring over thousands of nodes computes the routes of a few.
 //
 // ## Latencies (per directed link; the latency of a switch is charged to the link entering it)
