@@ -341,6 +341,10 @@ std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
 
   std::vector<const Knobs*> fitting;
   std::vector<KeptPoint> cheapest;
+  // step_setup_of copies the model, training, parallelism and schedule and reads the cluster: a trial's setup is
+  // `base`'s with the three knobs set, so it is made once and the scenario copied only for a kept setting.
+  const models::StepSetup base_setup = step_setup_of(*base, catalog);
+  const models::DeviceSpec& device = catalog.device(catalog.vm_size(base->cluster.vm_size).device);
   for (const Knobs& k : settings) {
     if (k.zero_stage > 0 && p.data == 1) continue;
     if (p.tensor == 1 && k.sequence_parallel != sp_without_tensor) continue;
@@ -353,13 +357,12 @@ std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
         models::expert_layout_problem(trial_parallelism, base->model)) {
       continue;
     }
-    Scenario trial = *base;
-    trial.parallelism.zero_stage = k.zero_stage;
-    trial.training.activation_recompute = k.recompute;
-    trial.parallelism.sequence_parallel = k.sequence_parallel;
     // memory_of(trial, catalog).fits, without the verdict's text (the screening reads only the bool).
-    const models::DeviceSpec& device = catalog.device(catalog.vm_size(trial.cluster.vm_size).device);
-    if (!models::memory_fits(step_setup_of(trial, catalog), device)) continue;
+    models::StepSetup trial_setup = base_setup;
+    trial_setup.parallelism.zero_stage = k.zero_stage;
+    trial_setup.training.activation_recompute = k.recompute;
+    trial_setup.parallelism.sequence_parallel = k.sequence_parallel;
+    if (!models::memory_fits(trial_setup, device)) continue;
     std::vector<SweptValue> values = with(k);
     std::shared_ptr<const Scenario> loaded;
     if (!(own && k.same_setting(*own))) {
@@ -367,6 +370,10 @@ std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
         // `base` was loaded with the layout's values only (`own` is set): a load with the setting's keys as
         // well gives `trial` (the knobs set; no other field of a load reads them), recording the keys' --set
         // options after the layout's; their tables exist before them, so no key's location moves.
+        Scenario trial = *base;
+        trial.parallelism.zero_stage = k.zero_stage;
+        trial.training.activation_recompute = k.recompute;
+        trial.parallelism.sequence_parallel = k.sequence_parallel;
         for (size_t i = layout.size(); i < values.size(); ++i) trial.overrides.push_back(values[i].override_text());
         loaded = std::make_shared<const Scenario>(std::move(trial));
       } else {
