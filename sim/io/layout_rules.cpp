@@ -3,6 +3,7 @@
 // derived values; tests/scenario/test_layout_rules.cpp holds the verdicts and scenarios against loading.
 #include "sim/io/layout_rules.hpp"
 
+#include <array>
 #include <string>
 
 #include "models/parallelism/layout.hpp"
@@ -13,16 +14,37 @@ namespace clustersim::sim {
 
 namespace {
 
-/// The member of ParallelismConfig that layout key `key` sets; nullptr for training.micro_batch_size and others.
-int64_t models::ParallelismConfig::*parallelism_field(std::string_view key) {
+/// A layout key: its name, the member of ParallelismConfig it sets (nullptr: training.micro_batch_size), and its
+/// entry in the key table (its range).
+struct LayoutKey {
+  std::string_view key;
+  int64_t models::ParallelismConfig::*field = nullptr;
+  const detail::ParamSpec* spec = nullptr;
+};
+
+/// The layout keys, their key-table entries looked up once (find_param walks the table).
+const std::array<LayoutKey, 8>& layout_keys() {
   using P = models::ParallelismConfig;
-  if (key == "parallelism.tensor") return &P::tensor;
-  if (key == "parallelism.context") return &P::context;
-  if (key == "parallelism.pipeline") return &P::pipeline;
-  if (key == "parallelism.data") return &P::data;
-  if (key == "parallelism.expert") return &P::expert;
-  if (key == "parallelism.expert_tensor") return &P::expert_tensor;
-  if (key == "parallelism.virtual_stages") return &P::virtual_stages;
+  static const std::array<LayoutKey, 8> keys = [] {
+    std::array<LayoutKey, 8> k{{{"parallelism.tensor", &P::tensor},
+                                {"parallelism.context", &P::context},
+                                {"parallelism.pipeline", &P::pipeline},
+                                {"parallelism.data", &P::data},
+                                {"parallelism.expert", &P::expert},
+                                {"parallelism.expert_tensor", &P::expert_tensor},
+                                {"parallelism.virtual_stages", &P::virtual_stages},
+                                {"training.micro_batch_size", nullptr}}};
+    for (LayoutKey& e : k) e.spec = detail::find_param(e.key);
+    return k;
+  }();
+  return keys;
+}
+
+/// The layout key named `key`, nullptr for another key.
+const LayoutKey* layout_key(std::string_view key) {
+  for (const LayoutKey& k : layout_keys()) {
+    if (k.key == key) return &k;
+  }
   return nullptr;
 }
 
@@ -62,13 +84,11 @@ LayoutVerdict derive_layout(const Scenario& base, std::span<const LayoutSetting>
   int64_t micro_batch = base.training.micro_batch_size;
   bool data_given = false;
   for (const LayoutSetting& s : settings) {
-    const detail::ParamSpec* spec = detail::find_param(s.key);
-    const auto field = parallelism_field(s.key);
-    const bool micro = s.key == "training.micro_batch_size";
-    if (spec == nullptr || (field == nullptr && !micro)) return LayoutVerdict::load_to_know;
-    if (s.value < spec->min_int || s.value > spec->max_int) return LayoutVerdict::refused;  // check_param's range
-    (micro ? micro_batch : p.*field) = s.value;
-    data_given = data_given || s.key == "parallelism.data";
+    const LayoutKey* k = layout_key(s.key);
+    if (k == nullptr || k->spec == nullptr) return LayoutVerdict::load_to_know;
+    if (s.value < k->spec->min_int || s.value > k->spec->max_int) return LayoutVerdict::refused;  // check_param
+    (k->field == nullptr ? micro_batch : p.*(k->field)) = s.value;
+    data_given = data_given || k->field == &models::ParallelismConfig::data;
   }
   if (!data_given) return LayoutVerdict::load_to_know;  // the loader derives data (check_gpu_count)
   // check_tp_comm_overlap: `base` with tensor > 1 shows the value was not explicit (it passed); with tensor 1,
