@@ -426,11 +426,12 @@ MemoryReport estimate(const StepSetup& setup, const DeviceSpec& device, Want wan
   for (int64_t i = 0; i < p; ++i) {
     StageMemory& s = report.stages[static_cast<size_t>(i)];
     const double stage_layers = stage_layers_of(i);
-    const double chunk_layer_bytes = stage_layer_bytes(i) / d(v);  // a chunk's share, on average
+    const double layer_bytes = stage_layer_bytes(i);  // a pure function of the stage: computed once
+    const double chunk_layer_bytes = layer_bytes / d(v);  // a chunk's share, on average
     s.layer_parameters = stage_layers * layer_params / t;
     s.parameters = 0.0;
     for (int64_t c = 0; c < v; ++c) s.parameters += params_of_chunk[static_cast<size_t>(c * p + i)];
-    double per_microbatch = stage_layer_bytes(i);
+    double per_microbatch = layer_bytes;
     if (i == 0) per_microbatch += extras.embedding;
     if (i == p - 1) {
       per_microbatch += extras.output;
