@@ -321,8 +321,16 @@ units::Bytes moe_layer_activation_bytes(const ModelConfig& m, const TrainingConf
 
 namespace {
 
-/// estimate_memory, with the verdict's text only when `with_verdict` (every other field the same either way).
-MemoryReport estimate(const StepSetup& setup, const DeviceSpec& device, bool with_verdict) {
+/// What estimate computes: the report with its verdict's text (estimate_memory), or only `fits` (memory_fits).
+enum class Want { report, fits };
+
+/// estimate_memory, with the verdict's text only for Want::report. For Want::fits only the returned `fits` is
+/// meaningful: the stage loop stops at the first stage whose total exceeds the capacity (then the peak does,
+/// so fits is false), before its walk when the stage's total without activations already exceeds it (the
+/// activations are >= 0 and IEEE addition is monotone, so the total, summed in total()'s order, exceeds it too).
+/// Stage 0 is always walked first: stage_order throws for a stage iff it throws for every stage (its checks do
+/// not read the stage), so memory_fits throws exactly when estimate_memory does.
+MemoryReport estimate(const StepSetup& setup, const DeviceSpec& device, Want want) {
   check_setup(setup);
   if (!(device.memory_capacity.value() > 0.0)) fail("device '" + device.name + "' has no memory capacity");
   const ModelConfig& m = setup.model;
@@ -418,11 +426,12 @@ MemoryReport estimate(const StepSetup& setup, const DeviceSpec& device, bool wit
   for (int64_t i = 0; i < p; ++i) {
     StageMemory& s = report.stages[static_cast<size_t>(i)];
     const double stage_layers = stage_layers_of(i);
-    const double chunk_layer_bytes = stage_layer_bytes(i) / d(v);  // a chunk's share, on average
+    const double layer_bytes = stage_layer_bytes(i);  // a pure function of the stage: computed once
+    const double chunk_layer_bytes = layer_bytes / d(v);  // a chunk's share, on average
     s.layer_parameters = stage_layers * layer_params / t;
     s.parameters = 0.0;
     for (int64_t c = 0; c < v; ++c) s.parameters += params_of_chunk[static_cast<size_t>(c * p + i)];
-    double per_microbatch = stage_layer_bytes(i);
+    double per_microbatch = layer_bytes;
     if (i == 0) per_microbatch += extras.embedding;
     if (i == p - 1) {
       per_microbatch += extras.output;
@@ -445,12 +454,14 @@ MemoryReport estimate(const StepSetup& setup, const DeviceSpec& device, bool wit
       s.parameters += experts;
     }
     s.activation_per_microbatch = units::Bytes(per_microbatch);
+    s.transient = units::Bytes(transient);
+    s.framework_reserve = kFrameworkReserve;
+    if (want == Want::fits && i > 0 && s.total() > report.capacity) return report;  // activations still 0
     const InFlight peak = cached_walk_order(setup, i, mb, chunk_layer_bytes, extras);
     s.activations = units::Bytes(peak.bytes);
     s.microbatches_in_flight = peak.microbatches;
     s.microbatch_equivalents = peak.equivalents;
-    s.transient = units::Bytes(transient);
-    s.framework_reserve = kFrameworkReserve;
+    if (want == Want::fits && s.total() > report.capacity) return report;  // fits stays false
   }
   for (int64_t i = 0; i < p; ++i) {
     if (report.stages[static_cast<size_t>(i)].total() > report.stages[static_cast<size_t>(report.peak_stage)].total()) {
@@ -459,17 +470,17 @@ MemoryReport estimate(const StepSetup& setup, const DeviceSpec& device, bool wit
   }
   report.peak = report.stages[static_cast<size_t>(report.peak_stage)].total();
   report.fits = report.peak <= report.capacity;
-  if (with_verdict) report.verdict = verdict_of(report, device);
+  if (want == Want::report) report.verdict = verdict_of(report, device);
   return report;
 }
 
 }  // namespace
 
 MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device) {
-  return estimate(setup, device, true);
+  return estimate(setup, device, Want::report);
 }
 
-bool memory_fits(const StepSetup& setup, const DeviceSpec& device) { return estimate(setup, device, false).fits; }
+bool memory_fits(const StepSetup& setup, const DeviceSpec& device) { return estimate(setup, device, Want::fits).fits; }
 
 void clear_memory_walk_cache() {
   WalkCache& cache = walk_cache();

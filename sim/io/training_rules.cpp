@@ -205,7 +205,6 @@ void check_training_on_cluster(Loader& l, const ClusterShape& cluster, const mod
 }
 
 void check_step_size(Loader& l, const models::VmSize& vm, const models::Catalog& catalog, int64_t gpus) {
-  constexpr double kMaxPipelinePasses = 1048576.0;            // 2^20: about 0.6 GB and seconds
   constexpr double kMaxStepAtPeakSeconds = 365.25 * 86400.0;  // one year
   const int64_t b = l.get_int("training.global_batch_size");
   const int64_t mb = l.get_int("training.micro_batch_size");

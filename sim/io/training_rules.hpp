@@ -16,6 +16,10 @@ namespace clustersim::sim::detail {
 class Loader;
 struct ClusterShape;
 
+/// The most passes one pipeline's step may hold (microbatches x pipeline x virtual_stages; check_step_size):
+/// 2^20, about 0.6 GB and seconds of simulation. derive_layout (layout_rules.cpp) checks the same bound.
+inline constexpr double kMaxPipelinePasses = 1048576.0;
+
 /// [parallelism] as its keys give it so far (data 1 until check_training_on_cluster derives it): the layout
 /// rules' input and, complete, the scenario's.
 models::ParallelismConfig layout_keys(const Loader& l);

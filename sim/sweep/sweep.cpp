@@ -22,6 +22,7 @@
 #include "models/parallelism/layout.hpp"
 #include "models/splitmix64.hpp"
 #include "sim/input_file.hpp"
+#include "sim/io/layout_rules.hpp"
 #include "sim/io/scenario.hpp"
 #include "sim/io/scenario_params.hpp"
 #include "sim/io/toml_limits.hpp"
@@ -278,7 +279,9 @@ bool knob_rules_may_reject(const Scenario& base, const Knobs& k) {
 /// screening applies each setting to the layout's loaded scenario and asks the memory model; a kept setting's
 /// scenario is that one with the knobs set (what loading it gives, see knob_rules_may_reject), or, where the
 /// loader's rules might reject it or the layout's scenario was loaded with a setting, loaded like any point (a
-/// setting the loader rejects is not kept). Every point sets the three knob keys.
+/// setting the loader rejects is not kept). Every point sets the three knob keys. The layout's scenario is
+/// derived from `root` (the scenario with `overrides` alone, loaded; nullptr when it does not load) by
+/// derive_layout, which gives what loading the layout gives or says it refuses it; loaded where it cannot tell.
 /// One point the search keeps: its layout and setting values, and the scenario the screening loaded for it
 /// (for the scenario's own setting, the layout's scenario with the knob keys' --set options added: what a
 /// load with those keys gives).
@@ -288,11 +291,9 @@ struct KeptPoint {
 };
 
 std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
-                                                        const std::vector<std::string>& overrides,
-                                                        const std::vector<SweptValue>& layout,
-                                                        const models::ParallelismConfig& p,
-                                                        const std::vector<Knobs>& settings,
-                                                        const models::Catalog& catalog) {
+                                          const std::vector<std::string>& overrides, const Scenario* root,
+                                          const std::vector<SweptValue>& layout, const models::ParallelismConfig& p,
+                                          const std::vector<Knobs>& settings, const models::Catalog& catalog) {
   const auto with = [&layout](const Knobs& k) {
     std::vector<SweptValue> values = layout;
     for (SweptValue& v : k.values()) values.push_back(std::move(v));
@@ -307,8 +308,27 @@ std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
       return std::nullopt;
     }
   };
-  // The layout as the scenario sets it; when that does not load, as the first setting that does.
-  std::optional<Scenario> base = load(layout);
+  // The layout as the scenario sets it (derived from `root` where derive_layout can tell what the load gives);
+  // when that does not load, as the first setting that does.
+  const auto load_layout = [&]() -> std::optional<Scenario> {
+    if (root != nullptr) {
+      std::vector<LayoutSetting> keys;
+      keys.reserve(layout.size());
+      for (const SweptValue& v : layout) {
+        const auto* i = std::get_if<int64_t>(&v.value);
+        if (i == nullptr) return load(layout);
+        keys.push_back({v.key, *i});
+      }
+      Scenario derived;
+      switch (derive_layout(*root, keys, derived)) {
+        case LayoutVerdict::loads: return derived;
+        case LayoutVerdict::refused: return std::nullopt;
+        case LayoutVerdict::load_to_know: break;
+      }
+    }
+    return load(layout);
+  };
+  std::optional<Scenario> base = load_layout();
   std::optional<Knobs> own;
   if (base) {
     own = Knobs{static_cast<int>(base->parallelism.zero_stage), base->training.activation_recompute,
@@ -321,6 +341,10 @@ std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
 
   std::vector<const Knobs*> fitting;
   std::vector<KeptPoint> cheapest;
+  // step_setup_of copies the model, training, parallelism and schedule and reads the cluster: a trial's setup is
+  // `base`'s with the three knobs set, so it is made once and the scenario copied only for a kept setting.
+  const models::StepSetup base_setup = step_setup_of(*base, catalog);
+  const models::DeviceSpec& device = catalog.device(catalog.vm_size(base->cluster.vm_size).device);
   for (const Knobs& k : settings) {
     if (k.zero_stage > 0 && p.data == 1) continue;
     if (p.tensor == 1 && k.sequence_parallel != sp_without_tensor) continue;
@@ -333,13 +357,12 @@ std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
         models::expert_layout_problem(trial_parallelism, base->model)) {
       continue;
     }
-    Scenario trial = *base;
-    trial.parallelism.zero_stage = k.zero_stage;
-    trial.training.activation_recompute = k.recompute;
-    trial.parallelism.sequence_parallel = k.sequence_parallel;
     // memory_of(trial, catalog).fits, without the verdict's text (the screening reads only the bool).
-    const models::DeviceSpec& device = catalog.device(catalog.vm_size(trial.cluster.vm_size).device);
-    if (!models::memory_fits(step_setup_of(trial, catalog), device)) continue;
+    models::StepSetup trial_setup = base_setup;
+    trial_setup.parallelism.zero_stage = k.zero_stage;
+    trial_setup.training.activation_recompute = k.recompute;
+    trial_setup.parallelism.sequence_parallel = k.sequence_parallel;
+    if (!models::memory_fits(trial_setup, device)) continue;
     std::vector<SweptValue> values = with(k);
     std::shared_ptr<const Scenario> loaded;
     if (!(own && k.same_setting(*own))) {
@@ -347,6 +370,10 @@ std::vector<KeptPoint> settings_of_layout(const ScenarioDocument& document,
         // `base` was loaded with the layout's values only (`own` is set): a load with the setting's keys as
         // well gives `trial` (the knobs set; no other field of a load reads them), recording the keys' --set
         // options after the layout's; their tables exist before them, so no key's location moves.
+        Scenario trial = *base;
+        trial.parallelism.zero_stage = k.zero_stage;
+        trial.training.activation_recompute = k.recompute;
+        trial.parallelism.sequence_parallel = k.sequence_parallel;
         for (size_t i = layout.size(); i < values.size(); ++i) trial.overrides.push_back(values[i].override_text());
         loaded = std::make_shared<const Scenario>(std::move(trial));
       } else {
@@ -660,9 +687,13 @@ std::vector<LayoutPoint> enumerate_layout_points(const std::filesystem::path& sc
   // The model and the cluster: the scenario with the grid point's overrides, its own layout; when that
   // layout does not fit the point (other nodes, batch), with the simplest layout instead.
   const ScenarioDocument document = ScenarioDocument::read(scenario);  // parsed once for every candidate
+  // `root`: the scenario with the overrides alone, when it loads: each candidate layout is derived from it
+  // (derive_layout) instead of loaded.
+  std::optional<Scenario> root;
   const Scenario s = [&] {
     try {
-      return load_scenario(document, overrides, catalog, ResolvedText::skip);
+      root = load_scenario(document, overrides, catalog, ResolvedText::skip);
+      return *root;
     } catch (const ScenarioError&) {
       std::vector<std::string> base = overrides;
       for (const char* o : {"parallelism.tensor=1", "parallelism.pipeline=1", "parallelism.virtual_stages=1",
@@ -722,7 +753,8 @@ std::vector<LayoutPoint> enumerate_layout_points(const std::filesystem::path& sc
         for (const models::LayoutDimension* d : dims) layout.push_back({std::string(d->key), c.parallelism.*d->size});
         layout.push_back({"training.micro_batch_size", c.micro_batch});
         layout.push_back({"parallelism.virtual_stages", c.parallelism.virtual_stages});
-        layouts[k] = settings_of_layout(document, overrides, layout, c.parallelism, settings, catalog);
+        layouts[k] = settings_of_layout(document, overrides, root ? &*root : nullptr, layout, c.parallelism,
+                                        settings, catalog);
       }
     } catch (...) {
       const std::lock_guard lock(failure_mutex);

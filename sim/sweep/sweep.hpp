@@ -120,11 +120,13 @@ struct LayoutPoint {
 
 /// Every valid (tensor, pipeline, data, micro_batch_size, virtual_stages) for the scenario (with `overrides`
 /// applied): the candidates of models::enumerate_layouts (models/parallelism/layout.hpp) for its model and
-/// cluster, in that order, each loaded with load_scenario and skipped when that throws ScenarioError. The model and cluster are read by loading the scenario with `overrides` (falling back to
-/// tensor = pipeline = virtual_stages = micro batch = 1 when its own layout does not fit them); a scenario
-/// that still does not load throws its ScenarioError. Each layout is the 5 values parallelism.tensor = T,
+/// cluster, in that order, each skipped when load_scenario would throw ScenarioError (each is derived from the
+/// scenario loaded with `overrides` by derive_layout, sim/io/layout_rules.hpp, which gives what the load gives,
+/// and loaded where it cannot tell). The model and cluster are read by loading the scenario with `overrides`
+/// (falling back to tensor = pipeline = virtual_stages = micro batch = 1 when its own layout does not fit them);
+/// a scenario that still does not load throws its ScenarioError. Each layout is the 5 values parallelism.tensor = T,
 /// parallelism.pipeline = P, parallelism.data = D, training.micro_batch_size = B, parallelism.virtual_stages = V.
-/// `jobs` threads load the candidates (the result does not depend on it).
+/// `jobs` threads screen the candidates (the result does not depend on it).
 std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::path& scenario,
                                                         const std::vector<std::string>& overrides,
                                                         const models::Catalog& catalog, int jobs = 1);

@@ -1,9 +1,11 @@
 // estimate_memory's cache of the stages' activation peaks (models/memory/memory_model.cpp, cached_walk_order)
 // gives the reports a cold computation gives, bit for bit: on many small shapes computed in a row (a key that
 // missed an input, e.g. the schedule or the micro batch, would hand one shape another's peak), and on every point
-// of both shipped layout searches after their screening filled the cache. memory_fits is the report's fits.
+// of both shipped layout searches after their screening filled the cache. memory_fits is the report's fits, at
+// capacities on every stage's boundary (its early exits).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -129,6 +131,45 @@ TEST(MemoryWalkCache, WarmEqualsColdOnManyShapes) {
   }
   EXPECT_LT(fitting, checked / 2);
   EXPECT_GT(checked, 2000u);
+}
+
+/// memory_fits stops at the first stage over the capacity (before its walk when the stage is over it without
+/// activations): on every shape, at capacities at, just below and just above each stage's total and its total
+/// without activations (and far below and above), it equals the report's fits, and it throws exactly when
+/// estimate_memory throws.
+TEST(MemoryFits, EqualsTheReportsFitsAtEveryStageBoundary) {
+  models::DeviceSpec device = catalog().device("A100-SXM4-80GB");
+  size_t compared = 0, threw = 0, fitting = 0;
+  for (const models::StepSetup& setup : shapes()) {
+    device.memory_capacity = units::gib(80.0);
+    MemoryReport full;
+    try {
+      full = models::estimate_memory(setup, device);
+    } catch (const std::invalid_argument&) {
+      EXPECT_THROW((void)models::memory_fits(setup, device), std::invalid_argument);
+      ++threw;
+      continue;
+    }
+    std::vector<double> capacities{1.0, 1e15};
+    for (const models::StageMemory& s : full.stages) {
+      models::StageMemory without = s;
+      without.activations = units::Bytes(0.0);
+      for (const double c : {s.total().value(), without.total().value()}) {
+        capacities.insert(capacities.end(), {c, std::nextafter(c, 0.0), std::nextafter(c, 1e300)});
+      }
+    }
+    for (const double c : capacities) {
+      device.memory_capacity = units::Bytes(c);
+      const bool fits = models::estimate_memory(setup, device).fits;
+      EXPECT_EQ(models::memory_fits(setup, device), fits) << "capacity " << c;
+      fitting += fits ? 1 : 0;
+      ++compared;
+    }
+  }
+  EXPECT_GT(threw, 0u);
+  EXPECT_GT(fitting, compared / 10);
+  EXPECT_LT(fitting, compared * 9 / 10);
+  EXPECT_GT(compared, 20000u);
 }
 
 /// Every screened point of `path`: its memory report with the cache as the screening left it equals a cold one.
