@@ -90,8 +90,9 @@ class Executor {
     // The first virtual stage's inputs (slots 0 .. replicas - 1) are there from the start.
     std::fill(forward_arrival_.begin(), forward_arrival_.begin() + static_cast<std::ptrdiff_t>(replicas_ * microbatches_), 0);
     tail_waiting_.assign(ranks_, 0);
-    std::vector<size_t> last_backward;  // one stage's, from check_stage_order
-    std::vector<uint8_t> seen;          // check_stage_order's scratch, one buffer for every stage
+    // The orders checked before on this thread (a search builds the same ones again), with their results.
+    thread_local CheckedOrders checked;
+    std::vector<uint8_t> seen;  // check_stage_order's scratch, one buffer for every stage
     last_backward_.reserve(ranks_ * chunks_);
     for (size_t k = 0; k < ranks_; ++k) {
       const auto& stage = program.stages[k];
@@ -102,9 +103,10 @@ class Executor {
       if (stage.order.size() > std::numeric_limits<uint32_t>::max()) {  // sender_ holds 32-bit indices
         throw std::invalid_argument("pipeline executor: stage " + std::to_string(k) + " has over 2^32 passes");
       }
-      // Checked, and each chunk's last backward found (plan_reductions), in one sweep of the order.
-      check_stage_order(stage.order, chunks_, microbatches_, k, last_backward, seen);
-      last_backward_.insert(last_backward_.end(), last_backward.begin(), last_backward.end());
+      // Checked, and each chunk's last backward found (plan_reductions), in one sweep of the order (or
+      // remembered from an equal order checked before).
+      const size_t* const last_backward = checked.last_backward(stage.order, chunks_, microbatches_, k, seen);
+      last_backward_.insert(last_backward_.end(), last_backward, last_backward + chunks_);
     }
     // Pass durations in engine time, converted once: [((unit * chunks + chunk) * 2 + (forward ? 0 : 1)) * 2 +
     // (merged ? 1 : 0)], merged: the pass runs merged with its 1F1B neighbour (StageProgram::forward_paired).
