@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <map>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 
 namespace clustersim::models {
 
@@ -118,22 +116,6 @@ std::vector<ScheduledPass> stage_order(PipelineSchedule schedule, int64_t stage,
   }
   while (next_backward < microbatches) order.push_back(pass(PassKind::backward, next_backward++, 0));
   return order;
-}
-
-const std::vector<ScheduledPass>& remembered_stage_order(PipelineSchedule schedule, int64_t stage, int64_t stages,
-                                                         int64_t microbatches, int64_t virtual_stages) {
-  using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t>;
-  thread_local std::map<Key, std::vector<ScheduledPass>> orders;
-  thread_local size_t passes = 0;  // held by `orders`
-  const Key key{static_cast<int>(schedule), stage, stages, microbatches, virtual_stages};
-  if (const auto it = orders.find(key); it != orders.end()) return it->second;
-  std::vector<ScheduledPass> order = stage_order(schedule, stage, stages, microbatches, virtual_stages);
-  if (passes + order.size() > (size_t{1} << 20)) {
-    orders.clear();
-    passes = 0;
-  }
-  passes += order.size();
-  return orders.emplace(key, std::move(order)).first->second;
 }
 
 int64_t max_in_flight(PipelineSchedule schedule, int64_t stage, int64_t stages, int64_t microbatches) {

@@ -44,14 +44,6 @@ static_assert(sizeof(ScheduledPass) == 12, "ScheduledPass: 12 bytes (see its com
 std::vector<ScheduledPass> stage_order(PipelineSchedule schedule, int64_t stage, int64_t stages,
                                        int64_t microbatches, int64_t virtual_stages = 1);
 
-/// stage_order(schedule, stage, stages, microbatches, virtual_stages), remembered per thread by its five
-/// arguments (a pure function of them): a layout search asks for the same orders again and again (the
-/// DeepSeek-V3-like search: 111 distinct (schedule, stages, microbatches, virtual_stages) over 6,302 points).
-/// The reference stays valid until the calling thread's next call. Bounded (cleared past 2^20 passes held).
-/// Same errors as stage_order (never remembered).
-const std::vector<ScheduledPass>& remembered_stage_order(PipelineSchedule schedule, int64_t stage, int64_t stages,
-                                                         int64_t microbatches, int64_t virtual_stages = 1);
-
 /// Most microbatches whose activations a stage holds at once under `schedule` (GPipe: m; 1F1B: min(p-i, m)).
 int64_t max_in_flight(PipelineSchedule schedule, int64_t stage, int64_t stages, int64_t microbatches);
 

@@ -683,7 +683,7 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   const int64_t last_virtual = par.pipeline * v - 1;
   for (int64_t i = 0; i < par.pipeline; ++i) {
     StageProgram& stage = program.stages[static_cast<size_t>(i)];
-    stage.order = remembered_stage_order(setup.schedule, i, par.pipeline, m, v);
+    stage.order = stage_order(setup.schedule, i, par.pipeline, m, v);
     stage.parameters = 0.0;
     std::vector<double> chunk_params;  // parameters of each model chunk on one GPU (before ZeRO sharding)
     std::vector<double> chunk_expert_params;  // of which (MoE) routed experts

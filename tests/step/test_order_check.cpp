@@ -4,7 +4,6 @@
 // pass twice, a pass missing, an index out of range either way, under the 32-bit and the general range check).
 // CheckedOrders (the memo of checked orders) gives check_stage_order's answers on every shape, asked in any
 // order and again, and never remembers or confuses an order that differs from a checked one in one pass.
-// remembered_stage_order (schedule.hpp) gives stage_order's order for every argument, asked in any order.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -200,34 +199,6 @@ TEST(CheckedOrders, NeverTakesAnotherOrderForARememberedOne) {
     EXPECT_EQ(*memo.last_backward(b, 1, 80, 5, seen), want_b.front());
   }
   EXPECT_EQ(memo.size(), 3u);  // valid, a, b; no broken order remembered
-}
-
-TEST(RememberedStageOrder, EqualsStageOrderForEveryArgumentInAnyOrder) {
-  std::vector<std::tuple<PipelineSchedule, int64_t, int64_t, int64_t, int64_t>> args;  // schedule, stage, p, m, v
-  for (const PipelineSchedule schedule : {PipelineSchedule::one_f_one_b, PipelineSchedule::gpipe}) {
-    for (const int64_t p : {1, 2, 3, 4, 8}) {
-      for (const int64_t v : {1, 2, 3}) {
-        for (const int64_t m : {1, 2, 4, 5, 8, 16, 24}) {
-          if (v > 1 && (schedule == PipelineSchedule::gpipe || m % p != 0)) continue;
-          for (int64_t k = 0; k < p; ++k) args.emplace_back(schedule, k, p, m, v);
-        }
-      }
-    }
-  }
-  ASSERT_GT(args.size(), 300u);
-  for (int round = 0; round < 3; ++round) {
-    for (size_t n = 0; n < args.size(); ++n) {
-      const auto& [schedule, k, p, m, v] = args[round == 1 ? args.size() - 1 - n : n];
-      EXPECT_EQ(models::remembered_stage_order(schedule, k, p, m, v), models::stage_order(schedule, k, p, m, v))
-          << models::to_string(schedule) << " stage " << k << " p " << p << " m " << m << " v " << v;
-    }
-  }
-  // The errors are stage_order's, every time.
-  for (int round = 0; round < 2; ++round) {
-    EXPECT_THROW((void)models::remembered_stage_order(PipelineSchedule::gpipe, 0, 2, 4, 2), std::invalid_argument);
-    EXPECT_THROW((void)models::remembered_stage_order(PipelineSchedule::one_f_one_b, 2, 2, 4, 1),
-                 std::invalid_argument);
-  }
 }
 
 }  // namespace
