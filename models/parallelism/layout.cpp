@@ -226,7 +226,10 @@ std::optional<LayoutProblem> expert_layout_problem(const ParallelismConfig& p, c
 CommPattern layout_neighbours(const ParallelismConfig& p, LayoutDim dim) {
   // The groups along `dim` start at the ranks with `dim`'s coordinate 0, ascending (the other coordinates
   // slowest first); the pair at coordinate c is that start moved by c and c + 1 strides.
-  const StridedGroups along = layout_strided_groups(p, dim);
+  return neighbour_pairs(layout_strided_groups(p, dim));
+}
+
+CommPattern neighbour_pairs(const StridedGroups& along) {
   CommPattern pattern;
   if (along.size < 2) return pattern;
   pattern.groups.reserve(static_cast<size_t>((along.size - 1) * along.count));

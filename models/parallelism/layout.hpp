@@ -89,6 +89,11 @@ CommPattern layout_groups(const ParallelismConfig& p, std::span<const LayoutDim>
 /// one microbatch from stage s to stage s + 1.
 CommPattern layout_neighbours(const ParallelismConfig& p, LayoutDim dim);
 
+/// The neighbour pairs of the groups `along` (layout_neighbours(p, dim) is neighbour_pairs of
+/// layout_strided_groups(p, dim)): {along.rank(g, c), along.rank(g, c + 1)} for c < along.size - 1, c outermost,
+/// then g. Empty when along.size < 2. A pure function of along's five numbers.
+CommPattern neighbour_pairs(const StridedGroups& along);
+
 /// "TP 4 x PP 8 x DP 4": the sizes as written.
 std::string layout_text(const ParallelismConfig& p);
 

@@ -430,40 +430,118 @@ NodeSplit split_by_node(const CommPattern& pattern, int64_t gpus_per_node) {
   return split;
 }
 
-const CommPattern& LazyPattern::get() const {
+const CommPattern& LazyPattern::build_once() const {
   std::call_once(once_, [this] {
-    if (build_ != nullptr) pattern_ = build_(*owner_);
+    pattern_ = build_ != nullptr ? build_(*owner_) : std::make_shared<const CommPattern>();
     built_.store(true, std::memory_order_release);
   });
-  return pattern_;
+  return *pattern_;
 }
 
 void LazyPattern::set(CommPattern pattern) {
   bool given = false;
   std::call_once(once_, [&] {
-    pattern_ = std::move(pattern);
+    pattern_ = std::make_shared<const CommPattern>(std::move(pattern));
     built_.store(true, std::memory_order_release);
     given = true;
   });
   if (!given) throw std::logic_error("LazyPattern::set: the pattern is already built");
 }
 
-MegatronPatterns::MegatronPatterns(const ParallelismConfig& p, int64_t gpus_per_node_)
-    : parallelism(p), gpus_per_node(gpus_per_node_) {
+std::shared_ptr<const CommPattern> PatternStore::groups(const StridedGroups& s) {
+  return find_or_build({0, s.count, s.size, s.stride, s.per_block, s.block_step}, s);
+}
+
+std::shared_ptr<const CommPattern> PatternStore::neighbours(const StridedGroups& s) {
+  return find_or_build({1, s.count, s.size, s.stride, s.per_block, s.block_step}, s);
+}
+
+size_t PatternStore::size() const {
+  std::lock_guard lock(mutex_);
+  return patterns_.size();
+}
+
+std::shared_ptr<const CommPattern> PatternStore::find_or_build(const Key& key, const StridedGroups& s) {
+  const auto find = [&]() -> std::shared_ptr<const CommPattern> {
+    for (const auto& [k, pattern] : patterns_) {
+      if (k == key) return pattern;
+    }
+    return nullptr;
+  };
+  {
+    std::lock_guard lock(mutex_);
+    if (auto found = find()) return found;
+  }
+  // Built outside the lock (another thread may build the same one: the first stored is kept, same groups).
+  auto built = std::make_shared<const CommPattern>(key[0] == 0 ? s.pattern() : neighbour_pairs(s));
+  int64_t ranks = 0;
+  for (const std::vector<int64_t>& g : built->groups) ranks += static_cast<int64_t>(g.size());
+  std::lock_guard lock(mutex_);
+  if (auto found = find()) return found;
+  if (patterns_.size() >= kMaxPatterns || ranks_ + ranks > kMaxRanks) {
+    patterns_.clear();
+    ranks_ = 0;
+  }
+  patterns_.emplace_back(key, built);
+  ranks_ += ranks;
+  return built;
+}
+
+namespace {
+
+/// The pattern of the strided groups `s`: from the owner's store when it has one, built alone otherwise.
+std::shared_ptr<const CommPattern> strided(const MegatronPatterns& m, const StridedGroups& s) {
+  return m.store ? m.store->groups(s) : std::make_shared<const CommPattern>(s.pattern());
+}
+
+/// An expert pattern: strided when expert_strided_groups(p, dim) is, else `folded(p)`.
+std::shared_ptr<const CommPattern> expert_groups(const MegatronPatterns& m, std::optional<LayoutDim> dim,
+                                                 CommPattern (*folded)(const ParallelismConfig&)) {
+  if (const std::optional<StridedGroups> s = expert_strided_groups(m.parallelism, dim)) return strided(m, *s);
+  return std::make_shared<const CommPattern>(folded(m.parallelism));
+}
+
+}  // namespace
+
+MegatronPatterns::MegatronPatterns(const ParallelismConfig& p, int64_t gpus_per_node_,
+                                   std::shared_ptr<PatternStore> store_)
+    : parallelism(p), gpus_per_node(gpus_per_node_), store(std::move(store_)) {
   if (gpus_per_node < 1) throw std::invalid_argument("MegatronPatterns: gpus_per_node must be >= 1");
-  tensor.bind(this, [](const MegatronPatterns& m) { return tensor_parallel_pattern(m.parallelism); });
-  data.bind(this, [](const MegatronPatterns& m) { return data_parallel_pattern(m.parallelism); });
-  pipeline.bind(this, [](const MegatronPatterns& m) { return pipeline_pattern(m.parallelism); });
-  context.bind(this, [](const MegatronPatterns& m) { return context_parallel_pattern(m.parallelism); });
-  expert.bind(this, [](const MegatronPatterns& m) { return expert_parallel_pattern(m.parallelism); });
-  expert_tensor.bind(this, [](const MegatronPatterns& m) { return expert_tensor_pattern(m.parallelism); });
-  expert_model.bind(this, [](const MegatronPatterns& m) { return expert_model_pattern(m.parallelism); });
-  expert_data.bind(this, [](const MegatronPatterns& m) { return expert_data_pattern(m.parallelism); });
+  // Each the same groups as the function named in its member's comment (layout.hpp, step_program.hpp).
+  tensor.bind(this, [](const MegatronPatterns& m) {
+    return strided(m, layout_strided_groups(m.parallelism, LayoutDim::tensor));
+  });
+  data.bind(this, [](const MegatronPatterns& m) {
+    constexpr LayoutDim kReplicas[]{LayoutDim::context, LayoutDim::data};
+    if (const std::optional<StridedGroups> s = layout_strided_groups(m.parallelism, kReplicas)) return strided(m, *s);
+    return std::make_shared<const CommPattern>(data_parallel_pattern(m.parallelism));
+  });
+  pipeline.bind(this, [](const MegatronPatterns& m) {
+    const StridedGroups along = layout_strided_groups(m.parallelism, LayoutDim::pipeline);
+    return m.store ? m.store->neighbours(along) : std::make_shared<const CommPattern>(neighbour_pairs(along));
+  });
+  context.bind(this, [](const MegatronPatterns& m) {
+    return strided(m, layout_strided_groups(m.parallelism, LayoutDim::context));
+  });
+  expert.bind(this, [](const MegatronPatterns& m) {
+    return expert_groups(m, LayoutDim::expert, expert_parallel_pattern);
+  });
+  expert_tensor.bind(this, [](const MegatronPatterns& m) {
+    return expert_groups(m, LayoutDim::expert_tensor, expert_tensor_pattern);
+  });
+  expert_model.bind(this, [](const MegatronPatterns& m) {
+    return expert_groups(m, std::nullopt, expert_model_pattern);
+  });
+  expert_data.bind(this, [](const MegatronPatterns& m) {
+    return expert_groups(m, LayoutDim::data, expert_data_pattern);
+  });
   expert_intra_node.bind(this, [](const MegatronPatterns& m) {
-    return m.parallelism.expert > 1 ? split_by_node(m.expert.get(), m.gpus_per_node).intra : CommPattern{};
+    return std::make_shared<const CommPattern>(
+        m.parallelism.expert > 1 ? split_by_node(m.expert.get(), m.gpus_per_node).intra : CommPattern{});
   });
   expert_inter_node.bind(this, [](const MegatronPatterns& m) {
-    return m.parallelism.expert > 1 ? split_by_node(m.expert.get(), m.gpus_per_node).inter : CommPattern{};
+    return std::make_shared<const CommPattern>(
+        m.parallelism.expert > 1 ? split_by_node(m.expert.get(), m.gpus_per_node).inter : CommPattern{});
   });
 }
 

@@ -29,9 +29,12 @@
 // the main-gradient buffer (a memory-bound kernel per microbatch).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "models/compute/compute_model.hpp"
@@ -146,15 +149,48 @@ struct StepProgram {
 };
 
 struct MegatronPatterns;
+struct StridedGroups;
+
+/// Whole-cluster patterns shared by the layouts of one cluster. A regular pattern (the groups of a
+/// StridedGroups, or its neighbour pairs) is a pure function of the StridedGroups' five numbers, and many
+/// layouts have the same ones (on a fixed number of GPUs the pipeline pairs depend on the pipeline size
+/// alone, the tensor groups on the tensor size alone), so one copy serves them all: built once, and hashed once
+/// (CommPattern::hash caches its value), instead of once per layout. Exact: the same groups, rank for rank, as
+/// building them again. Thread-safe; bounded (cleared past kMaxPatterns patterns or kMaxRanks ranks held;
+/// callers hold their own references).
+class PatternStore {
+ public:
+  /// Ranks held before the store is cleared (about 8 bytes each plus each group's vector).
+  static constexpr int64_t kMaxRanks = int64_t{1} << 22;
+  /// Patterns held before the store is cleared (a look-up reads them in turn).
+  static constexpr size_t kMaxPatterns = 256;
+
+  /// s.pattern(), shared.
+  [[nodiscard]] std::shared_ptr<const CommPattern> groups(const StridedGroups& s);
+  /// neighbour_pairs(s) (layout.hpp), shared.
+  [[nodiscard]] std::shared_ptr<const CommPattern> neighbours(const StridedGroups& s);
+  /// Patterns held now.
+  [[nodiscard]] size_t size() const;
+
+ private:
+  /// (kind: 0 groups, 1 neighbour pairs; count, size, stride, per_block, block_step).
+  using Key = std::array<int64_t, 6>;
+  std::shared_ptr<const CommPattern> find_or_build(const Key& key, const StridedGroups& s);
+  mutable std::mutex mutex_;
+  std::vector<std::pair<Key, std::shared_ptr<const CommPattern>>> patterns_;
+  int64_t ranks_ = 0;  ///< ranks held by patterns_
+};
 
 /// One whole-cluster pattern of a MegatronPatterns, built the first time get() is called (a dense model never
 /// builds its expert or context patterns: at 131,072 GPUs each is 131,072 ranks in thousands of vectors).
 /// Safe to call get() from several threads at once (sweep threads share the cached patterns): the first call
-/// builds, the others wait for it (std::call_once). Neither copyable nor movable.
+/// builds, the others wait for it (std::call_once); later calls return without the once-flag. The pattern is
+/// held by a shared pointer, so that layouts with the same groups can share one (PatternStore). Neither
+/// copyable nor movable.
 class LazyPattern {
  public:
   /// Builds the pattern from its owner's layout.
-  using Build = CommPattern (*)(const MegatronPatterns& owner);
+  using Build = std::shared_ptr<const CommPattern> (*)(const MegatronPatterns& owner);
 
   /// An empty pattern until set() (no builder).
   LazyPattern() = default;
@@ -162,7 +198,10 @@ class LazyPattern {
   LazyPattern& operator=(const LazyPattern&) = delete;
 
   /// The pattern: built by the builder on the first call (empty without one, or what set() gave).
-  [[nodiscard]] const CommPattern& get() const;
+  [[nodiscard]] const CommPattern& get() const {
+    if (built_.load(std::memory_order_acquire)) return *pattern_;
+    return build_once();
+  }
   /// Whether the pattern exists yet (get() or set() has run).
   [[nodiscard]] bool built() const { return built_.load(std::memory_order_acquire); }
   /// Gives the pattern outright (tests). Throws std::logic_error when it was already built or set; not safe
@@ -175,10 +214,11 @@ class LazyPattern {
   }
 
  private:
+  const CommPattern& build_once() const;  ///< the first get(): builds under the once-flag
   const MegatronPatterns* owner_ = nullptr;
   Build build_ = nullptr;
   mutable std::once_flag once_;
-  mutable CommPattern pattern_;
+  mutable std::shared_ptr<const CommPattern> pattern_;  ///< non-null once built_
   mutable std::atomic<bool> built_{false};
 };
 
@@ -188,13 +228,17 @@ class LazyPattern {
 struct MegatronPatterns {
   /// Every pattern empty until set (tests that give their own groups).
   MegatronPatterns() = default;
-  /// The patterns of `p` on nodes of `gpus_per_node` GPUs (>= 1), each built when first asked for.
-  MegatronPatterns(const ParallelismConfig& p, int64_t gpus_per_node);
+  /// The patterns of `p` on nodes of `gpus_per_node` GPUs (>= 1), each built when first asked for; the regular
+  /// ones (tensor, data, pipeline, context, and the folded expert groups when they are strided) taken from
+  /// `store` when given (shared with the other layouts of the store's cluster), built for this layout alone
+  /// otherwise. The same groups either way.
+  MegatronPatterns(const ParallelismConfig& p, int64_t gpus_per_node, std::shared_ptr<PatternStore> store = nullptr);
   MegatronPatterns(const MegatronPatterns&) = delete;
   MegatronPatterns& operator=(const MegatronPatterns&) = delete;
 
   ParallelismConfig parallelism;  ///< the layout the patterns are of
   int64_t gpus_per_node = 8;      ///< GPUs per node (the node split of the expert groups)
+  std::shared_ptr<PatternStore> store;  ///< where the regular patterns come from (null: built here)
 
   LazyPattern tensor;    ///< tensor_parallel_pattern
   LazyPattern data;      ///< data_parallel_pattern

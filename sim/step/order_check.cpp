@@ -1,8 +1,10 @@
 #include "sim/step/order_check.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace clustersim::sim {
 
@@ -60,6 +62,46 @@ void check_stage_order(const std::vector<ScheduledPass>& order, size_t chunks, s
     throw std::invalid_argument("pipeline executor: stage " + std::to_string(stage) +
                                 " must run each microbatch's forward and backward exactly once per chunk");
   }
+}
+
+static_assert(std::has_unique_object_representations_v<ScheduledPass>,
+              "CheckedOrders compares orders byte for byte: ScheduledPass must have no padding");
+
+const size_t* CheckedOrders::last_backward(const std::vector<ScheduledPass>& order, size_t chunks,
+                                           size_t microbatches, size_t stage, std::vector<uint8_t>& seen) {
+  // The hash: the counts and the first 64 passes (the stages of one schedule differ in their warm-up, early).
+  uint64_t h = 0x9e3779b97f4a7c15ULL;
+  const auto mix = [&h](uint64_t x) { h = (h ^ x) * 0x100000001b3ULL; };
+  mix(chunks);
+  mix(microbatches);
+  mix(order.size());
+  const size_t sampled = order.size() < 64 ? order.size() : 64;
+  for (size_t j = 0; j < sampled; ++j) {
+    const ScheduledPass& p = order[j];
+    mix((static_cast<uint64_t>(static_cast<uint32_t>(p.microbatch)) << 32) ^
+        (static_cast<uint64_t>(static_cast<uint32_t>(p.chunk)) << 8) ^ static_cast<uint64_t>(p.kind));
+  }
+  const auto [first, last] = entries_.equal_range(h);
+  for (auto it = first; it != last; ++it) {
+    const Entry& e = *it->second;
+    // ScheduledPass is three 4-byte fields, no padding (its static_assert): equal bytes, equal passes.
+    if (e.chunks == chunks && e.microbatches == microbatches && e.order.size() == order.size() &&
+        std::memcmp(e.order.data(), order.data(), order.size() * sizeof(ScheduledPass)) == 0) {
+      return e.last_backward.data();
+    }
+  }
+  check_stage_order(order, chunks, microbatches, stage, scratch_, seen);  // throws when invalid
+  if (passes_ + order.size() > kMaxPasses) {
+    entries_.clear();
+    held_ = 0;
+    passes_ = 0;
+  }
+  auto entry = std::make_unique<Entry>(Entry{chunks, microbatches, order, scratch_});
+  const size_t* const result = entry->last_backward.data();
+  entries_.emplace(h, std::move(entry));
+  ++held_;
+  passes_ += order.size();
+  return result;
 }
 
 }  // namespace clustersim::sim

@@ -90,8 +90,9 @@ class Executor {
     // The first virtual stage's inputs (slots 0 .. replicas - 1) are there from the start.
     std::fill(forward_arrival_.begin(), forward_arrival_.begin() + static_cast<std::ptrdiff_t>(replicas_ * microbatches_), 0);
     tail_waiting_.assign(ranks_, 0);
-    std::vector<size_t> last_backward;  // one stage's, from check_stage_order
-    std::vector<uint8_t> seen;          // check_stage_order's scratch, one buffer for every stage
+    // The orders checked before on this thread (a search builds the same ones again), with their results.
+    thread_local CheckedOrders checked;
+    std::vector<uint8_t> seen;  // check_stage_order's scratch, one buffer for every stage
     last_backward_.reserve(ranks_ * chunks_);
     for (size_t k = 0; k < ranks_; ++k) {
       const auto& stage = program.stages[k];
@@ -102,9 +103,10 @@ class Executor {
       if (stage.order.size() > std::numeric_limits<uint32_t>::max()) {  // sender_ holds 32-bit indices
         throw std::invalid_argument("pipeline executor: stage " + std::to_string(k) + " has over 2^32 passes");
       }
-      // Checked, and each chunk's last backward found (plan_reductions), in one sweep of the order.
-      check_stage_order(stage.order, chunks_, microbatches_, k, last_backward, seen);
-      last_backward_.insert(last_backward_.end(), last_backward.begin(), last_backward.end());
+      // Checked, and each chunk's last backward found (plan_reductions), in one sweep of the order (or
+      // remembered from an equal order checked before).
+      const size_t* const last_backward = checked.last_backward(stage.order, chunks_, microbatches_, k, seen);
+      last_backward_.insert(last_backward_.end(), last_backward, last_backward + chunks_);
     }
     // Pass durations in engine time, converted once: [((unit * chunks + chunk) * 2 + (forward ? 0 : 1)) * 2 +
     // (merged ? 1 : 0)], merged: the pass runs merged with its 1F1B neighbour (StageProgram::forward_paired).
@@ -182,9 +184,7 @@ class Executor {
         break;
       }
     }
-    std::stable_sort(spans_.begin(), spans_.end(), [](const TraceSpan& a, const TraceSpan& b) {
-      return a.stage != b.stage ? a.stage < b.stage : a.start < b.start;
-    });
+    sort_spans(spans_, ranks_);
     result.spans = std::move(spans_);
     result.events = sim_.events_executed();
     result.fingerprint = sim_.fingerprint();
@@ -799,6 +799,33 @@ ExecutionFidelity reference_fidelity(const models::StepProgram& program, const E
 }
 
 }  // namespace
+
+void sort_spans(std::vector<TraceSpan>& spans, size_t stages) {
+  const auto by_stage_then_start = [](const TraceSpan& a, const TraceSpan& b) {
+    return a.stage != b.stage ? a.stage < b.stage : a.start < b.start;
+  };
+  std::vector<size_t> begin(stages + 1, 0);  // counts, then each stage's first index
+  for (const TraceSpan& span : spans) {
+    if (span.stage < 0 || static_cast<size_t>(span.stage) >= stages) {
+      std::stable_sort(spans.begin(), spans.end(), by_stage_then_start);
+      return;
+    }
+    ++begin[static_cast<size_t>(span.stage) + 1];
+  }
+  for (size_t k = 0; k < stages; ++k) begin[k + 1] += begin[k];
+  // Distributed by stage, each stage's spans in recording order (stable), then each stage sorted by start, stably
+  // (most stages record in start order already: then the run is left as it is).
+  std::vector<TraceSpan> sorted(spans.size());
+  std::vector<size_t> next(begin.begin(), begin.end() - 1);
+  for (TraceSpan& span : spans) sorted[next[static_cast<size_t>(span.stage)]++] = std::move(span);
+  const auto by_start = [](const TraceSpan& a, const TraceSpan& b) { return a.start < b.start; };
+  for (size_t k = 0; k < stages; ++k) {
+    const auto first = sorted.begin() + static_cast<std::ptrdiff_t>(begin[k]);
+    const auto last = sorted.begin() + static_cast<std::ptrdiff_t>(begin[k + 1]);
+    if (!std::is_sorted(first, last, by_start)) std::stable_sort(first, last, by_start);
+  }
+  spans = std::move(sorted);
+}
 
 PipelineResult execute_pipeline(const models::StepProgram& program, const ExecutionFidelity& fidelity) {
   if (program.stages.empty() || program.microbatches < 1) {

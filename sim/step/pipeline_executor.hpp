@@ -105,6 +105,13 @@ struct ExecutionFidelity {
 /// std::logic_error on a deadlock. Per-stage results are those of the stage's slowest replica.
 PipelineResult execute_pipeline(const models::StepProgram& program, const ExecutionFidelity& fidelity = {});
 
+/// Orders `spans` as PipelineResult::spans are: by stage, then start, ties in their order in `spans`, which is
+/// what std::stable_sort by (stage, start) gives (a stable sort's result is unique), in fewer steps: a stable
+/// distribution by stage, then a stable sort of each stage's spans only where they are not in start order
+/// already. `stages`: one more than the largest stage (a span outside [0, stages) falls back to
+/// std::stable_sort).
+void sort_spans(std::vector<TraceSpan>& spans, size_t stages);
+
 /// The step time of execute_pipeline(program, fidelity) alone: no trace spans, no breakdown of the exposed
 /// pipeline transfers (the reference run without them is skipped). Same errors.
 units::Seconds pipeline_step_time(const models::StepProgram& program, const ExecutionFidelity& fidelity);

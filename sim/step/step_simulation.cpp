@@ -28,6 +28,8 @@ struct ClusterCache::Cluster {
   /// have other expert groups); cleared past kPatternLayouts so a long layout search on a large cluster keeps
   /// bounded memory (callers hold their own reference).
   static constexpr size_t kPatternLayouts = 64;
+  /// The regular patterns, shared by the layouts (many have the same tensor, data or pipeline groups).
+  std::shared_ptr<models::PatternStore> pattern_store = std::make_shared<models::PatternStore>();
   std::mutex patterns_mutex;
   std::map<std::vector<int64_t>, std::shared_ptr<const models::MegatronPatterns>> patterns;
   std::shared_ptr<const models::MegatronPatterns> patterns_of(const models::ParallelismConfig& p,
@@ -38,7 +40,7 @@ struct ClusterCache::Cluster {
       std::lock_guard lock(patterns_mutex);
       if (auto it = patterns.find(key); it != patterns.end()) return it->second;
     }
-    auto built = std::make_shared<const models::MegatronPatterns>(p, gpus_per_node);
+    auto built = std::make_shared<const models::MegatronPatterns>(p, gpus_per_node, pattern_store);
     std::lock_guard lock(patterns_mutex);
     if (patterns.size() >= kPatternLayouts) patterns.clear();
     return patterns.emplace(key, std::move(built)).first->second;

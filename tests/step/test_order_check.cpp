@@ -2,11 +2,15 @@
 // backward: on every schedule shape it accepts the order and finds the last backwards a plain scan finds; it
 // rejects, with the first fault's message, every order that breaks the rule (a backward before its forward, a
 // pass twice, a pass missing, an index out of range either way, under the 32-bit and the general range check).
+// CheckedOrders (the memo of checked orders) gives check_stage_order's answers on every shape, asked in any
+// order and again, and never remembers or confuses an order that differs from a checked one in one pass.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -110,6 +114,91 @@ TEST(OrderCheck, RejectsEveryBrokenOrderWithItsFirstFault) {
                     std::to_string(chunk) + " out of range");
     }
   }
+}
+
+/// Every valid order of the shapes above, with its counts.
+struct Shape {
+  std::vector<ScheduledPass> order;
+  size_t chunks = 0, microbatches = 0;
+};
+std::vector<Shape> shapes() {
+  std::vector<Shape> out;
+  for (const PipelineSchedule schedule : {PipelineSchedule::one_f_one_b, PipelineSchedule::gpipe}) {
+    for (const int64_t p : {1, 2, 3, 4, 8, 16}) {
+      for (const int64_t v : {1, 2, 3}) {
+        for (const int64_t m : {1, 2, 4, 5, 8, 16, 24, 48, 96}) {
+          if (v > 1 && (schedule == PipelineSchedule::gpipe || m % p != 0)) continue;
+          for (int64_t k = 0; k < p; ++k) {
+            out.push_back({models::stage_order(schedule, k, p, m, v), static_cast<size_t>(v), static_cast<size_t>(m)});
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(CheckedOrders, AnswersAsTheCheckOnEveryShapeInAnyOrder) {
+  const std::vector<Shape> all = shapes();
+  ASSERT_GT(all.size(), 500u);
+  sim::CheckedOrders memo;
+  std::vector<uint8_t> seen;
+  for (int round = 0; round < 3; ++round) {  // forwards, backwards (all remembered), forwards again
+    for (size_t n = 0; n < all.size(); ++n) {
+      const Shape& s = all[round == 1 ? all.size() - 1 - n : n];
+      std::vector<size_t> want;
+      ASSERT_EQ(check(s.order, s.chunks, s.microbatches, want), "");
+      const size_t* got = memo.last_backward(s.order, s.chunks, s.microbatches, 5, seen);
+      ASSERT_EQ(std::vector<size_t>(got, got + s.chunks), want) << "shape " << n << ", round " << round;
+    }
+  }
+  // Every distinct order once (GPipe's do not depend on the stage): the later rounds were look-ups.
+  std::set<std::tuple<size_t, size_t, std::vector<int64_t>>> distinct;
+  for (const Shape& s : all) {
+    std::vector<int64_t> passes;
+    for (const ScheduledPass& p : s.order) {
+      passes.insert(passes.end(), {static_cast<int64_t>(p.kind), p.microbatch, p.chunk});
+    }
+    distinct.emplace(s.chunks, s.microbatches, std::move(passes));
+  }
+  EXPECT_EQ(memo.size(), distinct.size());
+}
+
+TEST(CheckedOrders, NeverTakesAnotherOrderForARememberedOne) {
+  sim::CheckedOrders memo;
+  std::vector<uint8_t> seen;
+  const std::vector<ScheduledPass> valid = models::stage_order(PipelineSchedule::one_f_one_b, 1, 4, 8, 2);
+  (void)memo.last_backward(valid, 2, 8, 5, seen);
+  // The same passes with other counts: checked again (and rejected: chunk 1 out of range with one chunk).
+  EXPECT_THROW((void)memo.last_backward(valid, 1, 8, 5, seen), std::invalid_argument);
+  EXPECT_THROW((void)memo.last_backward(valid, 2, 4, 5, seen), std::invalid_argument);
+  // One pass changed anywhere (past the hashed first passes too): the check's own verdict, never the memo's.
+  for (size_t j = 0; j < valid.size(); ++j) {
+    std::vector<ScheduledPass> broken = valid;
+    broken[j].microbatch = broken[j].microbatch == 0 ? 1 : 0;
+    std::vector<size_t> want;
+    const std::string error = check(broken, 2, 8, want);
+    std::string got_error;
+    try {
+      (void)memo.last_backward(broken, 2, 8, 5, seen);
+    } catch (const std::invalid_argument& e) {
+      got_error = e.what();
+    }
+    EXPECT_EQ(got_error, error) << "pass " << j;
+    EXPECT_FALSE(error.empty()) << "pass " << j;
+  }
+  // Two valid orders alike in their first 64 passes, with other last backwards: each its own answer.
+  const std::vector<ScheduledPass> a = models::stage_order(PipelineSchedule::gpipe, 0, 2, 80, 1);
+  std::vector<ScheduledPass> b = a;
+  std::swap(b[b.size() - 1], b[b.size() - 2]);  // the last two backwards swapped
+  std::vector<size_t> want_a, want_b;
+  ASSERT_EQ(check(a, 1, 80, want_a), "");
+  ASSERT_EQ(check(b, 1, 80, want_b), "");
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(*memo.last_backward(a, 1, 80, 5, seen), want_a.front());
+    EXPECT_EQ(*memo.last_backward(b, 1, 80, 5, seen), want_b.front());
+  }
+  EXPECT_EQ(memo.size(), 3u);  // valid, a, b; no broken order remembered
 }
 
 }  // namespace
