@@ -41,11 +41,10 @@ struct CollectiveModel::Memo {
   std::mutex mutex;
   std::map<std::tuple<int, int, uint64_t>, std::shared_future<std::optional<Solved>>> solved;
   /// What each solved pattern reduces to (node_local_representative, then translation_representative, then
-  /// rail_block_representative; nullopt: the pattern itself), by (pattern hash, op class: 0 the collectives,
-  /// 1 send_recv, the one op translation_representative treats apart, 2 all_to_all and ring_shift, the direct
-  /// point-to-point ops rail_block_representative also reduces): the pattern's other ops and algorithms of the
-  /// same class reuse it instead of scanning every rank again.
-  std::map<std::pair<uint64_t, int>, std::shared_ptr<const std::optional<CommPattern>>> representatives;
+  /// rail_block_representative; nullopt: the pattern itself), by (pattern hash, op is send_recv, the one op
+  /// the three treat apart): the pattern's other ops and algorithms reuse it instead of scanning every rank
+  /// again.
+  std::map<std::pair<uint64_t, bool>, std::shared_ptr<const std::optional<CommPattern>>> representatives;
 };
 
 CollectiveModel::~CollectiveModel() = default;
@@ -210,10 +209,7 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve(CollectiveOp op, C
 std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(CollectiveOp op, CollectiveAlgorithm algorithm,
                                                                        const CommPattern& pattern) const {
   std::optional<Solved> result;
-  const int op_class = op == CollectiveOp::send_recv                                    ? 1
-                       : op == CollectiveOp::all_to_all || op == CollectiveOp::ring_shift ? 2
-                                                                                            : 0;
-  const std::pair<uint64_t, int> key{pattern.hash(), op_class};
+  const std::pair<uint64_t, bool> key{pattern.hash(), op == CollectiveOp::send_recv};
   std::shared_ptr<const std::optional<CommPattern>> representative;
   {
     std::lock_guard lock(memo_->mutex);
@@ -233,9 +229,9 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(Collectiv
     // Inter-node groups on a fat tree: one block of groups when the others are it moved by whole leaves or pods
     // (exact to the last bit; models/network/pattern_symmetry.hpp).
     if (!reduced) reduced = translation_representative(op, pattern, topology_);
-    // Direct point-to-point patterns on one zone of a rail-optimized fabric: one block of groups when the others
-    // are it moved by whole nodes and no transfer crosses rails (exact; models/network/rail_symmetry.hpp).
-    if (!reduced && op_class != 0) reduced = rail_block_representative(op, pattern, topology_);
+    // One zone of a rail-optimized fabric: one block of groups when the others are it moved by whole nodes and
+    // rails and no transfer crosses rails (exact to the last bit; models/network/rail_symmetry.hpp).
+    if (!reduced) reduced = rail_block_representative(op, pattern, topology_);
     representative = std::make_shared<const std::optional<CommPattern>>(std::move(reduced));
     std::lock_guard lock(memo_->mutex);
     memo_->representatives.emplace(key, representative);  // a racing thread's equal result may be kept instead

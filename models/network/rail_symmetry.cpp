@@ -50,9 +50,6 @@ bool same_local_indices(std::span<const int64_t> sorted, int64_t gpn) {
 
 std::optional<CommPattern> rail_block_representative(CollectiveOp op, const CommPattern& pattern,
                                                       const Topology& topology) {
-  if (op != CollectiveOp::all_to_all && op != CollectiveOp::ring_shift && op != CollectiveOp::send_recv) {
-    return std::nullopt;
-  }
   const auto& groups = pattern.groups;
   if (groups.size() < 2 || groups.front().empty()) return std::nullopt;
   const FabricShape& shape = topology.fabric_shape();
@@ -63,13 +60,13 @@ std::optional<CommPattern> rail_block_representative(CollectiveOp op, const Comm
   const size_t size = groups.front().size();
   if (op == CollectiveOp::send_recv && size != 2) return std::nullopt;
 
-  // Nodes each group touches, checking the rail condition; groups that share a node are joined.
+  // The rail condition per group; groups that share a rank are joined.
   constexpr uint32_t kNone = ~uint32_t{0};
-  std::vector<uint32_t> node_owner(static_cast<size_t>(topology.node_count()), kNone);
+  std::vector<uint32_t> rank_owner(static_cast<size_t>(gpus), kNone);
   std::vector<uint32_t> parent(groups.size());
   std::iota(parent.begin(), parent.end(), uint32_t{0});
-  const auto touch = [&](uint32_t g, int64_t node) {
-    uint32_t& owner = node_owner[static_cast<size_t>(node)];
+  const auto touch = [&](uint32_t g, int64_t rank) {
+    uint32_t& owner = rank_owner[static_cast<size_t>(rank)];
     if (owner == kNone) {
       owner = g;
     } else {
@@ -91,7 +88,7 @@ std::optional<CommPattern> rail_block_representative(CollectiveOp op, const Comm
       std::sort(sorted.begin(), sorted.end());
       if (!same_local_indices(sorted, gpn)) return std::nullopt;
     }
-    for (int64_t r : group) touch(g, r / gpn);
+    for (int64_t r : group) touch(g, r);
   }
   // Blocks in order of their first group, each group in pattern order (members[offsets[b] .. offsets[b + 1])).
   std::vector<uint32_t> block_of(groups.size());
@@ -114,18 +111,20 @@ std::optional<CommPattern> rail_block_representative(CollectiveOp op, const Comm
   const auto block_at = [&](size_t b) {
     return std::span<const uint32_t>(members.data() + offsets[b], offsets[b + 1] - offsets[b]);
   };
-  // Every block is block 0 moved by whole nodes, rank by rank.
+  // Every block is block 0 moved rank by rank by one shift that moves every rank by the same whole nodes (and
+  // so by the same local offset: no rank leaves its node's range).
   const std::span<const uint32_t> first = block_at(0);
   for (size_t b = 1; b < block_count; ++b) {
     const std::span<const uint32_t> block = block_at(b);
     if (block.size() != first.size()) return std::nullopt;
-    const int64_t shift = groups[block.front()].front() - groups[first.front()].front();
-    if (shift % gpn != 0) return std::nullopt;
+    const int64_t base0 = groups[first.front()].front(), moved0 = groups[block.front()].front();
+    const int64_t shift = moved0 - base0;
+    const int64_t node_shift = moved0 / gpn - base0 / gpn;
     for (size_t i = 0; i < block.size(); ++i) {
       const auto& moved = groups[block[i]];
       const auto& base = groups[first[i]];
       for (size_t j = 0; j < size; ++j) {
-        if (moved[j] != base[j] + shift) return std::nullopt;
+        if (moved[j] != base[j] + shift || moved[j] / gpn - base[j] / gpn != node_shift) return std::nullopt;
       }
     }
   }
