@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "models/network/pattern_symmetry.hpp"
+#include "models/network/rail_symmetry.hpp"
 
 namespace clustersim::models {
 
@@ -39,9 +40,10 @@ CollectiveConstants CollectiveConstants::for_vm(const VmSize& vm) {
 struct CollectiveModel::Memo {
   std::mutex mutex;
   std::map<std::tuple<int, int, uint64_t>, std::shared_future<std::optional<Solved>>> solved;
-  /// What each solved pattern reduces to (node_local_representative, then translation_representative; nullopt:
-  /// the pattern itself), by (pattern hash, op is send_recv, the one op translation_representative treats
-  /// apart): the pattern's other ops and algorithms reuse it instead of scanning every rank again.
+  /// What each solved pattern reduces to (node_local_representative, then translation_representative, then
+  /// rail_block_representative; nullopt: the pattern itself), by (pattern hash, op is send_recv, the one op
+  /// the three treat apart): the pattern's other ops and algorithms reuse it instead of scanning every rank
+  /// again.
   std::map<std::pair<uint64_t, bool>, std::shared_ptr<const std::optional<CommPattern>>> representatives;
 };
 
@@ -227,6 +229,9 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(Collectiv
     // Inter-node groups on a fat tree: one block of groups when the others are it moved by whole leaves or pods
     // (exact to the last bit; models/network/pattern_symmetry.hpp).
     if (!reduced) reduced = translation_representative(op, pattern, topology_);
+    // One zone of a rail-optimized fabric: one block of groups when the others are it moved by whole nodes and
+    // rails and no transfer crosses rails (exact to the last bit; models/network/rail_symmetry.hpp).
+    if (!reduced) reduced = rail_block_representative(op, pattern, topology_);
     representative = std::make_shared<const std::optional<CommPattern>>(std::move(reduced));
     std::lock_guard lock(memo_->mutex);
     memo_->representatives.emplace(key, representative);  // a racing thread's equal result may be kept instead
