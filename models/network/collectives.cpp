@@ -33,19 +33,15 @@ uint64_t flow_hash(uint64_t /*group*/, uint64_t /*channel*/, uint64_t /*from*/, 
 /// Builds transfers over routed paths and tallies the inter-zone propagation on them.
 class Builder {
  public:
-  /// Links reserved per path: a route across a three-tier fat tree with a PXN hop (GPU, NVSwitch, GPU, NIC,
-  /// leaf, spine, core and back down) fits without regrowth.
-  static constexpr size_t kPathReserve = 16;
-
   Builder(const Topology& t) : topology_(t), gpn_(t.gpus_per_node()) {}
 
   int64_t node_of(int64_t rank) const { return rank / gpn_; }
 
+  /// A transfer from `from` to `to`, routed straight into the phase's link array.
   void add(Phase& phase, int64_t from, int64_t to, double bytes_per_byte, uint64_t hash) {
-    Transfer& tr = phase.transfers.emplace_back();
-    tr.path.reserve(kPathReserve);
-    topology_.append_route(static_cast<VertexId>(from), static_cast<VertexId>(to), hash, tr.path);
-    tr.bytes_per_byte = bytes_per_byte;
+    const size_t first = phase.links.size();
+    topology_.append_route(static_cast<VertexId>(from), static_cast<VertexId>(to), hash, phase.links);
+    close_transfer(phase, first, bytes_per_byte);
   }
 
   /// A transfer from `from` to `to` on another node that leaves through the NIC of `proxy`, a GPU of the
@@ -58,11 +54,20 @@ class Builder {
       add(phase, from, to, bytes_per_byte, hash);
       return;
     }
-    Transfer& tr = phase.transfers.emplace_back();
-    tr.path.reserve(kPathReserve);
-    topology_.append_route(static_cast<VertexId>(from), static_cast<VertexId>(proxy), hash, tr.path);
-    topology_.append_route(static_cast<VertexId>(proxy), static_cast<VertexId>(to), hash, tr.path);
-    tr.bytes_per_byte = bytes_per_byte;
+    const size_t first = phase.links.size();
+    topology_.append_route(static_cast<VertexId>(from), static_cast<VertexId>(proxy), hash, phase.links);
+    topology_.append_route(static_cast<VertexId>(proxy), static_cast<VertexId>(to), hash, phase.links);
+    close_transfer(phase, first, bytes_per_byte);
+  }
+
+  /// Records the transfer whose path is phase.links[first ..] (just appended). Throws std::length_error past
+  /// 2^32 links in one phase (Transfer's offsets are 32-bit).
+  static void close_transfer(Phase& phase, size_t first, double bytes_per_byte) {
+    if (phase.links.size() > std::numeric_limits<uint32_t>::max()) {
+      throw std::length_error("build_schedule: more than 2^32 links in one phase");
+    }
+    phase.transfers.push_back(
+        Transfer{static_cast<uint32_t>(first), static_cast<uint32_t>(phase.links.size() - first), bytes_per_byte});
   }
 
   int64_t local_of(int64_t rank) const { return rank % gpn_; }
@@ -165,6 +170,12 @@ int64_t ceil_log2(int64_t x) {
 }
 
 }  // namespace
+
+void Phase::add_transfer(std::span<const LinkId> path, double bytes_per_byte) {
+  const size_t first = links.size();
+  links.insert(links.end(), path.begin(), path.end());
+  Builder::close_transfer(*this, first, bytes_per_byte);
+}
 
 std::string_view to_string(CollectiveOp op) {
   switch (op) {
@@ -275,7 +286,7 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
       double worst = 0.0;
       for (const Transfer& t : phase.transfers) {
         double zone = 0.0;
-        for (LinkId l : t.path) {
+        for (LinkId l : phase.path(t)) {
           if (topology.is_inter_zone(l)) zone += topology.link(l).latency.value();
         }
         worst = std::max(worst, zone);
@@ -397,8 +408,8 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
             ok = false;
             return;
           }
-          phase.transfers.push_back(Transfer{{links->first}, 1.0});
-          phase.transfers.push_back(Transfer{{links->second}, 1.0});
+          phase.add_transfer(std::span<const LinkId>(&links->first, 1), 1.0);
+          phase.add_transfer(std::span<const LinkId>(&links->second, 1), 1.0);
         }
       });
       if (!ok) return std::nullopt;
@@ -455,9 +466,10 @@ namespace {
 /// Seconds per byte of the transfers `members` (indices into `transfers`) of one phase, alone on the links:
 /// max-min fair shares, then the slowest transfer (pipelined) or progressive completion (each finish frees
 /// bandwidth for the rest).
-double transfers_seconds_per_byte(const std::vector<Transfer>& transfers, std::span<const size_t> members,
-                                  bool pipelined, const Topology& topology, const LinkEfficiency& efficiency,
+double transfers_seconds_per_byte(const Phase& phase, std::span<const size_t> members, bool pipelined,
+                                  const Topology& topology, const LinkEfficiency& efficiency,
                                   std::vector<LinkId>& local) {
+  const std::vector<Transfer>& transfers = phase.transfers;
   // Only the links the transfers use enter the solver (`local`: global -> solver link, kAbsent elsewhere;
   // restored before returning).
   constexpr LinkId kAbsent = std::numeric_limits<LinkId>::max();
@@ -469,7 +481,7 @@ double transfers_seconds_per_byte(const std::vector<Transfer>& transfers, std::s
   for (size_t k : members) {
     const Transfer& t = transfers[k];
     path.clear();
-    for (LinkId l : t.path) {
+    for (LinkId l : phase.path(t)) {
       if (local[l] == kAbsent) {
         const Link link = topology.link(l);
         local[l] = solver.add_link(link.capacity * efficiency.of(link.link_class));
@@ -569,17 +581,16 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
   for (size_t phase_index = 0; phase_index < schedule.phases.size(); ++phase_index) {
     const Phase& phase = schedule.phases[phase_index];
     if (phase.transfers.empty()) continue;
-    for (const Transfer& t : phase.transfers) {
-      for (LinkId l : t.path) parent[l] = l;
-    }
+    for (LinkId l : phase.links) parent[l] = l;
     // Union each path's links with its first: the root of the first link is carried along the path (after a
     // union it is the smaller root, as a fresh find would return) instead of being searched again per hop.
     // The components, hence everything below, do not depend on which link ends up the root.
     for (const Transfer& t : phase.transfers) {
-      if (t.path.size() < 2) continue;
-      LinkId a = find_root(parent, t.path[0]);
-      for (size_t h = 1; h < t.path.size(); ++h) {
-        const LinkId b = find_root(parent, t.path[h]);
+      if (t.length < 2) continue;
+      const std::span<const LinkId> path = phase.path(t);
+      LinkId a = find_root(parent, path[0]);
+      for (size_t h = 1; h < path.size(); ++h) {
+        const LinkId b = find_root(parent, path[h]);
         if (a != b) {
           parent[std::max(a, b)] = std::min(a, b);
           a = std::min(a, b);
@@ -593,7 +604,7 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
     component_of.resize(n);
     roots.clear();
     for (size_t k = 0; k < n; ++k) {
-      const std::vector<LinkId>& path = phase.transfers[k].path;
+      const std::span<const LinkId> path = phase.path(phase.transfers[k]);
       if (path.empty()) throw std::invalid_argument("bandwidth_seconds_per_byte: a transfer without a path");
       const LinkId root = find_root(parent, path.front());
       if (local[root] == kAbsent) {
@@ -619,9 +630,9 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
       first_use.clear();
       for (size_t k : component) {
         const Transfer& t = phase.transfers[k];
-        structure.push_back(t.path.size());
+        structure.push_back(t.length);
         structure.push_back(std::bit_cast<uint64_t>(t.bytes_per_byte));
-        for (LinkId l : t.path) {
+        for (LinkId l : phase.path(t)) {
           if (local[l] == kAbsent) {
             local[l] = static_cast<LinkId>(first_use.size());
             first_use.push_back(l);
@@ -636,7 +647,7 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
       }
       auto it = solved.find(structure);
       if (it == solved.end()) {
-        it = solved.emplace(structure, transfers_seconds_per_byte(phase.transfers, component, phase.pipelined,
+        it = solved.emplace(structure, transfers_seconds_per_byte(phase, component, phase.pipelined,
                                                                   topology, efficiency, local))
                  .first;
       }
