@@ -463,9 +463,23 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
 
 namespace {
 
-/// Seconds per byte of the transfers `members` (indices into `transfers`) of one phase, alone on the links:
+/// Scratch of transfers_seconds_per_byte, one per thread, reused by every component it solves: the solver
+/// keeps its links' and flows' lists across FairShareSolver::clear(), so a phase of thousands of components
+/// (or a sweep of thousands of schedules) allocates them once. Holds the largest problem's memory until the
+/// thread exits (a 65 K-transfer all-to-all group: a few MB).
+struct SolveScratch {
+  FairShareSolver solver;
+  std::vector<FlowId> flows;
+  std::vector<double> remaining;
+  std::vector<LinkId> path;
+  std::vector<LinkId> used;
+  std::vector<size_t> live, still;
+};
+
+/// Seconds per byte of the transfers `members` (indices into phase.transfers) of one phase, alone on the links:
 /// max-min fair shares, then the slowest transfer (pipelined) or progressive completion (each finish frees
-/// bandwidth for the rest).
+/// bandwidth for the rest). The same calls on a cleared solver as on a fresh one, in the same order, so the
+/// same rates to the bit.
 double transfers_seconds_per_byte(const Phase& phase, std::span<const size_t> members, bool pipelined,
                                   const Topology& topology, const LinkEfficiency& efficiency,
                                   std::vector<LinkId>& local) {
@@ -473,11 +487,16 @@ double transfers_seconds_per_byte(const Phase& phase, std::span<const size_t> me
   // Only the links the transfers use enter the solver (`local`: global -> solver link, kAbsent elsewhere;
   // restored before returning).
   constexpr LinkId kAbsent = std::numeric_limits<LinkId>::max();
-  FairShareSolver solver;
-  std::vector<FlowId> flows;
-  std::vector<double> remaining;
-  std::vector<LinkId> path;
-  std::vector<LinkId> used;
+  thread_local SolveScratch scratch;
+  FairShareSolver& solver = scratch.solver;
+  solver.clear();
+  std::vector<FlowId>& flows = scratch.flows;
+  std::vector<double>& remaining = scratch.remaining;
+  std::vector<LinkId>& path = scratch.path;
+  std::vector<LinkId>& used = scratch.used;
+  flows.clear();
+  remaining.clear();
+  used.clear();
   for (size_t k : members) {
     const Transfer& t = transfers[k];
     path.clear();
@@ -501,14 +520,16 @@ double transfers_seconds_per_byte(const Phase& phase, std::span<const size_t> me
   }
   // Progressive completion: solve, advance to the next finish, drop finished transfers, repeat.
   double elapsed = 0.0;
-  std::vector<size_t> live(flows.size());
+  std::vector<size_t>& live = scratch.live;
+  std::vector<size_t>& still = scratch.still;
+  live.resize(flows.size());
   for (size_t i = 0; i < live.size(); ++i) live[i] = i;
   while (!live.empty()) {
     solver.solve();
     double step = std::numeric_limits<double>::infinity();
     for (size_t i : live) step = std::min(step, remaining[i] / solver.rate(flows[i]).value());
     elapsed += step;
-    std::vector<size_t> still;
+    still.clear();
     for (size_t i : live) {
       remaining[i] -= solver.rate(flows[i]).value() * step;
       // Transfers within 1e-9 of finishing finish now: merges rounds that differ only by rounding.
