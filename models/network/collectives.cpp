@@ -112,14 +112,19 @@ class Builder {
   int64_t gpn_;
 };
 
-/// Members of `group` per node, in rank order; nodes in order of first appearance after sorting.
-std::vector<std::vector<int64_t>> by_node(const std::vector<int64_t>& sorted, const Builder& b) {
-  std::vector<std::vector<int64_t>> nodes;
+/// Members of `sorted` (a group's ranks in ascending order) per node, in rank order, into `nodes` (its
+/// previous contents replaced; the inner lists' memory is reused, so the groups of one pattern, all of one
+/// shape, allocate once).
+void by_node(const std::vector<int64_t>& sorted, const Builder& b, std::vector<std::vector<int64_t>>& nodes) {
+  size_t count = 0;
   for (int64_t r : sorted) {
-    if (nodes.empty() || b.node_of(nodes.back().front()) != b.node_of(r)) nodes.emplace_back();
-    nodes.back().push_back(r);
+    if (count == 0 || b.node_of(nodes[count - 1].front()) != b.node_of(r)) {
+      if (count == nodes.size()) nodes.emplace_back();
+      nodes[count++].clear();
+    }
+    nodes[count - 1].push_back(r);
   }
-  return nodes;
+  nodes.resize(count);
 }
 
 /// The ring's node-to-node hops are rail-aligned, as NCCL builds them: channel c enters every node at the
@@ -137,9 +142,11 @@ void ring_phase(Phase& phase, Builder& b, const std::vector<std::vector<int64_t>
   // node through a different GPU's NIC; one channel inside a single node.
   size_t channels = nodes.size() == 1 ? 1 : nodes.front().size();
   for (const auto& n : nodes) channels = std::min(channels, n.size());
+  std::vector<int64_t> order;  // one channel's ring, reused by the next
+  std::vector<size_t> node_of_position;
   for (size_t c = 0; c < channels; ++c) {
-    std::vector<int64_t> order;
-    std::vector<size_t> node_of_position;
+    order.clear();
+    node_of_position.clear();
     for (size_t k = 0; k < nodes.size(); ++k) {
       const auto& members = nodes[k];
       for (size_t i = 0; i < members.size(); ++i) {
@@ -299,16 +306,21 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
   // The first group decides applicability and step counts (all groups have the same shape in practice).
   std::vector<int64_t> first = pattern.groups.front();
   std::sort(first.begin(), first.end());
-  const auto first_nodes = by_node(first, b);
+  std::vector<std::vector<int64_t>> first_nodes;
+  by_node(first, b, first_nodes);
   const auto nodes_spanned = static_cast<int64_t>(first_nodes.size());
   const bool one_node = nodes_spanned == 1;
   const double nd = static_cast<double>(n);
 
+  // Each group's sorted ranks and members per node, in buffers reused from group to group.
   auto per_group = [&](auto&& fn) {
+    std::vector<int64_t> sorted;
+    std::vector<std::vector<int64_t>> nodes;
     for (size_t gi = 0; gi < pattern.groups.size(); ++gi) {
-      std::vector<int64_t> sorted = pattern.groups[gi];
+      sorted.assign(pattern.groups[gi].begin(), pattern.groups[gi].end());
       if (op != CollectiveOp::send_recv) std::sort(sorted.begin(), sorted.end());
-      fn(gi, sorted, by_node(sorted, b));
+      by_node(sorted, b, nodes);
+      fn(gi, sorted, nodes);
     }
   };
 
