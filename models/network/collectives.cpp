@@ -5,10 +5,10 @@
 #include <cmath>
 #include <exception>
 #include <limits>
-#include <map>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "models/splitmix64.hpp"
 
@@ -611,6 +611,12 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
   std::vector<size_t> offsets, fill, members;
   std::vector<uint64_t> structure;
   std::vector<LinkId> first_use;
+  struct Solved {
+    std::vector<uint64_t> structure;
+    double seconds;  ///< its transfers_seconds_per_byte
+  };
+  std::vector<Solved> solved;
+  std::unordered_multimap<uint64_t, size_t> solved_index;  // structure hash -> index into `solved`
   for (size_t phase_index = 0; phase_index < schedule.phases.size(); ++phase_index) {
     const Phase& phase = schedule.phases[phase_index];
     if (phase.transfers.empty()) continue;
@@ -655,7 +661,11 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
     for (size_t k = 0; k < n; ++k) members[fill[component_of[k]]++] = k;
     // Each component's structure: per transfer its path length, its links by order of first use, its bytes;
     // then the capacity of each link in that order.
-    std::map<std::vector<uint64_t>, double> solved;
+    // The structures solved in this phase with their times, found by a hash of their words and then compared
+    // word for word (memcmp), so a hash collision never merges two structures. (A std::map of the words compared
+    // each equal key twice, element by element: a third of the pricing of a 1 M-transfer all-to-all phase.)
+    solved.clear();
+    solved_index.clear();
     double phase_time = 0.0;
     for (size_t c = 0; c < roots.size(); ++c) {
       const std::span<const size_t> component(members.data() + offsets[c], offsets[c + 1] - offsets[c]);
@@ -678,13 +688,23 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
         structure.push_back(std::bit_cast<uint64_t>((link.capacity * efficiency.of(link.link_class)).value()));
         local[l] = kAbsent;
       }
-      auto it = solved.find(structure);
-      if (it == solved.end()) {
-        it = solved.emplace(structure, transfers_seconds_per_byte(phase, component, phase.pipelined,
-                                                                  topology, efficiency, local))
-                 .first;
+      uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a over the words
+      for (uint64_t w : structure) hash = (hash ^ w) * 0x100000001b3ULL;
+      const Solved* match = nullptr;
+      for (auto [at, end] = solved_index.equal_range(hash); at != end && match == nullptr; ++at) {
+        const Solved& candidate = solved[at->second];
+        if (std::equal(candidate.structure.begin(), candidate.structure.end(), structure.begin(), structure.end())) {
+          match = &candidate;
+        }
       }
-      phase_time = std::max(phase_time, it->second);
+      if (match == nullptr) {
+        const double seconds =
+            transfers_seconds_per_byte(phase, component, phase.pipelined, topology, efficiency, local);
+        solved_index.emplace(hash, solved.size());
+        solved.push_back(Solved{structure, seconds});
+        match = &solved.back();
+      }
+      phase_time = std::max(phase_time, match->seconds);
     }
     per_round[phase_index] = phase_time;
   }
