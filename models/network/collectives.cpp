@@ -5,10 +5,11 @@
 #include <cmath>
 #include <exception>
 #include <limits>
-#include <map>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "models/splitmix64.hpp"
 
@@ -33,19 +34,15 @@ uint64_t flow_hash(uint64_t /*group*/, uint64_t /*channel*/, uint64_t /*from*/, 
 /// Builds transfers over routed paths and tallies the inter-zone propagation on them.
 class Builder {
  public:
-  /// Links reserved per path: a route across a three-tier fat tree with a PXN hop (GPU, NVSwitch, GPU, NIC,
-  /// leaf, spine, core and back down) fits without regrowth.
-  static constexpr size_t kPathReserve = 16;
-
   Builder(const Topology& t) : topology_(t), gpn_(t.gpus_per_node()) {}
 
   int64_t node_of(int64_t rank) const { return rank / gpn_; }
 
+  /// A transfer from `from` to `to`, routed straight into the phase's link array.
   void add(Phase& phase, int64_t from, int64_t to, double bytes_per_byte, uint64_t hash) {
-    Transfer& tr = phase.transfers.emplace_back();
-    tr.path.reserve(kPathReserve);
-    topology_.append_route(static_cast<VertexId>(from), static_cast<VertexId>(to), hash, tr.path);
-    tr.bytes_per_byte = bytes_per_byte;
+    const size_t first = phase.links.size();
+    topology_.append_route(static_cast<VertexId>(from), static_cast<VertexId>(to), hash, phase.links);
+    close_transfer(phase, first, bytes_per_byte);
   }
 
   /// A transfer from `from` to `to` on another node that leaves through the NIC of `proxy`, a GPU of the
@@ -58,11 +55,20 @@ class Builder {
       add(phase, from, to, bytes_per_byte, hash);
       return;
     }
-    Transfer& tr = phase.transfers.emplace_back();
-    tr.path.reserve(kPathReserve);
-    topology_.append_route(static_cast<VertexId>(from), static_cast<VertexId>(proxy), hash, tr.path);
-    topology_.append_route(static_cast<VertexId>(proxy), static_cast<VertexId>(to), hash, tr.path);
-    tr.bytes_per_byte = bytes_per_byte;
+    const size_t first = phase.links.size();
+    topology_.append_route(static_cast<VertexId>(from), static_cast<VertexId>(proxy), hash, phase.links);
+    topology_.append_route(static_cast<VertexId>(proxy), static_cast<VertexId>(to), hash, phase.links);
+    close_transfer(phase, first, bytes_per_byte);
+  }
+
+  /// Records the transfer whose path is phase.links[first ..] (just appended). Throws std::length_error past
+  /// 2^32 links in one phase (Transfer's offsets are 32-bit).
+  static void close_transfer(Phase& phase, size_t first, double bytes_per_byte) {
+    if (phase.links.size() > std::numeric_limits<uint32_t>::max()) {
+      throw std::length_error("build_schedule: more than 2^32 links in one phase");
+    }
+    phase.transfers.push_back(
+        Transfer{static_cast<uint32_t>(first), static_cast<uint32_t>(phase.links.size() - first), bytes_per_byte});
   }
 
   int64_t local_of(int64_t rank) const { return rank % gpn_; }
@@ -107,14 +113,19 @@ class Builder {
   int64_t gpn_;
 };
 
-/// Members of `group` per node, in rank order; nodes in order of first appearance after sorting.
-std::vector<std::vector<int64_t>> by_node(const std::vector<int64_t>& sorted, const Builder& b) {
-  std::vector<std::vector<int64_t>> nodes;
+/// Members of `sorted` (a group's ranks in ascending order) per node, in rank order, into `nodes` (its
+/// previous contents replaced; the inner lists' memory is reused, so the groups of one pattern, all of one
+/// shape, allocate once).
+void by_node(const std::vector<int64_t>& sorted, const Builder& b, std::vector<std::vector<int64_t>>& nodes) {
+  size_t count = 0;
   for (int64_t r : sorted) {
-    if (nodes.empty() || b.node_of(nodes.back().front()) != b.node_of(r)) nodes.emplace_back();
-    nodes.back().push_back(r);
+    if (count == 0 || b.node_of(nodes[count - 1].front()) != b.node_of(r)) {
+      if (count == nodes.size()) nodes.emplace_back();
+      nodes[count++].clear();
+    }
+    nodes[count - 1].push_back(r);
   }
-  return nodes;
+  nodes.resize(count);
 }
 
 /// The ring's node-to-node hops are rail-aligned, as NCCL builds them: channel c enters every node at the
@@ -132,9 +143,11 @@ void ring_phase(Phase& phase, Builder& b, const std::vector<std::vector<int64_t>
   // node through a different GPU's NIC; one channel inside a single node.
   size_t channels = nodes.size() == 1 ? 1 : nodes.front().size();
   for (const auto& n : nodes) channels = std::min(channels, n.size());
+  std::vector<int64_t> order;  // one channel's ring, reused by the next
+  std::vector<size_t> node_of_position;
   for (size_t c = 0; c < channels; ++c) {
-    std::vector<int64_t> order;
-    std::vector<size_t> node_of_position;
+    order.clear();
+    node_of_position.clear();
     for (size_t k = 0; k < nodes.size(); ++k) {
       const auto& members = nodes[k];
       for (size_t i = 0; i < members.size(); ++i) {
@@ -165,6 +178,12 @@ int64_t ceil_log2(int64_t x) {
 }
 
 }  // namespace
+
+void Phase::add_transfer(std::span<const LinkId> path, double bytes_per_byte) {
+  const size_t first = links.size();
+  links.insert(links.end(), path.begin(), path.end());
+  Builder::close_transfer(*this, first, bytes_per_byte);
+}
 
 std::string_view to_string(CollectiveOp op) {
   switch (op) {
@@ -275,7 +294,7 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
       double worst = 0.0;
       for (const Transfer& t : phase.transfers) {
         double zone = 0.0;
-        for (LinkId l : t.path) {
+        for (LinkId l : phase.path(t)) {
           if (topology.is_inter_zone(l)) zone += topology.link(l).latency.value();
         }
         worst = std::max(worst, zone);
@@ -288,16 +307,21 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
   // The first group decides applicability and step counts (all groups have the same shape in practice).
   std::vector<int64_t> first = pattern.groups.front();
   std::sort(first.begin(), first.end());
-  const auto first_nodes = by_node(first, b);
+  std::vector<std::vector<int64_t>> first_nodes;
+  by_node(first, b, first_nodes);
   const auto nodes_spanned = static_cast<int64_t>(first_nodes.size());
   const bool one_node = nodes_spanned == 1;
   const double nd = static_cast<double>(n);
 
+  // Each group's sorted ranks and members per node, in buffers reused from group to group.
   auto per_group = [&](auto&& fn) {
+    std::vector<int64_t> sorted;
+    std::vector<std::vector<int64_t>> nodes;
     for (size_t gi = 0; gi < pattern.groups.size(); ++gi) {
-      std::vector<int64_t> sorted = pattern.groups[gi];
+      sorted.assign(pattern.groups[gi].begin(), pattern.groups[gi].end());
       if (op != CollectiveOp::send_recv) std::sort(sorted.begin(), sorted.end());
-      fn(gi, sorted, by_node(sorted, b));
+      by_node(sorted, b, nodes);
+      fn(gi, sorted, nodes);
     }
   };
 
@@ -397,8 +421,8 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
             ok = false;
             return;
           }
-          phase.transfers.push_back(Transfer{{links->first}, 1.0});
-          phase.transfers.push_back(Transfer{{links->second}, 1.0});
+          phase.add_transfer(std::span<const LinkId>(&links->first, 1), 1.0);
+          phase.add_transfer(std::span<const LinkId>(&links->second, 1), 1.0);
         }
       });
       if (!ok) return std::nullopt;
@@ -452,24 +476,44 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
 
 namespace {
 
-/// Seconds per byte of the transfers `members` (indices into `transfers`) of one phase, alone on the links:
-/// max-min fair shares, then the slowest transfer (pipelined) or progressive completion (each finish frees
-/// bandwidth for the rest).
-double transfers_seconds_per_byte(const std::vector<Transfer>& transfers, std::span<const size_t> members,
-                                  bool pipelined, const Topology& topology, const LinkEfficiency& efficiency,
-                                  std::vector<LinkId>& local) {
-  // Only the links the transfers use enter the solver (`local`: global -> solver link, kAbsent elsewhere;
-  // restored before returning).
-  constexpr LinkId kAbsent = std::numeric_limits<LinkId>::max();
+/// Scratch of transfers_seconds_per_byte, one per thread, reused by every component it solves: the solver
+/// keeps its links' and flows' lists across FairShareSolver::clear(), so a phase of thousands of components
+/// (or a sweep of thousands of schedules) allocates them once. Holds the largest problem's memory until the
+/// thread exits (a 65 K-transfer all-to-all group: a few MB).
+struct SolveScratch {
   FairShareSolver solver;
   std::vector<FlowId> flows;
   std::vector<double> remaining;
   std::vector<LinkId> path;
   std::vector<LinkId> used;
+  std::vector<size_t> live, still;
+};
+
+/// Seconds per byte of the transfers `members` (indices into phase.transfers) of one phase, alone on the links:
+/// max-min fair shares, then the slowest transfer (pipelined) or progressive completion (each finish frees
+/// bandwidth for the rest). The same calls on a cleared solver as on a fresh one, in the same order, so the
+/// same rates to the bit.
+double transfers_seconds_per_byte(const Phase& phase, std::span<const size_t> members, bool pipelined,
+                                  const Topology& topology, const LinkEfficiency& efficiency,
+                                  std::vector<LinkId>& local) {
+  const std::vector<Transfer>& transfers = phase.transfers;
+  // Only the links the transfers use enter the solver (`local`: global -> solver link, kAbsent elsewhere;
+  // restored before returning).
+  constexpr LinkId kAbsent = std::numeric_limits<LinkId>::max();
+  thread_local SolveScratch scratch;
+  FairShareSolver& solver = scratch.solver;
+  solver.clear();
+  std::vector<FlowId>& flows = scratch.flows;
+  std::vector<double>& remaining = scratch.remaining;
+  std::vector<LinkId>& path = scratch.path;
+  std::vector<LinkId>& used = scratch.used;
+  flows.clear();
+  remaining.clear();
+  used.clear();
   for (size_t k : members) {
     const Transfer& t = transfers[k];
     path.clear();
-    for (LinkId l : t.path) {
+    for (LinkId l : phase.path(t)) {
       if (local[l] == kAbsent) {
         const Link link = topology.link(l);
         local[l] = solver.add_link(link.capacity * efficiency.of(link.link_class));
@@ -489,14 +533,16 @@ double transfers_seconds_per_byte(const std::vector<Transfer>& transfers, std::s
   }
   // Progressive completion: solve, advance to the next finish, drop finished transfers, repeat.
   double elapsed = 0.0;
-  std::vector<size_t> live(flows.size());
+  std::vector<size_t>& live = scratch.live;
+  std::vector<size_t>& still = scratch.still;
+  live.resize(flows.size());
   for (size_t i = 0; i < live.size(); ++i) live[i] = i;
   while (!live.empty()) {
     solver.solve();
     double step = std::numeric_limits<double>::infinity();
     for (size_t i : live) step = std::min(step, remaining[i] / solver.rate(flows[i]).value());
     elapsed += step;
-    std::vector<size_t> still;
+    still.clear();
     for (size_t i : live) {
       remaining[i] -= solver.rate(flows[i]).value() * step;
       // Transfers within 1e-9 of finishing finish now: merges rounds that differ only by rounding.
@@ -512,7 +558,7 @@ double transfers_seconds_per_byte(const std::vector<Transfer>& transfers, std::s
 }
 
 /// Find with path halving over a union-find forest of links.
-LinkId find_root(std::vector<LinkId>& parent, LinkId l) {
+LinkId find_root(LinkId* parent, LinkId l) {
   while (parent[l] != l) {
     parent[l] = parent[parent[l]];
     l = parent[l];
@@ -546,13 +592,15 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
   // Two arrays indexed by link id, kept per thread across calls (a 131,072-GPU cluster has 1.3 M links: two
   // fresh 5 MB arrays per solve were a tenth of its cold step, in memset and first-touch page faults). `local`
   // is all kAbsent between calls (every use restores it; an exception refills it); `parent` is written for
-  // every link of a phase before it is read.
+  // every link of a phase before it is read, so it is left uninitialised (no 5 MB memset on a thread's first
+  // solve at 131,072 GPUs).
   thread_local std::vector<LinkId> local;
-  thread_local std::vector<LinkId> parent;
+  thread_local std::unique_ptr<LinkId[]> parent_storage;
   if (local.size() < link_count) {
     local.assign(link_count, kAbsent);
-    parent.resize(link_count);
+    parent_storage.reset(new LinkId[link_count]);  // default-initialised: no writes
   }
+  LinkId* const parent = parent_storage.get();
   struct Restore {
     std::vector<LinkId>& local;
     int exceptions = std::uncaught_exceptions();
@@ -566,20 +614,25 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
   std::vector<size_t> offsets, fill, members;
   std::vector<uint64_t> structure;
   std::vector<LinkId> first_use;
+  struct Solved {
+    std::vector<uint64_t> structure;
+    double seconds;  ///< its transfers_seconds_per_byte
+  };
+  std::vector<Solved> solved;
+  std::unordered_multimap<uint64_t, size_t> solved_index;  // structure hash -> index into `solved`
   for (size_t phase_index = 0; phase_index < schedule.phases.size(); ++phase_index) {
     const Phase& phase = schedule.phases[phase_index];
     if (phase.transfers.empty()) continue;
-    for (const Transfer& t : phase.transfers) {
-      for (LinkId l : t.path) parent[l] = l;
-    }
+    for (LinkId l : phase.links) parent[l] = l;
     // Union each path's links with its first: the root of the first link is carried along the path (after a
     // union it is the smaller root, as a fresh find would return) instead of being searched again per hop.
     // The components, hence everything below, do not depend on which link ends up the root.
     for (const Transfer& t : phase.transfers) {
-      if (t.path.size() < 2) continue;
-      LinkId a = find_root(parent, t.path[0]);
-      for (size_t h = 1; h < t.path.size(); ++h) {
-        const LinkId b = find_root(parent, t.path[h]);
+      if (t.length < 2) continue;
+      const std::span<const LinkId> path = phase.path(t);
+      LinkId a = find_root(parent, path[0]);
+      for (size_t h = 1; h < path.size(); ++h) {
+        const LinkId b = find_root(parent, path[h]);
         if (a != b) {
           parent[std::max(a, b)] = std::min(a, b);
           a = std::min(a, b);
@@ -593,7 +646,7 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
     component_of.resize(n);
     roots.clear();
     for (size_t k = 0; k < n; ++k) {
-      const std::vector<LinkId>& path = phase.transfers[k].path;
+      const std::span<const LinkId> path = phase.path(phase.transfers[k]);
       if (path.empty()) throw std::invalid_argument("bandwidth_seconds_per_byte: a transfer without a path");
       const LinkId root = find_root(parent, path.front());
       if (local[root] == kAbsent) {
@@ -611,7 +664,11 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
     for (size_t k = 0; k < n; ++k) members[fill[component_of[k]]++] = k;
     // Each component's structure: per transfer its path length, its links by order of first use, its bytes;
     // then the capacity of each link in that order.
-    std::map<std::vector<uint64_t>, double> solved;
+    // The structures solved in this phase with their times, found by a hash of their words and then compared
+    // word for word (memcmp), so a hash collision never merges two structures. (A std::map of the words compared
+    // each equal key twice, element by element: a third of the pricing of a 1 M-transfer all-to-all phase.)
+    solved.clear();
+    solved_index.clear();
     double phase_time = 0.0;
     for (size_t c = 0; c < roots.size(); ++c) {
       const std::span<const size_t> component(members.data() + offsets[c], offsets[c + 1] - offsets[c]);
@@ -619,9 +676,9 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
       first_use.clear();
       for (size_t k : component) {
         const Transfer& t = phase.transfers[k];
-        structure.push_back(t.path.size());
+        structure.push_back(t.length);
         structure.push_back(std::bit_cast<uint64_t>(t.bytes_per_byte));
-        for (LinkId l : t.path) {
+        for (LinkId l : phase.path(t)) {
           if (local[l] == kAbsent) {
             local[l] = static_cast<LinkId>(first_use.size());
             first_use.push_back(l);
@@ -634,13 +691,23 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
         structure.push_back(std::bit_cast<uint64_t>((link.capacity * efficiency.of(link.link_class)).value()));
         local[l] = kAbsent;
       }
-      auto it = solved.find(structure);
-      if (it == solved.end()) {
-        it = solved.emplace(structure, transfers_seconds_per_byte(phase.transfers, component, phase.pipelined,
-                                                                  topology, efficiency, local))
-                 .first;
+      uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a over the words
+      for (uint64_t w : structure) hash = (hash ^ w) * 0x100000001b3ULL;
+      const Solved* match = nullptr;
+      for (auto [at, end] = solved_index.equal_range(hash); at != end && match == nullptr; ++at) {
+        const Solved& candidate = solved[at->second];
+        if (std::equal(candidate.structure.begin(), candidate.structure.end(), structure.begin(), structure.end())) {
+          match = &candidate;
+        }
       }
-      phase_time = std::max(phase_time, it->second);
+      if (match == nullptr) {
+        const double seconds =
+            transfers_seconds_per_byte(phase, component, phase.pipelined, topology, efficiency, local);
+        solved_index.emplace(hash, solved.size());
+        solved.push_back(Solved{structure, seconds});
+        match = &solved.back();
+      }
+      phase_time = std::max(phase_time, match->seconds);
     }
     per_round[phase_index] = phase_time;
   }

@@ -41,6 +41,7 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -100,15 +101,26 @@ struct CommPattern {
   mutable std::atomic<uint64_t> hash_{0};  ///< 0: not computed yet
 };
 
-/// One transfer of a phase: a routed path and its bytes per byte of collective payload.
+/// One transfer of a phase: its routed path, links [first, first + length) of the phase's `links` (read it with
+/// Phase::path), and its bytes per byte of collective payload.
 struct Transfer {
-  std::vector<LinkId> path;
+  uint32_t first = 0;           ///< offset of the path's first link in Phase::links
+  uint32_t length = 0;          ///< links on the path
   double bytes_per_byte = 0.0;  ///< transfer bytes / collective bytes S
 };
 
 /// Transfers that start together; the phase ends when the last one finishes; `repeat` identical rounds.
+/// The transfers' paths are stored back to back in one array per phase (`links`, transfer k's path right after
+/// transfer k-1's) instead of a vector per transfer: a 256-GPU all-to-all on every node of a 2,048-GPU cluster
+/// has half a million transfers, and the route search appends to the phase's array directly.
 struct Phase {
   std::vector<Transfer> transfers;
+  std::vector<LinkId> links;  ///< every transfer's path, in transfer order (Transfer::first, Transfer::length)
+  /// The path of `t`, a transfer of this phase: its links in order from the sender to the receiver.
+  [[nodiscard]] std::span<const LinkId> path(const Transfer& t) const { return {links.data() + t.first, t.length}; }
+  /// Appends a transfer over `path` (a route of this phase's topology; may be empty only where a reader accepts
+  /// it). Throws std::length_error when the phase's links would pass 2^32.
+  void add_transfer(std::span<const LinkId> path, double bytes_per_byte);
   int64_t repeat = 1;
   int64_t intra_steps = 0;  ///< latency-bearing steps inside nodes, over all repeats
   int64_t inter_steps = 0;  ///< latency-bearing steps across nodes (or zones), over all repeats

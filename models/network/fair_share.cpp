@@ -31,6 +31,10 @@ LinkId FairShareSolver::add_link(units::BytesPerSecond capacity) {
   const auto id = static_cast<LinkId>(links_.size());
   links_.emplace_back();
   links_.back().capacity = capacity.value();
+  if (!spare_entries_.empty()) {  // an emptied list from before clear(): no allocation while it has room
+    links_.back().entries = std::move(spare_entries_.back());
+    spare_entries_.pop_back();
+  }
   return id;
 }
 
@@ -74,6 +78,10 @@ FlowId FairShareSolver::add_flow(std::span<const LinkId> path, units::BytesPerSe
     if (flows_.size() >= kSlotMask) throw std::length_error("too many flows");
     slot = static_cast<uint32_t>(flows_.size());
     flows_.emplace_back();
+    if (!spare_hops_.empty()) {
+      flows_.back().hops = std::move(spare_hops_.back());
+      spare_hops_.pop_back();
+    }
   }
   Flow& f = flows_[slot];
   f.live = true;
@@ -127,6 +135,25 @@ void FairShareSolver::remove_flow(FlowId flow) {
 
 units::BytesPerSecond FairShareSolver::rate(FlowId flow) const {
   return units::BytesPerSecond(flows_[slot_of(flow)].rate);
+}
+
+void FairShareSolver::clear() {
+  // Only the lists' storage is kept (emptied); every other field is reset, so what follows sees a fresh solver.
+  for (Link& l : links_) {
+    l.entries.clear();
+    spare_entries_.push_back(std::move(l.entries));
+  }
+  for (Flow& f : flows_) {
+    f.hops.clear();
+    spare_hops_.push_back(std::move(f.hops));
+  }
+  links_.clear();
+  flows_.clear();
+  free_slots_.clear();
+  live_flows_ = 0;
+  dirty_links_.clear();
+  dirty_pathless_.clear();
+  stats_ = {};
 }
 
 void FairShareSolver::invalidate_all() {

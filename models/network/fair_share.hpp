@@ -88,6 +88,10 @@ class FairShareSolver {
 
   /// Recomputes the max-min fair rates of the components changed since the last solve(); no-op if none.
   void solve();
+  /// Removes every link and flow: the solver is then as a fresh one (ids restart at 0, every rate and statistic
+  /// as new), but keeps its memory, the links' and flows' lists included, for the next problem (a caller that
+  /// solves many small problems in a row, such as the components of a collective's phase, allocates once).
+  void clear();
   /// Marks every link dirty, so that the next solve() recomputes the whole network (benchmarks, checks).
   void invalidate_all();
   /// True if a change is waiting for solve().
@@ -149,6 +153,9 @@ class FairShareSolver {
 
   std::vector<Link> links_;
   std::vector<Flow> flows_;
+  // Emptied lists of the links and flows that clear() removed, handed to the next add_link / new flow slot.
+  std::vector<std::vector<Entry>> spare_entries_;
+  std::vector<std::vector<Hop>> spare_hops_;
   std::vector<uint32_t> free_slots_;
   size_t live_flows_ = 0;
   std::vector<LinkId> dirty_links_;

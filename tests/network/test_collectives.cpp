@@ -14,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -112,7 +113,7 @@ TEST(Collectives, RingAllReduceOnOneNodeIsTwoNMinusOneOverNSOverB) {
   EXPECT_EQ(schedule->phases[0].inter_steps, 0);
   EXPECT_EQ(schedule->phases[0].transfers.size(), 8u);  // one channel inside a node: 8 hops of the ring
   for (const auto& tr : schedule->phases[0].transfers) {
-    EXPECT_EQ(tr.path.size(), 2u);  // GPU -> NVSwitch -> GPU
+    EXPECT_EQ(schedule->phases[0].path(tr).size(), 2u);  // GPU -> NVSwitch -> GPU
     EXPECT_DOUBLE_EQ(tr.bytes_per_byte, 1.0 / 8.0);
   }
 
@@ -205,11 +206,12 @@ TEST(Collectives, MultiNodeRingOneRankPerNodeIsBoundByTheNic) {
   EXPECT_EQ(schedule->phases[0].inter_steps, 14);  // 2(nodes-1): every step crosses the network
   EXPECT_EQ(schedule->phases[0].intra_steps, 0);
   for (const auto& tr : schedule->phases[0].transfers) {
-    ASSERT_EQ(tr.path.size(), 4u);
-    EXPECT_EQ(t.link(tr.path[0]).link_class, LinkClass::pcie);        // GPU -> its rail NIC
-    EXPECT_EQ(t.link(tr.path[1]).link_class, LinkClass::infiniband);  // NIC -> switch
-    EXPECT_EQ(t.link(tr.path[2]).link_class, LinkClass::infiniband);  // switch -> NIC
-    EXPECT_EQ(t.link(tr.path[3]).link_class, LinkClass::pcie);        // NIC -> GPU
+    const auto path = schedule->phases[0].path(tr);
+    ASSERT_EQ(path.size(), 4u);
+    EXPECT_EQ(t.link(path[0]).link_class, LinkClass::pcie);        // GPU -> its rail NIC
+    EXPECT_EQ(t.link(path[1]).link_class, LinkClass::infiniband);  // NIC -> switch
+    EXPECT_EQ(t.link(path[2]).link_class, LinkClass::infiniband);  // switch -> NIC
+    EXPECT_EQ(t.link(path[3]).link_class, LinkClass::pcie);        // NIC -> GPU
   }
   const double n = 8, S = kGiB;
   const double ib = constants_of(kH100).infiniband_efficiency;
@@ -264,7 +266,7 @@ CommPattern strided_data_parallel_groups() {
 }
 
 /// True when some link of `path` enters or leaves a spine (tier-1 network switch).
-bool crosses_a_spine(const Topology& t, const std::vector<clustersim::models::LinkId>& path) {
+bool crosses_a_spine(const Topology& t, std::span<const clustersim::models::LinkId> path) {
   for (auto id : path) {
     const auto& l = t.link(id);
     for (auto v : {l.src, l.dst}) {
@@ -290,7 +292,9 @@ TEST(Collectives, StridedDataParallelRingsStayOnTheirRails) {
   for (CollectiveOp op : {CollectiveOp::reduce_scatter, CollectiveOp::all_gather, CollectiveOp::all_reduce}) {
     const auto schedule = build_schedule(op, CollectiveAlgorithm::ring, t, dp, false);
     ASSERT_TRUE(schedule.has_value());
-    for (const auto& tr : schedule->phases[0].transfers) EXPECT_FALSE(crosses_a_spine(t, tr.path)) << to_string(op);
+    for (const auto& tr : schedule->phases[0].transfers) {
+      EXPECT_FALSE(crosses_a_spine(t, schedule->phases[0].path(tr))) << to_string(op);
+    }
   }
   const double rs = spb(CollectiveOp::reduce_scatter, CollectiveAlgorithm::ring, t, dp, full_rate());
   const double ag = spb(CollectiveOp::all_gather, CollectiveAlgorithm::ring, t, dp, full_rate());
@@ -314,7 +318,7 @@ TEST(Collectives, CrossRailSendRunsAtThePortRate) {
   const double c = spb(CollectiveOp::send_recv, CollectiveAlgorithm::direct, t, cross, full_rate());
   const auto schedule = build_schedule(CollectiveOp::send_recv, CollectiveAlgorithm::direct, t, cross, false);
   ASSERT_TRUE(schedule.has_value());
-  EXPECT_TRUE(crosses_a_spine(t, schedule->phases[0].transfers[0].path));
+  EXPECT_TRUE(crosses_a_spine(t, schedule->phases[0].path(schedule->phases[0].transfers[0])));
   expect_rel(c, 1.0 / kNdr);
   expect_rel(c, spb(CollectiveOp::send_recv, CollectiveAlgorithm::direct, t, aligned, full_rate()));
 }
@@ -333,7 +337,7 @@ TEST(Collectives, RingShiftRelaysCrossRailHopsThroughAGroupMember) {
   const auto schedule = build_schedule(CollectiveOp::ring_shift, CollectiveAlgorithm::direct, t, rings, false);
   ASSERT_TRUE(schedule.has_value());
   ASSERT_EQ(schedule->phases[0].transfers.size(), 16u);
-  for (const auto& tr : schedule->phases[0].transfers) EXPECT_FALSE(crosses_a_spine(t, tr.path));
+  for (const auto& tr : schedule->phases[0].transfers) EXPECT_FALSE(crosses_a_spine(t, schedule->phases[0].path(tr)));
   expect_rel(spb(CollectiveOp::ring_shift, CollectiveAlgorithm::direct, t, rings, full_rate()), 1.0 / kNdr);
   // A ring of 2 sends both ways: the two members' blocks swap.
   CommPattern pair;
