@@ -1,5 +1,7 @@
 #include "models/network/pattern_symmetry.hpp"
 
+#include "models/network/group_blocks.hpp"
+
 #include <numeric>
 #include <span>
 #include <vector>
@@ -30,18 +32,6 @@ std::optional<TranslationSymmetry> translation_symmetry(const FabricShape& shape
   return s;
 }
 
-namespace {
-
-uint32_t find(std::vector<uint32_t>& parent, uint32_t x) {
-  while (parent[x] != x) {
-    parent[x] = parent[parent[x]];
-    x = parent[x];
-  }
-  return x;
-}
-
-}  // namespace
-
 std::optional<CommPattern> translation_representative(CollectiveOp op, const CommPattern& pattern,
                                                        const Topology& topology) {
   const auto& groups = pattern.groups;
@@ -52,18 +42,16 @@ std::optional<CommPattern> translation_representative(CollectiveOp op, const Com
   const int64_t gpus = topology.gpu_count();
   const int64_t units = (topology.node_count() + sym->unit_nodes - 1) / sym->unit_nodes;
   // Side s of unit u: 2u + s (s = 0 "out", 1 "in"); without split sides only 2u is used.
-  constexpr uint32_t kNone = ~uint32_t{0};
+  constexpr uint32_t kNone = detail::GroupUnion::kNone;
   std::vector<uint32_t> side_owner(static_cast<size_t>(2 * units), kNone);
-  std::vector<uint32_t> parent(groups.size());
-  std::iota(parent.begin(), parent.end(), uint32_t{0});
+  detail::GroupUnion parent(groups.size());
   const auto touch = [&](uint32_t g, int64_t rank, int side) {
     const int64_t unit = rank / gpn / sym->unit_nodes;
     const size_t slot = static_cast<size_t>(2 * unit + (sym->split_sides ? side : 0));
     if (side_owner[slot] == kNone) {
       side_owner[slot] = g;
     } else {
-      const uint32_t a = find(parent, side_owner[slot]), b = find(parent, g);
-      if (a != b) parent[std::max(a, b)] = std::min(a, b);
+      parent.join(side_owner[slot], g);
     }
   };
   for (uint32_t g = 0; g < groups.size(); ++g) {
@@ -82,28 +70,11 @@ std::optional<CommPattern> translation_representative(CollectiveOp op, const Com
       touch(g, r, 1);
     }
   }
-  // Blocks in order of their first group, each group in pattern order: block b's groups are
-  // members[offsets[b] .. offsets[b + 1]) (one flat array, not a vector per block).
-  std::vector<uint32_t> block_of(groups.size());
-  std::vector<uint32_t> block_of_root(groups.size(), kNone);
-  uint32_t block_count = 0;
-  for (uint32_t g = 0; g < groups.size(); ++g) {
-    const uint32_t root = find(parent, g);
-    if (block_of_root[root] == kNone) block_of_root[root] = block_count++;
-    block_of[g] = block_of_root[root];
-  }
+  // Blocks in order of their first group, each group in pattern order (group_blocks.hpp).
+  const detail::GroupBlocks blocks = detail::blocks_of(parent);
+  const size_t block_count = blocks.count();
   if (block_count < 2) return std::nullopt;
-  std::vector<size_t> offsets(static_cast<size_t>(block_count) + 1, 0);
-  for (uint32_t b : block_of) ++offsets[b + 1];
-  for (size_t b = 0; b < block_count; ++b) offsets[b + 1] += offsets[b];
-  std::vector<uint32_t> members(groups.size());
-  {
-    std::vector<size_t> fill(offsets.begin(), offsets.end() - 1);
-    for (uint32_t g = 0; g < groups.size(); ++g) members[fill[block_of[g]]++] = g;
-  }
-  const auto block_at = [&](size_t b) {
-    return std::span<const uint32_t>(members.data() + offsets[b], offsets[b + 1] - offsets[b]);
-  };
+  const auto block_at = [&](size_t b) { return blocks.block(b); };
   const std::span<const uint32_t> first = block_at(0);
   const int64_t period_ranks = sym->period_nodes * gpn;
   for (size_t b = 1; b < block_count; ++b) {

@@ -6,17 +6,11 @@
 #include <span>
 #include <vector>
 
+#include "models/network/group_blocks.hpp"
+
 namespace clustersim::models {
 
 namespace {
-
-uint32_t find(std::vector<uint32_t>& parent, uint32_t x) {
-  while (parent[x] != x) {
-    parent[x] = parent[parent[x]];
-    x = parent[x];
-  }
-  return x;
-}
 
 /// Whether GPU 0 has a link to an NVLink switch vertex (Builder::has_nvswitch's test: every node is node 0's
 /// template, so every node has one then).
@@ -61,17 +55,15 @@ std::optional<CommPattern> rail_block_representative(CollectiveOp op, const Comm
   if (op == CollectiveOp::send_recv && size != 2) return std::nullopt;
 
   // The rail condition per group; groups that share a rank are joined.
-  constexpr uint32_t kNone = ~uint32_t{0};
+  constexpr uint32_t kNone = detail::GroupUnion::kNone;
   std::vector<uint32_t> rank_owner(static_cast<size_t>(gpus), kNone);
-  std::vector<uint32_t> parent(groups.size());
-  std::iota(parent.begin(), parent.end(), uint32_t{0});
+  detail::GroupUnion parent(groups.size());
   const auto touch = [&](uint32_t g, int64_t rank) {
     uint32_t& owner = rank_owner[static_cast<size_t>(rank)];
     if (owner == kNone) {
       owner = g;
     } else {
-      const uint32_t a = find(parent, owner), b = find(parent, g);
-      if (a != b) parent[std::max(a, b)] = std::min(a, b);
+      parent.join(owner, g);
     }
   };
   std::vector<int64_t> sorted;
@@ -90,27 +82,11 @@ std::optional<CommPattern> rail_block_representative(CollectiveOp op, const Comm
     }
     for (int64_t r : group) touch(g, r);
   }
-  // Blocks in order of their first group, each group in pattern order (members[offsets[b] .. offsets[b + 1])).
-  std::vector<uint32_t> block_of(groups.size());
-  std::vector<uint32_t> block_of_root(groups.size(), kNone);
-  uint32_t block_count = 0;
-  for (uint32_t g = 0; g < groups.size(); ++g) {
-    const uint32_t root = find(parent, g);
-    if (block_of_root[root] == kNone) block_of_root[root] = block_count++;
-    block_of[g] = block_of_root[root];
-  }
+  // Blocks in order of their first group, each group in pattern order (group_blocks.hpp).
+  const detail::GroupBlocks blocks = detail::blocks_of(parent);
+  const size_t block_count = blocks.count();
   if (block_count < 2) return std::nullopt;
-  std::vector<size_t> offsets(static_cast<size_t>(block_count) + 1, 0);
-  for (uint32_t b : block_of) ++offsets[b + 1];
-  for (size_t b = 0; b < block_count; ++b) offsets[b + 1] += offsets[b];
-  std::vector<uint32_t> members(groups.size());
-  {
-    std::vector<size_t> fill(offsets.begin(), offsets.end() - 1);
-    for (uint32_t g = 0; g < groups.size(); ++g) members[fill[block_of[g]]++] = g;
-  }
-  const auto block_at = [&](size_t b) {
-    return std::span<const uint32_t>(members.data() + offsets[b], offsets[b + 1] - offsets[b]);
-  };
+  const auto block_at = [&](size_t b) { return blocks.block(b); };
   // Every block is block 0 moved rank by rank by one shift that moves every rank by the same whole nodes (and
   // so by the same local offset: no rank leaves its node's range).
   const std::span<const uint32_t> first = block_at(0);
