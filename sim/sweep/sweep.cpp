@@ -681,6 +681,21 @@ std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::pa
   return out;
 }
 
+models::LayoutSearch layout_search_of(const Scenario& s, const models::Catalog& catalog) {
+  models::LayoutSearch search;
+  const models::VmSize& vm = catalog.vm_size(s.cluster.vm_size);
+  search.gpus_per_vm = static_cast<int64_t>(vm.devices_per_vm);
+  search.gpus_per_domain = vm.domain_gpus(s.cluster.nodes, s.cluster.vms_per_nvlink_domain);
+  search.gpus = s.cluster.nodes * search.gpus_per_vm;
+  search.heads = s.model.num_attention_heads;
+  search.query_groups = s.model.num_query_groups;
+  search.layers = s.model.num_layers;
+  search.global_batch = s.training.global_batch_size;
+  search.seq_length = s.model.seq_length;
+  search.experts = s.model.num_experts;
+  return search;
+}
+
 std::vector<LayoutPoint> enumerate_layout_points(const std::filesystem::path& scenario,
                                                  const std::vector<std::string>& overrides,
                                                  const models::Catalog& catalog, int jobs) {
@@ -707,17 +722,7 @@ std::vector<LayoutPoint> enumerate_layout_points(const std::filesystem::path& sc
       throw;
     }
   }();
-  models::LayoutSearch search;
-  const models::VmSize& vm = catalog.vm_size(s.cluster.vm_size);
-  search.gpus_per_vm = static_cast<int64_t>(vm.devices_per_vm);
-  search.gpus_per_domain = vm.domain_gpus(s.cluster.nodes, s.cluster.vms_per_nvlink_domain);
-  search.gpus = s.cluster.nodes * search.gpus_per_vm;
-  search.heads = s.model.num_attention_heads;
-  search.query_groups = s.model.num_query_groups;
-  search.layers = s.model.num_layers;
-  search.global_batch = s.training.global_batch_size;
-  search.seq_length = s.model.seq_length;
-  search.experts = s.model.num_experts;
+  const models::LayoutSearch search = layout_search_of(s, catalog);
   std::vector<LayoutPoint> out;
   const std::vector<models::LayoutCandidate> candidates = models::enumerate_layouts(search);
   // The dimensions the layouts set, as written; one that most layouts leave at 1 (context) only when a

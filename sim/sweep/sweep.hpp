@@ -26,6 +26,7 @@
 
 namespace clustersim::models {
 class Catalog;
+struct LayoutSearch;
 }
 
 namespace clustersim::sim {
@@ -130,6 +131,11 @@ struct LayoutPoint {
 std::vector<std::vector<SweptValue>> enumerate_layouts(const std::filesystem::path& scenario,
                                                         const std::vector<std::string>& overrides,
                                                         const models::Catalog& catalog, int jobs = 1);
+
+/// The layout search of scenario `s` (models::enumerate_layouts' input): its VM size's GPUs per VM and per
+/// NVLink domain (from `catalog`; throws as Catalog::vm_size for an unknown size), the cluster's GPUs, and the
+/// model's heads, query groups, layers, sequence length and experts and the global batch, as loaded.
+models::LayoutSearch layout_search_of(const Scenario& s, const models::Catalog& catalog);
 
 /// enumerate_layouts with, beside each point's values, the scenario the screening loaded for it: what
 /// load_scenario gives with `overrides` and the values (resolved_toml left empty; the scenario's own setting

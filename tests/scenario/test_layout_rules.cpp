@@ -15,6 +15,7 @@
 #include "models/parallelism/layout.hpp"
 #include "models/splitmix64.hpp"
 #include "sim/io/layout_rules.hpp"
+#include "sim/sweep/sweep.hpp"
 #include "sim/io/scenario.hpp"
 
 namespace clustersim {
@@ -282,17 +283,7 @@ std::vector<std::vector<sim::LayoutSetting>> drawn_layouts(int64_t gpus, bool mo
 /// setting every layout key.
 std::vector<std::vector<sim::LayoutSetting>> search_layouts(const fs::path& path) {
   const sim::Scenario s = sim::load_scenario(path, {}, catalog());
-  const models::VmSize& vm = catalog().vm_size(s.cluster.vm_size);
-  models::LayoutSearch search;
-  search.gpus_per_vm = static_cast<int64_t>(vm.devices_per_vm);
-  search.gpus_per_domain = vm.domain_gpus(s.cluster.nodes, s.cluster.vms_per_nvlink_domain);
-  search.gpus = s.cluster.nodes * search.gpus_per_vm;
-  search.heads = s.model.num_attention_heads;
-  search.query_groups = s.model.num_query_groups;
-  search.layers = s.model.num_layers;
-  search.global_batch = s.training.global_batch_size;
-  search.seq_length = s.model.seq_length;
-  search.experts = s.model.num_experts;
+  const models::LayoutSearch search = sim::layout_search_of(s, catalog());
   std::vector<std::vector<sim::LayoutSetting>> out;
   for (const models::LayoutCandidate& c : models::enumerate_layouts(search)) {
     const models::ParallelismConfig& p = c.parallelism;
