@@ -12,6 +12,7 @@
 #include "sim/io/scenario.hpp"
 #include "sim/io/framework_profiles.hpp"
 #include "sim/io/scenario_params.hpp"
+#include "tests/support/files.hpp"
 
 namespace clustersim::sim {
 namespace {
@@ -174,13 +175,13 @@ TEST(ScenarioLoad, ResolvedTomlHasDefaultsAndDerivedDataAndReloadsToItself) {
   EXPECT_NE(r.find("seed = 0"), std::string::npos) << r;
   EXPECT_EQ(r.find("[reference]"), std::string::npos) << r;
 
-  const auto path = std::filesystem::temp_directory_path() / "clustersim_test_scenario_resolved.toml";
+  const clustersim::testing::TempDir tmp("clustersim-test-scenario-");
+  const auto path = tmp.path() / "resolved.toml";
   {
     std::ofstream out(path);
     out << r;
   }
   const Scenario again = load_scenario(path, {}, catalog());
-  std::filesystem::remove(path);
   EXPECT_EQ(again.resolved_toml, r);
   EXPECT_EQ(again.parallelism.data, 8);
   EXPECT_EQ(again.parallelism.tensor, 4);
@@ -355,10 +356,10 @@ TEST(ScenarioLoad, VariabilityTakesSourcedDefaultsWhenOnAndRejectsItsNumbersWhen
   EXPECT_EQ(on.simulation.variability->slow_vm_factor, models::kSlowVmFactor);
   EXPECT_EQ(on.simulation.variability->slow_vm_source, models::kSlowVmSource);
   // The defaults are written into the resolved scenario, which reloads to the same numbers.
-  const auto resolved = std::filesystem::temp_directory_path() / "clustersim_test_variability_resolved.toml";
+  const clustersim::testing::TempDir tmp("clustersim-test-variability-");
+  const auto resolved = tmp.path() / "resolved.toml";
   std::ofstream(resolved) << on.resolved_toml;
   const Scenario again = load_scenario(resolved, {}, catalog());
-  std::filesystem::remove(resolved);
   ASSERT_TRUE(again.simulation.variability);
   EXPECT_EQ(again.simulation.variability->gpu_compute_cv, models::kGpuComputeCv);
   EXPECT_EQ(again.simulation.variability->slow_vm_factor, models::kSlowVmFactor);

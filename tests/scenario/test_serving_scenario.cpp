@@ -11,6 +11,7 @@
 #include "models/serving/engine_profile.hpp"
 #include "sim/io/scenario.hpp"
 #include "tests/support/catalog.hpp"
+#include "tests/support/files.hpp"
 
 namespace clustersim::sim {
 namespace {
@@ -337,7 +338,8 @@ TEST(ServingScenario, APromptNoIterationHoldsIsRefusedAtLoadWithoutChunkedPrefil
 
 TEST(ServingScenario, TraceErrorsCarryTheKeyAndTheTraceLineAndNeverTheFile) {
   // Issue 26, defect 18: a trace error named no key, and echoed the first line of any file (/etc/passwd).
-  const fs::path passwd = fs::temp_directory_path() / "clustersim-serving-scenario-passwd";
+  const clustersim::testing::TempDir tmp("clustersim-serving-scenario-");
+  const fs::path passwd = tmp.path() / "passwd";
   std::ofstream(passwd) << "root:x:0:0:root:/root:/bin/bash\n";
   const std::string e = error_of(kTrace, {"workload.trace=\"" + passwd.string() + "\""});
   EXPECT_NE(e.find("--set:1:16: key 'workload.trace': " + passwd.string() +
@@ -345,7 +347,7 @@ TEST(ServingScenario, TraceErrorsCarryTheKeyAndTheTraceLineAndNeverTheFile) {
             std::string::npos)
       << e;
   EXPECT_EQ(e.find("root"), std::string::npos) << e;
-  const fs::path bad = fs::temp_directory_path() / "clustersim-serving-scenario-bad.csv";
+  const fs::path bad = tmp.path() / "bad.csv";
   std::ofstream(bad) << "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,10,5\n"
                         "2023-02-31 18:15:47.00,9223372036854775807,5\n";
   const std::string d = error_of(kTrace, {"workload.trace=\"" + bad.string() + "\""});
@@ -357,8 +359,8 @@ TEST(ServingScenario, TraceErrorsCarryTheKeyAndTheTraceLineAndNeverTheFile) {
 TEST(ServingScenario, ATraceRunsWholeUnlessAWindowIsGiven) {
   // Issue 26: workload.duration_s's 60 s default cut a trace silently. The shipped trace scenarios give a window.
   EXPECT_TRUE(load_serving_scenario(kTrace, {}, catalog()).workload.duration_given);
-  const fs::path dir = fs::temp_directory_path() / "clustersim-serving-scenario-window";
-  fs::create_directories(dir);
+  const clustersim::testing::TempDir tmp("clustersim-serving-scenario-window-");
+  const fs::path& dir = tmp.path();
   std::ifstream in(kTrace);
   std::ofstream out(dir / "whole.toml");
   for (std::string line; std::getline(in, line);) {

@@ -12,6 +12,7 @@
 #include "sim/run/run_serving.hpp"
 #include "sim/serving/serving_summary.hpp"
 #include "sim/validation/serving_validation.hpp"
+#include "tests/support/files.hpp"
 
 namespace clustersim::sim {
 namespace {
@@ -24,16 +25,12 @@ const models::Catalog& catalog() {
   return c;
 }
 
-/// A directory with copies of three small rows of two engine families and two datasets.
-fs::path small_suite() {
-  const fs::path dir = fs::temp_directory_path() / "clustersim_serving_validation_test";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+/// Copies three small rows of two engine families and two datasets into `dir` (a fresh temporary directory).
+void small_suite(const fs::path& dir) {
   for (const char* row : {"lmdeploy-a100-fp16-v010a1-45.toml", "lmdeploy-a100-fp16-v010a1-48.toml",
                           "vllm-buildkite-9515-71.toml"}) {
     fs::copy_file(kRows / row, dir / row);
   }
-  return dir;
 }
 
 TEST(ServingValidation, EveryShippedRowLoads) {
@@ -50,7 +47,9 @@ TEST(ServingValidation, EveryShippedRowLoads) {
 }
 
 TEST(ServingValidation, PredictsAsRunDoesFitsAndLeavesOneOut) {
-  const fs::path dir = small_suite();
+  const clustersim::testing::TempDir tmp("clustersim-serving-validation-");
+  const fs::path& dir = tmp.path();
+  small_suite(dir);
   const ServingValidationSuite suite = ServingValidationSuite::load(dir, catalog());
   ASSERT_EQ(suite.size(), 3u);
   const std::vector<ServingValidationRow> rows = suite.evaluate(catalog(), 2);
@@ -81,7 +80,6 @@ TEST(ServingValidation, PredictsAsRunDoesFitsAndLeavesOneOut) {
   EXPECT_EQ(held[0].rows.size(), 2u);
   EXPECT_EQ(held[0].summary.rows, 2);
   EXPECT_NE(format_serving_leave_one_out(held).find("Every held-out row"), std::string::npos);
-  fs::remove_all(dir);
 }
 
 }  // namespace

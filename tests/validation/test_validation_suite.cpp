@@ -22,6 +22,7 @@
 #include "models/hardware/catalog.hpp"
 #include "sim/validation/validation.hpp"
 #include "sim/validation/validation_report.hpp"
+#include "tests/support/files.hpp"
 
 namespace clustersim {
 namespace {
@@ -179,9 +180,8 @@ TEST(PredictionBands, WrittenFromHeldOutRowsAndReadBackByTheCatalog) {
   moe.rows = {held_out_row("hopper", "nemo", 0.30)};
   moe.rows[0].workload = "moe";
   const std::string text = sim::format_prediction_uncertainty({a, b, moe});
-  const auto dir = std::filesystem::temp_directory_path() / "clustersim-bands-test";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const clustersim::testing::TempDir tmp("clustersim-bands-test-");
+  const std::filesystem::path& dir = tmp.path();
   const auto shipped = models::Catalog::default_directory();
   std::filesystem::copy_file(shipped / "devices.toml", dir / "devices.toml");
   std::filesystem::copy_file(shipped / "vm_sizes.toml", dir / "vm_sizes.toml");
@@ -210,7 +210,6 @@ TEST(PredictionBands, WrittenFromHeldOutRowsAndReadBackByTheCatalog) {
   EXPECT_EQ(mixture->scope, "hopper/megatron/moe");
   EXPECT_EQ(c.device("MI300X").prediction_band("fsdp", "moe")->scope, "*/*/moe");
   EXPECT_FALSE(c.device("H100-SXM5-80GB").prediction_band("megatron", "context-parallel").has_value());
-  std::filesystem::remove_all(dir);
   // An unknown framework is an error, not a silently dropped row.
   sim::HeldOutDataset bad;
   bad.rows = {held_out_row("hopper", "jax", 0.01)};
