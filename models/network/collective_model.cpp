@@ -14,6 +14,7 @@
 
 #include "models/network/pattern_symmetry.hpp"
 #include "models/network/rail_symmetry.hpp"
+#include "models/network/rotation_symmetry.hpp"
 
 namespace clustersim::models {
 
@@ -41,9 +42,9 @@ struct CollectiveModel::Memo {
   std::mutex mutex;
   std::map<std::tuple<int, int, uint64_t>, std::shared_future<std::optional<Solved>>> solved;
   /// What each solved pattern reduces to (node_local_representative, then translation_representative, then
-  /// rail_block_representative; nullopt: the pattern itself), by (pattern hash, op is send_recv, the one op
-  /// the three treat apart): the pattern's other ops and algorithms reuse it instead of scanning every rank
-  /// again.
+  /// rotation_representative of that or of the pattern, then rail_block_representative; nullopt: the pattern
+  /// itself), by (pattern hash, op is send_recv, the one op the reductions treat apart): the pattern's other
+  /// ops and algorithms reuse it instead of scanning every rank again.
   std::map<std::pair<uint64_t, bool>, std::shared_ptr<const std::optional<CommPattern>>> representatives;
 };
 
@@ -229,6 +230,11 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(Collectiv
     // Inter-node groups on a fat tree: one block of groups when the others are it moved by whole leaves or pods
     // (exact to the last bit; models/network/pattern_symmetry.hpp).
     if (!reduced) reduced = translation_representative(op, pattern, topology_);
+    // One zone of a fat tree with rail NICs: the groups of one local index when the others are them moved to
+    // other local indices of the same nodes (exact to the last bit; models/network/rotation_symmetry.hpp). It
+    // applies to translation's block too (a stage's data-parallel groups, one per local index): the two
+    // reductions compose, each keeping every phase's time, step counts and applicability.
+    if (auto rotated = rotation_representative(reduced ? *reduced : pattern, topology_)) reduced = std::move(rotated);
     // One zone of a rail-optimized fabric: one block of groups when the others are it moved by whole nodes and
     // rails and no transfer crosses rails (exact to the last bit; models/network/rail_symmetry.hpp).
     if (!reduced) reduced = rail_block_representative(op, pattern, topology_);
