@@ -27,18 +27,24 @@ std::optional<CommPattern> rotation_representative(const CommPattern& pattern, c
   if (!rotation_fabric(topology.fabric_shape(), gpn)) return std::nullopt;
   const int64_t gpus = topology.gpu_count();
   const size_t size = groups.front().size();
+  // A rank's local index, by a mask when gpus_per_node is a power of two (8 on every shipped multi-GPU VM: no
+  // division per rank); ranks are checked to lie in [0, gpus) first.
+  const bool power_of_two = (gpn & (gpn - 1)) == 0;
+  const auto local_of = [gpn, power_of_two](int64_t r) { return power_of_two ? r & (gpn - 1) : r % gpn; };
   // Each group's local index; the blocks (groups by local index, in pattern order).
   std::vector<std::vector<uint32_t>> blocks(static_cast<size_t>(gpn));
   for (uint32_t g = 0; g < groups.size(); ++g) {
     const auto& group = groups[g];
     if (group.size() != size) return std::nullopt;
-    const int64_t local = group.front() % gpn;
+    const int64_t front = group.front();
+    if (front < 0 || front >= gpus) return std::nullopt;
+    const int64_t local = local_of(front);
     for (int64_t r : group) {
-      if (r < 0 || r >= gpus || r % gpn != local) return std::nullopt;
+      if (r < 0 || r >= gpus || local_of(r) != local) return std::nullopt;
     }
-    blocks[static_cast<size_t>(group.front() % gpn)].push_back(g);
+    blocks[static_cast<size_t>(local)].push_back(g);
   }
-  const int64_t t0 = groups.front().front() % gpn;
+  const int64_t t0 = local_of(groups.front().front());
   const std::vector<uint32_t>& first = blocks[static_cast<size_t>(t0)];
   size_t block_count = 0;
   for (int64_t t = 0; t < gpn; ++t) {
