@@ -14,6 +14,7 @@
 
 #include "models/network/pattern_symmetry.hpp"
 #include "models/network/rail_symmetry.hpp"
+#include "models/network/rotation_symmetry.hpp"
 
 namespace clustersim::models {
 
@@ -40,10 +41,10 @@ CollectiveConstants CollectiveConstants::for_vm(const VmSize& vm) {
 struct CollectiveModel::Memo {
   std::mutex mutex;
   std::map<std::tuple<int, int, uint64_t>, std::shared_future<std::optional<Solved>>> solved;
-  /// What each solved pattern reduces to (node_local_representative, then translation_representative, then
-  /// rail_block_representative; nullopt: the pattern itself), by (pattern hash, op is send_recv, the one op
-  /// the three treat apart): the pattern's other ops and algorithms reuse it instead of scanning every rank
-  /// again.
+  /// What each solved pattern reduces to (node_local_representative; else rotation_representative and
+  /// translation_representative, composed; else rail_block_representative; nullopt: the pattern itself), by
+  /// (pattern hash, op is send_recv, the one op the reductions treat apart): the pattern's other ops and
+  /// algorithms reuse it instead of scanning every rank again.
   std::map<std::pair<uint64_t, bool>, std::shared_ptr<const std::optional<CommPattern>>> representatives;
 };
 
@@ -226,9 +227,22 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(Collectiv
       }
     }
     std::optional<CommPattern> reduced = node_local_representative(pattern, topology_.gpus_per_node());
-    // Inter-node groups on a fat tree: one block of groups when the others are it moved by whole leaves or pods
-    // (exact to the last bit; models/network/pattern_symmetry.hpp).
-    if (!reduced) reduced = translation_representative(op, pattern, topology_);
+    if (!reduced) {
+      // Inter-node groups on a fat tree with rail NICs: the groups of one local index when the others are them
+      // moved to other local indices of the same nodes (models/network/rotation_symmetry.hpp); then one block of
+      // groups when the others are it moved by whole leaves or pods (models/network/pattern_symmetry.hpp). Both
+      // are exact to the last bit (every phase's time, step counts, applicability), so they compose in either
+      // order: rotation first, as it is the cheaper scan (a few operations a rank) and leaves translation an
+      // eighth of a data-parallel pattern; rotation again on translation's block when the whole pattern was not
+      // a rotation but its block is.
+      std::optional<CommPattern> rotated = rotation_representative(pattern, topology_);
+      reduced = translation_representative(op, rotated ? *rotated : pattern, topology_);
+      if (!reduced) {
+        reduced = std::move(rotated);
+      } else if (!rotated) {
+        if (auto block_rotated = rotation_representative(*reduced, topology_)) reduced = std::move(block_rotated);
+      }
+    }
     // One zone of a rail-optimized fabric: one block of groups when the others are it moved by whole nodes and
     // rails and no transfer crosses rails (exact to the last bit; models/network/rail_symmetry.hpp).
     if (!reduced) reduced = rail_block_representative(op, pattern, topology_);
