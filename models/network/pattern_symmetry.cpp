@@ -2,6 +2,7 @@
 
 #include "models/network/group_blocks.hpp"
 
+#include <cstdint>
 #include <numeric>
 #include <span>
 #include <vector>
@@ -40,34 +41,58 @@ std::optional<CommPattern> translation_representative(CollectiveOp op, const Com
   const std::optional<TranslationSymmetry> sym = translation_symmetry(topology.fabric_shape(), gpn);
   if (!sym) return std::nullopt;
   const int64_t gpus = topology.gpu_count();
+  const int64_t unit_ranks = int64_t{gpn} * sym->unit_nodes;  // floor(floor(r / gpn) / unit_nodes) = r / unit_ranks
   const int64_t units = (topology.node_count() + sym->unit_nodes - 1) / sym->unit_nodes;
   // Side s of unit u: 2u + s (s = 0 "out", 1 "in"); without split sides only 2u is used.
   constexpr uint32_t kNone = detail::GroupUnion::kNone;
   std::vector<uint32_t> side_owner(static_cast<size_t>(2 * units), kNone);
   detail::GroupUnion parent(groups.size());
-  const auto touch = [&](uint32_t g, int64_t rank, int side) {
-    const int64_t unit = rank / gpn / sym->unit_nodes;
-    const size_t slot = static_cast<size_t>(2 * unit + (sym->split_sides ? side : 0));
-    if (side_owner[slot] == kNone) {
+  // Group g touches side slot `slot`: the first toucher owns it, later ones join its block. A group touching a
+  // slot it (or a group already in its block) owns joins nothing, so the callers skip a member whose unit is
+  // the previous member's: the same blocks, fewer look-ups.
+  const auto touch = [&](uint32_t g, size_t slot) {
+    const uint32_t owner = side_owner[slot];
+    if (owner == kNone) {
       side_owner[slot] = g;
-    } else {
-      parent.join(side_owner[slot], g);
+    } else if (owner != g) {
+      parent.join(owner, g);
     }
   };
+  const size_t out_in = sym->split_sides ? 1 : 0;  // the "in" slot's offset from the "out" slot
+  const size_t group_size = groups.front().size();
+  // The slots the previous group touched when it was a send_recv pair across nodes (else none): a pair touching
+  // the same two slots joins exactly the previous pair's block (both slots' owners are in it already).
+  size_t pair_out = SIZE_MAX, pair_in = SIZE_MAX;
   for (uint32_t g = 0; g < groups.size(); ++g) {
     const auto& group = groups[g];
-    if (group.empty() || group.size() != groups.front().size()) return std::nullopt;
+    if (group.empty() || group.size() != group_size) return std::nullopt;
+    if (op == CollectiveOp::send_recv && group_size == 2) {
+      const int64_t a = group[0], b = group[1];
+      if (a < 0 || a >= gpus || b < 0 || b >= gpus) return std::nullopt;
+      if (a / gpn != b / gpn) {
+        const auto out = static_cast<size_t>(2 * (a / unit_ranks));
+        const auto in = static_cast<size_t>(2 * (b / unit_ranks)) + out_in;
+        if (out == pair_out && in == pair_in) {
+          parent.join(g - 1, g);
+        } else {
+          touch(g, out);
+          touch(g, in);
+          pair_out = out;
+          pair_in = in;
+        }
+        continue;
+      }
+    }
+    pair_out = pair_in = SIZE_MAX;
+    int64_t last_unit = -1;
     for (int64_t r : group) {
       if (r < 0 || r >= gpus) return std::nullopt;
-    }
-    if (op == CollectiveOp::send_recv && group.size() == 2 && group[0] / gpn != group[1] / gpn) {
-      touch(g, group[0], 0);
-      touch(g, group[1], 1);
-      continue;
-    }
-    for (int64_t r : group) {
-      touch(g, r, 0);
-      touch(g, r, 1);
+      const int64_t unit = r / unit_ranks;
+      if (unit == last_unit) continue;
+      last_unit = unit;
+      const auto slot = static_cast<size_t>(2 * unit);
+      touch(g, slot);
+      if (out_in != 0) touch(g, slot + out_in);
     }
   }
   // Blocks in order of their first group, each group in pattern order (group_blocks.hpp).
