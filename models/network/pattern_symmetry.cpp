@@ -43,26 +43,23 @@ std::optional<CommPattern> translation_representative(CollectiveOp op, const Com
   const int64_t gpus = topology.gpu_count();
   const int64_t unit_ranks = int64_t{gpn} * sym->unit_nodes;  // floor(floor(r / gpn) / unit_nodes) = r / unit_ranks
   const int64_t units = (topology.node_count() + sym->unit_nodes - 1) / sym->unit_nodes;
-  // Side s of unit u: 2u + s (s = 0 "out", 1 "in"); without split sides only 2u is used.
-  constexpr uint32_t kNone = detail::GroupUnion::kNone;
-  std::vector<uint32_t> side_owner(static_cast<size_t>(2 * units), kNone);
-  detail::GroupUnion parent(groups.size());
-  // Group g touches side slot `slot`: the first toucher owns it, later ones join its block. A group touching a
-  // slot it (or a group already in its block) owns joins nothing, so the callers skip a member whose unit is
-  // the previous member's: the same blocks, fewer look-ups.
-  const auto touch = [&](uint32_t g, size_t slot) {
-    const uint32_t owner = side_owner[slot];
-    if (owner == kNone) {
-      side_owner[slot] = g;
-    } else if (owner != g) {
-      parent.join(owner, g);
-    }
+  // Side s of unit u: slot 2u + s (s = 0 "out", 1 "in"); without split sides only 2u is used.
+  //
+  // Blocks through the slots: a group joins every slot it touches into one slot component (a union-find over
+  // the 2 x units slots, not over the groups), and a group's block is its slots' component. The same partition
+  // as joining groups that touch a common slot: groups sharing a slot share its component, and slots in one
+  // component are linked by a chain of groups each touching two of them, so their groups are chained by
+  // shared slots. Blocks are numbered in order of their first group and list their groups in pattern order,
+  // as group_blocks.hpp's blocks_of does. The scan skips a member in its group's previous member's unit, and a
+  // cross-node send_recv pair on the previous pair's two slots (already one component): nothing to join.
+  detail::GroupUnion slot_union(static_cast<size_t>(2 * units));
+  const auto link = [&](size_t a, size_t b) {
+    if (a != b) slot_union.join(static_cast<uint32_t>(a), static_cast<uint32_t>(b));
   };
   const size_t out_in = sym->split_sides ? 1 : 0;  // the "in" slot's offset from the "out" slot
   const size_t group_size = groups.front().size();
-  // The slots the previous group touched when it was a send_recv pair across nodes (else none): a pair touching
-  // the same two slots joins exactly the previous pair's block (both slots' owners are in it already).
-  size_t pair_out = SIZE_MAX, pair_in = SIZE_MAX;
+  std::vector<uint32_t> block_of(groups.size());  // a slot of each group, then its block
+  size_t pair_out = SIZE_MAX, pair_in = SIZE_MAX;  // the previous group's slots when a cross-node pair
   for (uint32_t g = 0; g < groups.size(); ++g) {
     const auto& group = groups[g];
     if (group.empty() || group.size() != group_size) return std::nullopt;
@@ -72,18 +69,17 @@ std::optional<CommPattern> translation_representative(CollectiveOp op, const Com
       if (a / gpn != b / gpn) {
         const auto out = static_cast<size_t>(2 * (a / unit_ranks));
         const auto in = static_cast<size_t>(2 * (b / unit_ranks)) + out_in;
-        if (out == pair_out && in == pair_in) {
-          parent.join(g - 1, g);
-        } else {
-          touch(g, out);
-          touch(g, in);
-          pair_out = out;
-          pair_in = in;
-        }
+        block_of[g] = static_cast<uint32_t>(out);
+        if (out != pair_out || in != pair_in) link(out, in);
+        pair_out = out;
+        pair_in = in;
         continue;
       }
     }
     pair_out = pair_in = SIZE_MAX;
+    if (group.front() < 0 || group.front() >= gpus) return std::nullopt;
+    const auto first = static_cast<size_t>(2 * (group.front() / unit_ranks));
+    block_of[g] = static_cast<uint32_t>(first);
     int64_t last_unit = -1;
     for (int64_t r : group) {
       if (r < 0 || r >= gpus) return std::nullopt;
@@ -91,32 +87,50 @@ std::optional<CommPattern> translation_representative(CollectiveOp op, const Com
       if (unit == last_unit) continue;
       last_unit = unit;
       const auto slot = static_cast<size_t>(2 * unit);
-      touch(g, slot);
-      if (out_in != 0) touch(g, slot + out_in);
+      link(first, slot);
+      if (out_in != 0) link(first, slot + out_in);
     }
   }
-  // Blocks in order of their first group, each group in pattern order (group_blocks.hpp).
-  const detail::GroupBlocks blocks = detail::blocks_of(parent);
-  const size_t block_count = blocks.count();
+  // Number the blocks by first group (through each slot component's root).
+  constexpr uint32_t kNone = detail::GroupUnion::kNone;
+  std::vector<uint32_t> block_of_root(static_cast<size_t>(2 * units), kNone);
+  std::vector<size_t> block_sizes;
+  for (uint32_t& b : block_of) {
+    const uint32_t root = slot_union.root(b);
+    if (block_of_root[root] == kNone) {
+      block_of_root[root] = static_cast<uint32_t>(block_sizes.size());
+      block_sizes.push_back(0);
+    }
+    b = block_of_root[root];
+    ++block_sizes[b];
+  }
+  const size_t block_count = block_sizes.size();
   if (block_count < 2) return std::nullopt;
-  const auto block_at = [&](size_t b) { return blocks.block(b); };
-  const std::span<const uint32_t> first = block_at(0);
+  // Every block must be block 0's size (else nullopt, as below); then block b is members[b x per .. (b + 1) x per).
+  const size_t per = block_sizes.front();
+  for (size_t n : block_sizes) {
+    if (n != per) return std::nullopt;
+  }
+  std::vector<uint32_t> members(groups.size());
+  std::vector<size_t> fill(block_count);
+  for (size_t b = 0; b < block_count; ++b) fill[b] = b * per;
+  for (uint32_t g = 0; g < groups.size(); ++g) members[fill[block_of[g]]++] = g;
+  const std::span<const uint32_t> first(members.data(), per);
   const int64_t period_ranks = sym->period_nodes * gpn;
   for (size_t b = 1; b < block_count; ++b) {
-    const std::span<const uint32_t> block = block_at(b);
-    if (block.size() != first.size()) return std::nullopt;
+    const std::span<const uint32_t> block(members.data() + b * per, per);
     const int64_t shift = groups[block.front()].front() - groups[first.front()].front();
     if (shift % period_ranks != 0) return std::nullopt;
-    for (size_t i = 0; i < block.size(); ++i) {
+    for (size_t i = 0; i < per; ++i) {
       const auto& moved = groups[block[i]];
       const auto& base = groups[first[i]];
-      for (size_t j = 0; j < base.size(); ++j) {
+      for (size_t j = 0; j < group_size; ++j) {
         if (moved[j] != base[j] + shift) return std::nullopt;
       }
     }
   }
   CommPattern representative;
-  representative.groups.reserve(first.size());
+  representative.groups.reserve(per);
   for (uint32_t g : first) representative.groups.push_back(groups[g]);
   return representative;
 }

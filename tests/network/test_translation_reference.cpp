@@ -1,11 +1,11 @@
-// translation_representative (models/network/pattern_symmetry.cpp) against the reference it replaced: the
-// same union-find over every rank's unit side with no skipped touches, validated group by group before any
-// touch. The fast scan skips a member in its group's previous member's unit and a cross-node send_recv pair
-// touching the previous pair's two slots (both join blocks already joined); the answer must be the same, group
-// for group, or nullopt for both. Shapes: every strided Megatron-like pattern (StridedGroups of each
-// below x size x above split of the GPUs and of half of them), their neighbour pairs, and variants that break
-// the translation (a group moved, reversed or resized, a rank out of range, groups swapped), on fat trees of two
-// and three tiers, an oversubscribed one, NICs on the host and a single switch, for send_recv and all_reduce.
+// translation_representative (models/network/pattern_symmetry.cpp) against the reference it replaced: a
+// union-find over the groups, joined at every rank's unit side with no skipped touches, each group validated
+// before any touch. The fast scan joins slots instead of groups (a group's block is its slots' component) and
+// skips touches that join nothing; the answer must be the same, group for group, or nullopt for both. Shapes:
+// every strided Megatron-like pattern (StridedGroups of each below x size x above split of the GPUs and of half
+// of them), their neighbour pairs, and variants that break the translation (a group moved, reversed or
+// resized, a rank out of range, groups swapped), on fat trees of two and three tiers, an oversubscribed one,
+// NICs on the host and a single switch, for send_recv and all_reduce.
 #include <gtest/gtest.h>
 
 #include <algorithm>
