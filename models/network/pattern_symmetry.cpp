@@ -57,6 +57,8 @@ std::optional<CommPattern> translation_representative(CollectiveOp op, const Com
     if (a != b) slot_union.join(static_cast<uint32_t>(a), static_cast<uint32_t>(b));
   };
   const size_t out_in = sym->split_sides ? 1 : 0;  // the "in" slot's offset from the "out" slot
+  const auto ugpus = static_cast<uint64_t>(gpus), ugpn = static_cast<uint64_t>(gpn);
+  const auto uunit = static_cast<uint64_t>(unit_ranks);
   const size_t group_size = groups.front().size();
   std::vector<uint32_t> block_of(groups.size());  // a slot of each group, then its block
   size_t pair_out = SIZE_MAX, pair_in = SIZE_MAX;  // the previous group's slots when a cross-node pair
@@ -64,11 +66,13 @@ std::optional<CommPattern> translation_representative(CollectiveOp op, const Com
     const auto& group = groups[g];
     if (group.empty() || group.size() != group_size) return std::nullopt;
     if (op == CollectiveOp::send_recv && group_size == 2) {
-      const int64_t a = group[0], b = group[1];
-      if (a < 0 || a >= gpus || b < 0 || b >= gpus) return std::nullopt;
-      if (a / gpn != b / gpn) {
-        const auto out = static_cast<size_t>(2 * (a / unit_ranks));
-        const auto in = static_cast<size_t>(2 * (b / unit_ranks)) + out_in;
+      // As unsigned, a negative rank is above every GPU: one comparison checks both bounds.
+      const auto a = static_cast<uint64_t>(group[0]), b = static_cast<uint64_t>(group[1]);
+      if (a >= ugpus || b >= ugpus) return std::nullopt;
+      const uint64_t unit_a = a / uunit, unit_b = b / uunit;
+      if (unit_a != unit_b || a / ugpn != b / ugpn) {  // on two nodes (units hold whole nodes)
+        const auto out = static_cast<size_t>(2 * unit_a);
+        const auto in = static_cast<size_t>(2 * unit_b) + out_in;
         block_of[g] = static_cast<uint32_t>(out);
         if (out != pair_out || in != pair_in) link(out, in);
         pair_out = out;
@@ -95,13 +99,18 @@ std::optional<CommPattern> translation_representative(CollectiveOp op, const Com
   constexpr uint32_t kNone = detail::GroupUnion::kNone;
   std::vector<uint32_t> block_of_root(static_cast<size_t>(2 * units), kNone);
   std::vector<size_t> block_sizes;
+  uint32_t last_slot = kNone, last_block = 0;  // consecutive groups often start in one slot: one look-up
   for (uint32_t& b : block_of) {
-    const uint32_t root = slot_union.root(b);
-    if (block_of_root[root] == kNone) {
-      block_of_root[root] = static_cast<uint32_t>(block_sizes.size());
-      block_sizes.push_back(0);
+    if (b != last_slot) {
+      last_slot = b;
+      const uint32_t root = slot_union.root(b);
+      if (block_of_root[root] == kNone) {
+        block_of_root[root] = static_cast<uint32_t>(block_sizes.size());
+        block_sizes.push_back(0);
+      }
+      last_block = block_of_root[root];
     }
-    b = block_of_root[root];
+    b = last_block;
     ++block_sizes[b];
   }
   const size_t block_count = block_sizes.size();
@@ -122,8 +131,12 @@ std::optional<CommPattern> translation_representative(CollectiveOp op, const Com
     const int64_t shift = groups[block.front()].front() - groups[first.front()].front();
     if (shift % period_ranks != 0) return std::nullopt;
     for (size_t i = 0; i < per; ++i) {
-      const auto& moved = groups[block[i]];
-      const auto& base = groups[first[i]];
+      const int64_t* moved = groups[block[i]].data();
+      const int64_t* base = groups[first[i]].data();
+      if (group_size == 2) {  // pairs (pipeline sends), the commonest: unrolled
+        if (moved[0] != base[0] + shift || moved[1] != base[1] + shift) return std::nullopt;
+        continue;
+      }
       for (size_t j = 0; j < group_size; ++j) {
         if (moved[j] != base[j] + shift) return std::nullopt;
       }
