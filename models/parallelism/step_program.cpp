@@ -474,8 +474,8 @@ std::shared_ptr<const CommPattern> PatternStore::find_or_build(const Key& key, c
   }
   // Built outside the lock (another thread may build the same one: the first stored is kept, same groups).
   auto built = std::make_shared<const CommPattern>(key[0] == 0 ? s.pattern() : neighbour_pairs(s));
-  int64_t ranks = 0;
-  for (const std::vector<int64_t>& g : built->groups) ranks += static_cast<int64_t>(g.size());
+  // Ranks held, from the five numbers: count groups of size, or (size - 1) x count pairs (none below size 2).
+  const int64_t ranks = key[0] == 0 ? s.count * s.size : 2 * s.count * std::max<int64_t>(s.size - 1, 0);
   std::lock_guard lock(mutex_);
   if (auto found = find()) return found;
   if (patterns_.size() >= kMaxPatterns || ranks_ + ranks > kMaxRanks) {

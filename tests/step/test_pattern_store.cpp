@@ -134,6 +134,25 @@ TEST(PatternStore, StaysBoundedAndRightWhenCleared) {
   EXPECT_LE(store.size(), 1u);
 }
 
+TEST(PatternStore, CountsTheRanksOfGroupsAndPairsToTheBound) {
+  // The store counts a pattern's ranks from its five numbers (count x size; 2 (size - 1) x count for pairs):
+  // a filler of kMaxRanks - 1,024 ranks, then 1,024 more ranks stay (two patterns held), 1,026 clear it first.
+  const StridedGroups filler = strided_groups(1, 1024, PatternStore::kMaxRanks / 1024 - 1);
+  for (const int64_t size : {513, 514}) {
+    SCOPED_TRACE("size " + std::to_string(size));
+    PatternStore pairs;
+    (void)pairs.groups(filler);
+    const StridedGroups line = strided_groups(1, size, 1);  // size - 1 pairs: 1,024 or 1,026 ranks
+    EXPECT_EQ(pairs.neighbours(line)->groups, neighbour_pairs(line).groups);
+    EXPECT_EQ(pairs.size(), size == 513 ? 2u : 1u);
+    PatternStore groups;
+    (void)groups.groups(filler);
+    const StridedGroups two = strided_groups(1, size - 1, 2);  // two groups: 1,024 or 1,026 ranks
+    EXPECT_EQ(groups.groups(two)->groups, two.pattern().groups);
+    EXPECT_EQ(groups.size(), size == 513 ? 2u : 1u);
+  }
+}
+
 TEST(PatternStore, ConcurrentFirstUsesAgree) {
   const auto store = std::make_shared<PatternStore>();
   ParallelismConfig l;
