@@ -652,7 +652,8 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
   // Scratch reused by every phase (and component) of this call.
   std::vector<uint32_t> parent, component_of;
   std::vector<size_t> offsets, fill, members;
-  std::vector<uint64_t> structure;
+  std::unique_ptr<uint64_t[]> structure;  // a component's words (below), structure_room of them
+  size_t structure_room = 0;
   std::vector<LinkId> first_use;
   struct Solved {
     std::vector<uint64_t> structure;
@@ -675,17 +676,22 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
       const auto self = static_cast<uint32_t>(k);
       parent[k] = self;
       uint32_t root = self;  // k's root, carried along the path (after a union, the smaller root)
+      // A mark whose transfer is known to be in root's set (a union keeps it so): the links a path shares with
+      // one earlier transfer in a row need no find.
+      uint32_t joined = self + 1;
       for (LinkId l : phase.path(t)) {
         const uint32_t owner = mark[l];
         if (owner == 0) {
           mark[l] = self + 1;
           continue;
         }
+        if (owner == joined) continue;
         const uint32_t other = find_root(parent.data(), owner - 1);
         if (other != root) {
           parent[std::max(root, other)] = std::min(root, other);
           root = std::min(root, other);
         }
+        joined = owner;
       }
     }
     // A root is its component's first transfer, numbered when met; the others take their root's number.
@@ -714,11 +720,19 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
     solved_index.clear();
     double phase_time = 0.0;
     for (size_t c = 0; c < components; ++c) {
-      structure.clear();
+      // The words: 2 + L per transfer, then at most one capacity per link word; written through a pointer into
+      // a buffer grown to that bound (no capacity check per word).
+      size_t bound = 0;
+      for (size_t m = offsets[c]; m < offsets[c + 1]; ++m) bound += 2 + 2 * size_t{phase.transfers[members[m]].length};
+      if (structure_room < bound) {
+        structure_room = std::max(bound, 2 * structure_room);
+        structure = std::make_unique_for_overwrite<uint64_t[]>(structure_room);
+      }
+      uint64_t* out = structure.get();
       first_use.clear();
       uint64_t hash = 0xcbf29ce484222325ULL;
       const auto word = [&](uint64_t w) {
-        structure.push_back(w);
+        *out++ = w;
         hash = (hash ^ w) * 0x100000001b3ULL;
       };
       for (size_t m = offsets[c]; m < offsets[c + 1]; ++m) {
@@ -739,18 +753,19 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
         word(std::bit_cast<uint64_t>((link.capacity * class_efficiency[static_cast<size_t>(link.link_class)]).value()));
         mark[l] = 0;
       }
+      const std::span<const uint64_t> words(structure.get(), static_cast<size_t>(out - structure.get()));
       const Solved* match = nullptr;
       for (auto [at, end] = solved_index.equal_range(hash); at != end && match == nullptr; ++at) {
         const Solved& candidate = solved[at->second];
-        if (std::equal(candidate.structure.begin(), candidate.structure.end(), structure.begin(), structure.end())) {
+        if (std::equal(candidate.structure.begin(), candidate.structure.end(), words.begin(), words.end())) {
           match = &candidate;
         }
       }
       if (match == nullptr) {
-        const double seconds = component_seconds_per_byte(structure, offsets[c + 1] - offsets[c], first_use.size(),
-                                                          phase.pipelined);
+        const double seconds =
+            component_seconds_per_byte(words, offsets[c + 1] - offsets[c], first_use.size(), phase.pipelined);
         solved_index.emplace(hash, solved.size());
-        solved.push_back(Solved{structure, seconds});
+        solved.push_back(Solved{std::vector<uint64_t>(words.begin(), words.end()), seconds});
         match = &solved.back();
       }
       phase_time = std::max(phase_time, match->seconds);
