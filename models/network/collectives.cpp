@@ -494,6 +494,7 @@ struct SolveScratch {
   std::vector<double> remaining;
   std::vector<LinkId> path;
   std::vector<double> bytes;
+  std::vector<uint32_t> on_link;
   std::vector<size_t> live, still;
 };
 
@@ -518,6 +519,15 @@ double component_seconds_per_byte(std::span<const uint64_t> words, size_t transf
   flows.clear();
   remaining.clear();
   for (const uint64_t w : words.last(link_count)) solver.add_link(units::BytesPerSecond(std::bit_cast<double>(w)));
+  // Each link's flow list sized once: the flows on each link, counted from the link words.
+  std::vector<uint32_t>& on_link = scratch.on_link;
+  on_link.assign(link_count, 0);
+  for (size_t k = 0, at = 0; k < transfer_count; ++k) {
+    const size_t length = words[at];
+    for (size_t h = 0; h < length; ++h) ++on_link[words[at + 2 + h]];
+    at += 2 + length;
+  }
+  for (size_t l = 0; l < link_count; ++l) solver.reserve_flows(static_cast<LinkId>(l), on_link[l]);
   size_t at = 0;
   for (size_t k = 0; k < transfer_count; ++k) {
     const size_t length = words[at];
