@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -289,8 +290,15 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
   s.algorithm = algorithm;
   s.ranks = static_cast<int64_t>(n);
   if (n == 1) return s;  // nothing to move
-  auto finish = [&topology](CollectiveSchedule& schedule) {
+  // Inter-zone links exist only between zones (topology.hpp: one per ordered pair of zones), so a cluster of one
+  // zone has none, and every phase's zone latency is the walk's 0.0 without walking its links.
+  const bool zones = topology.zones().size() > 1;
+  auto finish = [&topology, zones](CollectiveSchedule& schedule) {
     for (Phase& phase : schedule.phases) {
+      if (!zones) {
+        phase.zone_latency = units::Seconds(0.0);
+        continue;
+      }
       double worst = 0.0;
       for (const Transfer& t : phase.transfers) {
         double zone = 0.0;
@@ -476,7 +484,7 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
 
 namespace {
 
-/// Scratch of transfers_seconds_per_byte, one per thread, reused by every component it solves: the solver
+/// Scratch of component_seconds_per_byte, one per thread, reused by every component it solves: the solver
 /// keeps its links' and flows' lists across FairShareSolver::clear(), so a phase of thousands of components
 /// (or a sweep of thousands of schedules) allocates them once. Holds the largest problem's memory until the
 /// thread exits (a 65 K-transfer all-to-all group: a few MB).
@@ -485,46 +493,51 @@ struct SolveScratch {
   std::vector<FlowId> flows;
   std::vector<double> remaining;
   std::vector<LinkId> path;
-  std::vector<LinkId> used;
+  std::vector<double> bytes;
+  std::vector<uint32_t> on_link;
   std::vector<size_t> live, still;
 };
 
-/// Seconds per byte of the transfers `members` (indices into phase.transfers) of one phase, alone on the links:
-/// max-min fair shares, then the slowest transfer (pipelined) or progressive completion (each finish frees
-/// bandwidth for the rest). The same calls on a cleared solver as on a fresh one, in the same order, so the
-/// same rates to the bit.
-double transfers_seconds_per_byte(const Phase& phase, std::span<const size_t> members, bool pipelined,
-                                  const Topology& topology, const LinkEfficiency& efficiency,
-                                  std::vector<LinkId>& local) {
-  const std::vector<Transfer>& transfers = phase.transfers;
-  // Only the links the transfers use enter the solver (`local`: global -> solver link, kAbsent elsewhere;
-  // restored before returning).
-  constexpr LinkId kAbsent = std::numeric_limits<LinkId>::max();
+/// Seconds per byte of one max-min component, read from its structure words (phase_seconds_per_byte): for
+/// each of `transfer_count` transfers its path length L, its bytes per byte (bit_cast), then L link numbers in
+/// 0..link_count-1; then link_count capacities x efficiency (bit_cast, B/s), link by link number. The
+/// transfers alone on the links: max-min fair shares, then the slowest transfer (pipelined) or progressive
+/// completion (each finish frees bandwidth for the rest).
+///
+/// Exact: the solver receives the same links (same capacities, ids by first use), then the same flows in the
+/// same order, as when each transfer's new links were added just before its flow (the previous code): adding
+/// a link marks nothing dirty and hands out the next id and spare list, whatever flows exist, so the solver's
+/// state before solve() is the same, and so is every rate to the bit.
+double component_seconds_per_byte(std::span<const uint64_t> words, size_t transfer_count, size_t link_count,
+                                  bool pipelined) {
   thread_local SolveScratch scratch;
   FairShareSolver& solver = scratch.solver;
   solver.clear();
   std::vector<FlowId>& flows = scratch.flows;
   std::vector<double>& remaining = scratch.remaining;
   std::vector<LinkId>& path = scratch.path;
-  std::vector<LinkId>& used = scratch.used;
   flows.clear();
   remaining.clear();
-  used.clear();
-  for (size_t k : members) {
-    const Transfer& t = transfers[k];
-    path.clear();
-    for (LinkId l : phase.path(t)) {
-      if (local[l] == kAbsent) {
-        const Link link = topology.link(l);
-        local[l] = solver.add_link(link.capacity * efficiency.of(link.link_class));
-        used.push_back(l);
-      }
-      path.push_back(local[l]);
-    }
-    flows.push_back(solver.add_flow(path));
-    remaining.push_back(t.bytes_per_byte);
+  for (const uint64_t w : words.last(link_count)) solver.add_link(units::BytesPerSecond(std::bit_cast<double>(w)));
+  // Each link's flow list sized once: the flows on each link, counted from the link words.
+  std::vector<uint32_t>& on_link = scratch.on_link;
+  on_link.assign(link_count, 0);
+  for (size_t k = 0, at = 0; k < transfer_count; ++k) {
+    const size_t length = words[at];
+    for (size_t h = 0; h < length; ++h) ++on_link[words[at + 2 + h]];
+    at += 2 + length;
   }
-  for (LinkId l : used) local[l] = kAbsent;
+  for (size_t l = 0; l < link_count; ++l) solver.reserve_flows(static_cast<LinkId>(l), on_link[l]);
+  size_t at = 0;
+  for (size_t k = 0; k < transfer_count; ++k) {
+    const size_t length = words[at];
+    const double bytes = std::bit_cast<double>(words[at + 1]);
+    path.clear();
+    for (size_t h = 0; h < length; ++h) path.push_back(static_cast<LinkId>(words[at + 2 + h]));
+    at += 2 + length;
+    flows.push_back(solver.add_flow(path));
+    remaining.push_back(bytes);
+  }
   if (pipelined) {
     solver.solve();
     double slowest = 0.0;
@@ -532,6 +545,8 @@ double transfers_seconds_per_byte(const Phase& phase, std::span<const size_t> me
     return slowest;
   }
   // Progressive completion: solve, advance to the next finish, drop finished transfers, repeat.
+  std::vector<double>& bytes = scratch.bytes;  // each transfer's size, for the finishing tolerance
+  bytes.assign(remaining.begin(), remaining.end());
   double elapsed = 0.0;
   std::vector<size_t>& live = scratch.live;
   std::vector<size_t>& still = scratch.still;
@@ -546,7 +561,7 @@ double transfers_seconds_per_byte(const Phase& phase, std::span<const size_t> me
     for (size_t i : live) {
       remaining[i] -= solver.rate(flows[i]).value() * step;
       // Transfers within 1e-9 of finishing finish now: merges rounds that differ only by rounding.
-      if (remaining[i] <= 1e-9 * transfers[members[i]].bytes_per_byte) {
+      if (remaining[i] <= 1e-9 * bytes[i]) {
         solver.remove_flow(flows[i]);
       } else {
         still.push_back(i);
@@ -557,14 +572,39 @@ double transfers_seconds_per_byte(const Phase& phase, std::span<const size_t> me
   return elapsed;
 }
 
-/// Find with path halving over a union-find forest of links.
-LinkId find_root(LinkId* parent, LinkId l) {
-  while (parent[l] != l) {
-    parent[l] = parent[parent[l]];
-    l = parent[l];
+/// Find with path halving over a union-find forest of a phase's transfers.
+uint32_t find_root(uint32_t* parent, uint32_t k) {
+  while (parent[k] != k) {
+    parent[k] = parent[parent[k]];
+    k = parent[k];
   }
-  return l;
+  return k;
 }
+
+/// A per-thread array of 32-bit marks over link ids, all 0 between uses. Allocated zeroed (calloc: the fresh
+/// pages of a large block are the kernel's zero pages, no memset: a 131,072-GPU cluster has 1.3 M links) and
+/// grown the same way; each use restores every mark it set, or, when an exception leaves a use, `Restore`
+/// clears the whole array.
+class LinkMarks {
+ public:
+  /// The array for `link_count` link ids. Throws std::bad_alloc.
+  uint32_t* get(size_t link_count) {
+    if (size_ < link_count) {
+      data_.reset(static_cast<uint32_t*>(std::calloc(link_count, sizeof(uint32_t))));
+      if (!data_) throw std::bad_alloc();
+      size_ = link_count;
+    }
+    return data_.get();
+  }
+  void clear_all() { std::fill(data_.get(), data_.get() + size_, 0u); }
+
+ private:
+  struct Free {
+    void operator()(uint32_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint32_t[], Free> data_;
+  size_t size_ = 0;
+};
 
 }  // namespace
 
@@ -587,124 +627,155 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
   // same sequence of paths over links of the same capacities, links numbered in order of first use, and the
   // same bytes) have the same solution, so each structure is solved once: exact, and a 256-GPU all-to-all on
   // every node of a 2,048-GPU cluster (8 groups, 522 K transfers) solves one group's 65 K.
-  constexpr LinkId kAbsent = std::numeric_limits<LinkId>::max();
+  //
+  // Two walks over the phase's links (tests/network/test_phase_pricing.cpp holds the previous algorithm, a
+  // union-find over links and separate passes, and compares the two to the bit):
+  //  1. each link's mark takes the first transfer that uses it (k + 1; 0: none yet), and a transfer that meets
+  //     a marked link joins that transfer's set in a union-find over transfers (the smaller root wins, so a
+  //     component's root is its first transfer): components in order of their first transfer, members in
+  //     transfer order, as before;
+  //  2. per component, the structure words and their hash in one walk: a link met for the first time in the
+  //     component takes the next number (its mark becomes kNumbered | number), then the capacities of the
+  //     links in number order, each mark restored to 0 as its capacity is read. Every link of the phase is in
+  //     exactly one component, so every mark is restored. The words, the hash and the solver's input are the
+  //     previous code's to the bit (the same values in the same order).
+  constexpr uint32_t kNumbered = uint32_t{1} << 31;
   const std::size_t link_count = topology.link_count();
-  // Two arrays indexed by link id, kept per thread across calls (a 131,072-GPU cluster has 1.3 M links: two
-  // fresh 5 MB arrays per solve were a tenth of its cold step, in memset and first-touch page faults). `local`
-  // is all kAbsent between calls (every use restores it; an exception refills it); `parent` is written for
-  // every link of a phase before it is read, so it is left uninitialised (no 5 MB memset on a thread's first
-  // solve at 131,072 GPUs).
-  thread_local std::vector<LinkId> local;
-  thread_local std::unique_ptr<LinkId[]> parent_storage;
-  if (local.size() < link_count) {
-    local.assign(link_count, kAbsent);
-    parent_storage.reset(new LinkId[link_count]);  // default-initialised: no writes
+  if (link_count >= kNumbered) {
+    throw std::length_error("phase_seconds_per_byte: a topology of 2^31 links or more");
   }
-  LinkId* const parent = parent_storage.get();
+  thread_local LinkMarks link_marks;
+  uint32_t* const mark = link_marks.get(link_count);
   struct Restore {
-    std::vector<LinkId>& local;
+    LinkMarks& marks;
     int exceptions = std::uncaught_exceptions();
     ~Restore() {
-      if (std::uncaught_exceptions() > exceptions) std::fill(local.begin(), local.end(), std::numeric_limits<LinkId>::max());
+      if (std::uncaught_exceptions() > exceptions) marks.clear_all();
     }
-  } restore{local};
+  } restore{link_marks};
+  // capacity x efficiency per link class, as efficiency.of returns it (the same double).
+  constexpr LinkClass kClasses[] = {LinkClass::nvlink,     LinkClass::pcie,     LinkClass::infinity_fabric,
+                                    LinkClass::infiniband, LinkClass::ethernet, LinkClass::inter_zone};
+  double class_efficiency[std::size(kClasses)];
+  for (LinkClass c : kClasses) class_efficiency[static_cast<size_t>(c)] = efficiency.of(c);
   std::vector<double> per_round(schedule.phases.size(), 0.0);
   // Scratch reused by every phase (and component) of this call.
-  std::vector<LinkId> component_of, roots;
+  std::vector<uint32_t> parent, component_of;
   std::vector<size_t> offsets, fill, members;
-  std::vector<uint64_t> structure;
+  std::unique_ptr<uint64_t[]> structure;  // a component's words (below), structure_room of them
+  size_t structure_room = 0;
   std::vector<LinkId> first_use;
   struct Solved {
     std::vector<uint64_t> structure;
-    double seconds;  ///< its transfers_seconds_per_byte
+    double seconds;  ///< its component_seconds_per_byte
   };
   std::vector<Solved> solved;
   std::unordered_multimap<uint64_t, size_t> solved_index;  // structure hash -> index into `solved`
   for (size_t phase_index = 0; phase_index < schedule.phases.size(); ++phase_index) {
     const Phase& phase = schedule.phases[phase_index];
     if (phase.transfers.empty()) continue;
-    for (LinkId l : phase.links) parent[l] = l;
-    // Union each path's links with its first: the root of the first link is carried along the path (after a
-    // union it is the smaller root, as a fresh find would return) instead of being searched again per hop.
-    // The components, hence everything below, do not depend on which link ends up the root.
-    for (const Transfer& t : phase.transfers) {
-      if (t.length < 2) continue;
-      const std::span<const LinkId> path = phase.path(t);
-      LinkId a = find_root(parent, path[0]);
-      for (size_t h = 1; h < path.size(); ++h) {
-        const LinkId b = find_root(parent, path[h]);
-        if (a != b) {
-          parent[std::max(a, b)] = std::min(a, b);
-          a = std::min(a, b);
-        }
-      }
-    }
-    // Components in order of their first transfer; their members in transfer order: component_of[k] per
-    // transfer (`local` holds each root's component while they are numbered, then is restored), then the
-    // members of component c at members[offsets[c] .. offsets[c + 1]).
     const size_t n = phase.transfers.size();
+    if (n >= kNumbered) throw std::length_error("phase_seconds_per_byte: a phase of 2^31 transfers or more");
+    // Walk 1: components. component_of[k] for transfer k, counted in `components`.
+    parent.resize(n);
     component_of.resize(n);
-    roots.clear();
+    size_t components = 0;
     for (size_t k = 0; k < n; ++k) {
-      const std::span<const LinkId> path = phase.path(phase.transfers[k]);
-      if (path.empty()) throw std::invalid_argument("bandwidth_seconds_per_byte: a transfer without a path");
-      const LinkId root = find_root(parent, path.front());
-      if (local[root] == kAbsent) {
-        local[root] = static_cast<LinkId>(roots.size());
-        roots.push_back(root);
+      const Transfer& t = phase.transfers[k];
+      if (t.length == 0) throw std::invalid_argument("bandwidth_seconds_per_byte: a transfer without a path");
+      const auto self = static_cast<uint32_t>(k);
+      parent[k] = self;
+      uint32_t root = self;  // k's root, carried along the path (after a union, the smaller root)
+      // A mark whose transfer is known to be in root's set (a union keeps it so): the links a path shares with
+      // one earlier transfer in a row need no find.
+      uint32_t joined = self + 1;
+      for (LinkId l : phase.path(t)) {
+        const uint32_t owner = mark[l];
+        if (owner == 0) {
+          mark[l] = self + 1;
+          continue;
+        }
+        if (owner == joined) continue;
+        const uint32_t other = find_root(parent.data(), owner - 1);
+        if (other != root) {
+          parent[std::max(root, other)] = std::min(root, other);
+          root = std::min(root, other);
+        }
+        joined = owner;
       }
-      component_of[k] = local[root];
     }
-    for (LinkId root : roots) local[root] = kAbsent;
-    offsets.assign(roots.size() + 1, 0);
-    for (size_t k = 0; k < n; ++k) ++offsets[component_of[k] + 1];
-    for (size_t c = 0; c < roots.size(); ++c) offsets[c + 1] += offsets[c];
+    // A root is its component's first transfer, numbered when met; the others take their root's number.
+    for (size_t k = 0; k < n; ++k) {
+      const uint32_t root = find_root(parent.data(), static_cast<uint32_t>(k));
+      component_of[k] = root == k ? static_cast<uint32_t>(components++) : component_of[root];
+    }
+    // The members of component c at members[offsets[c] .. offsets[c + 1]), in transfer order.
     members.resize(n);
-    fill.assign(offsets.begin(), offsets.end() - 1);
-    for (size_t k = 0; k < n; ++k) members[fill[component_of[k]]++] = k;
-    // Each component's structure: per transfer its path length, its links by order of first use, its bytes;
-    // then the capacity of each link in that order.
-    // The structures solved in this phase with their times, found by a hash of their words and then compared
-    // word for word (memcmp), so a hash collision never merges two structures. (A std::map of the words compared
-    // each equal key twice, element by element: a third of the pricing of a 1 M-transfer all-to-all phase.)
+    if (components == n) {
+      for (size_t k = 0; k < n; ++k) members[k] = k;
+      offsets.resize(n + 1);
+      for (size_t c = 0; c <= n; ++c) offsets[c] = c;
+    } else {
+      offsets.assign(components + 1, 0);
+      for (size_t k = 0; k < n; ++k) ++offsets[component_of[k] + 1];
+      for (size_t c = 0; c < components; ++c) offsets[c + 1] += offsets[c];
+      fill.assign(offsets.begin(), offsets.end() - 1);
+      for (size_t k = 0; k < n; ++k) members[fill[component_of[k]]++] = k;
+    }
+    // Walk 2: each component's structure: per transfer its path length, its bytes, its links by order of first
+    // use; then the capacity x efficiency of each link in that order. The structures solved in this phase with
+    // their times, found by an FNV-1a hash of their words and then compared word for word (memcmp), so a hash
+    // collision never merges two structures.
     solved.clear();
     solved_index.clear();
     double phase_time = 0.0;
-    for (size_t c = 0; c < roots.size(); ++c) {
-      const std::span<const size_t> component(members.data() + offsets[c], offsets[c + 1] - offsets[c]);
-      structure.clear();
+    for (size_t c = 0; c < components; ++c) {
+      // The words: 2 + L per transfer, then at most one capacity per link word; written through a pointer into
+      // a buffer grown to that bound (no capacity check per word).
+      size_t bound = 0;
+      for (size_t m = offsets[c]; m < offsets[c + 1]; ++m) bound += 2 + 2 * size_t{phase.transfers[members[m]].length};
+      if (structure_room < bound) {
+        structure_room = std::max(bound, 2 * structure_room);
+        structure = std::make_unique_for_overwrite<uint64_t[]>(structure_room);
+      }
+      uint64_t* out = structure.get();
       first_use.clear();
-      for (size_t k : component) {
-        const Transfer& t = phase.transfers[k];
-        structure.push_back(t.length);
-        structure.push_back(std::bit_cast<uint64_t>(t.bytes_per_byte));
+      uint64_t hash = 0xcbf29ce484222325ULL;
+      const auto word = [&](uint64_t w) {
+        *out++ = w;
+        hash = (hash ^ w) * 0x100000001b3ULL;
+      };
+      for (size_t m = offsets[c]; m < offsets[c + 1]; ++m) {
+        const Transfer& t = phase.transfers[members[m]];
+        word(t.length);
+        word(std::bit_cast<uint64_t>(t.bytes_per_byte));
         for (LinkId l : phase.path(t)) {
-          if (local[l] == kAbsent) {
-            local[l] = static_cast<LinkId>(first_use.size());
+          uint32_t& at = mark[l];
+          if ((at & kNumbered) == 0) {
+            at = kNumbered | static_cast<uint32_t>(first_use.size());
             first_use.push_back(l);
           }
-          structure.push_back(local[l]);
+          word(at & ~kNumbered);
         }
       }
       for (LinkId l : first_use) {
         const Link link = topology.link(l);
-        structure.push_back(std::bit_cast<uint64_t>((link.capacity * efficiency.of(link.link_class)).value()));
-        local[l] = kAbsent;
+        word(std::bit_cast<uint64_t>((link.capacity * class_efficiency[static_cast<size_t>(link.link_class)]).value()));
+        mark[l] = 0;
       }
-      uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a over the words
-      for (uint64_t w : structure) hash = (hash ^ w) * 0x100000001b3ULL;
+      const std::span<const uint64_t> words(structure.get(), static_cast<size_t>(out - structure.get()));
       const Solved* match = nullptr;
       for (auto [at, end] = solved_index.equal_range(hash); at != end && match == nullptr; ++at) {
         const Solved& candidate = solved[at->second];
-        if (std::equal(candidate.structure.begin(), candidate.structure.end(), structure.begin(), structure.end())) {
+        if (std::equal(candidate.structure.begin(), candidate.structure.end(), words.begin(), words.end())) {
           match = &candidate;
         }
       }
       if (match == nullptr) {
         const double seconds =
-            transfers_seconds_per_byte(phase, component, phase.pipelined, topology, efficiency, local);
+            component_seconds_per_byte(words, offsets[c + 1] - offsets[c], first_use.size(), phase.pipelined);
         solved_index.emplace(hash, solved.size());
-        solved.push_back(Solved{structure, seconds});
+        solved.push_back(Solved{std::vector<uint64_t>(words.begin(), words.end()), seconds});
         match = &solved.back();
       }
       phase_time = std::max(phase_time, match->seconds);

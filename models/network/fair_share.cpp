@@ -49,6 +49,11 @@ void FairShareSolver::set_capacity(LinkId link, units::BytesPerSecond capacity) 
   mark_dirty(link);
 }
 
+void FairShareSolver::reserve_flows(LinkId link, size_t flows) {
+  check_link(link);
+  links_[link].entries.reserve(flows);
+}
+
 units::BytesPerSecond FairShareSolver::capacity(LinkId link) const {
   check_link(link);
   return units::BytesPerSecond(links_[link].capacity);

@@ -75,6 +75,10 @@ class FairShareSolver {
   void set_capacity(LinkId link, units::BytesPerSecond capacity);
   [[nodiscard]] units::BytesPerSecond capacity(LinkId link) const;
   [[nodiscard]] size_t link_count() const { return links_.size(); }
+  /// Room for `flows` flows on `link` (its list grows once instead of doubling as add_flow fills it: a caller
+  /// that knows its problem, such as a collective's component, saves the reallocations). No effect on any
+  /// rate, id or statistic. Throws std::out_of_range for an unknown link.
+  void reserve_flows(LinkId link, size_t flows);
 
   /// A new flow over `path` (link ids, in order; repeats allowed), limited to `cap` B/s. Its rate is 0 until
   /// the next solve(). Throws std::out_of_range for an unknown link, std::invalid_argument if cap is not > 0

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -450,6 +451,42 @@ TEST(FairShareRandom, ClearedSolverEqualsAFreshOne) {
   reused.clear();
   EXPECT_THROW(reused.rate(0), std::out_of_range);
   EXPECT_THROW(reused.add_flow(std::vector<LinkId>{0}), std::out_of_range);
+}
+
+// reserve_flows only sizes a link's flow list: with any reservations (none, too few, exact, too many), the same
+// ids, rates to the bit and statistics, before and after removals; an unknown link throws.
+TEST(FairShareRandom, ReservedFlowListsChangeNothing) {
+  for (uint64_t seed = 30; seed < 36; ++seed) {
+    const Instance in = random_instance(seed, 12 + seed, 25 * seed);
+    FairShareSolver plain, reserved;
+    for (double c : in.capacity) {
+      plain.add_link(BytesPerSecond(c));
+      const LinkId l = reserved.add_link(BytesPerSecond(c));
+      reserved.reserve_flows(l, (seed + l) % 4 == 0 ? 0 : (seed + l) % 4 == 1 ? 1 : 2 * in.paths.size());
+    }
+    std::vector<FlowId> a, b;
+    for (size_t f = 0; f < in.paths.size(); ++f) {
+      a.push_back(plain.add_flow(in.paths[f], BytesPerSecond(in.cap[f])));
+      b.push_back(reserved.add_flow(in.paths[f], BytesPerSecond(in.cap[f])));
+    }
+    ASSERT_EQ(a, b);
+    for (int round = 0; round < 2; ++round) {
+      plain.solve();
+      reserved.solve();
+      EXPECT_EQ(plain.last_solve_stats().links, reserved.last_solve_stats().links);
+      EXPECT_EQ(plain.last_solve_stats().flows, reserved.last_solve_stats().flows);
+      for (size_t f = 0; f < a.size(); ++f) {
+        if (!plain.contains(a[f])) continue;
+        EXPECT_EQ(std::bit_cast<uint64_t>(plain.rate(a[f]).value()), std::bit_cast<uint64_t>(reserved.rate(b[f]).value()))
+            << "seed " << seed << ", flow " << f;
+      }
+      for (size_t f = round; f < a.size(); f += 4) {
+        plain.remove_flow(a[f]);
+        reserved.remove_flow(b[f]);
+      }
+    }
+    EXPECT_THROW(reserved.reserve_flows(static_cast<LinkId>(in.capacity.size()), 1), std::out_of_range);
+  }
 }
 
 }  // namespace
