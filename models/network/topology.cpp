@@ -11,11 +11,11 @@
 #include <utility>
 
 #include "models/network/pattern_symmetry.hpp"
+#include "models/network/route_cache.hpp"
 #include "models/network/route_exits.hpp"
 #include "models/network/route_rows.hpp"
 #include "models/network/route_scan.hpp"
 #include "models/network/topology_graph.hpp"
-#include "models/splitmix64.hpp"
 
 namespace clustersim::models {
 
@@ -751,52 +751,12 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
       for (; first != last; ++first) out.push_back(t.g.move_link(*first, moved_nodes));
     }
   };
-  // Routes are a pure function of (topology, src, dst, flow_hash), and collective schedules ask for the same
-  // pairs again and again (ring, tree and hierarchical schedules of every layout share their neighbour pairs;
-  // a 1,024-GPU layout search asks 440 K routes over 32 K distinct pairs). Each thread keeps its own cache of
-  // the last topology it routed on: no locks, and a sweep's threads never wait on each other. Bounded: it is
-  // cleared when it reaches kRouteCacheEntries paths.
-  // Open addressing with linear probing over a power-of-two table, at most half full.
-  constexpr VertexId kNoVertex = std::numeric_limits<VertexId>::max();
-  struct Slot {
-    VertexId src = kNoVertex;  // kNoVertex: empty
-    VertexId dst = 0;
-    std::uint64_t hash = 0;
-    std::uint32_t offset = 0;  // into links
-    std::uint32_t length = 0;
-  };
-  struct Cache {
-    std::uint64_t instance = 0;
-    std::size_t size = 0;
-    std::vector<Slot> slots;
-    std::vector<LinkId> links;
-    [[nodiscard]] std::size_t home(VertexId src, VertexId dst, std::uint64_t hash) const {
-      return static_cast<std::size_t>(splitmix64((static_cast<std::uint64_t>(src) << 32 | dst) ^ splitmix64(hash))) &
-             (slots.size() - 1);
-    }
-    void reset(std::uint64_t id) {
-      instance = id;
-      size = 0;
-      slots.assign(1024, Slot{});
-      links.clear();
-    }
-    void grow() {
-      std::vector<Slot> old(slots.size() * 2);
-      old.swap(slots);
-      for (const Slot& e : old) {
-        if (e.src == kNoVertex) continue;
-        std::size_t i = home(e.src, e.dst, e.hash);
-        while (slots[i].src != kNoVertex) i = (i + 1) & (slots.size() - 1);
-        slots[i] = e;
-      }
-    }
-  };
-  constexpr std::size_t kRouteCacheEntries = std::size_t{1} << 20;
-  thread_local Cache cache;
-  if (cache.instance != t.instance || cache.size >= kRouteCacheEntries) cache.reset(t.instance);
+  // The per-thread route cache (route_cache.hpp), keyed to this topology.
+  thread_local detail::RouteCache cache;
+  if (cache.instance != t.instance || cache.size >= detail::RouteCache::kEntries) cache.reset(t.instance);
   std::size_t i = cache.home(src_gpu, dst_gpu, flow_hash);
-  for (; cache.slots[i].src != kNoVertex; i = (i + 1) & (cache.slots.size() - 1)) {
-    const Slot& e = cache.slots[i];
+  for (; cache.slots[i].src != detail::RouteCache::kNoVertex; i = (i + 1) & (cache.slots.size() - 1)) {
+    const detail::RouteCache::Slot& e = cache.slots[i];
     if (e.src == src_gpu && e.dst == dst_gpu && e.hash == flow_hash) {
       emit(cache.links.begin() + e.offset, cache.links.begin() + e.offset + e.length);
       return;
@@ -811,7 +771,7 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
     throw;
   }
   const std::size_t length = cache.links.size() - offset;
-  cache.slots[i] = Slot{src_gpu, dst_gpu, flow_hash, static_cast<std::uint32_t>(offset),
+  cache.slots[i] = detail::RouteCache::Slot{src_gpu, dst_gpu, flow_hash, static_cast<std::uint32_t>(offset),
                         static_cast<std::uint32_t>(length)};
   if (2 * ++cache.size > cache.slots.size()) cache.grow();
   emit(cache.links.begin() + static_cast<std::ptrdiff_t>(offset), cache.links.end());
