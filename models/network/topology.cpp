@@ -13,6 +13,7 @@
 #include "models/network/pattern_symmetry.hpp"
 #include "models/network/route_cache.hpp"
 #include "models/network/route_exits.hpp"
+#include "models/network/route_fat_tree.hpp"
 #include "models/network/route_rows.hpp"
 #include "models/network/route_scan.hpp"
 #include "models/network/topology_graph.hpp"
@@ -239,6 +240,8 @@ struct Topology::Impl {
   std::vector<std::vector<std::uint32_t>> remote_distances;
   /// The template's links into the network and hops to them (route_exits.hpp; set at build).
   detail::NodeExits exits;
+  /// Routes between nodes of one zone's fat tree in closed form (route_fat_tree.hpp; set at build).
+  detail::FatTreeRoutes fat_tree;
 
   /// The fewest-hops ECMP route (Topology::route without its cache), appended to `path`.
   void compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash, std::vector<LinkId>& path) const;
@@ -699,6 +702,7 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
   std::vector<bool> transit_extra(static_cast<std::size_t>(t.extras));
   for (int x = 0; x < t.extras; ++x) transit_extra[static_cast<std::size_t>(x)] = t.transit(t.extra(0, x), false);
   t.exits = detail::build_node_exits(g, transit_extra);
+  t.fat_tree = detail::build_fat_tree_routes(g, t.exits, t.remote_distances, transit_extra);
   if (const std::optional<TranslationSymmetry> sym = translation_symmetry(t.shape, t.gpn)) {
     t.period_nodes = sym->period_nodes;
     t.symmetric_nodes = cfg.nodes / sym->unit_nodes * sym->unit_nodes;
@@ -725,6 +729,8 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
                                 " is not a GPU (GPUs are 0.." + std::to_string(t.gpus - 1) + ")");
   }
   if (src_gpu == dst_gpu) return;
+  // Between nodes of one zone's fat tree: the generic walk's path read off the template (route_fat_tree.hpp).
+  if (t.fat_tree.append(t.g, t.net_adj_begin.data(), t.net_adj.data(), src_gpu, dst_gpu, flow_hash, out)) return;
   // Translation by whole periods (models/network/pattern_symmetry.hpp, whose proof holds for one route): on one
   // zone's fat tree or single switch, moving both ends and the hash by D nodes' ranks, D a multiple of the
   // period, moves every vertex and link of the route by D nodes and keeps every ECMP digit. So the route is
@@ -775,6 +781,19 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
                         static_cast<std::uint32_t>(length)};
   if (2 * ++cache.size > cache.slots.size()) cache.grow();
   emit(cache.links.begin() + static_cast<std::ptrdiff_t>(offset), cache.links.end());
+}
+
+std::vector<LinkId> Topology::search_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const {
+  const Impl& t = *impl_;
+  if (src_gpu >= t.gpus || dst_gpu >= t.gpus) throw std::invalid_argument("Topology::search_route: not a GPU");
+  std::vector<LinkId> path;
+  if (src_gpu != dst_gpu) t.compute_route(src_gpu, dst_gpu, flow_hash, path);
+  return path;
+}
+
+bool Topology::closed_form_route(VertexId src_gpu, VertexId dst_gpu) const {
+  const Impl& t = *impl_;
+  return src_gpu < t.gpus && dst_gpu < t.gpus && t.fat_tree.applies(t.g, src_gpu, dst_gpu);
 }
 
 void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash,
