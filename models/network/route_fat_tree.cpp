@@ -28,6 +28,7 @@ FatTreeRoutes build_fat_tree_routes(const ClusterGraph& g, const NodeExits& exit
   if (!one_leaf || g.nodes < 2 || remote_distances.size() != gpn) return r;
   const std::size_t locals = gpn + static_cast<std::size_t>(g.extras);
   r.locals = locals;
+  r.nodes_per_leaf = g.fabric == FabricKind::fat_tree ? g.half / g.nics : 0;
   const std::size_t nb = exits.exits.size();
   const auto transit = [&](std::size_t local) { return local >= gpn && transit_extra[local - gpn]; };
 
@@ -58,19 +59,17 @@ FatTreeRoutes build_fat_tree_routes(const ClusterGraph& g, const NodeExits& exit
     if (rel[v] >= kFarAway || (v >= gpn && !transit(v))) continue;
     for (std::size_t e = g.tmpl_begin[v]; e < g.tmpl_begin[v + 1]; ++e) {
       const TemplateEdge& edge = g.tmpl_edges[e];
-      bool take = false;
-      if (edge.kind == TemplateEdge::Kind::nic_switch) {
-        take = rel[v] == 1;
+      if (edge.kind == TemplateEdge::Kind::nic_switch && rel[v] == 1) {
+        r.src_next.push_back({static_cast<LinkId>(edge.nic), FatTreeRoutes::Step::kExit});
       } else if (edge.kind == TemplateEdge::Kind::intra) {
         const std::size_t w = local_of(g, edge.target);
-        take = transit(w) && rel[w] < kFarAway && rel[w] + 1 == rel[v];
+        if (transit(w) && rel[w] < kFarAway && rel[w] + 1 == rel[v]) {
+          r.src_next.push_back({edge.id, static_cast<std::uint32_t>(w)});
+        }
       }
-      if (take) r.src_next.push_back(static_cast<std::uint32_t>(e));
     }
   }
   r.src_begin[locals] = static_cast<std::uint32_t>(r.src_next.size());
-  r.src_ok.resize(gpn);
-  for (std::size_t l = 0; l < gpn; ++l) r.src_ok[l] = rel[l] < kFarAway;
 
   // Destination stretch, per destination GPU m.
   r.down_begin.assign(gpn + 1, 0);
@@ -92,8 +91,8 @@ FatTreeRoutes build_fat_tree_routes(const ClusterGraph& g, const NodeExits& exit
     }
     std::sort(down.begin(), down.end());
     for (const auto& [nic, extra] : down) {
-      r.down_nic.push_back(nic);
-      r.down_extra.push_back(extra);
+      r.down_nic.push_back(static_cast<std::uint32_t>(nic));
+      r.down_extra.push_back(static_cast<std::uint32_t>(gpn) + static_cast<std::uint32_t>(extra));
     }
     for (std::size_t v = 0; v < locals; ++v) {
       r.dst_begin[m * locals + v] = static_cast<std::uint32_t>(r.dst_next.size());
@@ -103,7 +102,7 @@ FatTreeRoutes build_fat_tree_routes(const ClusterGraph& g, const NodeExits& exit
         if (edge.kind != TemplateEdge::Kind::intra) continue;
         const std::size_t w = local_of(g, edge.target);
         if ((w == m || transit(w)) && dd[w] < kFarAway && dd[w] + 1 == dd[v]) {
-          r.dst_next.push_back(static_cast<std::uint32_t>(e));
+          r.dst_next.push_back({edge.id, static_cast<std::uint32_t>(w)});
         }
       }
     }
@@ -119,8 +118,8 @@ bool FatTreeRoutes::applies(const ClusterGraph& g, VertexId src_gpu, VertexId ds
   const auto gpn = static_cast<VertexId>(g.gpn);
   const std::int64_t ns = src_gpu / gpn, nd = dst_gpu / gpn;
   if (ns == nd || g.node_zone[static_cast<std::size_t>(ns)] != g.node_zone[static_cast<std::size_t>(nd)]) return false;
-  const std::size_t m = dst_gpu % gpn;
-  return src_ok[src_gpu % gpn] && down_begin[m] != down_begin[m + 1];
+  const std::size_t l = src_gpu % gpn, m = dst_gpu % gpn;
+  return src_begin[l] != src_begin[l + 1] && down_begin[m] != down_begin[m + 1];
 }
 
 bool FatTreeRoutes::append(const ClusterGraph& g, const std::size_t* net_adj_begin,
@@ -130,8 +129,16 @@ bool FatTreeRoutes::append(const ClusterGraph& g, const std::size_t* net_adj_beg
   const auto gpn = static_cast<VertexId>(g.gpn);
   const std::int64_t ns = src_gpu / gpn, nd = dst_gpu / gpn;
   const std::size_t m = dst_gpu % gpn;
+  const ZoneSection& z = g.zone_sections[static_cast<std::size_t>(g.node_zone[static_cast<std::size_t>(ns)])];
+  const std::int64_t zs = ns - z.first_node, zd = nd - z.first_node;  // node indices within the zone
+  // The node's leaf (ClusterGraph::nic_switch of any of its NICs) and NIC `nic`'s link up to it.
+  const auto leaf = [&](std::int64_t zn) {
+    return z.first_switch + static_cast<VertexId>(nodes_per_leaf == 0 ? 0 : zn / nodes_per_leaf);
+  };
+  const auto nic_link = [&](std::int64_t zn, std::uint32_t nic) {
+    return z.nic_first + static_cast<LinkId>(2 * (zn * g.nics + nic));
+  };
   const auto block = static_cast<LinkId>(g.tmpl_links.size());
-  const std::size_t start = out.size();
   std::uint64_t digits = flow_hash;
   // The walk's ECMP decision among n candidates (n == 1 consumes no digit).
   const auto take = [&digits](std::size_t n) -> std::size_t {
@@ -140,29 +147,22 @@ bool FatTreeRoutes::append(const ClusterGraph& g, const std::size_t* net_adj_beg
     digits /= n;
     return k;
   };
-  // 1. Source node: GPU l to its leaf.
+  // 1. Source node: GPU l to its leaf (every GPU met here has a candidate: applies, and tables built from
+  // distances, each vertex's least one being one of its candidates).
   std::size_t v = src_gpu % gpn;
-  VertexId leaf_s = 0;
   for (;;) {
-    const std::size_t first = src_begin[v], n = src_begin[v + 1] - first;
-    if (n == 0) {  // not reached on a template whose tables are complete; the search then answers
-      out.resize(start);
-      return false;
-    }
-    const TemplateEdge& e = g.tmpl_edges[src_next[first + take(n)]];
-    if (e.kind == TemplateEdge::Kind::nic_switch) {
-      out.push_back(g.nic_switch_link(ns, e.nic));
-      leaf_s = g.nic_switch(ns, e.nic);
+    const std::size_t first = src_begin[v];
+    const Step& e = src_next[first + take(src_begin[v + 1] - first)];
+    if (e.to == Step::kExit) {
+      out.push_back(nic_link(zs, e.link));
       break;
     }
-    out.push_back(e.id + static_cast<LinkId>(ns) * block);
-    v = local_of(g, e.target);
+    out.push_back(e.link + static_cast<LinkId>(ns) * block);
+    v = e.to;
   }
   // 2. Network: leaf to leaf.
-  const std::size_t d0 = down_begin[m];
-  const VertexId leaf_d = g.nic_switch(nd, down_nic[d0]);
+  const VertexId leaf_s = leaf(zs), leaf_d = leaf(zd);
   if (leaf_s != leaf_d) {
-    const ZoneSection& z = g.zone_sections[static_cast<std::size_t>(g.node_zone[static_cast<std::size_t>(ns)])];
     const std::size_t si = leaf_s - g.first_network, di = leaf_d - g.first_network;
     const std::size_t k = take(net_adj_begin[si + 1] - net_adj_begin[si]);
     out.push_back(net_adj[net_adj_begin[si] + k].first);
@@ -176,20 +176,16 @@ bool FatTreeRoutes::append(const ClusterGraph& g, const std::size_t* net_adj_beg
     }
     out.push_back(net_adj[net_adj_begin[di] + k].first ^ 1U);
   }
-  // 3. Destination node: down to a NIC, then to GPU m.
+  // 3. Destination node: down to a NIC, then to GPU m (each vertex met is nearer m: it has a candidate).
+  const std::size_t d0 = down_begin[m];
   const std::size_t pick = d0 + take(down_begin[m + 1] - d0);
-  out.push_back(g.nic_switch_link(nd, down_nic[pick]) ^ 1U);
-  v = gpn + static_cast<std::size_t>(down_extra[pick]);
+  out.push_back(nic_link(zd, down_nic[pick]) ^ 1U);
+  v = down_extra[pick];
   while (v != m) {
-    const std::size_t at = m * locals + v;
-    const std::size_t first = dst_begin[at], n = dst_begin[at + 1] - first;
-    if (n == 0) {
-      out.resize(start);
-      return false;
-    }
-    const TemplateEdge& e = g.tmpl_edges[dst_next[first + take(n)]];
-    out.push_back(e.id + static_cast<LinkId>(nd) * block);
-    v = local_of(g, e.target);
+    const std::size_t first = dst_begin[m * locals + v];
+    const Step& e = dst_next[first + take(dst_begin[m * locals + v + 1] - first)];
+    out.push_back(e.link + static_cast<LinkId>(nd) * block);
+    v = e.to;
   }
   return true;
 }

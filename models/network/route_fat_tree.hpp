@@ -43,16 +43,25 @@
 namespace clustersim::models::detail {
 
 struct FatTreeRoutes {
+  /// One candidate of a walk inside a node: `link` is node 0's link id (moved by node * block) and `to` the
+  /// local index it reaches, or to == kExit for the NIC -> leaf link of NIC `link`.
+  struct Step {
+    static constexpr std::uint32_t kExit = 0xffffffffU;
+    LinkId link = 0;
+    std::uint32_t to = 0;
+  };
   bool enabled = false;               ///< the fabric is a fat tree or single switch, nodes within one leaf
   std::size_t locals = 0;             ///< gpn + extras
-  /// Source stretch: per local vertex v, its candidate template edges (indices into ClusterGraph::tmpl_edges),
-  /// CSR src_begin[v] .. src_begin[v + 1]; src_ok[l]: GPU l reaches its leaf (else the generic search answers).
-  std::vector<std::uint32_t> src_begin, src_next;
-  std::vector<bool> src_ok;
+  std::int64_t nodes_per_leaf = 0;    ///< half / nics on a fat tree; 0 on a single switch (one leaf per zone)
+  /// Source stretch: per local vertex v, its candidates src_next[src_begin[v] .. src_begin[v + 1]) in link id
+  /// order; none for a GPU that cannot reach its leaf (the generic search then answers).
+  std::vector<std::uint32_t> src_begin;
+  std::vector<Step> src_next;
   /// Destination stretch, per destination GPU m: down_nic[down_begin[m] .. down_begin[m + 1]) the NICs Ld may
-  /// descend to, in order, down_extra[...] their extra indices; dst_next CSR over (m * locals + v) as src_next.
-  std::vector<std::uint32_t> down_begin, dst_begin, dst_next;
-  std::vector<int> down_nic, down_extra;
+  /// descend to, in order, down_extra[...] their local indices; dst_next CSR over (m * locals + v) as src_next.
+  std::vector<std::uint32_t> down_begin, dst_begin;
+  std::vector<Step> dst_next;
+  std::vector<std::uint32_t> down_nic, down_extra;
 
   /// Appends the route src -> dst (GPUs of different nodes of one zone) to `out` and returns true, or returns
   /// false with `out` untouched when this closed form does not apply (the caller searches). net_adj_begin /
