@@ -730,7 +730,10 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
   }
   if (src_gpu == dst_gpu) return;
   // Between nodes of one zone's fat tree: the generic walk's path read off the template (route_fat_tree.hpp).
-  if (t.fat_tree.append(t.g, t.net_adj_begin.data(), t.net_adj.data(), src_gpu, dst_gpu, flow_hash, out)) return;
+  if (t.fat_tree.enabled &&
+      t.fat_tree.append(t.g, t.net_adj_begin.data(), t.net_adj.data(), src_gpu, dst_gpu, flow_hash, out)) {
+    return;
+  }
   // Translation by whole periods (models/network/pattern_symmetry.hpp, whose proof holds for one route): on one
   // zone's fat tree or single switch, moving both ends and the hash by D nodes' ranks, D a multiple of the
   // period, moves every vertex and link of the route by D nodes and keeps every ECMP digit. So the route is

@@ -88,7 +88,7 @@
 // by a whole number of periods (models/network/pattern_symmetry.hpp: the shift keeps every ECMP digit) and moved
 // back link by link, so a ring over thousands of nodes computes the routes of a few. Between nodes of one zone
 // on a fat tree or single switch whose nodes each sit on one leaf, the same path is read in closed form off
-// per-template tables and the tree's arithmetic (models/network/route_fat_tree.hpp), ~270 instructions a route.
+// per-template tables and the tree's arithmetic (models/network/route_fat_tree.hpp), ~215 instructions a route.
 //
 // ## Latencies (per directed link; the latency of a switch is charged to the link entering it)
 //   kNvlinkHopLatency      0.5 us  ASSUMPTION (NCCL small-message GPU-GPU over NVSwitch is ~1-2 us incl.
