@@ -11,11 +11,12 @@
 #include <utility>
 
 #include "models/network/pattern_symmetry.hpp"
+#include "models/network/route_cache.hpp"
 #include "models/network/route_exits.hpp"
+#include "models/network/route_fat_tree.hpp"
 #include "models/network/route_rows.hpp"
 #include "models/network/route_scan.hpp"
 #include "models/network/topology_graph.hpp"
-#include "models/splitmix64.hpp"
 
 namespace clustersim::models {
 
@@ -239,6 +240,8 @@ struct Topology::Impl {
   std::vector<std::vector<std::uint32_t>> remote_distances;
   /// The template's links into the network and hops to them (route_exits.hpp; set at build).
   detail::NodeExits exits;
+  /// Routes between nodes of one zone's fat tree in closed form (route_fat_tree.hpp; set at build).
+  detail::FatTreeRoutes fat_tree;
 
   /// The fewest-hops ECMP route (Topology::route without its cache), appended to `path`.
   void compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash, std::vector<LinkId>& path) const;
@@ -699,6 +702,7 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
   std::vector<bool> transit_extra(static_cast<std::size_t>(t.extras));
   for (int x = 0; x < t.extras; ++x) transit_extra[static_cast<std::size_t>(x)] = t.transit(t.extra(0, x), false);
   t.exits = detail::build_node_exits(g, transit_extra);
+  t.fat_tree = detail::build_fat_tree_routes(g, t.exits, t.remote_distances, transit_extra);
   if (const std::optional<TranslationSymmetry> sym = translation_symmetry(t.shape, t.gpn)) {
     t.period_nodes = sym->period_nodes;
     t.symmetric_nodes = cfg.nodes / sym->unit_nodes * sym->unit_nodes;
@@ -725,6 +729,11 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
                                 " is not a GPU (GPUs are 0.." + std::to_string(t.gpus - 1) + ")");
   }
   if (src_gpu == dst_gpu) return;
+  // Between nodes of one zone's fat tree: the generic walk's path read off the template (route_fat_tree.hpp).
+  if (t.fat_tree.enabled &&
+      t.fat_tree.append(t.g, t.net_adj_begin.data(), t.net_adj.data(), src_gpu, dst_gpu, flow_hash, out)) {
+    return;
+  }
   // Translation by whole periods (models/network/pattern_symmetry.hpp, whose proof holds for one route): on one
   // zone's fat tree or single switch, moving both ends and the hash by D nodes' ranks, D a multiple of the
   // period, moves every vertex and link of the route by D nodes and keeps every ECMP digit. So the route is
@@ -751,52 +760,12 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
       for (; first != last; ++first) out.push_back(t.g.move_link(*first, moved_nodes));
     }
   };
-  // Routes are a pure function of (topology, src, dst, flow_hash), and collective schedules ask for the same
-  // pairs again and again (ring, tree and hierarchical schedules of every layout share their neighbour pairs;
-  // a 1,024-GPU layout search asks 440 K routes over 32 K distinct pairs). Each thread keeps its own cache of
-  // the last topology it routed on: no locks, and a sweep's threads never wait on each other. Bounded: it is
-  // cleared when it reaches kRouteCacheEntries paths.
-  // Open addressing with linear probing over a power-of-two table, at most half full.
-  constexpr VertexId kNoVertex = std::numeric_limits<VertexId>::max();
-  struct Slot {
-    VertexId src = kNoVertex;  // kNoVertex: empty
-    VertexId dst = 0;
-    std::uint64_t hash = 0;
-    std::uint32_t offset = 0;  // into links
-    std::uint32_t length = 0;
-  };
-  struct Cache {
-    std::uint64_t instance = 0;
-    std::size_t size = 0;
-    std::vector<Slot> slots;
-    std::vector<LinkId> links;
-    [[nodiscard]] std::size_t home(VertexId src, VertexId dst, std::uint64_t hash) const {
-      return static_cast<std::size_t>(splitmix64((static_cast<std::uint64_t>(src) << 32 | dst) ^ splitmix64(hash))) &
-             (slots.size() - 1);
-    }
-    void reset(std::uint64_t id) {
-      instance = id;
-      size = 0;
-      slots.assign(1024, Slot{});
-      links.clear();
-    }
-    void grow() {
-      std::vector<Slot> old(slots.size() * 2);
-      old.swap(slots);
-      for (const Slot& e : old) {
-        if (e.src == kNoVertex) continue;
-        std::size_t i = home(e.src, e.dst, e.hash);
-        while (slots[i].src != kNoVertex) i = (i + 1) & (slots.size() - 1);
-        slots[i] = e;
-      }
-    }
-  };
-  constexpr std::size_t kRouteCacheEntries = std::size_t{1} << 20;
-  thread_local Cache cache;
-  if (cache.instance != t.instance || cache.size >= kRouteCacheEntries) cache.reset(t.instance);
+  // The per-thread route cache (route_cache.hpp), keyed to this topology.
+  thread_local detail::RouteCache cache;
+  if (cache.instance != t.instance || cache.size >= detail::RouteCache::kEntries) cache.reset(t.instance);
   std::size_t i = cache.home(src_gpu, dst_gpu, flow_hash);
-  for (; cache.slots[i].src != kNoVertex; i = (i + 1) & (cache.slots.size() - 1)) {
-    const Slot& e = cache.slots[i];
+  for (; cache.slots[i].src != detail::RouteCache::kNoVertex; i = (i + 1) & (cache.slots.size() - 1)) {
+    const detail::RouteCache::Slot& e = cache.slots[i];
     if (e.src == src_gpu && e.dst == dst_gpu && e.hash == flow_hash) {
       emit(cache.links.begin() + e.offset, cache.links.begin() + e.offset + e.length);
       return;
@@ -811,10 +780,23 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
     throw;
   }
   const std::size_t length = cache.links.size() - offset;
-  cache.slots[i] = Slot{src_gpu, dst_gpu, flow_hash, static_cast<std::uint32_t>(offset),
+  cache.slots[i] = detail::RouteCache::Slot{src_gpu, dst_gpu, flow_hash, static_cast<std::uint32_t>(offset),
                         static_cast<std::uint32_t>(length)};
   if (2 * ++cache.size > cache.slots.size()) cache.grow();
   emit(cache.links.begin() + static_cast<std::ptrdiff_t>(offset), cache.links.end());
+}
+
+std::vector<LinkId> Topology::search_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const {
+  const Impl& t = *impl_;
+  if (src_gpu >= t.gpus || dst_gpu >= t.gpus) throw std::invalid_argument("Topology::search_route: not a GPU");
+  std::vector<LinkId> path;
+  if (src_gpu != dst_gpu) t.compute_route(src_gpu, dst_gpu, flow_hash, path);
+  return path;
+}
+
+bool Topology::closed_form_route(VertexId src_gpu, VertexId dst_gpu) const {
+  const Impl& t = *impl_;
+  return src_gpu < t.gpus && dst_gpu < t.gpus && t.fat_tree.applies(t.g, src_gpu, dst_gpu);
 }
 
 void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash,

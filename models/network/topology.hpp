@@ -86,7 +86,9 @@
 // each switch, a scan of its switch neighbours (or, when only the destination's own switches can be next, a look-up
 // of the links to them). On one zone's fat tree or single switch a route is computed for the translate of its pair
 // by a whole number of periods (models/network/pattern_symmetry.hpp: the shift keeps every ECMP digit) and moved
-// back link by link, so a ring over thousands of nodes computes the routes of a few.
+// back link by link, so a ring over thousands of nodes computes the routes of a few. Between nodes of one zone
+// on a fat tree or single switch whose nodes each sit on one leaf, the same path is read in closed form off
+// per-template tables and the tree's arithmetic (models/network/route_fat_tree.hpp), ~215 instructions a route.
 //
 // ## Latencies (per directed link; the latency of a switch is charged to the link entering it)
 //   kNvlinkHopLatency      0.5 us  ASSUMPTION (NCCL small-message GPU-GPU over NVSwitch is ~1-2 us incl.
@@ -224,6 +226,12 @@ class Topology {
   /// route() appended to `path` (no allocation when `path` has room: collective schedules build one path per
   /// transfer, half a million for a 256-GPU all-to-all on every node of a 2,048-GPU cluster).
   void append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash, std::vector<LinkId>& path) const;
+  /// route() by the generic search alone (no closed form, no cache, no translation), for tests of the faster
+  /// ways; the same path. Throws std::invalid_argument when either vertex is not a GPU.
+  [[nodiscard]] std::vector<LinkId> search_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const;
+  /// Whether route() reads this pair's path in closed form (models/network/route_fat_tree.hpp): GPUs of two
+  /// nodes of one zone on a fat tree or single switch whose nodes each sit on one leaf.
+  [[nodiscard]] bool closed_form_route(VertexId src_gpu, VertexId dst_gpu) const;
 
   struct Impl;
 
