@@ -31,21 +31,26 @@ std::optional<CommPattern> rotation_representative(const CommPattern& pattern, c
   // division per rank); ranks are checked to lie in [0, gpus) first.
   const bool power_of_two = (gpn & (gpn - 1)) == 0;
   const auto local_of = [gpn, power_of_two](int64_t r) { return power_of_two ? r & (gpn - 1) : r % gpn; };
-  // Each group's local index; the blocks (groups by local index, in pattern order).
+  // Each group's local index (its first rank's); the blocks (groups by local index, in pattern order).
   std::vector<std::vector<uint32_t>> blocks(static_cast<size_t>(gpn));
   for (uint32_t g = 0; g < groups.size(); ++g) {
     const auto& group = groups[g];
     if (group.size() != size) return std::nullopt;
     const int64_t front = group.front();
     if (front < 0 || front >= gpus) return std::nullopt;
-    const int64_t local = local_of(front);
-    for (int64_t r : group) {
-      if (r < 0 || r >= gpus || local_of(r) != local) return std::nullopt;
-    }
-    blocks[static_cast<size_t>(local)].push_back(g);
+    blocks[static_cast<size_t>(local_of(front))].push_back(g);
   }
   const int64_t t0 = local_of(groups.front().front());
   const std::vector<uint32_t>& first = blocks[static_cast<size_t>(t0)];
+  // Block 0's ranks all lie in the cluster at local index t0. The other blocks' ranks need no such check: the
+  // comparison below requires each to equal a rank of block 0 plus t - t0, which is in the cluster at local
+  // index t (the same node, as t0 + (t - t0) = t < gpus_per_node), so a rank at another local index or outside
+  // the cluster fails it: the same patterns are accepted as when every rank was checked.
+  for (uint32_t g : first) {
+    for (int64_t r : groups[g]) {
+      if (r < 0 || r >= gpus || local_of(r) != t0) return std::nullopt;
+    }
+  }
   size_t block_count = 0;
   for (int64_t t = 0; t < gpn; ++t) {
     const std::vector<uint32_t>& block = blocks[static_cast<size_t>(t)];

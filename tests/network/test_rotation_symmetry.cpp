@@ -211,6 +211,18 @@ TEST(RotationSymmetry, DeclinesWhereNotProven) {
   CommPattern swapped = dp;
   std::swap(swapped.groups[5][0], swapped.groups[5][1]);
   EXPECT_FALSE(rotation_representative(swapped, t));
+  // A rank at another local index or outside the cluster, in block 0 (checked rank by rank) or in a later block
+  // (caught by the comparison with block 0 moved).
+  for (const size_t g : {size_t{0}, size_t{3}, size_t{7}}) {
+    CommPattern stray = dp;
+    stray.groups[g][2] += 1;
+    EXPECT_FALSE(rotation_representative(stray, t)) << g;
+    CommPattern outside = dp;
+    outside.groups[g].back() = t.gpu_count() + static_cast<int64_t>(g);
+    EXPECT_FALSE(rotation_representative(outside, t)) << g;
+    outside.groups[g].back() = -1;
+    EXPECT_FALSE(rotation_representative(outside, t)) << g;
+  }
   CommPattern uneven = rails_of({nodes_from(0, 4), nodes_from(4, 4)}, {0, 1}, 8);
   uneven.groups.pop_back();
   EXPECT_FALSE(rotation_representative(uneven, t));
