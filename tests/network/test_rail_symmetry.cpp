@@ -17,53 +17,27 @@
 #include "models/network/collective_model.hpp"
 #include "models/network/collectives.hpp"
 #include "tests/network/network_support.hpp"
+#include "tests/network/schedule_support.hpp"
 
 namespace {
 
 using namespace clustersim::models;
 using clustersim::testing::build_shipped;
+using clustersim::testing::expect_same_schedules;
 using clustersim::testing::shipped_catalog;
 using clustersim::testing::topology_config;
 namespace units = clustersim::units;
 
 constexpr const char* kH100 = "Standard_ND96isr_H100_v5";
 
-/// The block's schedule against the whole pattern's for every algorithm: every phase's seconds per byte bit for
-/// bit, its repeat, step counts, zone latency and kind; the total too; and applicability.
+/// The reduction applies to `pattern`, keeps its first group first, and the block's schedule is the whole
+/// pattern's for every algorithm (expect_same_schedules).
 void expect_exact(const Topology& t, const CommPattern& pattern, CollectiveOp op, const std::string& what) {
   const std::optional<CommPattern> rep = rail_block_representative(op, pattern, t);
   ASSERT_TRUE(rep.has_value()) << what;
   EXPECT_LT(rep->groups.size(), pattern.groups.size()) << what;
   EXPECT_EQ(rep->groups.front(), pattern.groups.front()) << what;
-  LinkEfficiency eff;
-  eff.nvlink = 0.842;
-  eff.infiniband = 0.9;
-  eff.ethernet = 0.8;
-  int built = 0;
-  for (CollectiveAlgorithm a : {CollectiveAlgorithm::ring, CollectiveAlgorithm::tree, CollectiveAlgorithm::hierarchical,
-                                CollectiveAlgorithm::nvls, CollectiveAlgorithm::direct}) {
-    const std::string w = what + " " + std::string(to_string(op)) + "/" + std::string(to_string(a));
-    const auto whole = build_schedule(op, a, t, pattern, true);
-    const auto block = build_schedule(op, a, t, *rep, true);
-    ASSERT_EQ(whole.has_value(), block.has_value()) << w;
-    if (!whole) continue;
-    ++built;
-    ASSERT_EQ(whole->phases.size(), block->phases.size()) << w;
-    const std::vector<double> exact = phase_seconds_per_byte(*whole, t, eff);
-    const std::vector<double> fast = phase_seconds_per_byte(*block, t, eff);
-    for (size_t p = 0; p < exact.size(); ++p) {
-      EXPECT_EQ(whole->phases[p].transfers.empty(), block->phases[p].transfers.empty()) << w;
-      if (!whole->phases[p].transfers.empty()) EXPECT_GT(exact[p], 0.0) << w;
-      EXPECT_EQ(fast[p], exact[p]) << w << " phase " << p;
-      EXPECT_EQ(whole->phases[p].repeat, block->phases[p].repeat) << w;
-      EXPECT_EQ(whole->phases[p].intra_steps, block->phases[p].intra_steps) << w;
-      EXPECT_EQ(whole->phases[p].inter_steps, block->phases[p].inter_steps) << w;
-      EXPECT_EQ(whole->phases[p].zone_latency.value(), block->phases[p].zone_latency.value()) << w;
-      EXPECT_EQ(whole->phases[p].pipelined, block->phases[p].pipelined) << w;
-    }
-    EXPECT_EQ(bandwidth_seconds_per_byte(*block, t, eff), bandwidth_seconds_per_byte(*whole, t, eff)) << w;
-  }
-  EXPECT_GT(built, 0) << what;
+  expect_same_schedules(t, pattern, *rep, op, what);
 }
 
 /// Every op but send_recv on `pattern`.
