@@ -1,10 +1,12 @@
-// Test support for the symmetry reductions' tests (tests/network/test_rail_symmetry.cpp,
-// test_rotation_symmetry.cpp): a reduced pattern's schedules against the whole pattern's, bit for bit.
+// Test support for the schedule tests (tests/network/test_rail_symmetry.cpp, test_rotation_symmetry.cpp,
+// test_phase_paths.cpp, test_phase_pricing.cpp): a reduced pattern's schedules against the whole pattern's, bit for
+// bit, and a sample of patterns to build schedules on.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,47 @@ inline void expect_same_schedules(const models::Topology& t, const models::CommP
     EXPECT_EQ(bandwidth_seconds_per_byte(*block, t, eff), bandwidth_seconds_per_byte(*whole, t, eff)) << w;
   }
   EXPECT_GT(built, 0) << what;
+}
+
+/// Patterns on `nodes` nodes of `gpn` GPUs for the schedule tests: contiguous groups of 2, gpn and every GPU
+/// (those that divide the GPUs), and with more than one node, cross-rail diagonals (GPU (d + t) % gpn of node d),
+/// groups of two members per node (GPUs t and t + gpn/2 of every node) and send/recv pairs across two nodes.
+inline std::vector<models::CommPattern> sample_patterns(std::int64_t nodes, std::int64_t gpn) {
+  using models::CommPattern;
+  using std::int64_t;
+  std::vector<CommPattern> out;
+  const int64_t gpus = nodes * gpn;
+  for (int64_t size : {int64_t{2}, gpn, gpus}) {
+    if (size < 2 || gpus % size != 0) continue;
+    CommPattern p;
+    for (int64_t g = 0; g < gpus / size; ++g) {
+      std::vector<int64_t> group;
+      for (int64_t i = 0; i < size; ++i) group.push_back(g * size + i);
+      p.groups.push_back(group);
+    }
+    out.push_back(p);
+  }
+  if (nodes > 1) {
+    CommPattern columns, halves, pairs;
+    for (int64_t t = 0; t < gpn; ++t) {
+      std::vector<int64_t> column;
+      for (int64_t d = 0; d < nodes; ++d) column.push_back(d * gpn + (d + t) % gpn);  // cross-rail diagonal
+      columns.groups.push_back(column);
+      pairs.groups.push_back({t, gpn + (t + 1) % gpn});
+    }
+    for (int64_t t = 0; t < gpn / 2; ++t) {
+      std::vector<int64_t> group;
+      for (int64_t d = 0; d < nodes; ++d) {
+        group.push_back(d * gpn + t);
+        group.push_back(d * gpn + t + gpn / 2);
+      }
+      halves.groups.push_back(group);
+    }
+    out.push_back(columns);
+    if (gpn >= 2) out.push_back(halves);
+    out.push_back(pairs);
+  }
+  return out;
 }
 
 }  // namespace clustersim::testing

@@ -24,6 +24,7 @@
 #include "models/network/collectives.hpp"
 #include "models/network/fair_share.hpp"
 #include "tests/network/network_support.hpp"
+#include "tests/network/schedule_support.hpp"
 
 namespace {
 
@@ -172,42 +173,6 @@ const LinkEfficiency kUneven{0.8, 0.7, 0.75, 0.9, 0.6, 0.5};
 
 // ------------------------------------------------------------------------------------------- real schedules
 
-/// Whole-node groups, all GPUs, cross-rail columns, two per node, send/recv pairs across nodes.
-std::vector<CommPattern> patterns_on(int64_t nodes, int64_t gpn) {
-  std::vector<CommPattern> out;
-  const int64_t gpus = nodes * gpn;
-  for (int64_t size : {int64_t{2}, gpn, gpus}) {
-    if (size < 2 || gpus % size != 0) continue;
-    CommPattern p;
-    for (int64_t g = 0; g < gpus / size; ++g) {
-      std::vector<int64_t> group;
-      for (int64_t i = 0; i < size; ++i) group.push_back(g * size + i);
-      p.groups.push_back(group);
-    }
-    out.push_back(p);
-  }
-  if (nodes > 1) {
-    CommPattern columns, halves, pairs;
-    for (int64_t t = 0; t < gpn; ++t) {
-      std::vector<int64_t> column;
-      for (int64_t d = 0; d < nodes; ++d) column.push_back(d * gpn + (d + t) % gpn);
-      columns.groups.push_back(column);
-      pairs.groups.push_back({t, gpn + (t + 1) % gpn});
-    }
-    for (int64_t t = 0; t < gpn / 2; ++t) {
-      std::vector<int64_t> group;
-      for (int64_t d = 0; d < nodes; ++d) {
-        group.push_back(d * gpn + t);
-        group.push_back(d * gpn + t + gpn / 2);
-      }
-      halves.groups.push_back(group);
-    }
-    out.push_back(columns);
-    if (gpn >= 2) out.push_back(halves);
-    out.push_back(pairs);
-  }
-  return out;
-}
 
 TEST(PhasePricing, RealSchedulesEqualThePreviousAlgorithm) {
   const std::string h100 = "Standard_ND96isr_H100_v5", a100 = "Standard_ND96amsr_A100_v4";
@@ -236,7 +201,7 @@ TEST(PhasePricing, RealSchedulesEqualThePreviousAlgorithm) {
   size_t phases = 0, zoned = 0, shared = 0;
   for (const auto& [vm, cfg] : shapes) {
     const Topology t = build_shipped(vm, cfg);
-    for (const CommPattern& pattern : patterns_on(t.node_count(), t.gpus_per_node())) {
+    for (const CommPattern& pattern : clustersim::testing::sample_patterns(t.node_count(), t.gpus_per_node())) {
       for (CollectiveOp op : ops) {
         if ((op == CollectiveOp::send_recv) != (pattern.groups.front().size() == 2)) continue;
         for (CollectiveAlgorithm algorithm : algorithms) {
