@@ -122,7 +122,7 @@ std::optional<CommPattern> node_local_representative(const CommPattern& pattern,
   }
   // The first node's groups, in pattern order.
   CommPattern reduced;
-  reduced.groups.reserve(run);
+  reduced.groups.reserve(run, run * groups.front().size());
   for (size_t g = 0; g < groups.size(); ++g) {
     if (node_of[g] == first_node) reduced.groups.push_back(groups[g]);
   }
@@ -218,12 +218,12 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(Collectiv
   }
   if (!representative) {
     // Validate every rank (a pattern reduced before was valid), then find the smallest equivalent pattern.
-    for (const auto& group : pattern.groups) {
-      for (int64_t r : group) {
-        if (r < 0 || r >= topology_.gpu_count()) {
-          throw std::invalid_argument("CollectiveModel: rank " + std::to_string(r) + " is not a GPU of the " +
-                                      std::to_string(topology_.gpu_count()) + "-GPU cluster");
-        }
+    // One pass over the flat rank array; one unsigned comparison a rank (a negative rank wraps above gpus).
+    const auto gpus = static_cast<uint64_t>(topology_.gpu_count());
+    for (int64_t r : pattern.groups.all_ranks()) {
+      if (static_cast<uint64_t>(r) >= gpus) {
+        throw std::invalid_argument("CollectiveModel: rank " + std::to_string(r) + " is not a GPU of the " +
+                                    std::to_string(topology_.gpu_count()) + "-GPU cluster");
       }
     }
     std::optional<CommPattern> reduced = node_local_representative(pattern, topology_.gpus_per_node());

@@ -242,12 +242,7 @@ double bus_bandwidth_factor(CollectiveOp op, int64_t ranks) {
 
 uint64_t CommPattern::hash() const {
   if (const uint64_t cached = hash_.load(std::memory_order_relaxed); cached != 0) return cached;
-  uint64_t h = splitmix64(groups.size());
-  for (const auto& g : groups) {
-    h = splitmix64(h ^ g.size());
-    for (int64_t r : g) h = splitmix64(h ^ static_cast<uint64_t>(r));
-  }
-  h = h == 0 ? 1 : h;
+  const uint64_t h = groups.content_hash();  // never 0
   hash_.store(h, std::memory_order_relaxed);
   return h;
 }
@@ -313,7 +308,7 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
   };
 
   // The first group decides applicability and step counts (all groups have the same shape in practice).
-  std::vector<int64_t> first = pattern.groups.front();
+  std::vector<int64_t> first(pattern.groups.front().begin(), pattern.groups.front().end());
   std::sort(first.begin(), first.end());
   std::vector<std::vector<int64_t>> first_nodes;
   by_node(first, b, first_nodes);
@@ -451,7 +446,7 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
           return;
         }
         if (op == CollectiveOp::ring_shift) {
-          const std::vector<int64_t>& order = pattern.groups[gi];  // the ring as given
+          const std::span<const int64_t> order = pattern.groups[gi];  // the ring as given
           for (size_t i = 0; i < order.size(); ++i) {
             const int64_t from = order[i], to = order[(i + 1) % order.size()];
             b.add_p2p(phase, from, to, ranks, 1.0,

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "models/network/fair_share.hpp"
+#include "models/network/rank_groups.hpp"
 #include "models/network/topology.hpp"
 #include "models/units.hpp"
 
@@ -90,7 +91,7 @@ struct CommPattern {
   }
   ~CommPattern() = default;
 
-  std::vector<std::vector<int64_t>> groups;
+  RankGroups groups;  ///< the groups, stored flat (models/network/rank_groups.hpp)
   /// A stable hash of the groups (for memoisation), computed on the first call and kept: the groups must not
   /// change after it (build a new pattern instead). Safe to call from several threads at once on one pattern
   /// (sweep threads share cached step programs): the cache is atomic, and racing first calls store the same

@@ -143,7 +143,7 @@ std::optional<CommPattern> translation_representative(CollectiveOp op, const Com
     }
   }
   CommPattern representative;
-  representative.groups.reserve(per);
+  representative.groups.reserve(per, per * group_size);
   for (uint32_t g : first) representative.groups.push_back(groups[g]);
   return representative;
 }

@@ -105,7 +105,7 @@ std::optional<CommPattern> rail_block_representative(CollectiveOp op, const Comm
     }
   }
   CommPattern representative;
-  representative.groups.reserve(first.size());
+  representative.groups.reserve(first.size(), first.size() * size);
   for (uint32_t g : first) representative.groups.push_back(groups[g]);
   return representative;
 }

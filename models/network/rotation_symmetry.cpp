@@ -70,7 +70,7 @@ std::optional<CommPattern> rotation_representative(const CommPattern& pattern, c
   }
   if (block_count < 2) return std::nullopt;
   CommPattern representative;
-  representative.groups.reserve(first.size());
+  representative.groups.reserve(first.size(), first.size() * size);
   for (uint32_t g : first) representative.groups.push_back(groups[g]);
   return representative;
 }

@@ -232,12 +232,14 @@ CommPattern layout_neighbours(const ParallelismConfig& p, LayoutDim dim) {
 CommPattern neighbour_pairs(const StridedGroups& along) {
   CommPattern pattern;
   if (along.size < 2) return pattern;
-  pattern.groups.reserve(static_cast<size_t>((along.size - 1) * along.count));
+  // Stored flat: one reservation, then each stage boundary c's pairs {rank(g, c), rank(g, c) + stride}.
+  const auto count = static_cast<size_t>(along.count);
+  pattern.groups.reserve(static_cast<size_t>(along.size - 1) * count, static_cast<size_t>(along.size - 1) * count * 2);
   for (int64_t c = 0; c + 1 < along.size; ++c) {
-    for (int64_t g = 0; g < along.count; ++g) {
-      const int64_t from = along.rank(g, c);
-      pattern.groups.push_back(std::vector<int64_t>{from, from + along.stride});
-    }
+    pattern.groups.append_uniform(count, 2, [&along, c](size_t g, std::span<int64_t> out) {
+      out[0] = along.rank(static_cast<int64_t>(g), c);
+      out[1] = out[0] + along.stride;
+    });
   }
   return pattern;
 }

@@ -10,9 +10,9 @@
 // vector per group.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <utility>
-#include <vector>
+#include <span>
 
 #include "models/network/collectives.hpp"
 
@@ -39,16 +39,14 @@ struct StridedGroups {
       for (int64_t i = 0; i < size; ++i) f(g, i, s + i * stride);
     }
   }
-  /// The groups written out (one vector per group, each reserved to its size).
+  /// The groups written out: group g holds rank(g, 0 .. size - 1), stored flat (two allocations in all).
   [[nodiscard]] CommPattern pattern() const {
     CommPattern p;
-    p.groups.reserve(static_cast<size_t>(count));
-    for (int64_t g = 0; g < count; ++g) {
-      std::vector<int64_t> group(static_cast<size_t>(size));
-      const int64_t s = start(g);
-      for (int64_t i = 0; i < size; ++i) group[static_cast<size_t>(i)] = s + i * stride;
-      p.groups.push_back(std::move(group));
-    }
+    p.groups.append_uniform(static_cast<size_t>(count), static_cast<size_t>(size),
+                            [this](size_t g, std::span<int64_t> out) {
+                              const int64_t s = start(static_cast<int64_t>(g));
+                              for (size_t i = 0; i < out.size(); ++i) out[i] = s + static_cast<int64_t>(i) * stride;
+                            });
     return p;
   }
 };

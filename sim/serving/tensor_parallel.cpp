@@ -49,8 +49,9 @@ models::AllReduceTime tensor_parallel_all_reduce(const models::VmSize& vm, const
   const models::Topology topology = models::build_topology(vm, device, cfg);
   const models::CollectiveModel collectives(topology, models::CollectiveConstants::for_vm(vm), std::nullopt);
   models::CommPattern group;
-  group.groups.emplace_back(static_cast<size_t>(tensor));
-  std::iota(group.groups.front().begin(), group.groups.front().end(), 0);
+  std::vector<int64_t> ranks(static_cast<size_t>(tensor));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  group.groups.push_back(ranks);
   return tabulated([&](units::Bytes bytes) {
     return collectives.collective_time(models::CollectiveOp::all_reduce, group, bytes).time;
   });

@@ -78,12 +78,14 @@ models::CommPattern pattern_of(int64_t nodes, bool data_parallel) {
   models::CommPattern p;
   if (data_parallel) {
     for (int64_t local = 0; local < kGpusPerNode; ++local) {
-      p.groups.emplace_back();
-      for (int64_t node = 0; node < nodes; ++node) p.groups.back().push_back(node * kGpusPerNode + local);
+      std::vector<int64_t> group;
+      for (int64_t node = 0; node < nodes; ++node) group.push_back(node * kGpusPerNode + local);
+      p.groups.push_back(group);
     }
   } else {
-    p.groups.emplace_back();
-    for (int64_t r = 0; r < nodes * kGpusPerNode; ++r) p.groups.back().push_back(r);
+    std::vector<int64_t> group;
+    for (int64_t r = 0; r < nodes * kGpusPerNode; ++r) group.push_back(r);
+    p.groups.push_back(group);
   }
   return p;
 }

@@ -454,8 +454,9 @@ TEST(Collectives, NvlsOnlyOnOneNodeWithNvlsAndIsSOverB) {
   // Not across nodes, even on H100.
   const Topology two = build(kH100, config(2, FabricKind::single_switch));
   CommPattern sixteen;
-  sixteen.groups.emplace_back();
-  for (int64_t r = 0; r < 16; ++r) sixteen.groups[0].push_back(r);
+  std::vector<int64_t> sixteen_ranks;
+  for (int64_t r = 0; r < 16; ++r) sixteen_ranks.push_back(r);
+  sixteen.groups.push_back(sixteen_ranks);
   EXPECT_FALSE(build_schedule(CollectiveOp::all_reduce, CollectiveAlgorithm::nvls, two, sixteen, true).has_value());
   // And only for all-reduce.
   EXPECT_FALSE(build_schedule(CollectiveOp::all_gather, CollectiveAlgorithm::nvls, node, eight, true).has_value());
@@ -476,8 +477,9 @@ TEST(Collectives, HierarchicalAllReduceIsThreePhasesAndTreeExistsOnlyAcrossNodes
 
   const Topology t = build(kH100, config(2, FabricKind::single_switch));
   CommPattern all;
-  all.groups.emplace_back();
-  for (int64_t r = 0; r < 16; ++r) all.groups[0].push_back(r);
+  std::vector<int64_t> all_ranks;
+  for (int64_t r = 0; r < 16; ++r) all_ranks.push_back(r);
+  all.groups.push_back(all_ranks);
   const auto h = build_schedule(CollectiveOp::all_reduce, CollectiveAlgorithm::hierarchical, t, all, true);
   ASSERT_TRUE(h.has_value());
   ASSERT_EQ(h->phases.size(), 3u);
@@ -531,8 +533,9 @@ TEST(Collectives, HierarchicalAllReduceOnPartialGb200RacksUsesTheDomainsItHas) {
     const Topology t = build(kGb200, cfg);
     EXPECT_EQ(t.gpus_per_node(), k);
     CommPattern all;
-    all.groups.emplace_back();
-    for (int64_t r = 0; r < t.gpu_count(); ++r) all.groups[0].push_back(r);
+    std::vector<int64_t> all_ranks;
+    for (int64_t r = 0; r < t.gpu_count(); ++r) all_ranks.push_back(r);
+    all.groups.push_back(all_ranks);
     const auto h = build_schedule(CollectiveOp::all_reduce, CollectiveAlgorithm::hierarchical, t, all, false);
     EXPECT_TRUE(h.has_value());
     if (!h) return 0.0;
@@ -620,8 +623,9 @@ TEST(Collectives, BandwidthTimeIsLinearInBytesAndMemoised) {
   const Topology t = build(kH100, config(2, FabricKind::fat_tree));
   const CollectiveModel model(t, constants_of(kH100));
   CommPattern all;
-  all.groups.emplace_back();
-  for (int64_t r = 0; r < 16; ++r) all.groups[0].push_back(r);
+  std::vector<int64_t> all_ranks;
+  for (int64_t r = 0; r < 16; ++r) all_ranks.push_back(r);
+  all.groups.push_back(all_ranks);
   for (CollectiveAlgorithm a :
        {CollectiveAlgorithm::ring, CollectiveAlgorithm::tree, CollectiveAlgorithm::hierarchical}) {
     const CollectiveTiming one = model.time(CollectiveOp::all_reduce, all, units::Bytes(kGiB), a);
@@ -648,7 +652,7 @@ TEST(Collectives, IdenticalNodeLocalGroupsTakeOneNodesTime) {
     for (int64_t i = 0; i < 8; ++i) g.push_back(node * 8 + i);
     every_node.groups.push_back(g);
   }
-  one_node.groups = {every_node.groups[3]};
+  one_node.groups.push_back(every_node.groups[3]);
   for (const double bytes : {1e5, 1e8}) {
     EXPECT_EQ(model.time(CollectiveOp::all_reduce, every_node, units::Bytes(bytes)).time.value(),
               model.time(CollectiveOp::all_reduce, one_node, units::Bytes(bytes)).time.value());
@@ -659,7 +663,7 @@ TEST(Collectives, IdenticalNodeLocalGroupsTakeOneNodesTime) {
   EXPECT_GT(model.time(CollectiveOp::all_reduce, mixed, units::Bytes(1e8)).time.value(), 0.0);
   // A bad rank still throws on the first solve.
   CommPattern bad = every_node;
-  bad.groups.back().back() = 16 * 8;
+  bad.groups.mutable_group(bad.groups.size() - 1).back() = 16 * 8;
   EXPECT_THROW((void)model.time(CollectiveOp::all_reduce, bad, units::Bytes(1e8)), std::invalid_argument);
 }
 

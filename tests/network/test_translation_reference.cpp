@@ -105,20 +105,29 @@ void expect_same(const Topology& t, const CommPattern& pattern, const std::strin
 std::vector<std::pair<std::string, CommPattern>> variants(const CommPattern& pattern, int64_t gpus) {
   std::vector<std::pair<std::string, CommPattern>> out{{"as built", pattern}};
   if (pattern.groups.size() < 2) return out;
+  const size_t last = pattern.groups.size() - 1;
+  // The groups as vectors, for the edits that change a group's size or move groups.
+  const auto as_vectors = [&pattern] {
+    std::vector<std::vector<int64_t>> groups;
+    for (const auto& g : pattern.groups) groups.emplace_back(g.begin(), g.end());
+    return groups;
+  };
   CommPattern p = pattern;
-  for (int64_t& r : p.groups.back()) r = (r + 1) % gpus;
+  for (int64_t& r : p.groups.mutable_group(last)) r = (r + 1) % gpus;
   out.emplace_back("last moved", p);
   p = pattern;
-  std::reverse(p.groups.back().begin(), p.groups.back().end());
+  std::ranges::reverse(p.groups.mutable_group(last));
   out.emplace_back("last reversed", p);
-  p = pattern;
-  p.groups.back().pop_back();
+  std::vector<std::vector<int64_t>> groups = as_vectors();
+  groups.back().pop_back();
+  p.groups = groups;
   out.emplace_back("last shorter", p);
   p = pattern;
-  p.groups.back().back() = gpus;
+  p.groups.mutable_group(last).back() = gpus;
   out.emplace_back("rank outside", p);
-  p = pattern;
-  std::swap(p.groups[0], p.groups[1]);
+  groups = as_vectors();
+  std::swap(groups[0], groups[1]);
+  p.groups = groups;
   out.emplace_back("first two swapped", p);
   return out;
 }
