@@ -24,13 +24,18 @@ NetworkAdjacency build_network_adjacency(const ClusterGraph& g) {
     if (z.tier1 == 0) {  // one switch, no tier links
       for (std::int64_t a = 0; a < z.tier0; ++a) *begin++ = static_cast<std::size_t>(at - out.adj.data());
     } else if (z.tier2 == 0) {
+      // Running ids and targets (pair a * tier1 + s: + 2 per spine along a leaf, + 2 * tier1 per leaf along a spine).
+      const auto spines = static_cast<VertexId>(z.tier1);
+      LinkId id = z.tier_first;
       for (std::int64_t a = 0; a < z.tier0; ++a) {
         *begin++ = static_cast<std::size_t>(at - out.adj.data());
-        for (std::int64_t s = 0; s < z.tier1; ++s) *at++ = {link(a * z.tier1 + s, 0), tier1_first + static_cast<VertexId>(s)};
+        for (VertexId s = 0; s < spines; ++s, id += 2) *at++ = {id, tier1_first + s};
       }
-      for (std::int64_t s = 0; s < z.tier1; ++s) {
+      const auto leaves = static_cast<VertexId>(z.tier0);
+      for (VertexId s = 0; s < spines; ++s) {
         *begin++ = static_cast<std::size_t>(at - out.adj.data());
-        for (std::int64_t a = 0; a < z.tier0; ++a) *at++ = {link(a * z.tier1 + s, 1), z.first_switch + static_cast<VertexId>(a)};
+        id = link(s, 1);
+        for (VertexId a = 0; a < leaves; ++a, id += 2 * spines) *at++ = {id, z.first_switch + a};
       }
     } else {
       const std::int64_t leaf_pairs = z.tier0 * half;

@@ -94,7 +94,6 @@ struct Topology::Impl {
   int off_eth = -1;             // front-end Ethernet NIC (IB VMs with zones); -1 when absent
   std::vector<ZoneSpec> zones;
   FabricShape shape;
-  std::vector<int> node_zone;
   VertexId first_network = 0;   // network switches and gateways are first_network..vertex_count-1
   std::size_t network_count = 0;
   std::vector<std::int32_t> target_row;  // per network vertex: its row in dist, -1 when not a target
@@ -260,7 +259,7 @@ std::vector<LinkId> Topology::out_links(VertexId v) const {
 }
 int Topology::zone_of_node(std::int64_t node) const {
   if (node < 0 || node >= impl_->nodes) throw std::out_of_range("Topology::zone_of_node: no node " + std::to_string(node));
-  return impl_->node_zone[static_cast<std::size_t>(node)];
+  return impl_->g.node_zone[static_cast<std::size_t>(node)];
 }
 const std::vector<ZoneSpec>& Topology::zones() const { return impl_->zones; }
 const FabricShape& Topology::fabric_shape() const { return impl_->shape; }
@@ -407,10 +406,11 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
   }
   t.shape = FabricShape{cfg.fabric, static_cast<int>(zones.size()), t.nics, rail_nics, half,
                         zf[0].tier2 > 0 ? 3 : (zf[0].tier1 > 0 ? 2 : 1)};
-  t.node_zone.resize(static_cast<std::size_t>(cfg.nodes));
+  std::vector<int>& node_zone = t.g.node_zone;  // per node (one copy: the graph's)
+  node_zone.resize(static_cast<std::size_t>(cfg.nodes));
   for (std::size_t z = 0; z < zones.size(); ++z) {
     for (std::int64_t n = 0; n < zf[z].node_count; ++n) {
-      t.node_zone[static_cast<std::size_t>(zf[z].first_node + n)] = static_cast<int>(z);
+      node_zone[static_cast<std::size_t>(zf[z].first_node + n)] = static_cast<int>(z);
     }
   }
 
@@ -425,7 +425,6 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
   g.fabric = cfg.fabric;
   g.half = half;
   g.first_network = t.first_network;
-  g.node_zone = t.node_zone;
   g.extra_kind.resize(static_cast<std::size_t>(t.extras));
   for (int e = 0; e < t.extras; ++e) {
     VertexKind kind = VertexKind::nic;
