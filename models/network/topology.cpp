@@ -98,7 +98,11 @@ struct Topology::Impl {
   std::size_t network_count = 0;
   std::vector<std::int32_t> target_row;  // per network vertex: its row in dist, -1 when not a target
   std::vector<VertexId> row_source;      // per row: its network vertex index
-  std::vector<std::size_t> row_twin;     // per row: the first row of a twin switch (route_rows.hpp), or itself
+  // Per row: the first row of a twin switch (route_rows.hpp), or itself; worked out with the first row computed
+  // (twins_once: a route between nodes of one zone's fat tree never needs a row, route_fat_tree.hpp, and 4,096
+  // leaves' neighbour lists were 1 M instructions of a 131,072-GPU build).
+  mutable std::once_flag twins_once;
+  mutable std::vector<std::size_t> row_twin;
   // Per row: hops from its target to every network vertex w (== w to target), computed on the first route
   // that needs it (a route needs the rows of its destination's switches only; a 131,072-GPU two-tier tree has
   // 4,096 leaves, and all rows up front were 4,096 searches of the whole switch graph and 34 MB).
@@ -107,6 +111,7 @@ struct Topology::Impl {
   /// Row `row` of the distances, computed once (thread-safe: std::call_once): searched, or its twin's swapped.
   [[nodiscard]] const std::uint16_t* dist_row(std::size_t row) const {
     std::call_once(row_once[row], [this, row] {
+      std::call_once(twins_once, [this] { row_twin = detail::twin_rows(net.begin, net.adj, row_source); });
       const std::size_t a = row_twin[row];
       dist[row] = a == row ? search_from(row_source[row])
                            : detail::swapped_row(dist_row(a), network_count, row_source[a], row_source[row]);
@@ -631,7 +636,6 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     t.period_nodes = sym->period_nodes;
     t.symmetric_nodes = cfg.nodes / sym->unit_nodes * sym->unit_nodes;
   }
-  t.row_twin = detail::twin_rows(t.net.begin, t.net.adj, t.row_source);
   t.row_once = std::make_unique<std::once_flag[]>(static_cast<std::size_t>(rows));
   t.dist.resize(static_cast<std::size_t>(rows));
   return Topology(std::move(impl));
