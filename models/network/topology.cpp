@@ -111,7 +111,7 @@ struct Topology::Impl {
   /// Row `row` of the distances, computed once (thread-safe: std::call_once): searched, or its twin's swapped.
   [[nodiscard]] const std::uint16_t* dist_row(std::size_t row) const {
     std::call_once(row_once[row], [this, row] {
-      std::call_once(twins_once, [this] { row_twin = detail::twin_rows(net.begin, net.adj, row_source); });
+      std::call_once(twins_once, [this] { row_twin = detail::twin_rows(adjacency().begin, net.adj, row_source); });
       const std::size_t a = row_twin[row];
       dist[row] = a == row ? search_from(row_source[row])
                            : detail::swapped_row(dist_row(a), network_count, row_source[a], row_source[row]);
@@ -144,8 +144,17 @@ struct Topology::Impl {
     return row;
   }
   // Out-links of each network vertex to other network vertices, in link id order (CSR over network indices),
-  // and the sizes of their components (network_adjacency.hpp).
-  detail::NetworkAdjacency net;
+  // and the sizes of their components (network_adjacency.hpp): built by the first route search between two
+  // nodes (adjacency(); the closed-form routes of route_fat_tree.hpp read the tiers off the graph instead, and
+  // at 131,072 GPUs the lists are 2 MB and 1.5 M instructions).
+  mutable std::once_flag net_once;
+  mutable detail::NetworkAdjacency net;
+  /// `net`, built once (thread-safe: std::call_once). Every reader of `net` calls it first, or runs after a
+  /// call on its own thread (compute_route between nodes, then dist_row, search_from, append_links_between).
+  const detail::NetworkAdjacency& adjacency() const {
+    std::call_once(net_once, [this] { net = detail::build_network_adjacency(g); });
+    return net;
+  }
 
   [[nodiscard]] VertexId extra(std::int64_t node, int k) const {
     return gpus + static_cast<VertexId>(node * extras + k);
@@ -268,7 +277,7 @@ int Topology::zone_of_node(std::int64_t node) const {
 }
 const std::vector<ZoneSpec>& Topology::zones() const { return impl_->zones; }
 const FabricShape& Topology::fabric_shape() const { return impl_->shape; }
-const detail::NetworkAdjacency& Topology::network_adjacency() const { return impl_->net; }
+const detail::NetworkAdjacency& Topology::network_adjacency() const { return impl_->adjacency(); }
 
 // ------------------------------------------------------------------------------------------------- building
 
@@ -603,8 +612,6 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     g.tmpl_begin[locals] = g.tmpl_edges.size();
   }
 
-  // ---- routing tables: network adjacency and components, read off the fabric's layout (network_adjacency.hpp)
-  t.net = detail::build_network_adjacency(g);
 
   // ---- routing tables: hop distances from every NIC-facing switch and gateway to every network vertex,
   // over network-to-network links only (links are symmetric, so this is also the distance to it); each row is
@@ -659,7 +666,7 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
   if (src_gpu == dst_gpu) return;
   // Between nodes of one zone's fat tree: the generic walk's path read off the template (route_fat_tree.hpp).
   if (t.fat_tree.enabled &&
-      t.fat_tree.append(t.g, t.net.begin.data(), t.net.adj.data(), src_gpu, dst_gpu, flow_hash, out)) {
+      t.fat_tree.append(t.g, src_gpu, dst_gpu, flow_hash, out)) {
     return;
   }
   // Translation by whole periods (models/network/pattern_symmetry.hpp, whose proof holds for one route): on one
@@ -735,6 +742,7 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
   const std::int64_t nd = graph.node_of(dst_gpu);
   const bool same_node = ns == nd;
   const bool same_zone = graph.node_zone[static_cast<std::size_t>(ns)] == graph.node_zone[static_cast<std::size_t>(nd)];
+  if (!same_node) (void)t.adjacency();  // the network's lists, built by the first search between nodes
   const std::size_t local_count = static_cast<std::size_t>(t.gpn + t.extras);
 
   auto transit = [&](VertexId v) { return t.transit(v, same_node); };
