@@ -17,10 +17,14 @@ NetworkAdjacency build_network_adjacency(const ClusterGraph& g) {
   for (const ZoneSection& z : g.zone_sections) {
     const VertexId tier1_first = z.first_switch + static_cast<VertexId>(z.tier0);
     const VertexId tier2_first = tier1_first + static_cast<VertexId>(z.tier1);
-    const auto link = [&z](std::int64_t pair, LinkId down) { return z.tier_first + static_cast<LinkId>(2 * pair) + down; };
+    const auto link = [&z](std::int64_t pair, LinkId down) {
+      return z.tier_first + static_cast<LinkId>(2 * pair) + down;
+    };
     const std::size_t first = z.first_switch - g.first_network;
     const std::int64_t switches = z.tier0 + z.tier1 + z.tier2;
-    for (std::int64_t s = 0; s < switches; ++s) out.component_size[first + static_cast<std::size_t>(s)] = static_cast<std::uint32_t>(switches);
+    for (std::int64_t s = 0; s < switches; ++s) {
+      out.component_size[first + static_cast<std::size_t>(s)] = static_cast<std::uint32_t>(switches);
+    }
     if (z.tier1 == 0) {  // one switch, no tier links
       for (std::int64_t a = 0; a < z.tier0; ++a) *begin++ = static_cast<std::size_t>(at - out.adj.data());
     } else if (z.tier2 == 0) {

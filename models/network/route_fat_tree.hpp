@@ -15,8 +15,8 @@
 //    edges (in link id order) to a transit extra w with r(w) + 1 == r(v), or the exit to Ls when r(v) == 1:
 //    `src_next`, per local vertex.
 // 2. Network, Ls -> Ld. Two tiers: every spine is one hop from Ld, so the candidates at Ls are all its up-links
-//    (its network adjacency, in spine order; read off ClusterGraph::tier_pair's numbering, not the adjacency); the k-th leads to spine k, whose only shortest next hop is its
-//    link to Ld, the partner of Ld's k-th up-link. Three tiers, one pod: the same with the pod's aggregation
+//    (its network links in spine order, read off ClusterGraph::tier_pair's numbering); the k-th leads to
+//    spine k, whose only shortest next hop is its link to Ld, the partner of Ld's k-th up-link. Three tiers, one pod: the same with the pod's aggregation
 //    switches. Three tiers, two pods: Ls's k-th up-link to aggregation switch j = k of its pod, whose cores
 //    j * half + c are all two hops from Ld (core j * half + c joins aggregation switch j of every pod), taken by
 //    its c-th up-link (its last `half` adjacency entries); the core's one shortest next hop is aggregation

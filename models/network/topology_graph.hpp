@@ -139,7 +139,8 @@ struct ClusterGraph {
     const std::int64_t leaf_pairs = z.tier0 * half;
     if (p < leaf_pairs) {
       const std::int64_t a = p / half;
-      return {z.first_switch + static_cast<VertexId>(a), tier1_first + static_cast<VertexId>(a / half * half + p % half)};
+      return {z.first_switch + static_cast<VertexId>(a),
+              tier1_first + static_cast<VertexId>(a / half * half + p % half)};
     }
     const std::int64_t agg = (p - leaf_pairs) / half, c = (p - leaf_pairs) % half;
     return {tier1_first + static_cast<VertexId>(agg),

@@ -321,9 +321,9 @@ TEST(Topology, RouteCacheIsPerTopologyAndMatchesAFreshRoute) {
 }
 
 TEST(Topology, RowsAndTwinsComputedOnFirstUseAreTheSameFromManyThreads) {
-  // The distance rows and the table of twin rows behind them are worked out on the first route that needs
-  // them (std::call_once): threads routing on a fresh topology at once must get the paths of one thread
-  // routing alone on its twin, on a rail-optimized fabric (rails are twins), a three-tier tree (leaves of a pod
+  // The network adjacency, the distance rows and the table of twin rows are worked out on the first route
+  // that needs them (std::call_once): threads routing on a fresh topology at once must get the paths of one
+  // thread routing alone on its twin, on a rail-optimized fabric (rails are twins), a three-tier tree (leaves of a pod
   // are) and zones (gateway rows).
   TopologyConfig rails = config(12, FabricKind::rail_optimized);
   rails.fat_tree_radix = 8;
@@ -343,15 +343,15 @@ TEST(Topology, RowsAndTwinsComputedOnFirstUseAreTheSameFromManyThreads) {
     const Topology shared = build("Standard_ND96isr_H100_v5", cfg);
     std::vector<std::vector<std::vector<LinkId>>> got(4);
     std::vector<std::thread> threads;
-    for (std::size_t k = 0; k < got.size(); ++k) {
+    for (VertexId k = 0; k < got.size(); ++k) {
       threads.emplace_back([&, k] {
-        for (VertexId i = 0; i < 4 * gpus; ++i) got[k].push_back(path(shared, (i + static_cast<VertexId>(k) * gpus) % (4 * gpus)));
+        for (VertexId i = 0; i < 4 * gpus; ++i) got[k].push_back(path(shared, (i + k * gpus) % (4 * gpus)));
       });
     }
     for (std::thread& th : threads) th.join();
-    for (std::size_t k = 0; k < got.size(); ++k) {
+    for (VertexId k = 0; k < got.size(); ++k) {
       for (VertexId i = 0; i < 4 * gpus; ++i) {
-        ASSERT_EQ(got[k][i], want[(i + static_cast<VertexId>(k) * gpus) % (4 * gpus)]) << "thread " << k << ", pair " << i;
+        ASSERT_EQ(got[k][i], want[(i + k * gpus) % (4 * gpus)]) << "thread " << k << ", pair " << i;
       }
     }
   }
