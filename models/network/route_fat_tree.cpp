@@ -122,8 +122,7 @@ bool FatTreeRoutes::applies(const ClusterGraph& g, VertexId src_gpu, VertexId ds
   return src_begin[l] != src_begin[l + 1] && down_begin[m] != down_begin[m + 1];
 }
 
-bool FatTreeRoutes::append(const ClusterGraph& g, const std::size_t* net_adj_begin,
-                           const std::pair<LinkId, VertexId>* net_adj, VertexId src_gpu, VertexId dst_gpu,
+bool FatTreeRoutes::append(const ClusterGraph& g, VertexId src_gpu, VertexId dst_gpu,
                            std::uint64_t flow_hash, std::vector<LinkId>& out) const {
   if (!applies(g, src_gpu, dst_gpu)) return false;
   const auto gpn = static_cast<VertexId>(g.gpn);
@@ -160,21 +159,23 @@ bool FatTreeRoutes::append(const ClusterGraph& g, const std::size_t* net_adj_beg
     out.push_back(e.link + static_cast<LinkId>(ns) * block);
     v = e.to;
   }
-  // 2. Network: leaf to leaf.
+  // 2. Network: leaf to leaf. A leaf's up-links are its network links in id order (ClusterGraph::tier_pair):
+  // pairs a * half + k (two tiers: tier1 == half spines; three: its pod's half aggregation switches a / half *
+  // half + k), and aggregation switch g's c-th up-link (to a core) is pair tier0 * half + g * half + c.
   const VertexId leaf_s = leaf(zs), leaf_d = leaf(zd);
   if (leaf_s != leaf_d) {
-    const std::size_t si = leaf_s - g.first_network, di = leaf_d - g.first_network;
-    const std::size_t k = take(net_adj_begin[si + 1] - net_adj_begin[si]);
-    out.push_back(net_adj[net_adj_begin[si] + k].first);
-    const auto half = static_cast<VertexId>(g.half);
-    if (z.tier2 > 0 && (leaf_s - z.first_switch) / half != (leaf_d - z.first_switch) / half) {
-      const std::size_t agg_s = net_adj[net_adj_begin[si] + k].second - g.first_network;
-      const std::size_t agg_d = net_adj[net_adj_begin[di] + k].second - g.first_network;
-      const std::size_t c = take(half);
-      out.push_back(net_adj[net_adj_begin[agg_s + 1] - half + c].first);
-      out.push_back(net_adj[net_adj_begin[agg_d + 1] - half + c].first ^ 1U);
+    const auto half = static_cast<std::int64_t>(g.half);
+    const std::int64_t as = leaf_s - z.first_switch, ad = leaf_d - z.first_switch;
+    const auto pair_link = [&z](std::int64_t pair) { return z.tier_first + static_cast<LinkId>(2 * pair); };
+    const auto k = static_cast<std::int64_t>(take(static_cast<std::size_t>(half)));
+    out.push_back(pair_link(as * half + k));
+    if (z.tier2 > 0 && as / half != ad / half) {
+      const std::int64_t agg_s = as / half * half + k, agg_d = ad / half * half + k;
+      const auto c = static_cast<std::int64_t>(take(static_cast<std::size_t>(half)));
+      out.push_back(pair_link(z.tier0 * half + agg_s * half + c));
+      out.push_back(pair_link(z.tier0 * half + agg_d * half + c) ^ 1U);
     }
-    out.push_back(net_adj[net_adj_begin[di] + k].first ^ 1U);
+    out.push_back(pair_link(ad * half + k) ^ 1U);
   }
   // 3. Destination node: down to a NIC, then to GPU m (each vertex met is nearer m: it has a candidate).
   const std::size_t d0 = down_begin[m];

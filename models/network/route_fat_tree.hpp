@@ -15,8 +15,8 @@
 //    edges (in link id order) to a transit extra w with r(w) + 1 == r(v), or the exit to Ls when r(v) == 1:
 //    `src_next`, per local vertex.
 // 2. Network, Ls -> Ld. Two tiers: every spine is one hop from Ld, so the candidates at Ls are all its up-links
-//    (its network adjacency, in spine order); the k-th leads to spine k, whose only shortest next hop is its
-//    link to Ld, the partner of Ld's k-th up-link. Three tiers, one pod: the same with the pod's aggregation
+//    (its network links in spine order, read off ClusterGraph::tier_pair's numbering); the k-th leads to
+//    spine k, whose only shortest next hop is its link to Ld, the partner of Ld's k-th up-link. Three tiers, one pod: the same with the pod's aggregation
 //    switches. Three tiers, two pods: Ls's k-th up-link to aggregation switch j = k of its pod, whose cores
 //    j * half + c are all two hops from Ld (core j * half + c joins aggregation switch j of every pod), taken by
 //    its c-th up-link (its last `half` adjacency entries); the core's one shortest next hop is aggregation
@@ -64,9 +64,9 @@ struct FatTreeRoutes {
   std::vector<std::uint32_t> down_nic, down_extra;
 
   /// Appends the route src -> dst (GPUs of different nodes of one zone) to `out` and returns true, or returns
-  /// false with `out` untouched when this closed form does not apply (the caller searches). net_adj_begin /
-  /// net_adj: Topology::Impl's network adjacency (CSR over network vertex indices, link id order).
-  bool append(const ClusterGraph& g, const std::size_t* net_adj_begin, const std::pair<LinkId, VertexId>* net_adj,
+  /// false with `out` untouched when this closed form does not apply (the caller searches). The switch-tier
+  /// links are g's (ClusterGraph::tier_pair): the network adjacency is not read.
+  bool append(const ClusterGraph& g,
               VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash, std::vector<LinkId>& out) const;
   /// Whether append applies to the pair (nodes differ, one zone, tables complete for both ends).
   [[nodiscard]] bool applies(const ClusterGraph& g, VertexId src_gpu, VertexId dst_gpu) const;

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "models/network/network_adjacency.hpp"
 #include "models/network/pattern_symmetry.hpp"
 #include "models/network/route_cache.hpp"
 #include "models/network/route_exits.hpp"
@@ -93,12 +94,15 @@ struct Topology::Impl {
   int off_eth = -1;             // front-end Ethernet NIC (IB VMs with zones); -1 when absent
   std::vector<ZoneSpec> zones;
   FabricShape shape;
-  std::vector<int> node_zone;
   VertexId first_network = 0;   // network switches and gateways are first_network..vertex_count-1
   std::size_t network_count = 0;
   std::vector<std::int32_t> target_row;  // per network vertex: its row in dist, -1 when not a target
   std::vector<VertexId> row_source;      // per row: its network vertex index
-  std::vector<std::size_t> row_twin;     // per row: the first row of a twin switch (route_rows.hpp), or itself
+  // Per row: the first row of a twin switch (route_rows.hpp), or itself; worked out with the first row computed
+  // (twins_once: a route between nodes of one zone's fat tree never needs a row, route_fat_tree.hpp, and 4,096
+  // leaves' neighbour lists were 1 M instructions of a 131,072-GPU build).
+  mutable std::once_flag twins_once;
+  mutable std::vector<std::size_t> row_twin;
   // Per row: hops from its target to every network vertex w (== w to target), computed on the first route
   // that needs it (a route needs the rows of its destination's switches only; a 131,072-GPU two-tier tree has
   // 4,096 leaves, and all rows up front were 4,096 searches of the whole switch graph and 34 MB).
@@ -107,6 +111,7 @@ struct Topology::Impl {
   /// Row `row` of the distances, computed once (thread-safe: std::call_once): searched, or its twin's swapped.
   [[nodiscard]] const std::uint16_t* dist_row(std::size_t row) const {
     std::call_once(row_once[row], [this, row] {
+      std::call_once(twins_once, [this] { row_twin = detail::twin_rows(adjacency().begin, net.adj, row_source); });
       const std::size_t a = row_twin[row];
       dist[row] = a == row ? search_from(row_source[row])
                            : detail::swapped_row(dist_row(a), network_count, row_source[a], row_source[row]);
@@ -124,12 +129,12 @@ struct Topology::Impl {
     queue.push_back(static_cast<std::uint32_t>(s));
     // A vertex's distance is final when labelled, so the search stops once all of s's component is: a leaf's
     // scans its spines and one spine's down-links (131,072 GPUs: 4,128 link scans instead of 262,144).
-    const std::size_t reachable = component_size[s];
+    const std::size_t reachable = net.component_size[s];
     std::size_t labelled = 1;
     for (std::size_t head = 0; head < queue.size() && labelled < reachable; ++head) {
       const std::uint32_t u = queue[head];
-      for (std::size_t k = net_adj_begin[u]; k < net_adj_begin[u + 1]; ++k) {
-        const std::size_t wi = net_adj[k].second - first_network;
+      for (std::size_t k = net.begin[u]; k < net.begin[u + 1]; ++k) {
+        const std::size_t wi = net.adj[k].second - first_network;
         if (row[wi] != kFar) continue;
         row[wi] = static_cast<std::uint16_t>(row[u] + 1);
         queue.push_back(static_cast<std::uint32_t>(wi));
@@ -138,38 +143,18 @@ struct Topology::Impl {
     }
     return row;
   }
-  /// Per network vertex index: the number of network vertices its network-to-network links reach (itself
-  /// included), set once the network adjacency is built.
-  std::vector<std::uint32_t> component_size;
-  void count_components() {
-    const std::size_t nn = network_count;
-    constexpr std::uint32_t kUnseen = std::numeric_limits<std::uint32_t>::max();
-    std::vector<std::uint32_t> component(nn, kUnseen);
-    std::vector<std::uint32_t> sizes;
-    std::vector<std::uint32_t> queue;
-    for (std::size_t s = 0; s < nn; ++s) {
-      if (component[s] != kUnseen) continue;
-      const auto id = static_cast<std::uint32_t>(sizes.size());
-      queue.assign(1, static_cast<std::uint32_t>(s));
-      component[s] = id;
-      for (std::size_t head = 0; head < queue.size(); ++head) {
-        const std::uint32_t u = queue[head];
-        for (std::size_t k = net_adj_begin[u]; k < net_adj_begin[u + 1]; ++k) {
-          const std::size_t wi = net_adj[k].second - first_network;
-          if (component[wi] != kUnseen) continue;
-          component[wi] = id;
-          queue.push_back(static_cast<std::uint32_t>(wi));
-        }
-      }
-      sizes.push_back(static_cast<std::uint32_t>(queue.size()));
-    }
-    component_size.resize(nn);
-    for (std::size_t w = 0; w < nn; ++w) component_size[w] = sizes[component[w]];
+  // Out-links of each network vertex to other network vertices, in link id order (CSR over network indices),
+  // and the sizes of their components (network_adjacency.hpp): built by the first route search between two
+  // nodes (adjacency(); the closed-form routes of route_fat_tree.hpp read the tiers off the graph instead, and
+  // at 131,072 GPUs the lists are 2 MB and 1.5 M instructions).
+  mutable std::once_flag net_once;
+  mutable detail::NetworkAdjacency net;
+  /// `net`, built once (thread-safe: std::call_once). Every reader of `net` calls it first, or runs after a
+  /// call on its own thread (compute_route between nodes, then dist_row, search_from, append_links_between).
+  const detail::NetworkAdjacency& adjacency() const {
+    std::call_once(net_once, [this] { net = detail::build_network_adjacency(g); });
+    return net;
   }
-
-  // Out-links of each network vertex to other network vertices, in link id order (CSR over network indices).
-  std::vector<std::size_t> net_adj_begin;
-  std::vector<std::pair<LinkId, VertexId>> net_adj;
 
   [[nodiscard]] VertexId extra(std::int64_t node, int k) const {
     return gpus + static_cast<VertexId>(node * extras + k);
@@ -184,13 +169,13 @@ struct Topology::Impl {
   /// network adjacency (b's links b -> a are the partners of a -> b: ids 2k / 2k+1).
   void append_links_between(VertexId a, VertexId b, std::vector<std::pair<LinkId, VertexId>>& out) const {
     const std::size_t ai = a - first_network, bi = b - first_network;
-    if (net_adj_begin[ai + 1] - net_adj_begin[ai] <= net_adj_begin[bi + 1] - net_adj_begin[bi]) {
-      for (std::size_t k = net_adj_begin[ai]; k < net_adj_begin[ai + 1]; ++k) {
-        if (net_adj[k].second == b) out.push_back(net_adj[k]);
+    if (net.begin[ai + 1] - net.begin[ai] <= net.begin[bi + 1] - net.begin[bi]) {
+      for (std::size_t k = net.begin[ai]; k < net.begin[ai + 1]; ++k) {
+        if (net.adj[k].second == b) out.push_back(net.adj[k]);
       }
     } else {
-      for (std::size_t k = net_adj_begin[bi]; k < net_adj_begin[bi + 1]; ++k) {
-        if (net_adj[k].second == a) out.emplace_back(net_adj[k].first ^ 1U, b);
+      for (std::size_t k = net.begin[bi]; k < net.begin[bi + 1]; ++k) {
+        if (net.adj[k].second == a) out.emplace_back(net.adj[k].first ^ 1U, b);
       }
     }
   }
@@ -288,10 +273,11 @@ std::vector<LinkId> Topology::out_links(VertexId v) const {
 }
 int Topology::zone_of_node(std::int64_t node) const {
   if (node < 0 || node >= impl_->nodes) throw std::out_of_range("Topology::zone_of_node: no node " + std::to_string(node));
-  return impl_->node_zone[static_cast<std::size_t>(node)];
+  return impl_->g.node_zone[static_cast<std::size_t>(node)];
 }
 const std::vector<ZoneSpec>& Topology::zones() const { return impl_->zones; }
 const FabricShape& Topology::fabric_shape() const { return impl_->shape; }
+const detail::NetworkAdjacency& Topology::network_adjacency() const { return impl_->adjacency(); }
 
 // ------------------------------------------------------------------------------------------------- building
 
@@ -434,10 +420,11 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
   }
   t.shape = FabricShape{cfg.fabric, static_cast<int>(zones.size()), t.nics, rail_nics, half,
                         zf[0].tier2 > 0 ? 3 : (zf[0].tier1 > 0 ? 2 : 1)};
-  t.node_zone.resize(static_cast<std::size_t>(cfg.nodes));
+  std::vector<int>& node_zone = t.g.node_zone;  // per node (one copy: the graph's)
+  node_zone.resize(static_cast<std::size_t>(cfg.nodes));
   for (std::size_t z = 0; z < zones.size(); ++z) {
     for (std::int64_t n = 0; n < zf[z].node_count; ++n) {
-      t.node_zone[static_cast<std::size_t>(zf[z].first_node + n)] = static_cast<int>(z);
+      node_zone[static_cast<std::size_t>(zf[z].first_node + n)] = static_cast<int>(z);
     }
   }
 
@@ -452,7 +439,6 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
   g.fabric = cfg.fabric;
   g.half = half;
   g.first_network = t.first_network;
-  g.node_zone = t.node_zone;
   g.extra_kind.resize(static_cast<std::size_t>(t.extras));
   for (int e = 0; e < t.extras; ++e) {
     VertexKind kind = VertexKind::nic;
@@ -537,14 +523,7 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     if (multi_zone) total += 2 * static_cast<std::uint64_t>(cfg.nodes) + zones.size() * zones.size();
     if (total >= std::numeric_limits<LinkId>::max()) bad("cluster too large: more than 2^32 links");
   }
-  {
-    std::size_t stored = 0;  // reserved, so that the stored links are not copied as they grow
-    for (const ZoneFabric& f : zf) {
-      stored += 2 * static_cast<std::size_t>(f.tier0 * (f.tier2 > 0 ? half : f.tier1) + f.tier1 * (f.tier2 > 0 ? half : 0));
-    }
-    if (multi_zone) stored += zones.size() * (zones.size() - 1);
-    g.stored.reserve(stored);
-  }
+  if (multi_zone) g.stored.reserve(zones.size() * (zones.size() - 1));  // the gateway pairs, the only links stored
   g.intra_end = static_cast<LinkId>(static_cast<std::uint64_t>(cfg.nodes) * block);
   LinkId next_id = g.intra_end;
   const auto store_pair = [&](VertexId a, VertexId b, units::BytesPerSecond cap, units::Seconds lat, LinkClass cls) {
@@ -553,7 +532,8 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     next_id += 2;
   };
 
-  // ---- links: inter-node fabric, per zone: the NIC links (computed), then the switch tiers (stored)
+  // ---- links: inter-node fabric, per zone: the NIC links, then the switch tiers (both computed:
+  // ClusterGraph::link, tier_pair)
   for (std::size_t z = 0; z < zones.size(); ++z) {
     const ZoneFabric& f = zf[z];
     detail::ZoneSection section;
@@ -566,28 +546,12 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     section.nic_first = next_id;
     next_id += static_cast<LinkId>(2 * f.node_count * t.nics);
     section.tier_first = next_id;
-    section.tier_stored = g.stored.size();
-    const VertexId tier1_first = f.first_switch + static_cast<VertexId>(f.tier0);
     if (f.tier2 > 0) {
       // Three tiers: leaf a of pod a / half <-> every aggregation switch of its pod; aggregation switch j of
-      // every pod <-> core switches j * half .. j * half + half - 1. Every up-link carries the leaf's
+      // every pod <-> core switches j * half .. j * half + half - 1 (tier_pair). Every up-link carries the leaf's
       // (half * port rate) / oversubscription / half; the upper tier is not oversubscribed.
-      const units::BytesPerSecond up = port_rate / cfg.oversubscription;
-      const VertexId tier2_first = tier1_first + static_cast<VertexId>(f.tier1);
-      for (std::int64_t a = 0; a < f.tier0; ++a) {
-        const std::int64_t pod = a / half;
-        for (int j = 0; j < half; ++j) {
-          store_pair(f.first_switch + static_cast<VertexId>(a), tier1_first + static_cast<VertexId>(pod * half + j), up,
-                     net_latency, net_class);
-        }
-      }
-      for (std::int64_t agg = 0; agg < f.tier1; ++agg) {
-        const std::int64_t j = agg % half;
-        for (int c = 0; c < half; ++c) {
-          store_pair(tier1_first + static_cast<VertexId>(agg), tier2_first + static_cast<VertexId>(j * half + c), up,
-                     net_latency, net_class);
-        }
-      }
+      section.up = port_rate / cfg.oversubscription;
+      next_id += static_cast<LinkId>(2 * (f.tier0 * half + f.tier1 * half));
     } else if (f.tier1 > 0) {
       // A leaf has `half` down ports (fat tree), or one per node of the zone (rail switch): its up-links carry
       // down ports x port rate / oversubscription in all. A rail "switch" of a few nodes is still a physical
@@ -597,14 +561,9 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
       const double down_ports = cfg.fabric == FabricKind::fat_tree
                                     ? static_cast<double>(half)
                                     : static_cast<double>(std::max<std::int64_t>(f.node_count, half));
-      const units::BytesPerSecond up =
-          port_rate * down_ports / cfg.oversubscription / static_cast<double>(f.tier1);
-      for (std::int64_t a = 0; a < f.tier0; ++a) {
-        for (std::int64_t s = 0; s < f.tier1; ++s) {
-          store_pair(f.first_switch + static_cast<VertexId>(a), tier1_first + static_cast<VertexId>(s), up,
-                     net_latency, net_class);
-        }
-      }
+      // Every leaf (rail) <-> every spine (tier_pair).
+      section.up = port_rate * down_ports / cfg.oversubscription / static_cast<double>(f.tier1);
+      next_id += static_cast<LinkId>(2 * f.tier0 * f.tier1);
     }
     section.tier_end = next_id;
     g.zone_sections.push_back(section);
@@ -617,7 +576,6 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     next_id += static_cast<LinkId>(2 * cfg.nodes);
   }
   g.pairs_first = next_id;
-  g.pairs_stored = g.stored.size();
   if (multi_zone) {
     const units::BytesPerSecond per_node = cfg.inter_zone_bandwidth_per_node.value_or(ethernet_rate);
     for (std::size_t a = 0; a < zones.size(); ++a) {
@@ -654,28 +612,6 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     g.tmpl_begin[locals] = g.tmpl_edges.size();
   }
 
-  // ---- routing tables: network adjacency (network-to-network links are all stored)
-  {
-    // A counting sort by source over the stored links taken in id order: each vertex's list in link id order.
-    const auto scan = [&](auto&& visit) {
-      const auto section = [&](LinkId first, std::size_t stored_first, LinkId end) {
-        for (LinkId id = first; id < end; ++id) {
-          const Link& l = g.stored[stored_first + (id - first)];
-          if (l.src >= t.first_network && l.dst >= t.first_network) visit(id, l);
-        }
-      };
-      for (const detail::ZoneSection& z : g.zone_sections) section(z.tier_first, z.tier_stored, z.tier_end);
-      section(g.pairs_first, g.pairs_stored, g.link_total);
-    };
-    t.net_adj_begin.assign(t.network_count + 1, 0);
-    scan([&](LinkId, const Link& l) { ++t.net_adj_begin[l.src - t.first_network + 1]; });
-    for (std::size_t w = 0; w < t.network_count; ++w) t.net_adj_begin[w + 1] += t.net_adj_begin[w];
-    t.net_adj.resize(t.net_adj_begin[t.network_count]);
-    std::vector<std::size_t> next(t.net_adj_begin.begin(), t.net_adj_begin.end() - 1);
-    scan([&](LinkId id, const Link& l) { t.net_adj[next[l.src - t.first_network]++] = {id, l.dst}; });
-  }
-  t.net_adj_begin[t.network_count] = t.net_adj.size();
-  t.count_components();
 
   // ---- routing tables: hop distances from every NIC-facing switch and gateway to every network vertex,
   // over network-to-network links only (links are symmetric, so this is also the distance to it); each row is
@@ -707,7 +643,6 @@ Topology build_topology(const VmSize& vm_size, const DeviceSpec& device, const T
     t.period_nodes = sym->period_nodes;
     t.symmetric_nodes = cfg.nodes / sym->unit_nodes * sym->unit_nodes;
   }
-  t.row_twin = detail::twin_rows(t.net_adj_begin, t.net_adj, t.row_source);
   t.row_once = std::make_unique<std::once_flag[]>(static_cast<std::size_t>(rows));
   t.dist.resize(static_cast<std::size_t>(rows));
   return Topology(std::move(impl));
@@ -731,7 +666,7 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
   if (src_gpu == dst_gpu) return;
   // Between nodes of one zone's fat tree: the generic walk's path read off the template (route_fat_tree.hpp).
   if (t.fat_tree.enabled &&
-      t.fat_tree.append(t.g, t.net_adj_begin.data(), t.net_adj.data(), src_gpu, dst_gpu, flow_hash, out)) {
+      t.fat_tree.append(t.g, src_gpu, dst_gpu, flow_hash, out)) {
     return;
   }
   // Translation by whole periods (models/network/pattern_symmetry.hpp, whose proof holds for one route): on one
@@ -807,6 +742,7 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
   const std::int64_t nd = graph.node_of(dst_gpu);
   const bool same_node = ns == nd;
   const bool same_zone = graph.node_zone[static_cast<std::size_t>(ns)] == graph.node_zone[static_cast<std::size_t>(nd)];
+  if (!same_node) (void)t.adjacency();  // the network's lists, built by the first search between nodes
   const std::size_t local_count = static_cast<std::size_t>(t.gpn + t.extras);
 
   auto transit = [&](VertexId v) { return t.transit(v, same_node); };
@@ -936,7 +872,7 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
         // < remaining - 1): net_distance(w) + 1 == remaining is that row's entry being remaining - 1 - hops
         // (never kFar), a gateway excluded within one zone as net_distance does.
         const auto* pick = detail::pick_at_distance(
-            t.net_adj.data() + t.net_adj_begin[vi], t.net_adj.data() + t.net_adj_begin[vi + 1], rows.front().first,
+            t.net.adj.data() + t.net.begin[vi], t.net.adj.data() + t.net.begin[vi + 1], rows.front().first,
             t.first_network, remaining - 1 - rows.front().second,
             same_zone ? graph.first_gateway : std::numeric_limits<VertexId>::max(), hash_digits);
         if (pick == nullptr) throw std::logic_error("Topology::route: routing tables inconsistent");
@@ -945,8 +881,8 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
         --remaining;
         continue;
       } else if (scan) {
-        for (std::size_t k = t.net_adj_begin[vi]; k < t.net_adj_begin[vi + 1]; ++k) {
-          if (net_distance(t.net_adj[k].second) + 1 == remaining) candidates.push_back(t.net_adj[k]);
+        for (std::size_t k = t.net.begin[vi]; k < t.net.begin[vi + 1]; ++k) {
+          if (net_distance(t.net.adj[k].second) + 1 == remaining) candidates.push_back(t.net.adj[k]);
         }
       } else {
         for (std::size_t i = 0; i < ingress.size(); ++i) {

@@ -116,6 +116,10 @@
 
 namespace clustersim::models {
 
+namespace detail {
+struct NetworkAdjacency;
+}  // namespace detail
+
 using VertexId = std::uint32_t;
 using LinkId = std::uint32_t;
 
@@ -232,6 +236,10 @@ class Topology {
   /// Whether route() reads this pair's path in closed form (models/network/route_fat_tree.hpp): GPUs of two
   /// nodes of one zone on a fat tree or single switch whose nodes each sit on one leaf.
   [[nodiscard]] bool closed_form_route(VertexId src_gpu, VertexId dst_gpu) const;
+
+  /// The links between network vertices and their component sizes as built (models/network/network_adjacency.hpp;
+  /// not part of the contract): for tests that check them against Topology::link.
+  [[nodiscard]] const detail::NetworkAdjacency& network_adjacency() const;
 
   struct Impl;
 

@@ -8,7 +8,8 @@
 //                                  vertices moved to node n (intra-node fabric, GPU <-> host, NIC attachment,
 //                                  host <-> front-end Ethernet NIC);
 //   per zone z, in zone order:     its nodes' NIC <-> switch pairs (node-major, NIC-minor), then its switch
-//                                  tiers' links (stored: leaves x radix/2 at most);
+//                                  tiers' links (ClusterGraph::tier_pair: leaves x radix/2 at most; computed,
+//                                  not stored: 262,144 links, 8 MB, at 131,072 GPUs);
 //   [eth_first, pairs_first)       with several zones, per node its Ethernet NIC <-> zone gateway pair;
 //   [pairs_first, link_count)      with several zones, the gateway pairs (stored).
 // Every physical link is the pair 2k (a -> b) and 2k+1 (b -> a).
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/network/topology.hpp"
@@ -41,10 +43,10 @@ struct ZoneSection {
   LinkId nic_first = 0;          ///< first NIC <-> switch link of the zone
   LinkId tier_first = 0;         ///< first switch-tier link; they end at tier_end
   LinkId tier_end = 0;
-  std::size_t tier_stored = 0;   ///< index of tier_first in ClusterGraph::stored
   std::int64_t tier0 = 0;        ///< leaves (rails, the single switch), then tier-1 and tier-2 switches
   std::int64_t tier1 = 0;
   std::int64_t tier2 = 0;
+  units::BytesPerSecond up;      ///< capacity of every switch-tier link of the zone (topology.cpp's builder)
 };
 
 struct ClusterGraph {
@@ -70,8 +72,7 @@ struct ClusterGraph {
   LinkId eth_first = 0;
   LinkId pairs_first = 0;
   LinkId link_total = 0;
-  std::vector<Link> stored;             ///< the switch tiers of every zone, then the gateway pairs
-  std::size_t pairs_stored = 0;         ///< index of pairs_first in stored
+  std::vector<Link> stored;             ///< the gateway pairs: link pairs_first + i is stored[i]
   units::BytesPerSecond port_rate;
   units::Seconds net_latency;
   LinkClass net_class = LinkClass::infiniband;
@@ -126,6 +127,25 @@ struct ClusterGraph {
     const ZoneSection& z = zone_sections[static_cast<std::size_t>(node_zone[static_cast<std::size_t>(n)])];
     return z.nic_first + static_cast<LinkId>(2 * ((n - z.first_node) * nics + nic));
   }
+  /// The switches joined by zone z's switch-tier pair p (links tier_first + 2p, lower -> upper, and + 1, back),
+  /// in the builder's order: two tiers (leaves or rails, and spines), leaf p / tier1 <-> spine p % tier1; three
+  /// tiers, first each leaf a's `half` up-links to the aggregation switches a / half * half + j of its pod, then
+  /// each aggregation switch g's `half` up-links to cores g % half * half + c (Al-Fares et al.'s k-ary tree).
+  [[nodiscard]] std::pair<VertexId, VertexId> tier_pair(const ZoneSection& z, std::int64_t p) const {
+    const VertexId tier1_first = z.first_switch + static_cast<VertexId>(z.tier0);
+    if (z.tier2 == 0) {
+      return {z.first_switch + static_cast<VertexId>(p / z.tier1), tier1_first + static_cast<VertexId>(p % z.tier1)};
+    }
+    const std::int64_t leaf_pairs = z.tier0 * half;
+    if (p < leaf_pairs) {
+      const std::int64_t a = p / half;
+      return {z.first_switch + static_cast<VertexId>(a),
+              tier1_first + static_cast<VertexId>(a / half * half + p % half)};
+    }
+    const std::int64_t agg = (p - leaf_pairs) / half, c = (p - leaf_pairs) % half;
+    return {tier1_first + static_cast<VertexId>(agg),
+            tier1_first + static_cast<VertexId>(z.tier1 + agg % half * half + c)};
+  }
   /// Link `id` (id < link_total).
   [[nodiscard]] Link link(LinkId id) const {
     if (id < intra_end) {
@@ -136,7 +156,7 @@ struct ClusterGraph {
       l.dst = move(l.dst, n);
       return l;
     }
-    if (id >= pairs_first) return stored[pairs_stored + (id - pairs_first)];
+    if (id >= pairs_first) return stored[id - pairs_first];
     if (id >= eth_first) {
       const std::int64_t n = (id - eth_first) / 2;
       const VertexId a = extra(n, eth_offset);
@@ -146,7 +166,11 @@ struct ClusterGraph {
     }
     for (const ZoneSection& z : zone_sections) {
       if (id >= z.tier_end) continue;
-      if (id >= z.tier_first) return stored[z.tier_stored + (id - z.tier_first)];
+      if (id >= z.tier_first) {
+        const auto [lower, upper] = tier_pair(z, (id - z.tier_first) / 2);
+        return (id & 1U) == 0 ? Link{lower, upper, z.up, net_latency, net_class}
+                              : Link{upper, lower, z.up, net_latency, net_class};
+      }
       const std::int64_t pair = (id - z.nic_first) / 2;
       const std::int64_t n = z.first_node + pair / nics;
       const int nic = static_cast<int>(pair % nics);

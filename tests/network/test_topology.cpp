@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 #include <stdexcept>
+#include <thread>
 #include <tuple>
 
 #include "models/hardware/catalog.hpp"
@@ -317,6 +318,43 @@ TEST(Topology, RouteCacheIsPerTopologyAndMatchesAFreshRoute) {
   EXPECT_EQ(a_twin.route(src, dst, 7), a_first);
   EXPECT_EQ(a_twin.route(src, dst, 8), a.route(src, dst, 8));
   EXPECT_THROW((void)a.route(src, static_cast<VertexId>(a.gpu_count()), 7), std::invalid_argument);
+}
+
+TEST(Topology, RowsAndTwinsComputedOnFirstUseAreTheSameFromManyThreads) {
+  // The network adjacency, the distance rows and the table of twin rows are worked out on the first route
+  // that needs them (std::call_once): threads routing on a fresh topology at once must get the paths of one
+  // thread routing alone on its twin, on a rail-optimized fabric (rails are twins), a three-tier tree (leaves of a pod
+  // are) and zones (gateway rows).
+  TopologyConfig rails = config(12, FabricKind::rail_optimized);
+  rails.fat_tree_radix = 8;
+  TopologyConfig three = config(9, FabricKind::fat_tree);
+  three.fat_tree_radix = 8;
+  three.fat_tree_tiers = 3;
+  three.zones = {{"a", 7}, {"b", 2}};
+  for (const TopologyConfig& cfg : {rails, three}) {
+    const Topology alone = build("Standard_ND96isr_H100_v5", cfg);
+    const auto gpus = static_cast<VertexId>(alone.gpu_count());
+    const auto path = [gpus](const Topology& t, VertexId i) {
+      const VertexId src = (i * 7) % gpus, dst = (i * 13 + 5) % gpus;
+      return t.search_route(src, dst, i);
+    };
+    std::vector<std::vector<LinkId>> want;
+    for (VertexId i = 0; i < 4 * gpus; ++i) want.push_back(path(alone, i));
+    const Topology shared = build("Standard_ND96isr_H100_v5", cfg);
+    std::vector<std::vector<std::vector<LinkId>>> got(4);
+    std::vector<std::thread> threads;
+    for (VertexId k = 0; k < got.size(); ++k) {
+      threads.emplace_back([&, k] {
+        for (VertexId i = 0; i < 4 * gpus; ++i) got[k].push_back(path(shared, (i + k * gpus) % (4 * gpus)));
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    for (VertexId k = 0; k < got.size(); ++k) {
+      for (VertexId i = 0; i < 4 * gpus; ++i) {
+        ASSERT_EQ(got[k][i], want[(i + k * gpus) % (4 * gpus)]) << "thread " << k << ", pair " << i;
+      }
+    }
+  }
 }
 
 TEST(Topology, CrossZoneRouteHasOneInterZoneLink) {

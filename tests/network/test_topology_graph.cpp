@@ -3,6 +3,10 @@
 // vertices from one node's template; every link (source, destination, capacity, latency and class, bit for
 // bit), every vertex and every node vertex's out-links must be the stored build's, on every intra-node fabric,
 // on fat trees of two and three tiers, rail-optimized fabrics, single switches, NICs on the host and zones.
+// The switch-tier links are computed, not stored (ClusterGraph::tier_pair), and the routing tables' network
+// adjacency and component sizes are read off the fabric's layout (network_adjacency.hpp): both must be those of
+// the stored build's links (a counting sort by source in id order, a breadth-first search), on the same fabrics
+// and on every shipped VM size of one NVLink domain.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "models/network/network_adjacency.hpp"
 #include "models/network/topology.hpp"
 #include "tests/network/network_support.hpp"
 
@@ -160,6 +165,47 @@ StoredGraph stored_build(const VmSize& vm, const DeviceSpec& device, const Topol
   return s;
 }
 
+/// The topology's network adjacency (network_adjacency.hpp) against the stored build's links between network
+/// vertices, each vertex's in id order, and its component sizes against a breadth-first search over them.
+void expect_same_network_adjacency(const Topology& t, const StoredGraph& s) {
+  VertexId first_network = 0;
+  while (first_network < s.vertices.size() && s.vertices[first_network].node >= 0) ++first_network;
+  const std::size_t nn = s.vertices.size() - first_network;
+  std::vector<std::vector<std::pair<LinkId, VertexId>>> adj(nn);
+  for (LinkId id = 0; id < s.links.size(); ++id) {
+    const Link& l = s.links[id];
+    if (l.src >= first_network && l.dst >= first_network) adj[l.src - first_network].emplace_back(id, l.dst);
+  }
+  const clustersim::models::detail::NetworkAdjacency& net = t.network_adjacency();
+  ASSERT_EQ(net.begin.size(), nn + 1);
+  ASSERT_EQ(net.component_size.size(), nn);
+  ASSERT_EQ(net.begin[nn], net.adj.size());
+  for (std::size_t w = 0; w < nn; ++w) {
+    ASSERT_LE(net.begin[w], net.begin[w + 1]);
+    const std::vector<std::pair<LinkId, VertexId>> got(net.adj.begin() + static_cast<std::ptrdiff_t>(net.begin[w]),
+                                                       net.adj.begin() + static_cast<std::ptrdiff_t>(net.begin[w + 1]));
+    ASSERT_EQ(got, adj[w]) << "network vertex " << first_network + w;
+  }
+  std::vector<std::size_t> component(nn, nn), sizes;
+  for (std::size_t root = 0; root < nn; ++root) {
+    if (component[root] != nn) continue;
+    std::vector<std::size_t> queue{root};
+    component[root] = sizes.size();
+    for (std::size_t head = 0; head < queue.size(); ++head) {
+      for (const auto& [id, w] : adj[queue[head]]) {
+        if (component[w - first_network] == nn) {
+          component[w - first_network] = sizes.size();
+          queue.push_back(w - first_network);
+        }
+      }
+    }
+    sizes.push_back(queue.size());
+  }
+  for (std::size_t w = 0; w < nn; ++w) {
+    ASSERT_EQ(net.component_size[w], sizes[component[w]]) << "network vertex " << first_network + w;
+  }
+}
+
 void expect_same_graph(const VmSize& vm, const TopologyConfig& cfg) {
   const auto& catalog = clustersim::testing::shipped_catalog();
   const Topology t = build_topology(vm, catalog.device(vm.device), cfg);
@@ -193,6 +239,7 @@ void expect_same_graph(const VmSize& vm, const TopologyConfig& cfg) {
     }
     ASSERT_EQ(t.out_links(v), out[v]) << "vertex " << v;
   }
+  ASSERT_NO_FATAL_FAILURE(expect_same_network_adjacency(t, s));
   EXPECT_THROW((void)t.link(static_cast<LinkId>(s.links.size())), std::out_of_range);
   EXPECT_THROW((void)t.vertex(static_cast<VertexId>(s.vertices.size())), std::out_of_range);
 }
@@ -233,6 +280,44 @@ TEST(TopologyGraph, ZonesAreTheStoredBuild) {
   EXPECT_NO_FATAL_FAILURE(expect_same_graph(vm("Standard_NC64as_T4_v3"), zoned));
   zoned.fabric = FabricKind::rail_optimized;
   EXPECT_NO_FATAL_FAILURE(expect_same_graph(vm("Standard_ND96isr_H100_v5"), zoned));
+}
+
+TEST(TopologyGraph, PartFilledPodsOversubscriptionOneLeafAndZonedTiersAreTheStoredBuild) {
+  TopologyConfig three = config(100, FabricKind::fat_tree, 8);  // 400 NICs, 100 leaves, 25 pods, the last part-filled
+  three.fat_tree_tiers = 3;
+  EXPECT_NO_FATAL_FAILURE(expect_same_graph(vm("Standard_ND96isr_H100_v5"), three));
+  three.zones = {{"a", 37}, {"b", 2}, {"c", 61}};  // a three-tier zone, a one-leaf zone, a three-tier zone
+  three.oversubscription = 3.0;
+  EXPECT_NO_FATAL_FAILURE(expect_same_graph(vm("Standard_ND96isr_H100_v5"), three));
+  TopologyConfig two = config(70, FabricKind::fat_tree, 16);
+  two.oversubscription = 1.5;
+  two.zones = {{"a", 33}, {"b", 1}, {"c", 36}};
+  EXPECT_NO_FATAL_FAILURE(expect_same_graph(vm("Standard_ND96amsr_A100_v4"), two));
+  EXPECT_NO_FATAL_FAILURE(expect_same_graph(vm("Standard_ND96amsr_A100_v4"), config(4, FabricKind::fat_tree, 64)));
+  TopologyConfig rails = config(40, FabricKind::rail_optimized, 16);
+  rails.oversubscription = 2.0;
+  rails.zones = {{"a", 3}, {"b", 37}};
+  EXPECT_NO_FATAL_FAILURE(expect_same_graph(vm("Standard_ND96isr_H100_v5"), rails));
+  TopologyConfig single = config(11, FabricKind::single_switch);
+  single.zones = {{"a", 5}, {"b", 6}};
+  EXPECT_NO_FATAL_FAILURE(expect_same_graph(vm("Standard_ND96amsr_A100_v4"), single));
+}
+
+TEST(TopologyGraph, EveryShippedVmSizeOfOneDomainIsTheStoredBuild) {
+  int shapes = 0;
+  for (const auto& [name, size] : clustersim::testing::shipped_catalog().vm_sizes()) {
+    if (size.nvlink_domain_vms > 1) continue;  // stored_build transcribes VMs of one NVLink domain each
+    for (const FabricKind fabric : {FabricKind::fat_tree, FabricKind::rail_optimized, FabricKind::single_switch}) {
+      TopologyConfig cfg = config(9, fabric, 8);
+      EXPECT_NO_FATAL_FAILURE(expect_same_graph(size, cfg)) << name;
+      cfg.fat_tree_tiers = 3;
+      cfg.zones = {{"a", 4}, {"b", 5}};
+      EXPECT_NO_FATAL_FAILURE(expect_same_graph(size, cfg)) << name << " in two zones";
+    }
+    if (::testing::Test::HasFailure()) return;
+    ++shapes;
+  }
+  EXPECT_GE(shapes, 20);
 }
 
 }  // namespace
