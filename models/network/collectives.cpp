@@ -112,6 +112,11 @@ class Builder {
   const Topology& topology_;
   std::optional<bool> nvswitch_;
   int64_t gpn_;
+
+ public:
+  /// ring_phase's scratch: one channel's ring and each position's node (reused by every ring of a schedule).
+  std::vector<int64_t> ring_order;
+  std::vector<size_t> ring_node_of_position;
 };
 
 /// Members of `sorted` (a group's ranks in ascending order) per node, in rank order, into `nodes` (its
@@ -138,14 +143,16 @@ void by_node(const std::vector<int64_t>& sorted, const Builder& b, std::vector<s
 /// over a strided data-parallel group (two members per node) would hop from local index 4+t to local index t of
 /// the next node, i.e. across rails and through the spines of a rail-optimized fabric, which NCCL avoids.
 /// When the sender's node has no member with the destination's local index, the hop is routed directly.
-void ring_phase(Phase& phase, Builder& b, const std::vector<std::vector<int64_t>>& nodes, uint64_t group_index,
+/// `nodes`: the members per node (a span: one node's list is passed without a copy); `b`'s ring scratch holds
+/// one channel's ring.
+void ring_phase(Phase& phase, Builder& b, std::span<const std::vector<int64_t>> nodes, uint64_t group_index,
                 double bytes_per_step, bool wrap) {
   // One channel per member of a node (the fewest members any node has), each rotated so that it leaves every
   // node through a different GPU's NIC; one channel inside a single node.
   size_t channels = nodes.size() == 1 ? 1 : nodes.front().size();
   for (const auto& n : nodes) channels = std::min(channels, n.size());
-  std::vector<int64_t> order;  // one channel's ring, reused by the next
-  std::vector<size_t> node_of_position;
+  std::vector<int64_t>& order = b.ring_order;  // one channel's ring, reused by the next
+  std::vector<size_t>& node_of_position = b.ring_node_of_position;
   for (size_t c = 0; c < channels; ++c) {
     order.clear();
     node_of_position.clear();
@@ -354,14 +361,17 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
       reduce_scatter.intra_steps = all_gather.intra_steps = k - 1;
       inter.repeat = 2 * (nodes_spanned - 1);
       inter.inter_steps = 2 * (nodes_spanned - 1);
+      std::vector<std::vector<int64_t>> column;  // one member per node; its lists reused by every column
       per_group([&](size_t gi, const std::vector<int64_t>&, const std::vector<std::vector<int64_t>>& nodes) {
         for (const auto& members : nodes) {
-          ring_phase(reduce_scatter, b, {members}, gi, 1.0 / static_cast<double>(k), true);
-          ring_phase(all_gather, b, {members}, gi, 1.0 / static_cast<double>(k), true);
+          ring_phase(reduce_scatter, b, {&members, 1}, gi, 1.0 / static_cast<double>(k), true);
+          ring_phase(all_gather, b, {&members, 1}, gi, 1.0 / static_cast<double>(k), true);
         }
         for (int64_t j = 0; j < k; ++j) {
-          std::vector<std::vector<int64_t>> column;
-          for (const auto& members : nodes) column.push_back({members[static_cast<size_t>(j) % members.size()]});
+          column.resize(nodes.size());
+          for (size_t i = 0; i < nodes.size(); ++i) {
+            column[i].assign(1, nodes[i][static_cast<size_t>(j) % nodes[i].size()]);
+          }
           ring_phase(inter, b, column, gi * 1000003 + static_cast<uint64_t>(j),
                      1.0 / static_cast<double>(k) / static_cast<double>(nodes_spanned), true);
         }

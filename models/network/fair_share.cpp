@@ -251,6 +251,18 @@ void FairShareSolver::sift_down(uint32_t pos) {
   heap_[pos] = item;
 }
 
+void FairShareSolver::push_heap(HeapItem item) {
+  auto pos = static_cast<uint32_t>(heap_.size());
+  heap_.push_back(item);
+  while (pos > 0) {
+    const uint32_t parent = (pos - 1) / 2;
+    if (!before(item.share, item.link, heap_[parent].share, heap_[parent].link)) break;
+    heap_[pos] = heap_[parent];
+    pos = parent;
+  }
+  heap_[pos] = item;
+}
+
 void FairShareSolver::pop_top() {
   heap_.front() = heap_.back();
   heap_.pop_back();
@@ -268,24 +280,91 @@ void FairShareSolver::freeze(uint32_t slot, double rate) {
   }
 }
 
+// Sorts run_, given in id order, on (share, id): a stable counting sort on the share when the run has few
+// distinct shares (links of a few capacities with a few flows each: a collective's component), else a
+// comparison sort. Either gives the one order of the total order (share, id).
+void FairShareSolver::sort_run() {
+  constexpr size_t kMaxKeys = 16;
+  double keys[kMaxKeys];
+  size_t count[kMaxKeys];
+  size_t distinct = 0, last = 0;
+  for (const HeapItem& item : run_) {
+    if (distinct > 0 && keys[last] == item.share) {
+      ++count[last];
+      continue;
+    }
+    size_t k = 0;
+    while (k < distinct && keys[k] != item.share) ++k;
+    if (k == distinct) {
+      if (distinct == kMaxKeys) {
+        std::sort(run_.begin(), run_.end(),
+                  [](const HeapItem& a, const HeapItem& b) { return before(a.share, a.link, b.share, b.link); });
+        return;
+      }
+      keys[k] = item.share;
+      count[k] = 0;
+      ++distinct;
+    }
+    ++count[k];
+    last = k;
+  }
+  // Rank the distinct shares, then place each item after the smaller shares' items, in run (id) order.
+  size_t rank[kMaxKeys], start[kMaxKeys];
+  for (size_t k = 0; k < distinct; ++k) {
+    rank[k] = 0;
+    for (size_t j = 0; j < distinct; ++j) rank[k] += keys[j] < keys[k] ? 1 : 0;
+  }
+  size_t by_rank[kMaxKeys];
+  for (size_t k = 0; k < distinct; ++k) by_rank[rank[k]] = k;
+  for (size_t r = 0, at = 0; r < distinct; ++r) {
+    start[by_rank[r]] = at;
+    at += count[by_rank[r]];
+  }
+  sorted_.resize(run_.size());
+  last = 0;
+  for (const HeapItem& item : run_) {
+    if (keys[last] != item.share) {
+      last = 0;
+      while (keys[last] != item.share) ++last;
+    }
+    sorted_[start[last]++] = item;
+  }
+  run_.swap(sorted_);
+}
+
 // Progressive filling with lazy keys. Freezing flows at the current minimum share never lowers another
-// link's share (remaining - k s >= s_l (n - k) when s <= s_l), so a link's key in the heap is a lower bound
-// of its share: when a link reaches the top, its share is recomputed; if it grew, the link is pushed down
-// and the next one examined, otherwise it is the bottleneck. A link is re-keyed only when it reaches the
-// top, not every time one of its flows freezes.
+// link's share (remaining - k s >= s_l (n - k) when s <= s_l), so a link's key is a lower bound of its share:
+// when a link reaches the top, its share is recomputed; if it grew, the link is re-keyed and the next one
+// examined, otherwise it is the bottleneck. A link is re-keyed only when it reaches the top, not every time one
+// of its flows freezes.
+//
+// The links wait in two places: the run (run_[head ..], every link's first key, sorted once) and the heap
+// (heap_, the links re-keyed since). The top is the smaller of the run's head and the heap's top under the
+// total order (share, id). Exact: the items of run and heap together are, step by step, the items of one heap
+// holding every link (the previous algorithm, tests/network/test_fair_share.cpp keeps it): both start with the
+// same (first key, id) items; a pop removes the minimum from either; a re-key replaces the minimum's key in
+// either (here: out of the run, into the heap). The minimum of a set under a total order is one item, so the
+// same link is examined at every step, with the same floating-point operations in the same order. Most links
+// are never re-keyed (their flows freeze elsewhere, or they are a bottleneck at their first key), and leave the
+// run in O(1) instead of a sift-down through a heap of every link.
 void FairShareSolver::fill() {
+  run_.clear();
   heap_.clear();
   caps_.clear();
-  for (LinkId id : comp_links_) {
+  // The run in id order first (every link's id when the solve takes them all, else the component's sorted).
+  const auto first_key = [this](LinkId id) {
     Link& l = links_[id];
     l.remaining = l.capacity;
     l.unfrozen = static_cast<uint32_t>(l.entries.size());
-    if (l.unfrozen > 0) heap_.push_back({l.remaining / l.unfrozen, id});
+    if (l.unfrozen > 0) run_.push_back({l.remaining / l.unfrozen, id});
+  };
+  if (comp_links_.size() == links_.size()) {  // a permutation of every id
+    for (LinkId id = 0; id < links_.size(); ++id) first_key(id);
+  } else {
+    std::sort(comp_links_.begin(), comp_links_.end());
+    for (LinkId id : comp_links_) first_key(id);
   }
-  // O(L) heapify. Its arrangement is implementation-defined, but (share, id) is a total order, so the order
-  // of the pops, and hence every rate, is not.
-  std::make_heap(heap_.begin(), heap_.end(),
-                 [](const HeapItem& a, const HeapItem& b) { return before(b.share, b.link, a.share, a.link); });
+  sort_run();
   for (uint32_t slot : comp_flows_) {
     Flow& f = flows_[slot];
     f.frozen = false;
@@ -295,19 +374,33 @@ void FairShareSolver::fill() {
     return a.cap < b.cap || (a.cap == b.cap && a.slot < b.slot);
   });
 
+  size_t head = 0;
   size_t next_cap = 0;
-  while (!heap_.empty() || next_cap < caps_.size()) {
+  while (head < run_.size() || !heap_.empty() || next_cap < caps_.size()) {
     double share = std::numeric_limits<double>::infinity();
-    if (!heap_.empty()) {
-      const Link& l = links_[heap_.front().link];
+    bool from_run = false;
+    if (head < run_.size() || !heap_.empty()) {
+      from_run = heap_.empty() || (head < run_.size() && before(run_[head].share, run_[head].link,
+                                                                heap_.front().share, heap_.front().link));
+      const HeapItem top = from_run ? run_[head] : heap_.front();
+      const Link& l = links_[top.link];
       if (l.unfrozen == 0) {  // every flow on it froze elsewhere
-        pop_top();
+        if (from_run) {
+          ++head;
+        } else {
+          pop_top();
+        }
         continue;
       }
       share = l.remaining / l.unfrozen;
-      if (share > heap_.front().share) {  // stale key: re-key and look again
-        heap_.front().share = share;
-        sift_down(0);
+      if (share > top.share) {  // stale key: re-key and look again
+        if (from_run) {
+          ++head;
+          push_heap({share, top.link});
+        } else {
+          heap_.front().share = share;
+          sift_down(0);
+        }
         continue;
       }
     }
@@ -317,11 +410,15 @@ void FairShareSolver::fill() {
       if (!flows_[c.slot].frozen) freeze(c.slot, c.cap);
       continue;
     }
-    const LinkId id = heap_.front().link;
+    const LinkId id = from_run ? run_[head].link : heap_.front().link;
     for (const Entry& e : links_[id].entries) {
       if (!flows_[e.flow].frozen) freeze(e.flow, share);
     }
-    pop_top();
+    if (from_run) {
+      ++head;
+    } else {
+      pop_top();
+    }
   }
 }
 

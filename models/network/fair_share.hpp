@@ -18,11 +18,13 @@
 //     freeze every unfrozen flow on it at that share (or the capped flow at its cap);
 //     subtract each frozen rate from every link the flow crosses and decrement their unfrozen counts.
 // A flow bottlenecked on one link thus leaves its unused share on its other links to the flows there.
-// Links are kept in a binary min-heap on (fair share, id) with lazy keys: freezing flows at the minimum share
-// never lowers another link's share, so a key is a lower bound, refreshed only when its link reaches the top.
-// Caps never change during a solve and are sorted once. One solve costs
-//   O(H + (L + R) log L + F log F)   H = sum of path lengths, L links, F flows of the components solved,
-//                                    R <= H re-keyings of stale links at the top of the heap.
+// Links are ordered on (fair share, id) with lazy keys: freezing flows at the minimum share never lowers
+// another link's share, so a key is a lower bound, refreshed only when its link reaches the top. The first keys
+// are sorted once (a run); only re-keyed links enter a binary min-heap, and the top is the smaller of the two
+// (the same link at every step as one heap of every link: see fill()). Caps never change during a solve and are
+// sorted once. One solve costs
+//   O(H + L log L + R log R + F log F)   H = sum of path lengths, L links, F flows of the components solved,
+//                                        R <= H re-keyings of stale links at the top.
 //
 // Incrementality. Flows that share a link, transitively, form a connected component; the rates of one
 // component do not depend on any other. add_flow / remove_flow / set_capacity only mark the links they touch
@@ -153,6 +155,8 @@ class FairShareSolver {
   void fill();
   void freeze(uint32_t slot, double rate);
   void sift_down(uint32_t pos);
+  void push_heap(HeapItem item);
+  void sort_run();
   void pop_top();
 
   std::vector<Link> links_;
@@ -169,7 +173,9 @@ class FairShareSolver {
   uint32_t epoch_ = 0;
   std::vector<LinkId> comp_links_;
   std::vector<uint32_t> comp_flows_;
-  std::vector<HeapItem> heap_;  ///< binary min-heap on (share, link id), one item per link, lazy keys
+  std::vector<HeapItem> run_;   ///< every link's first key, sorted on (share, link id)
+  std::vector<HeapItem> sorted_;  ///< sort_run's output, swapped with run_
+  std::vector<HeapItem> heap_;  ///< binary min-heap on (share, link id) of the links re-keyed since
   std::vector<CapItem> caps_;
   FairShareSolveStats stats_;
 };

@@ -1,14 +1,17 @@
 // Max-min fair sharing (models/network/fair_share.hpp): hand-checkable cases with the arithmetic in the
 // comments, then properties on a random instance (feasibility, a bottleneck for every flow, agreement with a
-// naive reference water-filling, incremental == full, determinism).
+// naive reference water-filling, incremental == full, determinism), and the solver's bottleneck order (a sorted
+// run of first keys beside a heap of re-keyed links) against the previous one-heap algorithm, bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "models/network/fair_share.hpp"
@@ -487,6 +490,160 @@ TEST(FairShareRandom, ReservedFlowListsChangeNothing) {
     }
     EXPECT_THROW(reserved.reserve_flows(static_cast<LinkId>(in.capacity.size()), 1), std::out_of_range);
   }
+}
+
+// ---- the previous bottleneck order: one heap of every link ------------------------------------------------
+
+// The previous FairShareSolver::fill, kept as the oracle of the present one (a sorted run of first keys and a
+// heap of the re-keyed links): every link in one binary min-heap on (share, id) with lazy keys, re-keyed in
+// place at the top. One solve of the whole instance, flows in order (a flow's slot is its index); flows with
+// an empty path run at their cap. The rates, to the bit, of the previous solver on a fresh load.
+std::vector<double> one_heap_rates(const Instance& in) {
+  struct Item {
+    double share;
+    LinkId link;
+  };
+  const auto before = [](const Item& a, const Item& b) {
+    return a.share < b.share || (a.share == b.share && a.link < b.link);
+  };
+  const size_t n_links = in.capacity.size(), n_flows = in.paths.size();
+  std::vector<std::vector<size_t>> on(n_links);  // flows per link entry, in add order (one per crossing)
+  for (size_t f = 0; f < n_flows; ++f) {
+    for (LinkId l : in.paths[f]) on[l].push_back(f);
+  }
+  std::vector<double> remaining(in.capacity), rate(n_flows, 0.0);
+  std::vector<uint32_t> unfrozen(n_links);
+  std::vector<bool> frozen(n_flows, false);
+  std::vector<Item> heap;
+  for (LinkId l = 0; l < n_links; ++l) {
+    unfrozen[l] = static_cast<uint32_t>(on[l].size());
+    if (unfrozen[l] > 0) heap.push_back({remaining[l] / unfrozen[l], l});
+  }
+  const auto after = [&](const Item& a, const Item& b) { return before(b, a); };
+  std::make_heap(heap.begin(), heap.end(), after);
+  const auto sift_down = [&] {  // the top's key grew
+    std::pop_heap(heap.begin(), heap.end(), after);
+    std::push_heap(heap.begin(), heap.end(), after);
+  };
+  const auto pop_top = [&] {
+    std::pop_heap(heap.begin(), heap.end(), after);
+    heap.pop_back();
+  };
+  std::vector<std::pair<double, size_t>> caps;
+  for (size_t f = 0; f < n_flows; ++f) {
+    if (std::isfinite(in.cap[f])) caps.emplace_back(in.cap[f], f);
+  }
+  std::sort(caps.begin(), caps.end());
+  const auto freeze = [&](size_t f, double r) {
+    frozen[f] = true;
+    rate[f] = r;
+    for (LinkId l : in.paths[f]) {
+      remaining[l] = std::max(0.0, remaining[l] - r);
+      --unfrozen[l];
+    }
+  };
+  size_t next_cap = 0;
+  while (!heap.empty() || next_cap < caps.size()) {
+    double share = std::numeric_limits<double>::infinity();
+    if (!heap.empty()) {
+      const LinkId l = heap.front().link;
+      if (unfrozen[l] == 0) {
+        pop_top();
+        continue;
+      }
+      share = remaining[l] / unfrozen[l];
+      if (share > heap.front().share) {
+        heap.front().share = share;
+        sift_down();
+        continue;
+      }
+    }
+    if (next_cap < caps.size() && caps[next_cap].first < share) {
+      const size_t f = caps[next_cap++].second;
+      if (!frozen[f]) freeze(f, in.cap[f]);
+      continue;
+    }
+    for (size_t f : on[heap.front().link]) {
+      if (!frozen[f]) freeze(f, share);
+    }
+    pop_top();
+  }
+  for (size_t f = 0; f < n_flows; ++f) {
+    if (in.paths[f].empty()) rate[f] = in.cap[f];
+  }
+  return rate;
+}
+
+// An instance rich in ties: capacities from a few values (or all equal), paths inside blocks of links (many
+// components) or across all of them, repeated links, caps equal to a link's fair share or to each other, and
+// capped flows with an empty path.
+Instance tie_instance(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Instance in;
+  const size_t links = 1 + below(rng, 60);
+  const size_t flows = below(rng, 200);
+  const uint64_t values = 1 + below(rng, 4);  // distinct capacities: 1 to 4
+  const size_t block = 1 + below(rng, links);  // paths stay inside blocks of this many links
+  for (size_t l = 0; l < links; ++l) in.capacity.push_back(static_cast<double>(1 << below(rng, values)) * 10 * kGB);
+  for (size_t f = 0; f < flows; ++f) {
+    std::vector<LinkId> path;
+    const uint64_t start = below(rng, links) / block * block;
+    const uint64_t width = std::min<uint64_t>(block, links - start);
+    const uint64_t hops = below(rng, 12) == 0 ? 0 : 1 + below(rng, 4);
+    for (uint64_t h = 0; h < hops; ++h) path.push_back(static_cast<LinkId>(start + below(rng, width)));
+    double cap = std::numeric_limits<double>::infinity();
+    const uint64_t kind = below(rng, 6);
+    if (kind == 0 || path.empty()) cap = static_cast<double>(1 + below(rng, 4)) * 2.5 * kGB;   // equal caps
+    if (kind == 1 && !path.empty()) cap = in.capacity[path[0]] / static_cast<double>(1 + below(rng, 8));  // a share
+    in.paths.push_back(std::move(path));
+    in.cap.push_back(cap);
+  }
+  return in;
+}
+
+// The solver's order of bottlenecks (a sorted run of first keys, a heap of the re-keyed links only) examines
+// the same link at every step as the previous single heap: the rates are the previous algorithm's to the bit, on
+// instances rich in ties (equal capacities and caps, caps at a link's share, many components, repeated links,
+// pathless flows) and on the larger random ones; and again on the flows left after removals (the changed
+// components re-solved, then the whole). Both ways of sorting the first keys are taken (few distinct shares: a
+// counting sort; many: a comparison sort).
+TEST(FairShareRandom, BottleneckOrderEqualsOneHeapToTheBit) {
+  size_t compared = 0;
+  for (uint64_t seed = 1; seed <= 1500; ++seed) {
+    Instance in = seed % 10 == 0 ? random_instance(seed, 5 + seed % 200, seed % 700) : tie_instance(seed);
+    FairShareSolver s;
+    std::vector<FlowId> ids = load(s, in);
+    s.solve();
+    const std::vector<double> expected = one_heap_rates(in);
+    for (size_t f = 0; f < ids.size(); ++f) {
+      ASSERT_EQ(std::bit_cast<uint64_t>(s.rate(ids[f]).value()), std::bit_cast<uint64_t>(expected[f]))
+          << "seed " << seed << ", flow " << f;
+      ++compared;
+    }
+    // Remove every third flow; the rest, re-solved whole, against the previous algorithm on the rest.
+    Instance rest;
+    rest.capacity = in.capacity;
+    std::vector<FlowId> kept;
+    for (size_t f = 0; f < ids.size(); ++f) {
+      if (f % 3 == seed % 3) {
+        s.remove_flow(ids[f]);
+      } else {
+        rest.paths.push_back(in.paths[f]);
+        rest.cap.push_back(in.cap[f]);
+        kept.push_back(ids[f]);
+      }
+    }
+    const std::vector<double> expected_rest = one_heap_rates(rest);
+    for (const bool whole : {false, true}) {  // the changed components only, then every link
+      if (whole) s.invalidate_all();
+      s.solve();
+      for (size_t f = 0; f < kept.size(); ++f) {
+        ASSERT_EQ(std::bit_cast<uint64_t>(s.rate(kept[f]).value()), std::bit_cast<uint64_t>(expected_rest[f]))
+            << "seed " << seed << ", kept flow " << f << (whole ? ", whole" : ", incremental");
+      }
+    }
+  }
+  EXPECT_GT(compared, 100000u);
 }
 
 }  // namespace
