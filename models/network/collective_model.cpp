@@ -63,26 +63,48 @@ CollectiveTiming CollectiveModel::collective_time(CollectiveOp op, const CommPat
   return time(op, pattern, bytes, op == CollectiveOp::all_reduce ? all_reduce_algorithm_ : std::nullopt);
 }
 
-namespace {
+namespace detail {
 
-/// When every group of `pattern` lies inside one node and every node that holds groups holds the same
-/// arrangement (the same groups at the same local ranks: Megatron's tensor-parallel groups, for one), the
-/// groups of the first such node. Intra-node links belong to one node, so the nodes' flows are independent,
-/// identical max-min problems: the first node's solution is every node's, exactly. nullopt otherwise.
+const int64_t* first_rank_outside(std::span<const int64_t> ranks, int64_t gpus) {
+  // r | (gpus - 1 - r), in unsigned 64-bit arithmetic, has its top bit set iff r < 0 or r >= gpus (gpus >= 1):
+  // r < 0 sets it in r; 0 <= r < gpus leaves both terms in [0, gpus - 1]; r >= gpus makes the difference
+  // 2^64 - (r - gpus + 1), with r - gpus + 1 in [1, 2^63 - 1], so in [2^63 + 1, 2^64 - 1]. (With gpus = 0
+  // every rank sets it.) OR-ing every rank's value is a reduction without branches.
+  const uint64_t last = static_cast<uint64_t>(gpus) - 1;
+  uint64_t any = 0;
+  for (const int64_t r : ranks) any |= static_cast<uint64_t>(r) | (last - static_cast<uint64_t>(r));
+  if ((any >> 63) == 0) return nullptr;
+  // As unsigned, a negative rank is above every GPU: one comparison checks both bounds.
+  for (const int64_t& r : ranks) {
+    if (static_cast<uint64_t>(r) >= static_cast<uint64_t>(gpus)) return &r;
+  }
+  return nullptr;  // not reached: the top bit came from some rank outside
+}
+
 std::optional<CommPattern> node_local_representative(const CommPattern& pattern, int64_t gpus_per_node) {
   const auto& groups = pattern.groups;
   if (groups.size() < 2 || gpus_per_node < 1) return std::nullopt;
-  // Node of each group, or nullopt when a group spans nodes.
-  std::vector<int64_t> node_of(groups.size());
-  for (size_t g = 0; g < groups.size(); ++g) {
-    const auto& group = groups[g];
-    if (group.empty()) return std::nullopt;
-    const int64_t node = group.front() / gpus_per_node;
-    for (int64_t r : group) {
-      if (r < 0 || r / gpus_per_node != node) return std::nullopt;
+  // Every group on one node first: a group whose first rank r0 >= 0 is on node r0 / gpus_per_node, whose
+  // ranks are [base, base + gpus_per_node) with base = node x gpus_per_node. In unsigned 64-bit arithmetic,
+  // with d = r - base, r | d | (gpus_per_node - 1 - d) has its top bit set iff r < 0 (in r) or r >= 0 is off
+  // that node: r < base or r >= base + gpus_per_node makes d >= gpus_per_node, and then d >= 2^63 or
+  // gpus_per_node - 1 - d wraps to 2^64 - (d - gpus_per_node + 1) >= 2^63; d < gpus_per_node leaves all three
+  // below 2^63. OR-ed over the group: no branch and no division per rank. No table until the groups pass (a
+  // pattern across nodes, the common refusal, fails at its first group).
+  const auto last = static_cast<uint64_t>(gpus_per_node) - 1;
+  for (const auto group : groups) {
+    if (group.empty() || group.front() < 0) return std::nullopt;
+    const auto base = static_cast<uint64_t>(group.front() / gpus_per_node * gpus_per_node);
+    uint64_t off = 0;
+    for (const int64_t r : group) {
+      const uint64_t d = static_cast<uint64_t>(r) - base;
+      off |= static_cast<uint64_t>(r) | d | (last - d);
     }
-    node_of[g] = node;
+    if ((off >> 63) != 0) return std::nullopt;
   }
+  // Node of each group.
+  std::vector<int64_t> node_of(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) node_of[g] = groups[g].front() / gpus_per_node;
   // The groups by node, and inside a node by their local ranks (lexicographically, as std::vector compares):
   // each node's groups as a sorted list, the nodes ascending.
   std::vector<uint32_t> order(groups.size());
@@ -101,10 +123,19 @@ std::optional<CommPattern> node_local_representative(const CommPattern& pattern,
   if (!std::is_sorted(order.begin(), order.end(), by_node_then_local)) {
     std::sort(order.begin(), order.end(), by_node_then_local);
   }
+  // The same local ranks: equal sizes, and x - base_a == y - base_b member by member, i.e. x == y + (base_a -
+  // base_b) in unsigned 64-bit arithmetic (ranks lie in [0, 2^63): y + base_a - base_b is below 2^64, so equal
+  // modulo 2^64 is equal), OR-ed over the group without a branch.
   const auto local_equal = [&](uint32_t a, uint32_t b) {
-    const int64_t base_a = node_of[a] * gpus_per_node, base_b = node_of[b] * gpus_per_node;
-    return std::equal(groups[a].begin(), groups[a].end(), groups[b].begin(), groups[b].end(),
-                      [&](int64_t x, int64_t y) { return x - base_a == y - base_b; });
+    const auto group_a = groups[a], group_b = groups[b];
+    if (group_a.size() != group_b.size()) return false;
+    const uint64_t shift = static_cast<uint64_t>(node_of[a] * gpus_per_node) -
+                           static_cast<uint64_t>(node_of[b] * gpus_per_node);
+    uint64_t differ = 0;
+    for (size_t j = 0; j < group_a.size(); ++j) {
+      differ |= static_cast<uint64_t>(group_a[j]) ^ (static_cast<uint64_t>(group_b[j]) + shift);
+    }
+    return differ == 0;
   };
   // The first node's run; every other node's run must hold the same sorted local groups.
   const int64_t first_node = node_of[order.front()];
@@ -129,7 +160,7 @@ std::optional<CommPattern> node_local_representative(const CommPattern& pattern,
   return reduced;
 }
 
-}  // namespace
+}  // namespace detail
 
 CollectiveModel::Solved CollectiveModel::summarise(const PhaseSummary* phases, size_t count) const {
   const CollectiveConstants& k = constants_;
@@ -218,15 +249,12 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(Collectiv
   }
   if (!representative) {
     // Validate every rank (a pattern reduced before was valid), then find the smallest equivalent pattern.
-    // One pass over the flat rank array; one unsigned comparison a rank (a negative rank wraps above gpus).
-    const auto gpus = static_cast<uint64_t>(topology_.gpu_count());
-    for (int64_t r : pattern.groups.all_ranks()) {
-      if (static_cast<uint64_t>(r) >= gpus) {
-        throw std::invalid_argument("CollectiveModel: rank " + std::to_string(r) + " is not a GPU of the " +
-                                    std::to_string(topology_.gpu_count()) + "-GPU cluster");
-      }
+    // One branch-free pass over the flat rank array (detail::first_rank_outside).
+    if (const int64_t* r = detail::first_rank_outside(pattern.groups.all_ranks(), topology_.gpu_count())) {
+      throw std::invalid_argument("CollectiveModel: rank " + std::to_string(*r) + " is not a GPU of the " +
+                                  std::to_string(topology_.gpu_count()) + "-GPU cluster");
     }
-    std::optional<CommPattern> reduced = node_local_representative(pattern, topology_.gpus_per_node());
+    std::optional<CommPattern> reduced = detail::node_local_representative(pattern, topology_.gpus_per_node());
     if (!reduced) {
       // Inter-node groups on a fat tree with rail NICs: the groups of one local index when the others are them
       // moved to other local indices of the same nodes (models/network/rotation_symmetry.hpp); then one block of
