@@ -248,12 +248,13 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(Collectiv
     if (auto it = memo_->representatives.find(key); it != memo_->representatives.end()) representative = it->second;
   }
   if (!representative) {
-    // Validate every rank (a pattern reduced before was valid), then find the smallest equivalent pattern.
-    // One branch-free pass over the flat rank array (detail::first_rank_outside).
-    if (const int64_t* r = detail::first_rank_outside(pattern.groups.all_ranks(), topology_.gpu_count())) {
-      throw std::invalid_argument("CollectiveModel: rank " + std::to_string(*r) + " is not a GPU of the " +
-                                  std::to_string(topology_.gpu_count()) + "-GPU cluster");
-    }
+    // Find the smallest equivalent pattern and validate every rank (a pattern reduced before was valid). The
+    // reductions below take any ranks (each checks what it reads), so they run first: a rotation or translation
+    // of the whole pattern proves every rank a GPU of the cluster (see their headers), and the O(ranks)
+    // validation, a branch-free pass (detail::first_rank_outside), runs only when neither applied. A pattern
+    // with a rank outside the cluster gets neither, so it throws with the same rank and message as when the
+    // validation came first.
+    bool all_valid = false;
     std::optional<CommPattern> reduced = detail::node_local_representative(pattern, topology_.gpus_per_node());
     if (!reduced) {
       // Inter-node groups on a fat tree with rail NICs: the groups of one local index when the others are them
@@ -265,10 +266,17 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(Collectiv
       // a rotation but its block is.
       std::optional<CommPattern> rotated = rotation_representative(pattern, topology_);
       reduced = translation_representative(op, rotated ? *rotated : pattern, topology_);
+      all_valid = rotated.has_value() || reduced.has_value();  // the whole pattern rotated or translated
       if (!reduced) {
         reduced = std::move(rotated);
       } else if (!rotated) {
         if (auto block_rotated = rotation_representative(*reduced, topology_)) reduced = std::move(block_rotated);
+      }
+    }
+    if (!all_valid) {
+      if (const int64_t* r = detail::first_rank_outside(pattern.groups.all_ranks(), topology_.gpu_count())) {
+        throw std::invalid_argument("CollectiveModel: rank " + std::to_string(*r) + " is not a GPU of the " +
+                                    std::to_string(topology_.gpu_count()) + "-GPU cluster");
       }
     }
     // One zone of a rail-optimized fabric: one block of groups when the others are it moved by whole nodes and

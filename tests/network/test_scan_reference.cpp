@@ -361,6 +361,34 @@ TEST(ScanReference, FirstRankOutsideMatchesTheReference) {
   }
 }
 
+TEST(ScanReference, ModelRejectsEveryPatternWithARankOutside) {
+  // The model validates only patterns that no rotation or translation of the whole pattern reduced: every
+  // pattern with a rank outside the cluster must still throw, naming the first such rank. Fat tree of one node
+  // per leaf (translation and rotation apply), all_reduce and send_recv.
+  TopologyConfig cfg = topology_config(8, FabricKind::fat_tree);
+  cfg.fat_tree_radix = 16;
+  const Topology t = build_shipped("Standard_ND96isr_H100_v5", cfg);
+  const CollectiveModel model(t, CollectiveConstants::for_vm(shipped_catalog().vm_size("Standard_ND96isr_H100_v5")));
+  int rejected = 0;
+  for_each_pattern(t.gpu_count(), t.gpus_per_node(), [&](const CommPattern& p, const std::string& what) {
+    const int64_t* bad = reference_first_outside(p.groups.all_ranks(), t.gpu_count());
+    if (bad == nullptr || p.groups.front().size() < 2) return;  // valid (solved elsewhere) or never solved
+    const std::string expected =
+        "CollectiveModel: rank " + std::to_string(*bad) + " is not a GPU of the " + std::to_string(t.gpu_count()) +
+        "-GPU cluster";
+    for (const CollectiveOp op : {CollectiveOp::all_reduce, CollectiveOp::send_recv}) {
+      try {
+        (void)model.collective_time(op, p, clustersim::units::Bytes(1e6));
+        ADD_FAILURE() << "no throw: " << what << " " << ::testing::PrintToString(p.groups);
+      } catch (const std::invalid_argument& e) {
+        EXPECT_EQ(e.what(), expected) << what;
+        ++rejected;
+      }
+    }
+  });
+  EXPECT_GT(rejected, 100);
+}
+
 TEST(ScanReference, ModelNamesTheFirstRankOutside) {
   const Topology t = build_shipped("Standard_ND96isr_H100_v5", topology_config(2, FabricKind::single_switch));
   const CollectiveModel model(t, CollectiveConstants::for_vm(shipped_catalog().vm_size("Standard_ND96isr_H100_v5")));
@@ -371,6 +399,16 @@ TEST(ScanReference, ModelNamesTheFirstRankOutside) {
     FAIL() << "no throw";
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "CollectiveModel: rank -5 is not a GPU of the 16-GPU cluster");
+  }
+  // Node-local groups of three nodes on a two-node cluster: node_local_representative reduces them to node 0's,
+  // which does not prove the ranks valid.
+  CommPattern three_nodes;  // a new pattern: CommPattern caches its hash
+  three_nodes.groups = {{0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11, 12, 13, 14, 15}, {16, 17, 18, 19, 20, 21, 22, 23}};
+  try {
+    (void)model.collective_time(CollectiveOp::all_reduce, three_nodes, clustersim::units::Bytes(1e6));
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "CollectiveModel: rank 16 is not a GPU of the 16-GPU cluster");
   }
 }
 
