@@ -63,6 +63,73 @@ CollectiveTiming CollectiveModel::collective_time(CollectiveOp op, const CommPat
   return time(op, pattern, bytes, op == CollectiveOp::all_reduce ? all_reduce_algorithm_ : std::nullopt);
 }
 
+namespace {
+
+/// Whether every rank of group `g` of `groups` is on the node whose first rank is `base` (>= 0), a node of
+/// `gpus_per_node` GPUs. In unsigned 64-bit arithmetic, with d = r - base, r | d | (gpus_per_node - 1 - d) has
+/// its top bit set iff r < 0 (in r) or r >= 0 is off that node: r < base or r >= base + gpus_per_node makes
+/// d >= gpus_per_node, and then d >= 2^63 or gpus_per_node - 1 - d wraps to 2^64 - (d - gpus_per_node + 1)
+/// >= 2^63; d < gpus_per_node leaves all three below 2^63. OR-ed over the group: no branch, no division.
+bool group_on_node(std::span<const int64_t> group, uint64_t base, int64_t gpus_per_node) {
+  const auto last = static_cast<uint64_t>(gpus_per_node) - 1;
+  uint64_t off = 0;
+  for (const int64_t r : group) {
+    const uint64_t d = static_cast<uint64_t>(r) - base;
+    off |= static_cast<uint64_t>(r) | d | (last - d);
+  }
+  return (off >> 63) == 0;
+}
+
+/// node_local_representative's common case in one pass, without a table or a sort: the groups node by node
+/// (their nodes increasing along the pattern), the first node's run R of groups all on that node, and every
+/// later run of R's length equal to R group by group with every rank moved by whole nodes (base_k - base_0,
+/// each rank checked as r == r0 + base_k - base_0 in unsigned arithmetic, with base_k + gpus_per_node <= 2^63
+/// so that no sum wraps). Then every group is on one node (a moved group of R is on the node of its first
+/// rank), the runs are the nodes' groups, and each node's groups sorted by local ranks are R's sorted, so the
+/// general algorithm below answers R, in pattern order: returned. Anything else (a group empty, negative or off
+/// its node, nodes out of order, a run that differs, a single node) returns nullopt: undecided, the general
+/// algorithm decides.
+std::optional<CommPattern> node_major_representative(const RankGroups& groups, int64_t gpus_per_node) {
+  const size_t count = groups.size();
+  const auto front_node = [&](size_t g, int64_t& node) {
+    const std::span<const int64_t> group = groups[g];
+    if (group.empty() || group.front() < 0) return false;
+    node = group.front() / gpus_per_node;
+    return true;
+  };
+  int64_t first_node = 0, node = 0;
+  if (!front_node(0, first_node)) return std::nullopt;
+  const auto first_base = static_cast<uint64_t>(first_node * gpus_per_node);
+  size_t run = 0;
+  while (run < count && front_node(run, node) && node == first_node) {
+    if (!group_on_node(groups[run], first_base, gpus_per_node)) return std::nullopt;
+    ++run;
+  }
+  if (run == count || count % run != 0) return std::nullopt;
+  int64_t previous = first_node;
+  for (size_t start = run; start < count; start += run) {
+    if (!front_node(start, node) || node <= previous) return std::nullopt;
+    if (node > (std::numeric_limits<int64_t>::max() - gpus_per_node) / gpus_per_node) return std::nullopt;
+    const uint64_t shift = static_cast<uint64_t>(node * gpus_per_node) - first_base;
+    for (size_t i = 0; i < run; ++i) {
+      const std::span<const int64_t> moved = groups[start + i], base = groups[i];
+      if (moved.size() != base.size()) return std::nullopt;
+      uint64_t differ = 0;
+      for (size_t j = 0; j < moved.size(); ++j) {
+        differ |= static_cast<uint64_t>(moved[j]) ^ (static_cast<uint64_t>(base[j]) + shift);
+      }
+      if (differ != 0) return std::nullopt;
+    }
+    previous = node;
+  }
+  CommPattern reduced;
+  reduced.groups.reserve(run, groups.offsets()[run]);
+  for (size_t g = 0; g < run; ++g) reduced.groups.push_back(groups[g]);
+  return reduced;
+}
+
+}  // namespace
+
 namespace detail {
 
 const int64_t* first_rank_outside(std::span<const int64_t> ranks, int64_t gpus) {
@@ -84,23 +151,13 @@ const int64_t* first_rank_outside(std::span<const int64_t> ranks, int64_t gpus) 
 std::optional<CommPattern> node_local_representative(const CommPattern& pattern, int64_t gpus_per_node) {
   const auto& groups = pattern.groups;
   if (groups.size() < 2 || gpus_per_node < 1) return std::nullopt;
-  // Every group on one node first: a group whose first rank r0 >= 0 is on node r0 / gpus_per_node, whose
-  // ranks are [base, base + gpus_per_node) with base = node x gpus_per_node. In unsigned 64-bit arithmetic,
-  // with d = r - base, r | d | (gpus_per_node - 1 - d) has its top bit set iff r < 0 (in r) or r >= 0 is off
-  // that node: r < base or r >= base + gpus_per_node makes d >= gpus_per_node, and then d >= 2^63 or
-  // gpus_per_node - 1 - d wraps to 2^64 - (d - gpus_per_node + 1) >= 2^63; d < gpus_per_node leaves all three
-  // below 2^63. OR-ed over the group: no branch and no division per rank. No table until the groups pass (a
-  // pattern across nodes, the common refusal, fails at its first group).
-  const auto last = static_cast<uint64_t>(gpus_per_node) - 1;
+  if (std::optional<CommPattern> reduced = node_major_representative(groups, gpus_per_node)) return reduced;
+  // Every group on one node first (group_on_node), with no table until the groups pass (a pattern across
+  // nodes, the common refusal, fails at its first group).
   for (const auto group : groups) {
     if (group.empty() || group.front() < 0) return std::nullopt;
     const auto base = static_cast<uint64_t>(group.front() / gpus_per_node * gpus_per_node);
-    uint64_t off = 0;
-    for (const int64_t r : group) {
-      const uint64_t d = static_cast<uint64_t>(r) - base;
-      off |= static_cast<uint64_t>(r) | d | (last - d);
-    }
-    if ((off >> 63) != 0) return std::nullopt;
+    if (!group_on_node(group, base, gpus_per_node)) return std::nullopt;
   }
   // Node of each group.
   std::vector<int64_t> node_of(groups.size());

@@ -330,6 +330,19 @@ TEST(ScanReference, NodeLocalMatchesTheReference) {
   EXPECT_FALSE(detail::node_local_representative(p, 4));
   p.groups = {{-4, -3}, {0, 1}};
   EXPECT_FALSE(detail::node_local_representative(p, 4));
+  p.groups = {{4, 5}, {6, 7}};  // a single node
+  EXPECT_FALSE(detail::node_local_representative(p, 4));
+  p.groups = {{0, 1}, {2, 3}, {4, 5}};  // two nodes, a run of two then one
+  EXPECT_FALSE(detail::node_local_representative(p, 4));
+  for (const auto& groups : std::vector<std::vector<std::vector<int64_t>>>{
+           {{0, 1}, {4, 5}, {2, 3}, {6, 7}},  // nodes out of order: the general algorithm
+           {{0, 1}, {4, 5}, {2, 3}, {6, 7}, {8, 9}, {10, 11}},
+           {{2, 3}, {0, 1}, {6, 7}, {4, 5}}}) {  // node-major, each node's groups in the same order
+    CommPattern q;
+    q.groups = groups;
+    ASSERT_TRUE(detail::node_local_representative(q, 4));
+    EXPECT_EQ(detail::node_local_representative(q, 4)->groups, reference_node_local(q, 4)->groups);
+  }
   // Ranks at the int64 extremes: with 3 GPUs a node, 2^63 - 2 starts a node; 2^63 - 1 and -2^63 are one apart
   // modulo 2^64.
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
