@@ -1,6 +1,7 @@
 #include "models/network/collective_model.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <exception>
 #include <future>
@@ -91,12 +92,17 @@ bool group_on_node(std::span<const int64_t> group, uint64_t base, int64_t gpus_p
 /// algorithm decides.
 std::optional<CommPattern> node_major_representative(const RankGroups& groups, int64_t gpus_per_node) {
   const size_t count = groups.size();
+  // A first rank's node: a shift when gpus_per_node is a power of two (no division per group).
+  const int shift_bits = std::has_single_bit(static_cast<uint64_t>(gpus_per_node))
+                             ? std::countr_zero(static_cast<uint64_t>(gpus_per_node))
+                             : -1;
   const auto front_node = [&](size_t g, int64_t& node) {
     const std::span<const int64_t> group = groups[g];
     if (group.empty() || group.front() < 0) return false;
-    node = group.front() / gpus_per_node;
+    node = shift_bits >= 0 ? group.front() >> shift_bits : group.front() / gpus_per_node;
     return true;
   };
+  const int64_t max_node = (std::numeric_limits<int64_t>::max() - gpus_per_node) / gpus_per_node;
   int64_t first_node = 0, node = 0;
   if (!front_node(0, first_node)) return std::nullopt;
   const auto first_base = static_cast<uint64_t>(first_node * gpus_per_node);
@@ -109,7 +115,7 @@ std::optional<CommPattern> node_major_representative(const RankGroups& groups, i
   int64_t previous = first_node;
   for (size_t start = run; start < count; start += run) {
     if (!front_node(start, node) || node <= previous) return std::nullopt;
-    if (node > (std::numeric_limits<int64_t>::max() - gpus_per_node) / gpus_per_node) return std::nullopt;
+    if (node > max_node) return std::nullopt;  // base_k + gpus_per_node <= 2^63 - 1
     const uint64_t shift = static_cast<uint64_t>(node * gpus_per_node) - first_base;
     for (size_t i = 0; i < run; ++i) {
       const std::span<const int64_t> moved = groups[start + i], base = groups[i];

@@ -28,6 +28,7 @@
 #include "models/parallelism/layout.hpp"
 #include "models/parallelism/strided_groups.hpp"
 #include "tests/network/network_support.hpp"
+#include "tests/network/rail_vm_support.hpp"
 
 namespace {
 
@@ -260,12 +261,9 @@ int compare_rotation(const Topology& t, const std::string& name) {
   return reduced;
 }
 
-/// A copy of the A100 VM with 6 GPUs and 6 rail NICs: a local index by division.
+/// The A100 VM with 6 GPUs and 6 rail NICs: a local index by division.
 Topology six_gpu_topology(const TopologyConfig& cfg) {
-  VmSize vm = shipped_catalog().vm_size("Standard_ND96amsr_A100_v4");
-  vm.devices_per_vm = 6;
-  vm.infiniband_ports = 6;
-  return build_topology(vm, shipped_catalog().device(vm.device), cfg);
+  return clustersim::testing::build_resized("Standard_ND96amsr_A100_v4", 6, cfg);
 }
 
 TEST(ScanReference, RotationMatchesTheReference) {
