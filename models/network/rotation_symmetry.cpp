@@ -85,6 +85,42 @@ template <size_t kSize, bool kPowerOfTwo>
   return true;
 }
 
+/// The commonest layout, checked in a tighter pass: the groups in chunks of k >= 2 consecutive groups at local
+/// indices t0, t0 + 1, ..., t0 + k - 1 (k: the groups before the first one back at t0; count a multiple of
+/// k), chunk i being block 0's group i and that group moved by 1, ..., k - 1. True when the pattern has that
+/// layout, block 0's groups (the chunks' first groups) then in `first`. It implies scan_rotation's conditions:
+/// blocks t0 .. t0 + k - 1 of count / k groups each (one a chunk), none other, group i of block t0 + j being
+/// block 0's group i moved by j; so the answer is block 0 then. False (`first` then unspecified) is no answer:
+/// scan_rotation decides.
+template <size_t kSize, bool kPowerOfTwo>
+[[gnu::noinline]] bool scan_chunks(const int64_t* ranks, size_t count, size_t n, uint64_t gpus, int64_t gpn, int64_t t0,
+                                   std::vector<const int64_t*>& first) {
+  if constexpr (kSize != 0) n = kSize;
+  size_t k = 1;
+  while (k < count && static_cast<uint64_t>(ranks[k * n]) < gpus && local_of<kPowerOfTwo>(ranks[k * n], gpn) != t0) {
+    ++k;
+  }
+  if (k < 2 || count % k != 0) return false;
+  first.reserve(count / k);
+  const int64_t* const end = ranks + count * n;
+  for (const int64_t* base = ranks; base != end; base += k * n) {
+    bool outside = false;  // a rank of block 0 outside the cluster or at another local index than t0
+    for (size_t j = 0; j < n; ++j) {
+      const int64_t r = base[j];
+      outside |= (static_cast<uint64_t>(r) >= gpus) | (local_of<kPowerOfTwo>(r, gpn) != t0);
+    }
+    if (outside) return false;
+    first.push_back(base);
+    for (size_t j = 1; j < k; ++j) {
+      const int64_t* group = base + j * n;
+      // Equal to base moved by j, at local index t0 + j: on base's node, so in the cluster.
+      if (!moved_equal<kSize>(group, base, n, static_cast<int64_t>(j))) return false;
+      if (local_of<kPowerOfTwo>(group[0], gpn) != t0 + static_cast<int64_t>(j)) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<CommPattern> rotation_representative(const CommPattern& pattern, const Topology& topology) {
@@ -112,23 +148,31 @@ std::optional<CommPattern> rotation_representative(const CommPattern& pattern, c
   const auto local = [&](int64_t r) { return power_of_two ? local_of<true>(r, gpn) : local_of<false>(r, gpn); };
   const int64_t t0 = local(all[0]);
   RotationBlocks blocks;
-  blocks.seen.assign(static_cast<size_t>(gpn), 0);
   const int64_t* ranks = all.data();
-  const bool scanned = size == 2 ? (power_of_two ? scan_rotation<2, true>(ranks, count, size, gpus, gpn, t0, blocks)
-                                                 : scan_rotation<2, false>(ranks, count, size, gpus, gpn, t0, blocks))
-                                 : (power_of_two ? scan_rotation<0, true>(ranks, count, size, gpus, gpn, t0, blocks)
-                                                 : scan_rotation<0, false>(ranks, count, size, gpus, gpn, t0, blocks));
-  if (!scanned) return std::nullopt;
-  // Every block the pass met must hold block 0's count of groups.
-  size_t block_count = 0;
-  for (const uint32_t n : blocks.seen) {
-    if (n == 0) continue;
-    if (n != blocks.first.size()) return std::nullopt;
-    ++block_count;
-  }
-  if (block_count < 2) return std::nullopt;
-  for (const auto& [group, i] : blocks.deferred) {  // i < first.size(): its block has first.size() groups
-    if (!moved_equal<0>(group, blocks.first[i], size, local(group[0]) - t0)) return std::nullopt;
+  const bool chunked = size == 2 ? (power_of_two ? scan_chunks<2, true>(ranks, count, size, gpus, gpn, t0, blocks.first)
+                                                 : scan_chunks<2, false>(ranks, count, size, gpus, gpn, t0, blocks.first))
+                                 : (power_of_two ? scan_chunks<0, true>(ranks, count, size, gpus, gpn, t0, blocks.first)
+                                                 : scan_chunks<0, false>(ranks, count, size, gpus, gpn, t0, blocks.first));
+  if (!chunked) {
+    blocks.first.clear();
+    blocks.seen.assign(static_cast<size_t>(gpn), 0);
+    const bool scanned =
+        size == 2 ? (power_of_two ? scan_rotation<2, true>(ranks, count, size, gpus, gpn, t0, blocks)
+                                  : scan_rotation<2, false>(ranks, count, size, gpus, gpn, t0, blocks))
+                  : (power_of_two ? scan_rotation<0, true>(ranks, count, size, gpus, gpn, t0, blocks)
+                                  : scan_rotation<0, false>(ranks, count, size, gpus, gpn, t0, blocks));
+    if (!scanned) return std::nullopt;
+    // Every block the pass met must hold block 0's count of groups.
+    size_t block_count = 0;
+    for (const uint32_t n : blocks.seen) {
+      if (n == 0) continue;
+      if (n != blocks.first.size()) return std::nullopt;
+      ++block_count;
+    }
+    if (block_count < 2) return std::nullopt;
+    for (const auto& [group, i] : blocks.deferred) {  // i < first.size(): its block has first.size() groups
+      if (!moved_equal<0>(group, blocks.first[i], size, local(group[0]) - t0)) return std::nullopt;
+    }
   }
   CommPattern representative;
   representative.groups.append_uniform(blocks.first.size(), size, [&](size_t i, std::span<int64_t> out) {

@@ -1,6 +1,7 @@
 // The O(ranks) scans of a pattern's first solve (issue 31, ninth round) against the code they replaced, kept here
 // as references: rotation_representative (models/network/rotation_symmetry.cpp: one pass with a running count
-// per local index and contiguous group comparisons, instead of a vector of groups per block), and
+// per local index and contiguous group comparisons, instead of a vector of groups per block, after a pass for
+// chunks of consecutive local indices), and
 // CollectiveModel's node_local_representative and rank validation (models/network/collective_model.cpp:
 // branch-free, division-free reductions). The answers must be the same, group for group, or nullopt for both;
 // the first rank outside the cluster the same rank. Shapes: every strided Megatron-like pattern (StridedGroups
@@ -303,6 +304,20 @@ TEST(ScanReference, RotationDefersBlocksAheadOfBlockZero) {
   p.groups = {{0, 8}, {1, 9}, {17, 25}, {2, 10}, {18, 27}, {16, 24}};  // a deferred group differs
   EXPECT_FALSE(rotation_representative(p, t));
   EXPECT_FALSE(reference_rotation(p, t));
+}
+
+TEST(ScanReference, RotationChunksStayOnTheirNode) {
+  // Chunks of consecutive local indices 6, 7 and then 0 of the next node: the third group is the first moved
+  // by 2 rank by rank, but on another node (local index 0, not 8), so block 0 moved by -6 and no rotation.
+  const Topology t = build_shipped("Standard_ND96isr_H100_v5", topology_config(5, FabricKind::single_switch));
+  CommPattern p;
+  p.groups = {{6, 14}, {7, 15}, {8, 16}, {22, 30}, {23, 31}, {24, 32}};
+  EXPECT_FALSE(rotation_representative(p, t));
+  EXPECT_FALSE(reference_rotation(p, t));
+  CommPattern q;  // the same with local indices 5, 6, 7: a rotation
+  q.groups = {{5, 13}, {6, 14}, {7, 15}, {21, 29}, {22, 30}, {23, 31}};
+  ASSERT_TRUE(rotation_representative(q, t));
+  EXPECT_EQ(rotation_representative(q, t)->groups, (std::vector<std::vector<int64_t>>{{5, 13}, {21, 29}}));
 }
 
 TEST(ScanReference, NodeLocalMatchesTheReference) {
