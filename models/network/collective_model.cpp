@@ -313,13 +313,25 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(Collectiv
   if (!representative) {
     // Find the smallest equivalent pattern and validate every rank (a pattern reduced before was valid). The
     // reductions below take any ranks (each checks what it reads), so they run first: a rotation or translation
-    // of the whole pattern proves every rank a GPU of the cluster (see their headers), and the O(ranks)
-    // validation, a branch-free pass (detail::first_rank_outside), runs only when neither applied. A pattern
-    // with a rank outside the cluster gets neither, so it throws with the same rank and message as when the
-    // validation came first.
+    // of the whole pattern proves every rank a GPU of the cluster (see their headers), a node-local reduction
+    // does once every group's first rank is one (below), and the O(ranks) validation, a branch-free pass
+    // (detail::first_rank_outside), runs only when none of these proved it. A pattern with a rank outside the
+    // cluster gets no proof, so it throws with the same rank and message as when the validation came first.
     bool all_valid = false;
     std::optional<CommPattern> reduced = detail::node_local_representative(pattern, topology_.gpus_per_node());
-    if (!reduced) {
+    if (reduced) {
+      // Every rank is >= 0 and on the node of its group's first rank (node_local_representative's header), and
+      // the cluster is whole nodes (gpu_count = nodes x gpus_per_node): the ranks are valid iff every group's
+      // first rank is below gpu_count, one look-up a group instead of one a rank.
+      const auto gpus = static_cast<uint64_t>(topology_.gpu_count());
+      const std::span<const int64_t> ranks = pattern.groups.all_ranks();
+      const std::span<const uint32_t> offsets = pattern.groups.offsets();
+      uint64_t highest = 0;
+      for (size_t g = 0; g + 1 < offsets.size(); ++g) {
+        highest = std::max(highest, static_cast<uint64_t>(ranks[offsets[g]]));
+      }
+      all_valid = highest < gpus;
+    } else {
       // Inter-node groups on a fat tree with rail NICs: the groups of one local index when the others are them
       // moved to other local indices of the same nodes (models/network/rotation_symmetry.hpp); then one block of
       // groups when the others are it moved by whole leaves or pods (models/network/pattern_symmetry.hpp). Both

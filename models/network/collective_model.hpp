@@ -151,7 +151,9 @@ const int64_t* first_rank_outside(std::span<const int64_t> ranks, int64_t gpus);
 /// tensor-parallel groups, for one), the groups of the first such node in pattern order; nullopt otherwise
 /// (also for fewer than two groups, an empty group or a single node). Intra-node links belong to one node, so
 /// the nodes' flows are independent, identical max-min problems: the first node's solution is every node's,
-/// exactly. O(ranks), plus a sort of the groups when they are not already by node and local ranks.
+/// exactly. O(ranks), plus a sort of the groups when they are not already by node and local ranks. A returned
+/// pattern proves every rank of `pattern` >= 0 and on the node of its group's first rank (not below the
+/// cluster's end: a first rank may lie past it).
 std::optional<CommPattern> node_local_representative(const CommPattern& pattern, int64_t gpus_per_node);
 
 }  // namespace detail

@@ -56,8 +56,8 @@ bool moved_equal(const int64_t* moved, const int64_t* base, size_t n, int64_t sh
 /// fails. kSize: `n` known at compile time (2, send/recv pairs: the group loops unroll), or 0 for any size.
 /// Kept out of line, with locals only in the loop, so that its state stays in registers.
 template <size_t kSize, bool kPowerOfTwo>
-[[gnu::noinline]] bool scan_rotation(const int64_t* ranks, size_t count, size_t n, uint64_t gpus, int64_t gpn, int64_t t0,
-                   RotationBlocks& blocks) {
+[[gnu::noinline]] bool scan_rotation(const int64_t* ranks, size_t count, size_t n, uint64_t gpus, int64_t gpn,
+                                     int64_t t0, RotationBlocks& blocks) {
   if constexpr (kSize != 0) n = kSize;
   uint32_t* const seen = blocks.seen.data();
   size_t first_count = 0;  // blocks.first.size()
@@ -149,10 +149,11 @@ std::optional<CommPattern> rotation_representative(const CommPattern& pattern, c
   const int64_t t0 = local(all[0]);
   RotationBlocks blocks;
   const int64_t* ranks = all.data();
-  const bool chunked = size == 2 ? (power_of_two ? scan_chunks<2, true>(ranks, count, size, gpus, gpn, t0, blocks.first)
-                                                 : scan_chunks<2, false>(ranks, count, size, gpus, gpn, t0, blocks.first))
-                                 : (power_of_two ? scan_chunks<0, true>(ranks, count, size, gpus, gpn, t0, blocks.first)
-                                                 : scan_chunks<0, false>(ranks, count, size, gpus, gpn, t0, blocks.first));
+  std::vector<const int64_t*>& first = blocks.first;
+  const bool chunked = size == 2 ? (power_of_two ? scan_chunks<2, true>(ranks, count, size, gpus, gpn, t0, first)
+                                                 : scan_chunks<2, false>(ranks, count, size, gpus, gpn, t0, first))
+                                 : (power_of_two ? scan_chunks<0, true>(ranks, count, size, gpus, gpn, t0, first)
+                                                 : scan_chunks<0, false>(ranks, count, size, gpus, gpn, t0, first));
   if (!chunked) {
     blocks.first.clear();
     blocks.seen.assign(static_cast<size_t>(gpn), 0);

@@ -436,6 +436,15 @@ TEST(ScanReference, ModelNamesTheFirstRankOutside) {
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "CollectiveModel: rank 16 is not a GPU of the 16-GPU cluster");
   }
+  CommPattern shuffled;  // the general node-local path (nodes out of order), a rank past the cluster last
+  shuffled.groups = {{8, 9, 10, 11}, {0, 1, 2, 3}, {4, 5, 6, 7}, {12, 13, 14, 15}, {20, 21, 22, 23}, {16, 17, 18, 19}};
+  EXPECT_TRUE(detail::node_local_representative(shuffled, 8));
+  try {
+    (void)model.collective_time(CollectiveOp::all_reduce, shuffled, clustersim::units::Bytes(1e6));
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "CollectiveModel: rank 20 is not a GPU of the 16-GPU cluster");
+  }
 }
 
 }  // namespace
