@@ -1,6 +1,7 @@
 #include "models/network/collective_model.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <exception>
 #include <future>
@@ -65,24 +66,108 @@ CollectiveTiming CollectiveModel::collective_time(CollectiveOp op, const CommPat
 
 namespace {
 
-/// When every group of `pattern` lies inside one node and every node that holds groups holds the same
-/// arrangement (the same groups at the same local ranks: Megatron's tensor-parallel groups, for one), the
-/// groups of the first such node. Intra-node links belong to one node, so the nodes' flows are independent,
-/// identical max-min problems: the first node's solution is every node's, exactly. nullopt otherwise.
+/// Whether every rank of group `g` of `groups` is on the node whose first rank is `base` (>= 0), a node of
+/// `gpus_per_node` GPUs. In unsigned 64-bit arithmetic, with d = r - base, r | d | (gpus_per_node - 1 - d) has
+/// its top bit set iff r < 0 (in r) or r >= 0 is off that node: r < base or r >= base + gpus_per_node makes
+/// d >= gpus_per_node, and then d >= 2^63 or gpus_per_node - 1 - d wraps to 2^64 - (d - gpus_per_node + 1)
+/// >= 2^63; d < gpus_per_node leaves all three below 2^63. OR-ed over the group: no branch, no division.
+bool group_on_node(std::span<const int64_t> group, uint64_t base, int64_t gpus_per_node) {
+  const auto last = static_cast<uint64_t>(gpus_per_node) - 1;
+  uint64_t off = 0;
+  for (const int64_t r : group) {
+    const uint64_t d = static_cast<uint64_t>(r) - base;
+    off |= static_cast<uint64_t>(r) | d | (last - d);
+  }
+  return (off >> 63) == 0;
+}
+
+/// node_local_representative's common case in one pass, without a table or a sort: the groups node by node
+/// (their nodes increasing along the pattern), the first node's run R of groups all on that node, and every
+/// later run of R's length equal to R group by group with every rank moved by whole nodes (base_k - base_0,
+/// each rank checked as r == r0 + base_k - base_0 in unsigned arithmetic, with base_k + gpus_per_node <= 2^63
+/// so that no sum wraps). Then every group is on one node (a moved group of R is on the node of its first
+/// rank), the runs are the nodes' groups, and each node's groups sorted by local ranks are R's sorted, so the
+/// general algorithm below answers R, in pattern order: returned. Anything else (a group empty, negative or off
+/// its node, nodes out of order, a run that differs, a single node) returns nullopt: undecided, the general
+/// algorithm decides.
+std::optional<CommPattern> node_major_representative(const RankGroups& groups, int64_t gpus_per_node) {
+  const size_t count = groups.size();
+  // A first rank's node: a shift when gpus_per_node is a power of two (no division per group).
+  const int shift_bits = std::has_single_bit(static_cast<uint64_t>(gpus_per_node))
+                             ? std::countr_zero(static_cast<uint64_t>(gpus_per_node))
+                             : -1;
+  const auto front_node = [&](size_t g, int64_t& node) {
+    const std::span<const int64_t> group = groups[g];
+    if (group.empty() || group.front() < 0) return false;
+    node = shift_bits >= 0 ? group.front() >> shift_bits : group.front() / gpus_per_node;
+    return true;
+  };
+  const int64_t max_node = (std::numeric_limits<int64_t>::max() - gpus_per_node) / gpus_per_node;
+  int64_t first_node = 0, node = 0;
+  if (!front_node(0, first_node)) return std::nullopt;
+  const auto first_base = static_cast<uint64_t>(first_node * gpus_per_node);
+  size_t run = 0;
+  while (run < count && front_node(run, node) && node == first_node) {
+    if (!group_on_node(groups[run], first_base, gpus_per_node)) return std::nullopt;
+    ++run;
+  }
+  if (run == count || count % run != 0) return std::nullopt;
+  int64_t previous = first_node;
+  for (size_t start = run; start < count; start += run) {
+    if (!front_node(start, node) || node <= previous) return std::nullopt;
+    if (node > max_node) return std::nullopt;  // base_k + gpus_per_node <= 2^63 - 1
+    const uint64_t shift = static_cast<uint64_t>(node * gpus_per_node) - first_base;
+    for (size_t i = 0; i < run; ++i) {
+      const std::span<const int64_t> moved = groups[start + i], base = groups[i];
+      if (moved.size() != base.size()) return std::nullopt;
+      uint64_t differ = 0;
+      for (size_t j = 0; j < moved.size(); ++j) {
+        differ |= static_cast<uint64_t>(moved[j]) ^ (static_cast<uint64_t>(base[j]) + shift);
+      }
+      if (differ != 0) return std::nullopt;
+    }
+    previous = node;
+  }
+  CommPattern reduced;
+  reduced.groups.reserve(run, groups.offsets()[run]);
+  for (size_t g = 0; g < run; ++g) reduced.groups.push_back(groups[g]);
+  return reduced;
+}
+
+}  // namespace
+
+namespace detail {
+
+const int64_t* first_rank_outside(std::span<const int64_t> ranks, int64_t gpus) {
+  // r | (gpus - 1 - r), in unsigned 64-bit arithmetic, has its top bit set iff r < 0 or r >= gpus (gpus >= 1):
+  // r < 0 sets it in r; 0 <= r < gpus leaves both terms in [0, gpus - 1]; r >= gpus makes the difference
+  // 2^64 - (r - gpus + 1), with r - gpus + 1 in [1, 2^63 - 1], so in [2^63 + 1, 2^64 - 1]. (With gpus = 0
+  // every rank sets it.) OR-ing every rank's value is a reduction without branches.
+  const uint64_t last = static_cast<uint64_t>(gpus) - 1;
+  uint64_t any = 0;
+  for (const int64_t r : ranks) any |= static_cast<uint64_t>(r) | (last - static_cast<uint64_t>(r));
+  if ((any >> 63) == 0) return nullptr;
+  // As unsigned, a negative rank is above every GPU: one comparison checks both bounds.
+  for (const int64_t& r : ranks) {
+    if (static_cast<uint64_t>(r) >= static_cast<uint64_t>(gpus)) return &r;
+  }
+  return nullptr;  // not reached: the top bit came from some rank outside
+}
+
 std::optional<CommPattern> node_local_representative(const CommPattern& pattern, int64_t gpus_per_node) {
   const auto& groups = pattern.groups;
   if (groups.size() < 2 || gpus_per_node < 1) return std::nullopt;
-  // Node of each group, or nullopt when a group spans nodes.
-  std::vector<int64_t> node_of(groups.size());
-  for (size_t g = 0; g < groups.size(); ++g) {
-    const auto& group = groups[g];
-    if (group.empty()) return std::nullopt;
-    const int64_t node = group.front() / gpus_per_node;
-    for (int64_t r : group) {
-      if (r < 0 || r / gpus_per_node != node) return std::nullopt;
-    }
-    node_of[g] = node;
+  if (std::optional<CommPattern> reduced = node_major_representative(groups, gpus_per_node)) return reduced;
+  // Every group on one node first (group_on_node), with no table until the groups pass (a pattern across
+  // nodes, the common refusal, fails at its first group).
+  for (const auto group : groups) {
+    if (group.empty() || group.front() < 0) return std::nullopt;
+    const auto base = static_cast<uint64_t>(group.front() / gpus_per_node * gpus_per_node);
+    if (!group_on_node(group, base, gpus_per_node)) return std::nullopt;
   }
+  // Node of each group.
+  std::vector<int64_t> node_of(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) node_of[g] = groups[g].front() / gpus_per_node;
   // The groups by node, and inside a node by their local ranks (lexicographically, as std::vector compares):
   // each node's groups as a sorted list, the nodes ascending.
   std::vector<uint32_t> order(groups.size());
@@ -101,10 +186,19 @@ std::optional<CommPattern> node_local_representative(const CommPattern& pattern,
   if (!std::is_sorted(order.begin(), order.end(), by_node_then_local)) {
     std::sort(order.begin(), order.end(), by_node_then_local);
   }
+  // The same local ranks: equal sizes, and x - base_a == y - base_b member by member, i.e. x == y + (base_a -
+  // base_b) in unsigned 64-bit arithmetic (ranks lie in [0, 2^63): y + base_a - base_b is below 2^64, so equal
+  // modulo 2^64 is equal), OR-ed over the group without a branch.
   const auto local_equal = [&](uint32_t a, uint32_t b) {
-    const int64_t base_a = node_of[a] * gpus_per_node, base_b = node_of[b] * gpus_per_node;
-    return std::equal(groups[a].begin(), groups[a].end(), groups[b].begin(), groups[b].end(),
-                      [&](int64_t x, int64_t y) { return x - base_a == y - base_b; });
+    const auto group_a = groups[a], group_b = groups[b];
+    if (group_a.size() != group_b.size()) return false;
+    const uint64_t shift = static_cast<uint64_t>(node_of[a] * gpus_per_node) -
+                           static_cast<uint64_t>(node_of[b] * gpus_per_node);
+    uint64_t differ = 0;
+    for (size_t j = 0; j < group_a.size(); ++j) {
+      differ |= static_cast<uint64_t>(group_a[j]) ^ (static_cast<uint64_t>(group_b[j]) + shift);
+    }
+    return differ == 0;
   };
   // The first node's run; every other node's run must hold the same sorted local groups.
   const int64_t first_node = node_of[order.front()];
@@ -129,7 +223,7 @@ std::optional<CommPattern> node_local_representative(const CommPattern& pattern,
   return reduced;
 }
 
-}  // namespace
+}  // namespace detail
 
 CollectiveModel::Solved CollectiveModel::summarise(const PhaseSummary* phases, size_t count) const {
   const CollectiveConstants& k = constants_;
@@ -217,17 +311,27 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(Collectiv
     if (auto it = memo_->representatives.find(key); it != memo_->representatives.end()) representative = it->second;
   }
   if (!representative) {
-    // Validate every rank (a pattern reduced before was valid), then find the smallest equivalent pattern.
-    // One pass over the flat rank array; one unsigned comparison a rank (a negative rank wraps above gpus).
-    const auto gpus = static_cast<uint64_t>(topology_.gpu_count());
-    for (int64_t r : pattern.groups.all_ranks()) {
-      if (static_cast<uint64_t>(r) >= gpus) {
-        throw std::invalid_argument("CollectiveModel: rank " + std::to_string(r) + " is not a GPU of the " +
-                                    std::to_string(topology_.gpu_count()) + "-GPU cluster");
+    // Find the smallest equivalent pattern and validate every rank (a pattern reduced before was valid). The
+    // reductions below take any ranks (each checks what it reads), so they run first: a rotation or translation
+    // of the whole pattern proves every rank a GPU of the cluster (see their headers), a node-local reduction
+    // does once every group's first rank is one (below), and the O(ranks) validation, a branch-free pass
+    // (detail::first_rank_outside), runs only when none of these proved it. A pattern with a rank outside the
+    // cluster gets no proof, so it throws with the same rank and message as when the validation came first.
+    bool all_valid = false;
+    std::optional<CommPattern> reduced = detail::node_local_representative(pattern, topology_.gpus_per_node());
+    if (reduced) {
+      // Every rank is >= 0 and on the node of its group's first rank (node_local_representative's header), and
+      // the cluster is whole nodes (gpu_count = nodes x gpus_per_node): the ranks are valid iff every group's
+      // first rank is below gpu_count, one look-up a group instead of one a rank.
+      const auto gpus = static_cast<uint64_t>(topology_.gpu_count());
+      const std::span<const int64_t> ranks = pattern.groups.all_ranks();
+      const std::span<const uint32_t> offsets = pattern.groups.offsets();
+      uint64_t highest = 0;
+      for (size_t g = 0; g + 1 < offsets.size(); ++g) {
+        highest = std::max(highest, static_cast<uint64_t>(ranks[offsets[g]]));
       }
-    }
-    std::optional<CommPattern> reduced = node_local_representative(pattern, topology_.gpus_per_node());
-    if (!reduced) {
+      all_valid = highest < gpus;
+    } else {
       // Inter-node groups on a fat tree with rail NICs: the groups of one local index when the others are them
       // moved to other local indices of the same nodes (models/network/rotation_symmetry.hpp); then one block of
       // groups when the others are it moved by whole leaves or pods (models/network/pattern_symmetry.hpp). Both
@@ -237,10 +341,17 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve_uncached(Collectiv
       // a rotation but its block is.
       std::optional<CommPattern> rotated = rotation_representative(pattern, topology_);
       reduced = translation_representative(op, rotated ? *rotated : pattern, topology_);
+      all_valid = rotated.has_value() || reduced.has_value();  // the whole pattern rotated or translated
       if (!reduced) {
         reduced = std::move(rotated);
       } else if (!rotated) {
         if (auto block_rotated = rotation_representative(*reduced, topology_)) reduced = std::move(block_rotated);
+      }
+    }
+    if (!all_valid) {
+      if (const int64_t* r = detail::first_rank_outside(pattern.groups.all_ranks(), topology_.gpu_count())) {
+        throw std::invalid_argument("CollectiveModel: rank " + std::to_string(*r) + " is not a GPU of the " +
+                                    std::to_string(topology_.gpu_count()) + "-GPU cluster");
       }
     }
     // One zone of a rail-optimized fabric: one block of groups when the others are it moved by whole nodes and

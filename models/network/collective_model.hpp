@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <tuple>
 
@@ -137,5 +138,24 @@ class CollectiveModel final : public CommunicationModel {
   struct Memo;
   std::unique_ptr<Memo> memo_;
 };
+
+namespace detail {
+
+/// The first rank of `ranks` (in order) outside [0, gpus), or nullptr when every rank lies inside: the rank
+/// CollectiveModel names when it rejects a pattern. O(ranks): a branch-free pass (the compiler vectorises it);
+/// only when it finds a rank outside does a second, ordinary pass look for the first one.
+const int64_t* first_rank_outside(std::span<const int64_t> ranks, int64_t gpus);
+
+/// When every group of `pattern` lies inside one node (of `gpus_per_node` GPUs, ranks >= 0) and every node
+/// that holds groups holds the same arrangement (the same groups at the same local ranks: Megatron's
+/// tensor-parallel groups, for one), the groups of the first such node in pattern order; nullopt otherwise
+/// (also for fewer than two groups, an empty group or a single node). Intra-node links belong to one node, so
+/// the nodes' flows are independent, identical max-min problems: the first node's solution is every node's,
+/// exactly. O(ranks), plus a sort of the groups when they are not already by node and local ranks. A returned
+/// pattern proves every rank of `pattern` >= 0 and on the node of its group's first rank (not below the
+/// cluster's end: a first rank may lie past it).
+std::optional<CommPattern> node_local_representative(const CommPattern& pattern, int64_t gpus_per_node);
+
+}  // namespace detail
 
 }  // namespace clustersim::models

@@ -2,6 +2,7 @@
 
 #include "models/network/group_blocks.hpp"
 
+#include <bit>
 #include <cstdint>
 #include <numeric>
 #include <span>
@@ -33,6 +34,20 @@ std::optional<TranslationSymmetry> translation_symmetry(const FabricShape& shape
   return s;
 }
 
+namespace {
+
+/// x / d for x >= 0 by a shift when d is a power of two (8 GPUs a node, units of 2^k nodes: no division
+/// instruction per rank, tens of cycles each), else by a division; the same quotient either way.
+struct Quotient {
+  explicit Quotient(uint64_t divisor)
+      : d(divisor), shift(std::has_single_bit(divisor) ? std::countr_zero(divisor) : -1) {}
+  [[nodiscard]] uint64_t operator()(uint64_t x) const { return shift >= 0 ? x >> shift : x / d; }
+  uint64_t d;
+  int shift;
+};
+
+}  // namespace
+
 std::optional<CommPattern> translation_representative(CollectiveOp op, const CommPattern& pattern,
                                                        const Topology& topology) {
   const auto& groups = pattern.groups;
@@ -57,8 +72,8 @@ std::optional<CommPattern> translation_representative(CollectiveOp op, const Com
     if (a != b) slot_union.join(static_cast<uint32_t>(a), static_cast<uint32_t>(b));
   };
   const size_t out_in = sym->split_sides ? 1 : 0;  // the "in" slot's offset from the "out" slot
-  const auto ugpus = static_cast<uint64_t>(gpus), ugpn = static_cast<uint64_t>(gpn);
-  const auto uunit = static_cast<uint64_t>(unit_ranks);
+  const auto ugpus = static_cast<uint64_t>(gpus);
+  const Quotient node_of(static_cast<uint64_t>(gpn)), unit_of(static_cast<uint64_t>(unit_ranks));
   const size_t group_size = groups.front().size();
   std::vector<uint32_t> block_of(groups.size());  // a slot of each group, then its block
   size_t pair_out = SIZE_MAX, pair_in = SIZE_MAX;  // the previous group's slots when a cross-node pair
@@ -69,8 +84,8 @@ std::optional<CommPattern> translation_representative(CollectiveOp op, const Com
       // As unsigned, a negative rank is above every GPU: one comparison checks both bounds.
       const auto a = static_cast<uint64_t>(group[0]), b = static_cast<uint64_t>(group[1]);
       if (a >= ugpus || b >= ugpus) return std::nullopt;
-      const uint64_t unit_a = a / uunit, unit_b = b / uunit;
-      if (unit_a != unit_b || a / ugpn != b / ugpn) {  // on two nodes (units hold whole nodes)
+      const uint64_t unit_a = unit_of(a), unit_b = unit_of(b);
+      if (unit_a != unit_b || node_of(a) != node_of(b)) {  // on two nodes (units hold whole nodes)
         const auto out = static_cast<size_t>(2 * unit_a);
         const auto in = static_cast<size_t>(2 * unit_b) + out_in;
         block_of[g] = static_cast<uint32_t>(out);
@@ -82,12 +97,12 @@ std::optional<CommPattern> translation_representative(CollectiveOp op, const Com
     }
     pair_out = pair_in = SIZE_MAX;
     if (group.front() < 0 || group.front() >= gpus) return std::nullopt;
-    const auto first = static_cast<size_t>(2 * (group.front() / unit_ranks));
+    const auto first = static_cast<size_t>(2 * unit_of(static_cast<uint64_t>(group.front())));
     block_of[g] = static_cast<uint32_t>(first);
     int64_t last_unit = -1;
     for (int64_t r : group) {
       if (r < 0 || r >= gpus) return std::nullopt;
-      const int64_t unit = r / unit_ranks;
+      const auto unit = static_cast<int64_t>(unit_of(static_cast<uint64_t>(r)));
       if (unit == last_unit) continue;
       last_unit = unit;
       const auto slot = static_cast<size_t>(2 * unit);

@@ -63,7 +63,9 @@ std::optional<TranslationSymmetry> translation_symmetry(const FabricShape& shape
 
 /// Block 0 of `pattern` when every block is a translate of it by a multiple of the period and there are at
 /// least two blocks (see the header); nullopt otherwise (the exact answer is then the whole pattern). `op`:
-/// send_recv groups are directed pairs. Groups must be non-empty and name GPUs of `topology`; O(ranks).
+/// send_recv groups are directed pairs. Groups must be non-empty and name GPUs of `topology` (any other
+/// group or rank gives nullopt: a returned block proves every rank of `pattern` in [0, gpu_count), each being
+/// range-checked by the scan); O(ranks).
 std::optional<CommPattern> translation_representative(CollectiveOp op, const CommPattern& pattern,
                                                        const Topology& topology);
 

@@ -61,7 +61,9 @@ namespace clustersim::models {
 
 /// Block 0 of `pattern` when the claim above holds and there are at least two blocks; nullopt otherwise (the
 /// exact answer is then the pattern itself). The same for every op (a send_recv group is a pair at one local
-/// index). Groups must be non-empty; ranks outside the cluster or groups of unequal size give nullopt.
+/// index). Groups must be non-empty; ranks outside the cluster or groups of unequal size give nullopt, so a
+/// returned block proves every rank of `pattern` in [0, gpu_count): block 0's are range-checked, and every other
+/// rank is one of them plus t - t0, at local index t of the same node (gpu_count = nodes x gpus_per_node).
 /// O(ranks + gpus_per_node).
 std::optional<CommPattern> rotation_representative(const CommPattern& pattern, const Topology& topology);
 

@@ -5,7 +5,8 @@
 // every strided Megatron-like pattern (StridedGroups of each below x size x above split of the GPUs and of half
 // of them), their neighbour pairs, and variants that break the translation (a group moved, reversed or
 // resized, a rank out of range, groups swapped), on fat trees of two and three tiers, an oversubscribed one,
-// NICs on the host and a single switch, for send_recv and all_reduce.
+// NICs on the host, a single switch and a 6-GPU rail VM (nodes and units by division, not by shift), for
+// send_recv and all_reduce.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "models/parallelism/layout.hpp"
 #include "models/parallelism/strided_groups.hpp"
 #include "tests/network/network_support.hpp"
+#include "tests/network/rail_vm_support.hpp"
 
 namespace {
 
@@ -173,6 +175,15 @@ TEST(TranslationReference, FastScanMatchesTheReferenceOnStridedPatterns) {
   EXPECT_GT(compare_all(build_shipped("Standard_NC64as_T4_v3", topology_config(6, FabricKind::single_switch)),
                         "single switch"),
             0);
+}
+
+TEST(TranslationReference, FastScanMatchesTheReferenceWithSixGpusANode) {
+  // 6 GPUs and 6 rail NICs a node: nodes and units (12 ranks) by division, not by shift.
+  TopologyConfig cfg = topology_config(8, FabricKind::fat_tree);
+  cfg.fat_tree_radix = 24;  // 12 ports down: two nodes per leaf
+  const Topology t = clustersim::testing::build_resized("Standard_ND96amsr_A100_v4", 6, cfg);
+  ASSERT_EQ(t.gpus_per_node(), 6);
+  EXPECT_GT(compare_all(t, "6 GPUs radix 24"), 0);
 }
 
 TEST(TranslationReference, RepeatedPairsOfAnotherBlockStayApart) {
