@@ -87,6 +87,8 @@ struct ModelConfig {
     for (int64_t l = first; l < first + count; ++l) n += is_moe_layer(l) ? 1 : 0;
     return n;
   }
+  /// Every field equal (doubles by value): what the memos of values computed from a model compare.
+  friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
 
 /// Activation recomputation: none; selective (Korthikanti et al. 2022: the attention core only, the fused
@@ -273,6 +275,8 @@ struct TrainingConfig {
   /// merged, layer by layer, each one's all-to-all beside the other's compute; DeepSeek's DualPipe does the
   /// same within its bidirectional schedule).
   bool moe_a2a_overlap = false;
+  /// Every field equal (doubles by value): what the memos of values computed from a training compare.
+  friend bool operator==(const TrainingConfig&, const TrainingConfig&) = default;
 };
 
 /// Bytes per element of the data-parallel gradient reduction and of the main-gradient buffer: the width of

@@ -602,6 +602,40 @@ units::Flops model_flops_per_iteration(const ModelConfig& m, const TrainingConfi
   return units::Flops(3.0 * tokens * per_token);
 }
 
+namespace {
+
+/// The recompute FLOPs of one dense layer and of one MoE layer (0 for a dense model) of `m` under `whole`
+/// (transformer_layer at tensor 1, its recompute ops' total_flops), the last ones asked for on this thread
+/// kept with their inputs: consecutive points of a sweep ask again with the same model and training (the micro
+/// batch is the global batch here). Equal inputs give transformer_layer the same arguments, so the kept values
+/// are the ones it computes (the doubles compared by value: +0 and -0 take the same branches in the layer).
+struct RecomputeFlops {
+  double dense = 0.0, moe = 0.0;
+};
+const RecomputeFlops& layer_recompute_flops(const ModelConfig& m, const TrainingConfig& whole) {
+  struct Kept {
+    bool valid = false;
+    ModelConfig model;
+    TrainingConfig training;
+    RecomputeFlops flops;
+  };
+  thread_local Kept kept;
+  if (kept.valid && kept.model == m && kept.training == whole) return kept.flops;
+  RecomputeFlops flops;  // kept only once both are computed (a throw leaves the last ones kept)
+  flops.dense = total_flops(transformer_layer(m, whole, LayerOptions{}).recompute).value();
+  LayerOptions moe;
+  moe.moe = true;
+  flops.moe = m.moe() ? total_flops(transformer_layer(m, whole, moe).recompute).value() : 0.0;
+  kept.valid = false;
+  kept.flops = flops;
+  kept.model = m;
+  kept.training = whole;
+  kept.valid = true;
+  return kept.flops;
+}
+
+}  // namespace
+
 units::Flops hardware_flops_per_iteration(const ModelConfig& m, const TrainingConfig& tr, const ParallelismConfig& par) {
   // The recompute ops of one layer for the whole global batch (one microbatch of B sequences at t = 1: FLOPs
   // scale linearly in the batch), times the layers that recompute.
@@ -609,10 +643,7 @@ units::Flops hardware_flops_per_iteration(const ModelConfig& m, const TrainingCo
   whole.micro_batch_size = tr.global_batch_size;
   // Balanced routing (one expert-parallel rank): the FLOPs the model asks for, not a busiest rank's.
   whole.moe_router_load_balancing = MoeBalance::forced;
-  const LayerWork layer = transformer_layer(m, whole, LayerOptions{});
-  LayerOptions moe;
-  moe.moe = true;
-  const double moe_recompute = m.moe() ? total_flops(transformer_layer(m, whole, moe).recompute).value() : 0.0;
+  const RecomputeFlops& per_layer = layer_recompute_flops(m, whole);
   // Megatron's block method recomputes the first recompute_num_layers layers of each chunk.
   const std::vector<int64_t> layers = layers_per_virtual_stage(m.num_layers, par);
   const std::vector<int64_t> first = first_layers(layers);
@@ -623,8 +654,7 @@ units::Flops hardware_flops_per_iteration(const ModelConfig& m, const TrainingCo
     moe_layers += d(moe_count);
     dense_layers += d(recomputing - moe_count);
   }
-  return model_flops_per_iteration(m, tr) + units::Flops(total_flops(layer.recompute).value() * dense_layers +
-                                                         moe_recompute * moe_layers);
+  return model_flops_per_iteration(m, tr) + units::Flops(per_layer.dense * dense_layers + per_layer.moe * moe_layers);
 }
 
 int64_t recomputed_layers(const TrainingConfig& tr, int64_t chunk_layers) {
