@@ -374,9 +374,9 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
       per_group([&](size_t gi, const std::vector<int64_t>&, NodeSpans nodes) {
         for (size_t i = 0; i < nodes.size(); ++i) {
           const std::span<const int64_t> members = nodes[i];
-          const size_t one_node[] = {0, members.size()};
-          ring_phase(reduce_scatter, b, NodeSpans{members, one_node}, gi, 1.0 / static_cast<double>(k), true);
-          ring_phase(all_gather, b, NodeSpans{members, one_node}, gi, 1.0 / static_cast<double>(k), true);
+          const size_t whole[] = {0, members.size()};  // the node alone
+          ring_phase(reduce_scatter, b, NodeSpans{members, whole}, gi, 1.0 / static_cast<double>(k), true);
+          ring_phase(all_gather, b, NodeSpans{members, whole}, gi, 1.0 / static_cast<double>(k), true);
         }
         column.resize(nodes.size());
         column_start.resize(nodes.size() + 1);
@@ -550,8 +550,8 @@ double component_seconds_per_byte(std::span<const uint64_t> words, size_t transf
   for (size_t k = 0; k < transfer_count; ++k) {
     const size_t length = words[at];
     const double bytes = std::bit_cast<double>(words[at + 1]);
-    path.clear();
-    for (size_t h = 0; h < length; ++h) path.push_back(static_cast<LinkId>(words[at + 2 + h]));
+    path.resize(length);
+    for (size_t h = 0; h < length; ++h) path[h] = static_cast<LinkId>(words[at + 2 + h]);
     at += 2 + length;
     flows.push_back(solver.add_flow(path));
     remaining.push_back(bytes);
@@ -677,12 +677,24 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
   double class_efficiency[std::size(kClasses)];
   for (LinkClass c : kClasses) class_efficiency[static_cast<size_t>(c)] = efficiency.of(c);
   std::vector<double> per_round(schedule.phases.size(), 0.0);
-  // Scratch reused by every phase (and component) of this call.
-  std::vector<uint32_t> parent, component_of;
-  std::vector<size_t> offsets, fill, members;
-  std::unique_ptr<uint64_t[]> structure;  // a component's words (below), structure_room of them
-  size_t structure_room = 0;
-  std::vector<LinkId> first_use;
+  // Scratch reused by every phase (and component) of this call, and by the thread's next calls (a step prices
+  // about ten schedules of the same sizes: their arrays are allocated and first touched once).
+  struct PricingScratch {
+    std::vector<uint32_t> parent, component_of;
+    std::vector<size_t> offsets, fill, members;
+    std::unique_ptr<uint64_t[]> structure;  // a component's words (below), structure_room of them
+    size_t structure_room = 0;
+    std::vector<LinkId> first_use;
+  };
+  thread_local PricingScratch scratch;
+  std::vector<uint32_t>& parent = scratch.parent;
+  std::vector<uint32_t>& component_of = scratch.component_of;
+  std::vector<size_t>& offsets = scratch.offsets;
+  std::vector<size_t>& fill = scratch.fill;
+  std::vector<size_t>& members = scratch.members;
+  std::unique_ptr<uint64_t[]>& structure = scratch.structure;
+  size_t& structure_room = scratch.structure_room;
+  std::vector<LinkId>& first_use = scratch.first_use;
   struct Solved {
     std::vector<uint64_t> structure;
     double seconds;  ///< its component_seconds_per_byte
@@ -792,6 +804,10 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
       if (match == nullptr) {
         const double seconds =
             component_seconds_per_byte(words, offsets[c + 1] - offsets[c], first_use.size(), phase.pipelined);
+        if (c + 1 == components) {  // the phase's last component: no later one to match, nothing kept
+          phase_time = std::max(phase_time, seconds);
+          break;
+        }
         solved_index.emplace(hash, solved.size());
         solved.push_back(Solved{std::vector<uint64_t>(words.begin(), words.end()), seconds});
         match = &solved.back();
