@@ -184,12 +184,12 @@ class FairShareSolver {
   std::vector<Flow> flows_;
   /// Every link's entries, each link's in one region (Link::first, size, room). A region that fills moves to the
   /// end with twice the room (the old one is left unused until clear()), so a link's regions add up to less than
-  /// three times its peak flow count; clear() empties it and keeps its memory.
+  /// four times its peak flow count (plus 4); clear() empties it and keeps its memory.
   std::vector<Entry> entries_;
   size_t entries_used_ = 0;  ///< entries_[0, entries_used_) are regions; the rest is free room
   /// Every flow's hops, each flow's in one region (Flow::first, size, room). A slot's region is reused by its next
   /// flow when the path fits, else the flow takes a new one at the end with room for max(path, 2 x old room) (the
-  /// old one is left unused until clear()), so a slot's regions add up to less than three times its longest path;
+  /// old one is left unused until clear()), so a slot's regions add up to less than four times its longest path;
   /// clear() empties it and keeps its memory.
   std::vector<Hop> hops_;
   size_t hops_used_ = 0;  ///< hops_[0, hops_used_) are regions; the rest is free room
