@@ -119,19 +119,28 @@ class Builder {
   std::vector<size_t> ring_node_of_position;
 };
 
-/// Members of `sorted` (a group's ranks in ascending order) per node, in rank order, into `nodes` (its
-/// previous contents replaced; the inner lists' memory is reused, so the groups of one pattern, all of one
-/// shape, allocate once).
-void by_node(const std::vector<int64_t>& sorted, const Builder& b, std::vector<std::vector<int64_t>>& nodes) {
-  size_t count = 0;
-  for (int64_t r : sorted) {
-    if (count == 0 || b.node_of(nodes[count - 1].front()) != b.node_of(r)) {
-      if (count == nodes.size()) nodes.emplace_back();
-      nodes[count++].clear();
-    }
-    nodes[count - 1].push_back(r);
+/// A group's members per node, as views: node k's members are members[start[k] .. start[k + 1]), in the group's
+/// order (runs of one node in `members`). One array of ranks and one of offsets instead of a list per node (a
+/// data-parallel group of 2,048 nodes has 2,048 one-member nodes).
+struct NodeSpans {
+  std::span<const int64_t> members;
+  std::span<const size_t> start;  ///< size() + 1 offsets into members; start[0] = 0, the last = members.size()
+  [[nodiscard]] size_t size() const { return start.size() - 1; }
+  [[nodiscard]] std::span<const int64_t> operator[](size_t k) const {
+    return members.subspan(start[k], start[k + 1] - start[k]);
   }
-  nodes.resize(count);
+  [[nodiscard]] std::span<const int64_t> front() const { return (*this)[0]; }
+};
+
+/// The runs of one node in `ranks` (a group's ranks, in ascending order but for a send/recv pair), as the offsets
+/// of NodeSpans over `ranks`, into `start` (its previous contents replaced, its memory reused).
+NodeSpans by_node(std::span<const int64_t> ranks, const Builder& b, std::vector<size_t>& start) {
+  start.clear();
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i == 0 || b.node_of(ranks[i - 1]) != b.node_of(ranks[i])) start.push_back(i);
+  }
+  start.push_back(ranks.size());
+  return NodeSpans{ranks, start};
 }
 
 /// The ring's node-to-node hops are rail-aligned, as NCCL builds them: channel c enters every node at the
@@ -143,21 +152,20 @@ void by_node(const std::vector<int64_t>& sorted, const Builder& b, std::vector<s
 /// over a strided data-parallel group (two members per node) would hop from local index 4+t to local index t of
 /// the next node, i.e. across rails and through the spines of a rail-optimized fabric, which NCCL avoids.
 /// When the sender's node has no member with the destination's local index, the hop is routed directly.
-/// `nodes`: the members per node (a span: one node's list is passed without a copy); `b`'s ring scratch holds
+/// `nodes`: the members per node (views: one node's list is passed without a copy); `b`'s ring scratch holds
 /// one channel's ring.
-void ring_phase(Phase& phase, Builder& b, std::span<const std::vector<int64_t>> nodes, uint64_t group_index,
-                double bytes_per_step, bool wrap) {
+void ring_phase(Phase& phase, Builder& b, NodeSpans nodes, uint64_t group_index, double bytes_per_step, bool wrap) {
   // One channel per member of a node (the fewest members any node has), each rotated so that it leaves every
   // node through a different GPU's NIC; one channel inside a single node.
   size_t channels = nodes.size() == 1 ? 1 : nodes.front().size();
-  for (const auto& n : nodes) channels = std::min(channels, n.size());
+  for (size_t k = 0; k < nodes.size(); ++k) channels = std::min(channels, nodes[k].size());
   std::vector<int64_t>& order = b.ring_order;  // one channel's ring, reused by the next
   std::vector<size_t>& node_of_position = b.ring_node_of_position;
   for (size_t c = 0; c < channels; ++c) {
     order.clear();
     node_of_position.clear();
     for (size_t k = 0; k < nodes.size(); ++k) {
-      const auto& members = nodes[k];
+      const std::span<const int64_t> members = nodes[k];
       for (size_t i = 0; i < members.size(); ++i) {
         order.push_back(members[(i + c) % members.size()]);
         node_of_position.push_back(k);
@@ -273,12 +281,13 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
     throw std::invalid_argument("build_schedule: the pattern has no group");
   }
   const size_t n = pattern.groups.front().size();
+  const int64_t gpus = topology.gpu_count();
   for (const auto& g : pattern.groups) {
     if (g.size() != n) throw std::invalid_argument("build_schedule: groups of one pattern must have equal size");
     for (int64_t r : g) {
-      if (r < 0 || r >= topology.gpu_count()) {
+      if (r < 0 || r >= gpus) {
         throw std::invalid_argument("build_schedule: rank " + std::to_string(r) + " is not a GPU of the cluster (" +
-                                    std::to_string(topology.gpu_count()) + " GPUs)");
+                                    std::to_string(gpus) + " GPUs)");
       }
     }
   }
@@ -317,8 +326,8 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
   // The first group decides applicability and step counts (all groups have the same shape in practice).
   std::vector<int64_t> first(pattern.groups.front().begin(), pattern.groups.front().end());
   std::sort(first.begin(), first.end());
-  std::vector<std::vector<int64_t>> first_nodes;
-  by_node(first, b, first_nodes);
+  std::vector<size_t> first_start;
+  const NodeSpans first_nodes = by_node(first, b, first_start);
   const auto nodes_spanned = static_cast<int64_t>(first_nodes.size());
   const bool one_node = nodes_spanned == 1;
   const double nd = static_cast<double>(n);
@@ -326,12 +335,11 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
   // Each group's sorted ranks and members per node, in buffers reused from group to group.
   auto per_group = [&](auto&& fn) {
     std::vector<int64_t> sorted;
-    std::vector<std::vector<int64_t>> nodes;
+    std::vector<size_t> start;
     for (size_t gi = 0; gi < pattern.groups.size(); ++gi) {
       sorted.assign(pattern.groups[gi].begin(), pattern.groups[gi].end());
       if (op != CollectiveOp::send_recv) std::sort(sorted.begin(), sorted.end());
-      by_node(sorted, b, nodes);
-      fn(gi, sorted, nodes);
+      fn(gi, sorted, by_node(sorted, b, start));
     }
   };
 
@@ -347,7 +355,7 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
       const int64_t inter = one_node ? 0 : (op == CollectiveOp::all_reduce ? 2 * (nodes_spanned - 1) : nodes_spanned - 1);
       phase.inter_steps = inter;
       phase.intra_steps = steps - inter;
-      per_group([&](size_t gi, const std::vector<int64_t>&, const std::vector<std::vector<int64_t>>& nodes) {
+      per_group([&](size_t gi, const std::vector<int64_t>&, NodeSpans nodes) {
         ring_phase(phase, b, nodes, gi, broadcast ? 1.0 : 1.0 / nd, /*wrap=*/!broadcast);
       });
       s.phases.push_back(std::move(phase));
@@ -361,18 +369,21 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
       reduce_scatter.intra_steps = all_gather.intra_steps = k - 1;
       inter.repeat = 2 * (nodes_spanned - 1);
       inter.inter_steps = 2 * (nodes_spanned - 1);
-      std::vector<std::vector<int64_t>> column;  // one member per node; its lists reused by every column
-      per_group([&](size_t gi, const std::vector<int64_t>&, const std::vector<std::vector<int64_t>>& nodes) {
-        for (const auto& members : nodes) {
-          ring_phase(reduce_scatter, b, {&members, 1}, gi, 1.0 / static_cast<double>(k), true);
-          ring_phase(all_gather, b, {&members, 1}, gi, 1.0 / static_cast<double>(k), true);
+      std::vector<int64_t> column;        // one member per node, reused by every column
+      std::vector<size_t> column_start;  // 0, 1, .., nodes: one member per node
+      per_group([&](size_t gi, const std::vector<int64_t>&, NodeSpans nodes) {
+        for (size_t i = 0; i < nodes.size(); ++i) {
+          const std::span<const int64_t> members = nodes[i];
+          const size_t whole[] = {0, members.size()};  // the node alone
+          ring_phase(reduce_scatter, b, NodeSpans{members, whole}, gi, 1.0 / static_cast<double>(k), true);
+          ring_phase(all_gather, b, NodeSpans{members, whole}, gi, 1.0 / static_cast<double>(k), true);
         }
+        column.resize(nodes.size());
+        column_start.resize(nodes.size() + 1);
+        for (size_t i = 0; i <= nodes.size(); ++i) column_start[i] = i;
         for (int64_t j = 0; j < k; ++j) {
-          column.resize(nodes.size());
-          for (size_t i = 0; i < nodes.size(); ++i) {
-            column[i].assign(1, nodes[i][static_cast<size_t>(j) % nodes[i].size()]);
-          }
-          ring_phase(inter, b, column, gi * 1000003 + static_cast<uint64_t>(j),
+          for (size_t i = 0; i < nodes.size(); ++i) column[i] = nodes[i][static_cast<size_t>(j) % nodes[i].size()];
+          ring_phase(inter, b, NodeSpans{column, column_start}, gi * 1000003 + static_cast<uint64_t>(j),
                      1.0 / static_cast<double>(k) / static_cast<double>(nodes_spanned), true);
         }
       });
@@ -387,14 +398,15 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
       Phase phase;
       phase.intra_steps = 2 * (k - 1);
       phase.inter_steps = 2 * ceil_log2(nodes_spanned);
-      per_group([&](size_t gi, const std::vector<int64_t>&, const std::vector<std::vector<int64_t>>& nodes) {
+      per_group([&](size_t gi, const std::vector<int64_t>&, NodeSpans nodes) {
         // One channel per member of a node (as NCCL runs a tree per channel), each carrying S / channels.
         size_t channels = nodes.front().size();
-        for (const auto& node : nodes) channels = std::min(channels, node.size());
+        for (size_t i = 0; i < nodes.size(); ++i) channels = std::min(channels, nodes[i].size());
         const double share = 1.0 / static_cast<double>(channels);
         for (size_t c = 0; c < channels; ++c) {
           // Intra-node chain starting at member c, both directions (reduce up, broadcast down).
-          for (const auto& members : nodes) {
+          for (size_t node = 0; node < nodes.size(); ++node) {
+            const std::span<const int64_t> members = nodes[node];
             for (size_t i = 0; i + 1 < members.size(); ++i) {
               const int64_t a = members[(c + i) % members.size()], b2 = members[(c + i + 1) % members.size()];
               b.add(phase, b2, a, share, flow_hash(gi, c, static_cast<uint64_t>(b2), static_cast<uint64_t>(a)));
@@ -408,8 +420,7 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
           for (size_t tree = 0; tree < 2; ++tree) {
             for (size_t i = 1; i < count; ++i) {
               const size_t child = (i + tree) % count, parent = ((i - 1) / 2 + tree) % count;
-              const auto& cm = nodes[child];
-              const auto& pm = nodes[parent];
+              const std::span<const int64_t> cm = nodes[child], pm = nodes[parent];
               const int64_t from = cm[c % cm.size()], to = pm[c % pm.size()];
               b.add(phase, from, to, 0.5 * share,
                     flow_hash(gi, c, static_cast<uint64_t>(from), static_cast<uint64_t>(to)));
@@ -427,7 +438,7 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
       Phase phase;
       phase.intra_steps = 2;
       bool ok = true;
-      per_group([&](size_t, const std::vector<int64_t>& sorted, const std::vector<std::vector<int64_t>>&) {
+      per_group([&](size_t, const std::vector<int64_t>& sorted, NodeSpans) {
         for (int64_t r : sorted) {
           const auto links = b.switch_links(r);
           if (!links) {
@@ -449,7 +460,7 @@ std::optional<CollectiveSchedule> build_schedule(CollectiveOp op, CollectiveAlgo
       Phase phase;
       phase.pipelined = false;
       (one_node ? phase.intra_steps : phase.inter_steps) = 1;
-      per_group([&](size_t gi, const std::vector<int64_t>& ranks, const std::vector<std::vector<int64_t>>&) {
+      per_group([&](size_t gi, const std::vector<int64_t>& ranks, NodeSpans) {
         if (op == CollectiveOp::send_recv) {
           b.add(phase, ranks[0], ranks[1], 1.0,
                 flow_hash(gi, 0, static_cast<uint64_t>(ranks[0]), static_cast<uint64_t>(ranks[1])));
@@ -523,6 +534,8 @@ double component_seconds_per_byte(std::span<const uint64_t> words, size_t transf
   std::vector<LinkId>& path = scratch.path;
   flows.clear();
   remaining.clear();
+  // Every array sized once: words hold 2 + L per transfer, then the link words.
+  solver.reserve(link_count, transfer_count, words.size() - 2 * transfer_count - link_count);
   for (const uint64_t w : words.last(link_count)) solver.add_link(units::BytesPerSecond(std::bit_cast<double>(w)));
   // Each link's flow list sized once: the flows on each link, counted from the link words.
   std::vector<uint32_t>& on_link = scratch.on_link;
@@ -537,8 +550,8 @@ double component_seconds_per_byte(std::span<const uint64_t> words, size_t transf
   for (size_t k = 0; k < transfer_count; ++k) {
     const size_t length = words[at];
     const double bytes = std::bit_cast<double>(words[at + 1]);
-    path.clear();
-    for (size_t h = 0; h < length; ++h) path.push_back(static_cast<LinkId>(words[at + 2 + h]));
+    path.resize(length);
+    for (size_t h = 0; h < length; ++h) path[h] = static_cast<LinkId>(words[at + 2 + h]);
     at += 2 + length;
     flows.push_back(solver.add_flow(path));
     remaining.push_back(bytes);
@@ -664,12 +677,24 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
   double class_efficiency[std::size(kClasses)];
   for (LinkClass c : kClasses) class_efficiency[static_cast<size_t>(c)] = efficiency.of(c);
   std::vector<double> per_round(schedule.phases.size(), 0.0);
-  // Scratch reused by every phase (and component) of this call.
-  std::vector<uint32_t> parent, component_of;
-  std::vector<size_t> offsets, fill, members;
-  std::unique_ptr<uint64_t[]> structure;  // a component's words (below), structure_room of them
-  size_t structure_room = 0;
-  std::vector<LinkId> first_use;
+  // Scratch reused by every phase (and component) of this call, and by the thread's next calls (a step prices
+  // about ten schedules of the same sizes: their arrays are allocated and first touched once).
+  struct PricingScratch {
+    std::vector<uint32_t> parent, component_of;
+    std::vector<size_t> offsets, fill, members;
+    std::unique_ptr<uint64_t[]> structure;  // a component's words (below), structure_room of them
+    size_t structure_room = 0;
+    std::vector<LinkId> first_use;
+  };
+  thread_local PricingScratch scratch;
+  std::vector<uint32_t>& parent = scratch.parent;
+  std::vector<uint32_t>& component_of = scratch.component_of;
+  std::vector<size_t>& offsets = scratch.offsets;
+  std::vector<size_t>& fill = scratch.fill;
+  std::vector<size_t>& members = scratch.members;
+  std::unique_ptr<uint64_t[]>& structure = scratch.structure;
+  size_t& structure_room = scratch.structure_room;
+  std::vector<LinkId>& first_use = scratch.first_use;
   struct Solved {
     std::vector<uint64_t> structure;
     double seconds;  ///< its component_seconds_per_byte
@@ -779,6 +804,10 @@ std::vector<double> phase_seconds_per_byte(const CollectiveSchedule& schedule, c
       if (match == nullptr) {
         const double seconds =
             component_seconds_per_byte(words, offsets[c + 1] - offsets[c], first_use.size(), phase.pipelined);
+        if (c + 1 == components) {  // the phase's last component: no later one to match, nothing kept
+          phase_time = std::max(phase_time, seconds);
+          break;
+        }
         solved_index.emplace(hash, solved.size());
         solved.push_back(Solved{std::vector<uint64_t>(words.begin(), words.end()), seconds});
         match = &solved.back();

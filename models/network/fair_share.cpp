@@ -16,6 +16,17 @@ FlowId make_id(uint32_t slot, uint32_t generation) {
   return (static_cast<uint64_t>(generation) << kSlotBits) | slot;
 }
 
+// Takes `room` elements at the end of a pool whose first `used` are in use, and returns the region's offset. The
+// pool grows (at least doubling, value-initialised) only when it lacks room; offsets are 32-bit.
+template <class T>
+uint32_t take_region(std::vector<T>& pool, size_t& used, size_t room, const char* what) {
+  const size_t first = used;
+  if (first + room > std::numeric_limits<uint32_t>::max()) throw std::length_error(what);
+  if (pool.size() < first + room) pool.resize(std::max(first + room, 2 * pool.size()));
+  used = first + room;
+  return static_cast<uint32_t>(first);
+}
+
 void check_capacity(units::BytesPerSecond capacity) {
   const double c = capacity.value();
   if (!(c > 0.0) || !std::isfinite(c)) {
@@ -31,10 +42,6 @@ LinkId FairShareSolver::add_link(units::BytesPerSecond capacity) {
   const auto id = static_cast<LinkId>(links_.size());
   links_.emplace_back();
   links_.back().capacity = capacity.value();
-  if (!spare_entries_.empty()) {  // an emptied list from before clear(): no allocation while it has room
-    links_.back().entries = std::move(spare_entries_.back());
-    spare_entries_.pop_back();
-  }
   return id;
 }
 
@@ -51,7 +58,21 @@ void FairShareSolver::set_capacity(LinkId link, units::BytesPerSecond capacity) 
 
 void FairShareSolver::reserve_flows(LinkId link, size_t flows) {
   check_link(link);
-  links_[link].entries.reserve(flows);
+  if (links_[link].room < flows) relocate(links_[link], flows);
+}
+
+void FairShareSolver::reserve(size_t links, size_t flows, size_t crossings) {
+  links_.reserve(links_.size() + links);
+  flows_.reserve(flows_.size() + flows);
+  if (entries_.size() < entries_used_ + crossings) entries_.resize(entries_used_ + crossings);
+  if (hops_.size() < hops_used_ + crossings) hops_.resize(hops_used_ + crossings);
+}
+
+void FairShareSolver::relocate(Link& link, size_t room) {
+  const uint32_t first = take_region(entries_, entries_used_, room, "too many link entries");
+  std::copy_n(entries_.begin() + link.first, link.size, entries_.begin() + first);
+  link.first = first;
+  link.room = static_cast<uint32_t>(room);
 }
 
 units::BytesPerSecond FairShareSolver::capacity(LinkId link) const {
@@ -83,21 +104,23 @@ FlowId FairShareSolver::add_flow(std::span<const LinkId> path, units::BytesPerSe
     if (flows_.size() >= kSlotMask) throw std::length_error("too many flows");
     slot = static_cast<uint32_t>(flows_.size());
     flows_.emplace_back();
-    if (!spare_hops_.empty()) {
-      flows_.back().hops = std::move(spare_hops_.back());
-      spare_hops_.pop_back();
-    }
   }
   Flow& f = flows_[slot];
   f.live = true;
   f.cap = c;
   f.rate = 0.0;
-  f.hops.clear();
-  f.hops.reserve(path.size());
+  if (f.room < path.size()) {  // a new region at the end of hops_
+    const size_t room = std::max(path.size(), 2 * size_t{f.room});
+    f.first = take_region(hops_, hops_used_, room, "too many hops");
+    f.room = static_cast<uint32_t>(room);
+  }
+  f.size = static_cast<uint32_t>(path.size());
+  Hop* const hops = hops_.data() + f.first;
   for (size_t h = 0; h < path.size(); ++h) {
     Link& l = links_[path[h]];
-    f.hops.push_back({path[h], static_cast<uint32_t>(l.entries.size())});
-    l.entries.push_back({slot, static_cast<uint32_t>(h)});
+    if (l.size == l.room) relocate(l, std::max<size_t>(4, 2 * size_t{l.room}));
+    hops[h] = {path[h], l.size};
+    entries_[l.first + l.size++] = {slot, static_cast<uint32_t>(h)};
     mark_dirty(path[h]);
   }
   if (path.empty()) dirty_pathless_.push_back(slot);
@@ -123,12 +146,12 @@ bool FairShareSolver::contains(FlowId flow) const {
 void FairShareSolver::remove_flow(FlowId flow) {
   const uint32_t slot = slot_of(flow);
   Flow& f = flows_[slot];
-  for (const Hop& hop : f.hops) {
-    std::vector<Entry>& entries = links_[hop.link].entries;
-    const Entry moved = entries.back();
-    entries[hop.pos] = moved;
-    flows_[moved.flow].hops[moved.hop].pos = hop.pos;  // no-op when the removed entry was the last
-    entries.pop_back();
+  for (const Hop& hop : hops_of(f)) {
+    Link& l = links_[hop.link];
+    const Entry moved = entries_[l.first + l.size - 1];
+    entries_[l.first + hop.pos] = moved;
+    hops_[flows_[moved.flow].first + moved.hop].pos = hop.pos;  // no-op when the removed entry was the last
+    --l.size;
     mark_dirty(hop.link);
   }
   f.live = false;
@@ -144,14 +167,8 @@ units::BytesPerSecond FairShareSolver::rate(FlowId flow) const {
 
 void FairShareSolver::clear() {
   // Only the lists' storage is kept (emptied); every other field is reset, so what follows sees a fresh solver.
-  for (Link& l : links_) {
-    l.entries.clear();
-    spare_entries_.push_back(std::move(l.entries));
-  }
-  for (Flow& f : flows_) {
-    f.hops.clear();
-    spare_hops_.push_back(std::move(f.hops));
-  }
+  entries_used_ = 0;
+  hops_used_ = 0;
   links_.clear();
   flows_.clear();
   free_slots_.clear();
@@ -164,7 +181,7 @@ void FairShareSolver::clear() {
 void FairShareSolver::invalidate_all() {
   for (LinkId l = 0; l < links_.size(); ++l) mark_dirty(l);
   for (uint32_t s = 0; s < flows_.size(); ++s) {
-    if (flows_[s].live && flows_[s].hops.empty()) dirty_pathless_.push_back(s);
+    if (flows_[s].live && flows_[s].size == 0) dirty_pathless_.push_back(s);
   }
 }
 
@@ -181,7 +198,7 @@ void FairShareSolver::solve() {
   // Flows with an empty path form their own components: their rate is their cap.
   for (uint32_t slot : dirty_pathless_) {
     Flow& f = flows_[slot];
-    if (f.live && f.hops.empty() && f.stamp != epoch_) {
+    if (f.live && f.size == 0 && f.stamp != epoch_) {
       f.stamp = epoch_;
       f.rate = f.cap;
       ++stats_.flows;
@@ -204,13 +221,12 @@ void FairShareSolver::collect_components() {
     size_t head = comp_links_.size();
     comp_links_.push_back(seed);
     while (head < comp_links_.size()) {
-      const Link& l = links_[comp_links_[head++]];
-      for (const Entry& e : l.entries) {
+      for (const Entry& e : entries_of(links_[comp_links_[head++]])) {
         Flow& f = flows_[e.flow];
         if (f.stamp == epoch_) continue;
         f.stamp = epoch_;
         comp_flows_.push_back(e.flow);
-        for (const Hop& hop : f.hops) {
+        for (const Hop& hop : hops_of(f)) {
           Link& next = links_[hop.link];
           if (next.stamp != epoch_) {
             next.stamp = epoch_;
@@ -273,7 +289,7 @@ void FairShareSolver::freeze(uint32_t slot, double rate) {
   Flow& f = flows_[slot];
   f.frozen = true;
   f.rate = rate;
-  for (const Hop& hop : f.hops) {
+  for (const Hop& hop : hops_of(f)) {
     Link& l = links_[hop.link];
     l.remaining = std::max(0.0, l.remaining - rate);  // rounding must not make a share negative
     --l.unfrozen;
@@ -355,7 +371,7 @@ void FairShareSolver::fill() {
   const auto first_key = [this](LinkId id) {
     Link& l = links_[id];
     l.remaining = l.capacity;
-    l.unfrozen = static_cast<uint32_t>(l.entries.size());
+    l.unfrozen = l.size;
     if (l.unfrozen > 0) run_.push_back({l.remaining / l.unfrozen, id});
   };
   if (comp_links_.size() == links_.size()) {  // a permutation of every id
@@ -411,7 +427,7 @@ void FairShareSolver::fill() {
       continue;
     }
     const LinkId id = from_run ? run_[head].link : heap_.front().link;
-    for (const Entry& e : links_[id].entries) {
+    for (const Entry& e : entries_of(links_[id])) {
       if (!flows_[e.flow].frozen) freeze(e.flow, share);
     }
     if (from_run) {

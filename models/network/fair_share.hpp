@@ -38,8 +38,11 @@
 // same sequence of calls gives bit-identical rates. Nothing iterates an unordered container. A component is
 // always re-solved from scratch, so incremental solves give the same bits as a full one (invalidate_all()).
 //
-// Memory. Flat vectors: links with their flow-membership lists (swap-removal in O(1) through back-indices),
-// flow slots reused after remove_flow, scratch arrays reused across solves. A FlowId carries its slot and a
+// Memory. Flat vectors: links with their flow-membership lists, regions of one shared array (swap-removal in
+// O(1) through back-indices; a full region moves to the end with twice the room), flows with their paths,
+// regions of another (a slot's region reused by its next flow when the path fits), flow slots reused after
+// remove_flow, scratch arrays reused across solves; clear() keeps every array's memory, so a solver that
+// solves many problems in a row allocates only while they grow. A FlowId carries its slot and a
 // generation, so an id of a removed flow is rejected rather than aliasing the slot's next flow.
 //
 // Units: capacities, caps and rates in B/s (units::BytesPerSecond). Not thread-safe; const methods may be
@@ -81,6 +84,10 @@ class FairShareSolver {
   /// that knows its problem, such as a collective's component, saves the reallocations). No effect on any
   /// rate, id or statistic. Throws std::out_of_range for an unknown link.
   void reserve_flows(LinkId link, size_t flows);
+  /// Room for `links` more links, `flows` more flows and `crossings` more (flow, link) crossings (the sum of the
+  /// new flows' path lengths), so that a caller that knows its problem fills the solver without regrowing its
+  /// arrays. No effect on any rate, id or statistic; throws std::bad_alloc / std::length_error as vector does.
+  void reserve(size_t links, size_t flows, size_t crossings);
 
   /// A new flow over `path` (link ids, in order; repeats allowed), limited to `cap` B/s. Its rate is 0 until
   /// the next solve(). Throws std::out_of_range for an unknown link, std::invalid_argument if cap is not > 0
@@ -121,7 +128,10 @@ class FairShareSolver {
   };
   struct Link {
     double capacity = 0.0;
-    std::vector<Entry> entries;  ///< one per (flow, hop) crossing this link
+    /// entries_[first, first + size): one per (flow, hop) crossing this link; room for `room` there.
+    uint32_t first = 0;
+    uint32_t size = 0;
+    uint32_t room = 0;
     // solve scratch
     double remaining = 0.0;
     uint32_t unfrozen = 0;
@@ -129,7 +139,11 @@ class FairShareSolver {
     bool dirty = false;
   };
   struct Flow {
-    std::vector<Hop> hops;  ///< kept (capacity reused) when the slot is freed
+    /// hops_[first, first + size): the flow's path with each hop's entry; room for `room` there (kept when the
+    /// slot is freed, for the slot's next flow).
+    uint32_t first = 0;
+    uint32_t size = 0;
+    uint32_t room = 0;
     double cap = 0.0;
     double rate = 0.0;
     uint32_t generation = 0;
@@ -150,6 +164,13 @@ class FairShareSolver {
 
   [[nodiscard]] uint32_t slot_of(FlowId flow) const;  // throws std::out_of_range
   void check_link(LinkId link) const;
+  /// `link`'s entries, in order.
+  [[nodiscard]] std::span<Entry> entries_of(const Link& link) { return {entries_.data() + link.first, link.size}; }
+  /// `flow`'s hops, in path order.
+  [[nodiscard]] std::span<Hop> hops_of(const Flow& flow) { return {hops_.data() + flow.first, flow.size}; }
+  [[nodiscard]] std::span<const Hop> hops_of(const Flow& flow) const { return {hops_.data() + flow.first, flow.size}; }
+  /// Moves `link`'s entries to a new region of `room` (>= its size) at the end of entries_.
+  void relocate(Link& link, size_t room);
   void mark_dirty(LinkId link);
   void collect_components();
   void fill();
@@ -161,9 +182,17 @@ class FairShareSolver {
 
   std::vector<Link> links_;
   std::vector<Flow> flows_;
-  // Emptied lists of the links and flows that clear() removed, handed to the next add_link / new flow slot.
-  std::vector<std::vector<Entry>> spare_entries_;
-  std::vector<std::vector<Hop>> spare_hops_;
+  /// Every link's entries, each link's in one region (Link::first, size, room). A region that fills moves to the
+  /// end with twice the room (the old one is left unused until clear()), so a link's regions add up to less than
+  /// four times its peak flow count (plus 4); clear() empties it and keeps its memory.
+  std::vector<Entry> entries_;
+  size_t entries_used_ = 0;  ///< entries_[0, entries_used_) are regions; the rest is free room
+  /// Every flow's hops, each flow's in one region (Flow::first, size, room). A slot's region is reused by its next
+  /// flow when the path fits, else the flow takes a new one at the end with room for max(path, 2 x old room) (the
+  /// old one is left unused until clear()), so a slot's regions add up to less than four times its longest path;
+  /// clear() empties it and keeps its memory.
+  std::vector<Hop> hops_;
+  size_t hops_used_ = 0;  ///< hops_[0, hops_used_) are regions; the rest is free room
   std::vector<uint32_t> free_slots_;
   size_t live_flows_ = 0;
   std::vector<LinkId> dirty_links_;
