@@ -14,10 +14,37 @@
 #include <initializer_list>
 #include <iosfwd>
 #include <iterator>
+#include <memory>
+#include <new>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace clustersim::models {
+
+/// std::allocator, except that an element made without arguments is default-initialised (an int is left
+/// unwritten) where std::allocator value-initialises it (zero): a vector's resize(n) then costs no fill, for
+/// storage its owner writes in full before reading it (RankGroups::append_uniform_flat). Everything else (copies,
+/// inserts) constructs as std::allocator does. (The "default_init_allocator" idiom of the C++ standard library's
+/// allocator model: [allocator.requirements] lets an allocator's construct choose the initialisation.)
+template <typename T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  DefaultInitAllocator() = default;
+  template <typename U>
+  DefaultInitAllocator(const DefaultInitAllocator<U>& /*other*/) noexcept {}  // NOLINT(google-explicit-constructor)
+  template <typename U>
+  void construct(U* p) noexcept(noexcept(::new (static_cast<void*>(p)) U)) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
 
 /// An ordered list of groups of global GPU ranks (int64, any values: a pattern is validated where it is solved).
 /// Group i is ranks [offsets_[i], offsets_[i + 1]) of the flat rank array; no groups: both arrays empty. At most
@@ -99,20 +126,38 @@ class RankGroups {
   void push_back(std::initializer_list<int64_t> group) { push_back(std::span<const int64_t>(group.begin(), group.size())); }
   void push_back(const std::vector<int64_t>& group) { push_back(std::span<const int64_t>(group)); }
   /// Appends `count` groups of `group_size` ranks each; fill(g, out) writes the ranks of the g-th of them
-  /// (g = 0 .. count - 1) into `out` (a span of group_size ranks). One resize of each array instead of a push per
-  /// group: the layouts' regular patterns (StridedGroups::pattern, neighbour_pairs) are built this way.
+  /// (g = 0 .. count - 1) into `out` (a span of group_size ranks, unwritten on entry: fill writes every one).
   template <typename Fill>
   void append_uniform(size_t count, size_t group_size, Fill&& fill) {
+    append_uniform_flat(count, group_size, [&fill, count, group_size](std::span<int64_t> out) {
+      for (size_t g = 0; g < count; ++g) fill(g, out.subspan(g * group_size, group_size));
+    });
+  }
+  /// Appends `count` groups of `group_size` ranks each; write(out) writes all their ranks into `out` (a span of
+  /// count x group_size ranks, group after group, unwritten on entry: write must store every one before anything
+  /// reads them). One resize of each array, neither zero-filled (the builder's writes are the only ones), and the
+  /// offsets in closed form (group k ends at first + (k + 1) x group_size): the layouts' regular patterns
+  /// (StridedGroups::pattern, neighbour_pairs) are built this way. If write throws, the groups are as before.
+  template <typename Write>
+  void append_uniform_flat(size_t count, size_t group_size, Write&& write) {
     if (count == 0) return;
     const size_t first = ranks_.size();
     check_total(first + count * group_size);
-    if (offsets_.empty()) offsets_.push_back(0);
     const size_t g0 = offsets_.size();
-    offsets_.resize(g0 + count);
-    ranks_.resize(first + count * group_size);
-    for (size_t g = 0; g < count; ++g) {
-      offsets_[g0 + g] = static_cast<uint32_t>(first + (g + 1) * group_size);
-      fill(g, std::span<int64_t>(ranks_.data() + first + g * group_size, group_size));
+    try {
+      if (g0 == 0) offsets_.push_back(0);
+      const size_t base = offsets_.size();
+      offsets_.resize(base + count);
+      uint32_t* end = offsets_.data() + base;
+      auto at = static_cast<uint32_t>(first);
+      const auto step = static_cast<uint32_t>(group_size);
+      for (size_t g = 0; g < count; ++g) end[g] = at += step;
+      ranks_.resize(first + count * group_size);
+      write(std::span<int64_t>(ranks_.data() + first, count * group_size));
+    } catch (...) {
+      ranks_.resize(first);
+      offsets_.resize(g0);
+      throw;
     }
   }
   /// Removes the last group (size() >= 1).
@@ -136,15 +181,18 @@ class RankGroups {
   /// A 64-bit hash of the groups (their count, sizes and ranks in order): equal groups hash equal in any process
   /// of this build; different groupings of the same ranks ({{0, 1}, {2}} and {{0}, {1, 2}}) differ through the
   /// offsets. Not a stable format: use it only as an in-process key. Never 0 (0 marks "not computed" in
-  /// CommPattern). O(ranks + groups), four independent lanes (xxHash64's round and merge; Collet 2012).
+  /// CommPattern). O(ranks + groups): four independent lanes taking two words a round (wyhash's 128-bit multiply
+  /// mix, as rapidhash's bulk loop), folded by xxHash64's merge and avalanche (rank_groups.cpp).
   [[nodiscard]] uint64_t content_hash() const;
 
  private:
   /// Throws std::length_error when `total` ranks do not fit the 32-bit offsets.
   static void check_total(size_t total);
 
-  std::vector<int64_t> ranks_;    ///< every group's ranks, back to back
-  std::vector<uint32_t> offsets_;  ///< group i is ranks_[offsets_[i], offsets_[i + 1]); empty: no groups
+  /// Every group's ranks, back to back (grown unfilled: every path that grows it writes what it adds).
+  std::vector<int64_t, DefaultInitAllocator<int64_t>> ranks_;
+  /// Group i is ranks_[offsets_[i], offsets_[i + 1]); empty: no groups.
+  std::vector<uint32_t, DefaultInitAllocator<uint32_t>> offsets_;
 };
 
 /// gtest's printer: {{0, 1}, {2, 3}}.

@@ -232,15 +232,20 @@ CommPattern layout_neighbours(const ParallelismConfig& p, LayoutDim dim) {
 CommPattern neighbour_pairs(const StridedGroups& along) {
   CommPattern pattern;
   if (along.size < 2) return pattern;
-  // Stored flat: one reservation, then each stage boundary c's pairs {rank(g, c), rank(g, c) + stride}.
-  const auto count = static_cast<size_t>(along.count);
-  pattern.groups.reserve(static_cast<size_t>(along.size - 1) * count, static_cast<size_t>(along.size - 1) * count * 2);
-  for (int64_t c = 0; c + 1 < along.size; ++c) {
-    pattern.groups.append_uniform(count, 2, [&along, c](size_t g, std::span<int64_t> out) {
-      out[0] = along.rank(static_cast<int64_t>(g), c);
-      out[1] = out[0] + along.stride;
-    });
-  }
+  // Stored flat, written once: each stage boundary c's pairs {rank(g, c), rank(g, c) + stride}, g in order, with
+  // rank(g, c) = start(g) + c x stride.
+  const int64_t boundaries = along.size - 1, stride = along.stride;
+  pattern.groups.append_uniform_flat(static_cast<size_t>(boundaries * along.count), 2,
+                                     [&along, boundaries, stride](std::span<int64_t> out) {
+                                       int64_t* o = out.data();
+                                       for (int64_t c = 0, shift = 0; c < boundaries; ++c, shift += stride) {
+                                         along.for_each_start([&o, shift, stride](int64_t s) {
+                                           o[0] = s + shift;
+                                           o[1] = s + shift + stride;
+                                           o += 2;
+                                         });
+                                       }
+                                     });
   return pattern;
 }
 

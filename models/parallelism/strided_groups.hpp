@@ -39,14 +39,28 @@ struct StridedGroups {
       for (int64_t i = 0; i < size; ++i) f(g, i, s + i * stride);
     }
   }
-  /// The groups written out: group g holds rank(g, 0 .. size - 1), stored flat (two allocations in all).
+  /// The first rank of every group, groups in order: f(start(g)) for g = 0 .. count - 1, block by block without
+  /// a division (group b x per_block + j starts at b x block_step + j, the definition of start()).
+  template <typename F>
+  void for_each_start(F&& f) const {
+    const int64_t n = count, per = per_block, step = block_step;  // locals: f's writes cannot alias them
+    for (int64_t g = 0, first = 0; g < n; g += per, first += step) {
+      const int64_t in_block = per < n - g ? per : n - g;
+      for (int64_t j = 0; j < in_block; ++j) f(first + j);
+    }
+  }
+  /// The groups written out: group g holds rank(g, 0 .. size - 1), stored flat (two allocations in all, written
+  /// once: no zero fill).
   [[nodiscard]] CommPattern pattern() const {
     CommPattern p;
-    p.groups.append_uniform(static_cast<size_t>(count), static_cast<size_t>(size),
-                            [this](size_t g, std::span<int64_t> out) {
-                              const int64_t s = start(static_cast<int64_t>(g));
-                              for (size_t i = 0; i < out.size(); ++i) out[i] = s + static_cast<int64_t>(i) * stride;
-                            });
+    const int64_t members = size, step = stride;
+    p.groups.append_uniform_flat(static_cast<size_t>(count), static_cast<size_t>(size),
+                                 [this, members, step](std::span<int64_t> out) {
+                                   int64_t* o = out.data();
+                                   for_each_start([&o, members, step](int64_t s) {
+                                     for (int64_t i = 0; i < members; ++i, s += step) *o++ = s;
+                                   });
+                                 });
     return p;
   }
 };
