@@ -375,7 +375,7 @@ TEST(ScanReference, FirstRankOutsideMatchesTheReference) {
       std::vector<int64_t> ranks(n);
       for (int64_t& r : ranks) r = gpus > 0 ? static_cast<int64_t>(rng() % static_cast<uint64_t>(gpus)) : 0;
       EXPECT_EQ(detail::first_rank_outside(ranks, gpus), reference_first_outside(ranks, gpus)) << gpus << " " << n;
-      for (const int64_t bad : {int64_t{-1}, gpus, gpus + 1, kMin, kMax, gpus - 1, int64_t{0}}) {
+      for (const int64_t bad : {int64_t{-1}, gpus, gpus < kMax ? gpus + 1 : kMin, kMin, kMax, gpus - 1, int64_t{0}}) {
         if (n == 0) continue;
         std::vector<int64_t> edited = ranks;
         edited[rng() % n] = bad;
