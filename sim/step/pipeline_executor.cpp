@@ -30,6 +30,63 @@ struct StageState {
   StageBreakdown breakdown;
 };
 
+/// The Executor's largest per-run buffers, kept per thread between runs (a search runs one step after another
+/// on each thread) so that a run reuses their capacity instead of allocating and clearing them: moved into an
+/// Executor when it is built, into its StepTimeline, and back here once the critical path is walked. A run
+/// that throws drops them (the next one allocates anew).
+struct TimelineBuffers {
+  std::vector<std::vector<PassRun>> passes;
+  std::vector<int64_t> forward_arrival;
+  std::vector<int64_t> backward_arrival;
+};
+
+TimelineBuffers& timeline_buffers() {
+  thread_local TimelineBuffers buffers;
+  return buffers;
+}
+
+/// One unit's constants in run_in_dependency_order: derived once per run from the program and the unit's place.
+struct UnitPlan {
+  const models::ScheduledPass* passes = nullptr;  ///< its stage's order
+  size_t n = 0;                                   ///< passes in the order
+  PassRun* runs = nullptr;                        ///< its PassRun per pass (with a critical path)
+  const Time* durations = nullptr;                ///< its rows of Executor::pass_time_
+  const size_t* triggers = nullptr;               ///< its stage's reduction triggers (Executor::triggers_)
+  size_t trigger_count = 0;
+  size_t next_unit = 0;      ///< receives its forward sends (rank k + 1, same replica)
+  size_t previous_unit = 0;  ///< receives its backward sends (rank k - 1)
+  size_t unit_base = 0;      ///< its arrival entries' offset within a chunk's
+  size_t last_chunk = 0;     ///< the chunk whose forward sends nothing (the last virtual stage's), or none
+  size_t first_chunk = 0;    ///< the chunk whose backward sends nothing (the first virtual stage's), or none
+  size_t stage = 0;
+  bool paired = false;  ///< its stage has merged costs
+};
+
+/// One unit's progress in run_in_dependency_order.
+struct UnitRun {
+  size_t next = 0;        ///< its next pass
+  size_t cursor = 0;      ///< its next reduction trigger (index into UnitPlan::triggers)
+  size_t trigger_at = 0;  ///< that trigger's pass, or none
+  size_t waiting = 0;     ///< the arrival entry its next pass waits for, or none
+  Time free;              ///< when its stream is free
+  Time ref_free;          ///< the same in the fused free-transfer reference run
+};
+
+/// run_in_dependency_order's buffers, kept per thread across runs (a search runs one step after another on
+/// each thread): their capacity is reused, so a run allocates none of them. Every entry a run reads it has
+/// written first in that run (or sized and set there), so what a previous run left is never read.
+struct DependencyScratch {
+  std::vector<size_t> ready;
+  std::vector<UnitPlan> plans;
+  std::vector<UnitRun> runs;
+  std::vector<int64_t> ref_arrivals;  ///< the fused reference run's arrivals: forward, then backward
+};
+
+DependencyScratch& dependency_scratch() {
+  thread_local DependencyScratch scratch;
+  return scratch;
+}
+
 class Executor {
   /// One gradient reduction of a stage: attached to the pass at `trigger` in the stage's order.
   struct Reduction {
@@ -75,11 +132,20 @@ class Executor {
       }
     }
     states_.resize(ranks_ * replicas_);
+    // The timeline's buffers of the previous run on this thread (timeline_buffers), their capacity reused.
+    TimelineBuffers& buffers = timeline_buffers();
     if (path_) {
+      // Each pass's run is written before it is read (every pass runs, or run() throws on the deadlock), so
+      // what an entry held before is never read: resized, not cleared.
+      passes_ = std::move(buffers.passes);
       passes_.resize(states_.size());
       for (size_t u = 0; u < states_.size(); ++u) passes_[u].resize(program.stages[u / replicas_].order.size());
     }
     const size_t slots = ranks_ * chunks_ * replicas_;
+    if (path_) {  // handed back after the critical path (run()); a run without one keeps its own
+      forward_arrival_ = std::move(buffers.forward_arrival);
+      backward_arrival_ = std::move(buffers.backward_arrival);
+    }
     forward_arrival_.assign(slots * microbatches_, kNever);
     backward_arrival_.assign(slots * microbatches_, kNever);
     if (path_) {
@@ -147,9 +213,15 @@ class Executor {
       for (size_t u = 0; u < states_.size(); ++u) try_start(u);
       sim_.run();
     } else if (reference_) {
-      run_in_dependency_order<true>();
+      if (path_) {
+        run_in_dependency_order<true, true>();
+      } else {
+        run_in_dependency_order<true, false>();
+      }
+    } else if (path_) {
+      run_in_dependency_order<false, true>();
     } else {
-      run_in_dependency_order<false>();
+      run_in_dependency_order<false, false>();
     }
     PipelineResult result;
     result.replicas = static_cast<int64_t>(replicas_);
@@ -203,6 +275,11 @@ class Executor {
       timeline.slowdown = std::move(slowdown_);
       timeline.compute_slowdown = std::move(compute_slowdown_);
       result.critical_path = critical_path_of(timeline, end.ns());
+      // Handed back for the next run on this thread (their contents are rewritten there before being read).
+      TimelineBuffers& buffers = timeline_buffers();
+      buffers.passes = std::move(timeline.passes);
+      buffers.forward_arrival = std::move(timeline.forward_arrival);
+      buffers.backward_arrival = std::move(timeline.backward_arrival);
     }
     return result;
   }
@@ -246,7 +323,6 @@ class Executor {
         triggers.erase(std::unique(triggers.begin(), triggers.end()), triggers.end());
       }
     }
-    trigger_cursor_.assign(states_.size(), 0);
   }
 
   /// Stage k's pass at `index` of its order started at `start` and runs to `end` on one replica. If it is the
@@ -369,77 +445,105 @@ class Executor {
   /// is this one: which inputs are present does not depend on the times, and with free transfers no send
   /// blocks, so each of its passes starts at max(its stream free, its input present) in its own times, with
   /// the arithmetic of the separate run, in the same order.
-  template <bool kReference>
+  template <bool kReference, bool kPath>
   void run_in_dependency_order() {
-    std::vector<size_t> ready(states_.size());
-    for (size_t u = 0; u < ready.size(); ++u) ready[u] = ready.size() - 1 - u;  // unit 0 first
-    std::vector<Time> stream_free(states_.size(), Time::zero());
-    // The reference run's stream and arrival times. Left uninitialised (no memset per point): an entry is read
-    // only where the step's is present, and the reference writes its own wherever the step writes one, but for
-    // the first virtual stage's inputs, present from the start (slots 0 .. replicas - 1, set here).
-    std::vector<Time> ref_stream_free(kReference ? states_.size() : 0, Time::zero());
+    DependencyScratch& scratch = dependency_scratch();
+    const size_t units = states_.size();
+    std::vector<size_t>& ready = scratch.ready;
+    ready.resize(units);
+    for (size_t u = 0; u < units; ++u) ready[u] = units - 1 - u;  // unit 0 first
+    // The reference run's arrival times. Left uninitialised (no fill per point): an entry is read only where the
+    // step's is present, and the reference writes its own wherever the step writes one, but for the first
+    // virtual stage's inputs, present from the start (slots 0 .. replicas - 1, set here).
     const size_t entries = forward_arrival_.size();
-    const std::unique_ptr<int64_t[]> ref_arrivals(kReference ? new int64_t[2 * entries] : nullptr);
-    int64_t* const ref_forward_arrival = ref_arrivals.get();
-    int64_t* const ref_backward_arrival = kReference ? ref_arrivals.get() + entries : nullptr;
+    if constexpr (kReference) {
+      if (scratch.ref_arrivals.size() < 2 * entries) scratch.ref_arrivals.resize(2 * entries);
+    }
+    int64_t* const ref_forward_arrival = kReference ? scratch.ref_arrivals.data() : nullptr;
+    int64_t* const ref_backward_arrival = kReference ? scratch.ref_arrivals.data() + entries : nullptr;
     if constexpr (kReference) std::fill(ref_forward_arrival, ref_forward_arrival + replicas_ * microbatches_, 0);
     // Per unit, the arrival entry its next pass waits for (kForwardEntry marks forward_arrival_'s), or
     // kNotWaiting: a transfer wakes its receiver only when that is the entry it waits for (a unit that waits
     // for another input would find it absent and stop again; an entry written before its receiver needs it is
-    // read when the receiver gets there).
+    // read when the receiver gets there). A unit is in `ready` only once at a time: it is pushed when woken,
+    // which clears its wait.
     constexpr size_t kNotWaiting = std::numeric_limits<size_t>::max();
     constexpr size_t kForwardEntry = size_t{1} << (std::numeric_limits<size_t>::digits - 1);
-    std::vector<size_t> waiting(states_.size(), kNotWaiting);
-    const auto wake = [&](size_t receiver, size_t entry) {
-      if (waiting[receiver] != entry) return;
-      waiting[receiver] = kNotWaiting;
-      ready.push_back(receiver);
-    };
+    constexpr size_t kNone = std::numeric_limits<size_t>::max();
     // Loop invariants held in locals: the stores into the arrival arrays (int64_t) could otherwise alias the
     // size_t members and force their reloads on every pass.
     const size_t ranks = ranks_, replicas = replicas_, microbatches = microbatches_, chunks = chunks_;
     const size_t stride = replicas * microbatches;  // entries per virtual stage
     const size_t chunk_stride = ranks * stride;     // entries per chunk (ranks virtual stages)
-    constexpr size_t kNone = std::numeric_limits<size_t>::max();
+    // Per unit, what its passes need that does not change during the run, derived once (not at each of the
+    // unit's resumptions, about one per three passes), and its progress (UnitRun).
+    std::vector<UnitPlan>& plans = scratch.plans;
+    std::vector<UnitRun>& runs_of = scratch.runs;
+    plans.resize(units);
+    runs_of.resize(units);
+    for (size_t u = 0; u < units; ++u) {
+      const size_t k = u / replicas, replica = u % replicas;
+      const models::StageProgram& stage = program_.stages[k];
+      UnitPlan& plan = plans[u];
+      plan.passes = stage.order.data();
+      plan.n = stage.order.size();
+      plan.runs = kPath ? passes_[u].data() : nullptr;
+      plan.durations = pass_time_.data() + u * chunks * 4;  // [(chunk * 2 + dir) * 2 + merged]
+      plan.triggers = triggers_[k].data();
+      plan.trigger_count = triggers_[k].size();
+      // The units that receive this one's transfers: the next and the previous rank's (virtual stage vs + 1
+      // and vs - 1 sit on rank (k + 1) % ranks and (k - 1) % ranks), same replica.
+      plan.next_unit = (k + 1 == ranks ? 0 : k + 1) * replicas + replica;
+      plan.previous_unit = (k == 0 ? ranks - 1 : k - 1) * replicas + replica;
+      // Entry of (chunk, microbatch i) for this unit: ((chunk x ranks + k) x replicas + replica) x microbatches
+      // + i, that is chunk x chunk_stride + unit_base + i. Its forward sends on unless it is the last virtual
+      // stage (the last rank's last chunk); its backward unless it is the first (rank 0's chunk 0).
+      plan.unit_base = (k * replicas + replica) * microbatches;
+      plan.last_chunk = k + 1 == ranks ? chunks - 1 : kNone;
+      plan.first_chunk = k == 0 ? 0 : kNone;
+      plan.stage = k;
+      plan.paired = !stage.forward_paired.empty();  // merged costs (moe_a2a_overlap)
+      UnitRun& run = runs_of[u];
+      run.next = 0;
+      run.cursor = 0;
+      run.trigger_at = plan.trigger_count > 0 ? plan.triggers[0] : kNone;
+      run.waiting = kNotWaiting;
+      run.free = Time::zero();
+      run.ref_free = Time::zero();
+    }
+    UnitRun* const unit_runs = runs_of.data();
+    const auto wake = [&](size_t receiver, size_t entry) {
+      if (unit_runs[receiver].waiting != entry) return;
+      unit_runs[receiver].waiting = kNotWaiting;
+      ready.push_back(receiver);
+    };
     int64_t* const forward_arrival = forward_arrival_.data();
     int64_t* const backward_arrival = backward_arrival_.data();
     // Who sent each arrival (index in the sender's order; the backward half after `entries`), for the critical
     // path; without it (no critical path) a scratch slot takes the notes.
     uint32_t scratch_sender = 0;
-    uint32_t* const forward_sender = path_ ? sender_.get() : &scratch_sender;
-    uint32_t* const backward_sender = path_ ? sender_.get() + entries : &scratch_sender;
-    const size_t sender_mask = path_ ? ~size_t{0} : 0;  // every note to the scratch slot without a path
+    uint32_t* const forward_sender = kPath ? sender_.get() : &scratch_sender;
+    uint32_t* const backward_sender = kPath ? sender_.get() + entries : &scratch_sender;
+    const size_t sender_mask = kPath ? ~size_t{0} : 0;  // every note to the scratch slot without a path
     const Time p2p_forward = p2p_forward_, p2p_backward = p2p_backward_;
     const bool block_forward = sends_block(true), block_backward = sends_block(false);
     while (!ready.empty()) {
       const size_t u = ready.back();
       ready.pop_back();
-      StageState& s = states_[u];
-      const size_t k = u / replicas, replica = u % replicas;
-      const auto& order = program_.stages[k].order;
-      if (s.finished) continue;
-      // The units that receive this one's transfers: the next and the previous rank's (virtual stage vs + 1
-      // and vs - 1 sit on rank (k + 1) % ranks and (k - 1) % ranks), same replica.
-      const size_t next_unit = (k + 1 == ranks ? 0 : k + 1) * replicas + replica;
-      const size_t previous_unit = (k == 0 ? ranks - 1 : k - 1) * replicas + replica;
-      PassRun* const runs = path_ ? passes_[u].data() : nullptr;
-      const models::ScheduledPass* const passes = order.data();
-      const size_t n = order.size();
-      const bool paired = !program_.stages[k].forward_paired.empty();  // merged costs (moe_a2a_overlap)
-      const Time* const durations = pass_time_.data() + u * chunks * 4;  // [(chunk * 2 + dir) * 2 + merged]
+      const UnitPlan& plan = plans[u];
+      UnitRun& run = unit_runs[u];
+      const size_t n = plan.n;
+      size_t next = run.next;
+      if (next == n) continue;  // its stream is done (it reached its tail)
+      PassRun* const runs = plan.runs;
+      const models::ScheduledPass* const passes = plan.passes;
+      const bool paired = plan.paired;
+      const Time* const durations = plan.durations;
+      const size_t unit_base = plan.unit_base, last_chunk = plan.last_chunk, first_chunk = plan.first_chunk;
       // The unit's next reduction trigger (overlapped reductions only: plan_reductions' triggers_), or kNone.
-      const std::vector<size_t>& triggers = triggers_[k];
-      size_t cursor = trigger_cursor_[u];
-      size_t trigger_at = cursor < triggers.size() ? triggers[cursor] : kNone;
-      // Entry of (chunk, microbatch i) for this unit: ((chunk x ranks + k) x replicas + replica) x microbatches + i,
-      // that is chunk x chunk_stride + unit_base + i. Its forward sends on unless it is the last virtual stage
-      // (the last rank's last chunk); its backward unless it is the first (rank 0's chunk 0).
-      const size_t unit_base = (k * replicas + replica) * microbatches;
-      const size_t last_chunk = k + 1 == ranks ? chunks - 1 : kNone;
-      const size_t first_chunk = k == 0 ? 0 : kNone;
-      size_t next = s.next;
-      Time free = stream_free[u];
-      Time ref_free = kReference ? ref_stream_free[u] : Time::zero();
+      size_t trigger_at = run.trigger_at;
+      Time free = run.free;
+      Time ref_free = run.ref_free;
       while (next < n) {
         const models::ScheduledPass pass = passes[next];
         const bool forward = pass.kind == PassKind::forward;
@@ -447,7 +551,7 @@ class Executor {
         const size_t entry = chunk * chunk_stride + unit_base + static_cast<size_t>(pass.microbatch);
         const int64_t arrival = forward ? forward_arrival[entry] : backward_arrival[entry];
         if (arrival == kNever) {
-          waiting[u] = forward ? entry | kForwardEntry : entry;
+          run.waiting = forward ? entry | kForwardEntry : entry;
           break;
         }
         // In the steady state of 1F1B a forward followed by a backward (and that backward) run merged when the
@@ -467,12 +571,13 @@ class Executor {
           ref_free = ref_start + duration;
         }
         if (next == trigger_at) {  // the last backward of a chunk whose reduction overlaps backward
-          note_reduction_trigger(k, next, start, end, reductions_, dp_stream_free_, false);
+          note_reduction_trigger(plan.stage, next, start, end, reductions_, dp_stream_free_, false);
           if constexpr (kReference) {
-            note_reduction_trigger(k, next, ref_start, ref_free, ref_reductions_, ref_dp_stream_free_, false);
+            note_reduction_trigger(plan.stage, next, ref_start, ref_free, ref_reductions_, ref_dp_stream_free_,
+                                   false);
           }
-          ++cursor;
-          trigger_at = cursor < triggers.size() ? triggers[cursor] : kNone;
+          ++run.cursor;
+          trigger_at = run.cursor < plan.trigger_count ? plan.triggers[run.cursor] : kNone;
         }
         if (forward && chunk != last_chunk) {
           const size_t to = entry + stride;  // virtual stage vs + 1, same replica and microbatch
@@ -481,7 +586,7 @@ class Executor {
           forward_sender[to & sender_mask] = static_cast<uint32_t>(next);
           if constexpr (kReference) ref_forward_arrival[to] = ref_free.ns();
           if (block_forward) go_on = sent;
-          wake(next_unit, to | kForwardEntry);
+          wake(plan.next_unit, to | kForwardEntry);
         } else if (forward) {
           backward_arrival[entry] = end.ns();  // its own backward's input: read when its stream gets there
           backward_sender[entry & sender_mask] = static_cast<uint32_t>(next);
@@ -493,22 +598,25 @@ class Executor {
           backward_sender[to & sender_mask] = static_cast<uint32_t>(next);
           if constexpr (kReference) ref_backward_arrival[to] = ref_free.ns();
           if (block_backward) go_on = sent;
-          wake(previous_unit, to);
+          wake(plan.previous_unit, to);
         }
-        if (runs != nullptr) runs[next] = PassRun{start.ns(), end.ns(), go_on.ns(), merged};
+        if constexpr (kPath) runs[next] = PassRun{start.ns(), end.ns(), go_on.ns(), merged};
         ++next;
         free = go_on;
       }
-      s.next = next;
-      trigger_cursor_[u] = cursor;
-      stream_free[u] = free;
-      if constexpr (kReference) ref_stream_free[u] = ref_free;
-      if (s.next == order.size()) {
-        s.finished = true;  // its stream is done; start_tail sets its finish
+      run.next = next;
+      run.trigger_at = trigger_at;
+      run.free = free;
+      run.ref_free = ref_free;
+      if (next == n) {
+        states_[u].next = n;
+        states_[u].finished = true;  // its stream is done; start_tail sets its finish
         if constexpr (kReference) ref_tail_reached_[u] = ref_free;
         reach_tail(u, free);
       }
     }
+    // A unit left waiting deadlocked: its next pass stays where run() finds it.
+    for (size_t u = 0; u < units; ++u) states_[u].next = unit_runs[u].next;
   }
 
   /// Unit u's pass at `index` of its order (`pass`) has ended now: its output is sent (or, the last virtual
@@ -766,7 +874,6 @@ class Executor {
   /// reductions do not overlap backward): the only passes note_reduction_trigger acts on.
   std::vector<std::vector<size_t>> triggers_;
   std::vector<size_t> last_backward_;  ///< [stage x chunks + chunk]: index of the chunk's last backward in the order
-  std::vector<size_t> trigger_cursor_;  ///< per unit, its next entry of triggers_ (run_in_dependency_order)
   std::vector<Time> dp_stream_free_;                ///< per stage, when its data-parallel stream is free
   std::vector<Time> pass_time_;  ///< per (unit, chunk, direction): the pass's duration
   std::vector<double> scaled_costs_;  ///< book_passes' table, reused across units
