@@ -9,6 +9,7 @@
 
 #include "sim/engine/simulator.hpp"
 #include "sim/engine/time.hpp"
+#include "sim/step/executor_buffers.hpp"
 #include "sim/step/order_check.hpp"
 #include "sim/step/step_timeline.hpp"
 
@@ -17,6 +18,13 @@ namespace clustersim::sim {
 namespace {
 
 using models::PassKind;
+using executor_detail::DependencyScratch;
+using executor_detail::kParts;
+using executor_detail::TimelineBuffers;
+using executor_detail::UnitPlan;
+using executor_detail::UnitRun;
+using executor_detail::dependency_scratch;
+using executor_detail::timeline_buffers;
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
@@ -29,63 +37,6 @@ struct StageState {
   TailRun tail;  ///< the tail's times (the critical path's)
   StageBreakdown breakdown;
 };
-
-/// The Executor's largest per-run buffers, kept per thread between runs (a search runs one step after another
-/// on each thread) so that a run reuses their capacity instead of allocating and clearing them: moved into an
-/// Executor when it is built, into its StepTimeline, and back here once the critical path is walked. A run
-/// that throws drops them (the next one allocates anew).
-struct TimelineBuffers {
-  std::vector<std::vector<PassRun>> passes;
-  std::vector<int64_t> forward_arrival;
-  std::vector<int64_t> backward_arrival;
-};
-
-TimelineBuffers& timeline_buffers() {
-  thread_local TimelineBuffers buffers;
-  return buffers;
-}
-
-/// One unit's constants in run_in_dependency_order: derived once per run from the program and the unit's place.
-struct UnitPlan {
-  const models::ScheduledPass* passes = nullptr;  ///< its stage's order
-  size_t n = 0;                                   ///< passes in the order
-  PassRun* runs = nullptr;                        ///< its PassRun per pass (with a critical path)
-  const Time* durations = nullptr;                ///< its rows of Executor::pass_time_
-  const size_t* triggers = nullptr;               ///< its stage's reduction triggers (Executor::triggers_)
-  size_t trigger_count = 0;
-  size_t next_unit = 0;      ///< receives its forward sends (rank k + 1, same replica)
-  size_t previous_unit = 0;  ///< receives its backward sends (rank k - 1)
-  size_t unit_base = 0;      ///< its arrival entries' offset within a chunk's
-  size_t last_chunk = 0;     ///< the chunk whose forward sends nothing (the last virtual stage's), or none
-  size_t first_chunk = 0;    ///< the chunk whose backward sends nothing (the first virtual stage's), or none
-  size_t stage = 0;
-  bool paired = false;  ///< its stage has merged costs
-};
-
-/// One unit's progress in run_in_dependency_order.
-struct UnitRun {
-  size_t next = 0;        ///< its next pass
-  size_t cursor = 0;      ///< its next reduction trigger (index into UnitPlan::triggers)
-  size_t trigger_at = 0;  ///< that trigger's pass, or none
-  size_t waiting = 0;     ///< the arrival entry its next pass waits for, or none
-  Time free;              ///< when its stream is free
-  Time ref_free;          ///< the same in the fused free-transfer reference run
-};
-
-/// run_in_dependency_order's buffers, kept per thread across runs (a search runs one step after another on
-/// each thread): their capacity is reused, so a run allocates none of them. Every entry a run reads it has
-/// written first in that run (or sized and set there), so what a previous run left is never read.
-struct DependencyScratch {
-  std::vector<size_t> ready;
-  std::vector<UnitPlan> plans;
-  std::vector<UnitRun> runs;
-  std::vector<int64_t> ref_arrivals;  ///< the fused reference run's arrivals: forward, then backward
-};
-
-DependencyScratch& dependency_scratch() {
-  thread_local DependencyScratch scratch;
-  return scratch;
-}
 
 class Executor {
   /// One gradient reduction of a stage: attached to the pass at `trigger` in the stage's order.
@@ -510,8 +461,19 @@ class Executor {
       run.waiting = kNotWaiting;
       run.free = Time::zero();
       run.ref_free = Time::zero();
+      std::fill(run.sums, run.sums + kParts, 0.0);  // the breakdown's parts are zero until booked
+      run.busy = 0;
+    }
+    if constexpr (kPath) {
+      const size_t table = chunks * 4 * kParts;
+      if (scratch.costs.size() < units * table) scratch.costs.resize(units * table);
+      for (size_t u = 0; u < units; ++u) {
+        fill_cost_table(u, scratch.costs.data() + u * table);
+        runs_of[u].costs = scratch.costs.data() + u * table;
+      }
     }
     UnitRun* const unit_runs = runs_of.data();
+    if constexpr (kPath) unit_runs_ = unit_runs;  // start_tail books each unit's sums
     const auto wake = [&](size_t receiver, size_t entry) {
       if (unit_runs[receiver].waiting != entry) return;
       unit_runs[receiver].waiting = kNotWaiting;
@@ -544,6 +506,12 @@ class Executor {
       size_t trigger_at = run.trigger_at;
       Time free = run.free;
       Time ref_free = run.ref_free;
+      // Its passes' parts and durations summed so far (book_passes' sums, pass by pass in its order).
+      const double* const costs = run.costs;
+      // Held in scalars (registers across the loop; an array would live in memory): the pad lane is not summed.
+      double s0 = run.sums[0], s1 = run.sums[1], s2 = run.sums[2], s3 = run.sums[3], s4 = run.sums[4];
+      double s5 = run.sums[5], s6 = run.sums[6], s7 = run.sums[7], s8 = run.sums[8];
+      int64_t busy = run.busy;
       while (next < n) {
         const models::ScheduledPass pass = passes[next];
         const bool forward = pass.kind == PassKind::forward;
@@ -559,7 +527,22 @@ class Executor {
         // others, so the pass is not looked at (its run says not merged: PassRun::merged).
         const bool merged = paired && (forward ? next + 1 < n && passes[next + 1].kind == PassKind::backward
                                                : next > 0 && passes[next - 1].kind == PassKind::forward);
-        const Time duration = durations[(chunk * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)];
+        const size_t row = (chunk * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0);
+        const Time duration = durations[row];
+        if constexpr (kPath) {
+          const double* const parts = costs + row * kParts;
+          // Lane by lane, in the unit's order.
+          s0 += parts[0];
+          s1 += parts[1];
+          s2 += parts[2];
+          s3 += parts[3];
+          s4 += parts[4];
+          s5 += parts[5];
+          s6 += parts[6];
+          s7 += parts[7];
+          s8 += parts[8];
+          busy += duration.ns();
+        }
         const Time start = std::max(free, Time::from_ns(arrival));
         const Time end = start + duration;
         Time go_on = end;  // when the stream goes on: the pass's end, or its blocking send's arrival
@@ -608,6 +591,16 @@ class Executor {
       run.trigger_at = trigger_at;
       run.free = free;
       run.ref_free = ref_free;
+      run.sums[0] = s0;
+      run.sums[1] = s1;
+      run.sums[2] = s2;
+      run.sums[3] = s3;
+      run.sums[4] = s4;
+      run.sums[5] = s5;
+      run.sums[6] = s6;
+      run.sums[7] = s7;
+      run.sums[8] = s8;
+      run.busy = busy;
       if (next == n) {
         states_[u].next = n;
         states_[u].finished = true;  // its stream is done; start_tail sets its finish
@@ -717,25 +710,14 @@ class Executor {
     }
   }
 
-  /// Books unit u's passes in its breakdown, in its order: per pass, its cost's parts at the unit's pace (compute
-  /// kernels at the compute pace too), the same products added in the same order as when each pass booked its
-  /// own as it started (a unit runs its passes in its order), so the same sums bit for bit. Which passes run
-  /// merged (StageProgram::forward_paired) depends on the order alone, not on the times: the breakdown needs
-  /// no timeline, so it is summed here in one tight loop over a table of the products (each computed once per
-  /// chunk, direction and merging) instead of in the dependency loop. Called once per unit, before its tail
-  /// adds its own part of grad_sync. Also sums the unit's pass durations (busy_ns_, integers: exact), which
-  /// the critical path compares to find its home stage.
-  void book_passes(size_t u) {
-    constexpr size_t kParts = 10;  // compute, attention, memory_bound, tp, cp, ep, host, dp (grad_sync), flops
-    const size_t k = u / replicas_;
-    const auto& stage = program_.stages[k];
+  /// Unit u's cost table: [(chunk * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)][part] (kParts parts:
+  /// compute, attention, memory_bound, tp, cp, ep, host, dp (grad_sync), flops, a zero pad), each part of that
+  /// pass's cost at the unit's pace (compute kernels at the compute pace too), laid out as pass_time_'s rows.
+  /// Without merged costs the merged rows are never read.
+  void fill_cost_table(size_t u, double* table) const {
+    const auto& stage = program_.stages[u / replicas_];
     const double slow = slowdown_[u];
     const double compute_slow = compute_slowdown_[u] * slow;  // exactly `slow` without a compute factor
-    const bool paired = !stage.forward_paired.empty();
-    // [(chunk * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)][part]; without merged costs the merged rows
-    // are never read.
-    scaled_costs_.resize(chunks_ * 4 * kParts);
-    double* const table = scaled_costs_.data();
     for (size_t c = 0; c < chunks_; ++c) {
       for (size_t row = 0; row < 4; ++row) {
         const bool forward = row < 2, merged = (row & 1) != 0;
@@ -753,10 +735,24 @@ class Executor {
         parts[9] = 0.0;
       }
     }
-    StageBreakdown& b = states_[u].breakdown;
-    double sums[kParts] = {b.compute.value(), b.attention.value(), b.memory_bound.value(), b.tp_comm.value(),
-                           b.cp_comm.value(),  b.ep_comm.value(),   b.host.value(),         b.grad_sync.value(),
-                           b.flops.value(),    0.0};
+  }
+
+  /// Books unit u's passes in its breakdown, in its order: per pass, its cost's parts at the unit's pace (compute
+  /// kernels at the compute pace too), the same products added in the same order as when each pass booked its
+  /// own as it started (a unit runs its passes in its order), so the same sums bit for bit. Which passes run
+  /// merged (StageProgram::forward_paired) depends on the order alone, not on the times: the breakdown needs
+  /// no timeline. The engine's run sums them here in one tight loop over a table of the products (each computed
+  /// once per chunk, direction and merging, fill_cost_table); the dependency-order run sums them as it runs
+  /// each pass, from the same table in the same order (store_booked then books its sums). Called once per unit,
+  /// before its tail adds its own part of grad_sync. Also sums the unit's pass durations (busy_ns_, integers:
+  /// exact), which the critical path compares to find its home stage.
+  void book_passes(size_t u) {
+    const auto& stage = program_.stages[u / replicas_];
+    const bool paired = !stage.forward_paired.empty();
+    scaled_costs_.resize(chunks_ * 4 * kParts);
+    double* const table = scaled_costs_.data();
+    fill_cost_table(u, table);
+    double sums[kParts] = {};  // the breakdown's parts are zero until booked
     const models::ScheduledPass* const order = stage.order.data();
     const size_t n = stage.order.size();
     // The unit's pass durations, laid out as the table's rows (without merged costs the merged rows' durations
@@ -772,7 +768,14 @@ class Executor {
       for (size_t f = 0; f < kParts; ++f) sums[f] += parts[f];  // lane by lane: each part's own sum, in order
       busy += durations[row].ns();
     }
+    store_booked(u, sums, busy);
+  }
+
+  /// Unit u's passes' parts summed in its order (`sums`, as book_passes' table) and durations (`busy`, ns), into
+  /// its breakdown and busy_ns_.
+  void store_booked(size_t u, const double* sums, int64_t busy) {
     busy_ns_[u] = busy;
+    StageBreakdown& b = states_[u].breakdown;
     b.compute = units::Seconds(sums[0]);
     b.attention = units::Seconds(sums[1]);
     b.memory_bound = units::Seconds(sums[2]);
@@ -821,7 +824,13 @@ class Executor {
     const Time sync_start = ready;
     const TailTimes times = tail_times(u, ready, dp_stream_free_[k]);
     const Time sync_end = times.sync_end, optimizer_end = times.optimizer_end, end = times.end;
-    if (path_) book_passes(u);  // the passes' parts first: grad_sync's sum adds the tail after them
+    // The passes' parts first: grad_sync's sum adds the tail after them. The dependency-order run has summed
+    // them as it ran the passes (unit_runs_).
+    if (path_ && unit_runs_ != nullptr) {
+      store_booked(u, unit_runs_[u].sums, unit_runs_[u].busy);
+    } else if (path_) {
+      book_passes(u);
+    }
     s.breakdown.grad_sync += (sync_end - now).to_seconds() + (end - optimizer_end).to_seconds();
     s.breakdown.optimizer = (optimizer_end - sync_end).to_seconds();
     s.tail = TailRun{now.ns(), ready.ns(), sync_end.ns(), optimizer_end.ns(), end.ns()};
@@ -877,6 +886,8 @@ class Executor {
   std::vector<Time> dp_stream_free_;                ///< per stage, when its data-parallel stream is free
   std::vector<Time> pass_time_;  ///< per (unit, chunk, direction): the pass's duration
   std::vector<double> scaled_costs_;  ///< book_passes' table, reused across units
+  /// The dependency-order run's units (with a critical path: their passes' parts summed as they ran), or null
+  UnitRun* unit_runs_ = nullptr;
   Time p2p_forward_;
   Time p2p_backward_;
   // The fused reference run's state (reference_): its reductions, data-parallel streams and tails.
@@ -906,33 +917,6 @@ ExecutionFidelity reference_fidelity(const models::StepProgram& program, const E
 }
 
 }  // namespace
-
-void sort_spans(std::vector<TraceSpan>& spans, size_t stages) {
-  const auto by_stage_then_start = [](const TraceSpan& a, const TraceSpan& b) {
-    return a.stage != b.stage ? a.stage < b.stage : a.start < b.start;
-  };
-  std::vector<size_t> begin(stages + 1, 0);  // counts, then each stage's first index
-  for (const TraceSpan& span : spans) {
-    if (span.stage < 0 || static_cast<size_t>(span.stage) >= stages) {
-      std::stable_sort(spans.begin(), spans.end(), by_stage_then_start);
-      return;
-    }
-    ++begin[static_cast<size_t>(span.stage) + 1];
-  }
-  for (size_t k = 0; k < stages; ++k) begin[k + 1] += begin[k];
-  // Distributed by stage, each stage's spans in recording order (stable), then each stage sorted by start, stably
-  // (most stages record in start order already: then the run is left as it is).
-  std::vector<TraceSpan> sorted(spans.size());
-  std::vector<size_t> next(begin.begin(), begin.end() - 1);
-  for (TraceSpan& span : spans) sorted[next[static_cast<size_t>(span.stage)]++] = std::move(span);
-  const auto by_start = [](const TraceSpan& a, const TraceSpan& b) { return a.start < b.start; };
-  for (size_t k = 0; k < stages; ++k) {
-    const auto first = sorted.begin() + static_cast<std::ptrdiff_t>(begin[k]);
-    const auto last = sorted.begin() + static_cast<std::ptrdiff_t>(begin[k + 1]);
-    if (!std::is_sorted(first, last, by_start)) std::stable_sort(first, last, by_start);
-  }
-  spans = std::move(sorted);
-}
 
 PipelineResult execute_pipeline(const models::StepProgram& program, const ExecutionFidelity& fidelity) {
   if (program.stages.empty() || program.microbatches < 1) {
