@@ -9,6 +9,7 @@
 
 #include "sim/engine/simulator.hpp"
 #include "sim/engine/time.hpp"
+#include "sim/step/executor_buffers.hpp"
 #include "sim/step/order_check.hpp"
 #include "sim/step/step_timeline.hpp"
 
@@ -17,6 +18,13 @@ namespace clustersim::sim {
 namespace {
 
 using models::PassKind;
+using executor_detail::DependencyScratch;
+using executor_detail::kParts;
+using executor_detail::TimelineBuffers;
+using executor_detail::UnitPlan;
+using executor_detail::UnitRun;
+using executor_detail::dependency_scratch;
+using executor_detail::timeline_buffers;
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
@@ -75,11 +83,20 @@ class Executor {
       }
     }
     states_.resize(ranks_ * replicas_);
+    // The timeline's buffers of the previous run on this thread (timeline_buffers), their capacity reused.
+    TimelineBuffers& buffers = timeline_buffers();
     if (path_) {
+      // Each pass's run is written before it is read (every pass runs, or run() throws on the deadlock), so
+      // what an entry held before is never read: resized, not cleared.
+      passes_ = std::move(buffers.passes);
       passes_.resize(states_.size());
       for (size_t u = 0; u < states_.size(); ++u) passes_[u].resize(program.stages[u / replicas_].order.size());
     }
     const size_t slots = ranks_ * chunks_ * replicas_;
+    if (path_) {  // handed back after the critical path (run()); a run without one keeps its own
+      forward_arrival_ = std::move(buffers.forward_arrival);
+      backward_arrival_ = std::move(buffers.backward_arrival);
+    }
     forward_arrival_.assign(slots * microbatches_, kNever);
     backward_arrival_.assign(slots * microbatches_, kNever);
     if (path_) {
@@ -147,9 +164,15 @@ class Executor {
       for (size_t u = 0; u < states_.size(); ++u) try_start(u);
       sim_.run();
     } else if (reference_) {
-      run_in_dependency_order<true>();
+      if (path_) {
+        run_in_dependency_order<true, true>();
+      } else {
+        run_in_dependency_order<true, false>();
+      }
+    } else if (path_) {
+      run_in_dependency_order<false, true>();
     } else {
-      run_in_dependency_order<false>();
+      run_in_dependency_order<false, false>();
     }
     PipelineResult result;
     result.replicas = static_cast<int64_t>(replicas_);
@@ -203,6 +226,11 @@ class Executor {
       timeline.slowdown = std::move(slowdown_);
       timeline.compute_slowdown = std::move(compute_slowdown_);
       result.critical_path = critical_path_of(timeline, end.ns());
+      // Handed back for the next run on this thread (their contents are rewritten there before being read).
+      TimelineBuffers& buffers = timeline_buffers();
+      buffers.passes = std::move(timeline.passes);
+      buffers.forward_arrival = std::move(timeline.forward_arrival);
+      buffers.backward_arrival = std::move(timeline.backward_arrival);
     }
     return result;
   }
@@ -246,7 +274,6 @@ class Executor {
         triggers.erase(std::unique(triggers.begin(), triggers.end()), triggers.end());
       }
     }
-    trigger_cursor_.assign(states_.size(), 0);
   }
 
   /// Stage k's pass at `index` of its order started at `start` and runs to `end` on one replica. If it is the
@@ -369,93 +396,149 @@ class Executor {
   /// is this one: which inputs are present does not depend on the times, and with free transfers no send
   /// blocks, so each of its passes starts at max(its stream free, its input present) in its own times, with
   /// the arithmetic of the separate run, in the same order.
-  template <bool kReference>
+  template <bool kReference, bool kPath>
   void run_in_dependency_order() {
-    std::vector<size_t> ready(states_.size());
-    for (size_t u = 0; u < ready.size(); ++u) ready[u] = ready.size() - 1 - u;  // unit 0 first
-    std::vector<Time> stream_free(states_.size(), Time::zero());
-    // The reference run's stream and arrival times. Left uninitialised (no memset per point): an entry is read
-    // only where the step's is present, and the reference writes its own wherever the step writes one, but for
-    // the first virtual stage's inputs, present from the start (slots 0 .. replicas - 1, set here).
-    std::vector<Time> ref_stream_free(kReference ? states_.size() : 0, Time::zero());
+    DependencyScratch& scratch = dependency_scratch();
+    const size_t units = states_.size();
+    std::vector<size_t>& ready = scratch.ready;
+    ready.resize(units);
+    for (size_t u = 0; u < units; ++u) ready[u] = units - 1 - u;  // unit 0 first
+    // The reference run's arrival times. Left uninitialised (no fill per point): an entry is read only where the
+    // step's is present, and the reference writes its own wherever the step writes one, but for the first
+    // virtual stage's inputs, present from the start (slots 0 .. replicas - 1, set here).
     const size_t entries = forward_arrival_.size();
-    const std::unique_ptr<int64_t[]> ref_arrivals(kReference ? new int64_t[2 * entries] : nullptr);
-    int64_t* const ref_forward_arrival = ref_arrivals.get();
-    int64_t* const ref_backward_arrival = kReference ? ref_arrivals.get() + entries : nullptr;
+    if constexpr (kReference) {
+      if (scratch.ref_arrivals.size() < 2 * entries) scratch.ref_arrivals.resize(2 * entries);
+    }
+    int64_t* const ref_forward_arrival = kReference ? scratch.ref_arrivals.data() : nullptr;
+    int64_t* const ref_backward_arrival = kReference ? scratch.ref_arrivals.data() + entries : nullptr;
     if constexpr (kReference) std::fill(ref_forward_arrival, ref_forward_arrival + replicas_ * microbatches_, 0);
     // Per unit, the arrival entry its next pass waits for (kForwardEntry marks forward_arrival_'s), or
     // kNotWaiting: a transfer wakes its receiver only when that is the entry it waits for (a unit that waits
     // for another input would find it absent and stop again; an entry written before its receiver needs it is
-    // read when the receiver gets there).
+    // read when the receiver gets there). A unit is in `ready` only once at a time: it is pushed when woken,
+    // which clears its wait.
     constexpr size_t kNotWaiting = std::numeric_limits<size_t>::max();
     constexpr size_t kForwardEntry = size_t{1} << (std::numeric_limits<size_t>::digits - 1);
-    std::vector<size_t> waiting(states_.size(), kNotWaiting);
-    const auto wake = [&](size_t receiver, size_t entry) {
-      if (waiting[receiver] != entry) return;
-      waiting[receiver] = kNotWaiting;
-      ready.push_back(receiver);
-    };
+    constexpr size_t kNone = std::numeric_limits<size_t>::max();
     // Loop invariants held in locals: the stores into the arrival arrays (int64_t) could otherwise alias the
     // size_t members and force their reloads on every pass.
     const size_t ranks = ranks_, replicas = replicas_, microbatches = microbatches_, chunks = chunks_;
     const size_t stride = replicas * microbatches;  // entries per virtual stage
     const size_t chunk_stride = ranks * stride;     // entries per chunk (ranks virtual stages)
-    constexpr size_t kNone = std::numeric_limits<size_t>::max();
+    // Per unit, what its passes need that does not change during the run, derived once (not at each of the
+    // unit's resumptions, about one per three passes), and its progress (UnitRun).
+    std::vector<UnitPlan>& plans = scratch.plans;
+    std::vector<UnitRun>& runs_of = scratch.runs;
+    plans.resize(units);
+    runs_of.resize(units);
+    for (size_t u = 0; u < units; ++u) {
+      const size_t k = u / replicas, replica = u % replicas;
+      const models::StageProgram& stage = program_.stages[k];
+      UnitPlan& plan = plans[u];
+      plan.passes = stage.order.data();
+      plan.n = stage.order.size();
+      plan.runs = kPath ? passes_[u].data() : nullptr;
+      plan.durations = pass_time_.data() + u * chunks * 4;  // [(chunk * 2 + dir) * 2 + merged]
+      plan.triggers = triggers_[k].data();
+      plan.trigger_count = triggers_[k].size();
+      // The units that receive this one's transfers: the next and the previous rank's (virtual stage vs + 1
+      // and vs - 1 sit on rank (k + 1) % ranks and (k - 1) % ranks), same replica.
+      plan.next_unit = (k + 1 == ranks ? 0 : k + 1) * replicas + replica;
+      plan.previous_unit = (k == 0 ? ranks - 1 : k - 1) * replicas + replica;
+      // Entry of (chunk, microbatch i) for this unit: ((chunk x ranks + k) x replicas + replica) x microbatches
+      // + i, that is chunk x chunk_stride + unit_base + i. Its forward sends on unless it is the last virtual
+      // stage (the last rank's last chunk); its backward unless it is the first (rank 0's chunk 0).
+      plan.unit_base = (k * replicas + replica) * microbatches;
+      plan.last_chunk = k + 1 == ranks ? chunks - 1 : kNone;
+      plan.first_chunk = k == 0 ? 0 : kNone;
+      plan.stage = k;
+      plan.paired = !stage.forward_paired.empty();  // merged costs (moe_a2a_overlap)
+      UnitRun& run = runs_of[u];
+      run.next = 0;
+      run.cursor = 0;
+      run.trigger_at = plan.trigger_count > 0 ? plan.triggers[0] : kNone;
+      run.waiting = kNotWaiting;
+      run.free = Time::zero();
+      run.ref_free = Time::zero();
+      std::fill(run.sums, run.sums + kParts, 0.0);  // the breakdown's parts are zero until booked
+      run.busy = 0;
+    }
+    if constexpr (kPath) {
+      const size_t table = chunks * 4 * kParts;
+      if (scratch.costs.size() < units * table) scratch.costs.resize(units * table);
+      for (size_t u = 0; u < units; ++u) {
+        fill_cost_table(u, scratch.costs.data() + u * table);
+        runs_of[u].costs = scratch.costs.data() + u * table;
+      }
+    }
+    UnitRun* const unit_runs = runs_of.data();
+    if constexpr (kPath) unit_runs_ = unit_runs;  // start_tail books each unit's sums
+    const auto wake = [&](size_t receiver, size_t entry) {
+      if (unit_runs[receiver].waiting != entry) return;
+      unit_runs[receiver].waiting = kNotWaiting;
+      ready.push_back(receiver);
+    };
     int64_t* const forward_arrival = forward_arrival_.data();
     int64_t* const backward_arrival = backward_arrival_.data();
     // Who sent each arrival (index in the sender's order; the backward half after `entries`), for the critical
     // path; without it (no critical path) a scratch slot takes the notes.
     uint32_t scratch_sender = 0;
-    uint32_t* const forward_sender = path_ ? sender_.get() : &scratch_sender;
-    uint32_t* const backward_sender = path_ ? sender_.get() + entries : &scratch_sender;
-    const size_t sender_mask = path_ ? ~size_t{0} : 0;  // every note to the scratch slot without a path
+    uint32_t* const forward_sender = kPath ? sender_.get() : &scratch_sender;
+    uint32_t* const backward_sender = kPath ? sender_.get() + entries : &scratch_sender;
+    const size_t sender_mask = kPath ? ~size_t{0} : 0;  // every note to the scratch slot without a path
     const Time p2p_forward = p2p_forward_, p2p_backward = p2p_backward_;
     const bool block_forward = sends_block(true), block_backward = sends_block(false);
     while (!ready.empty()) {
       const size_t u = ready.back();
       ready.pop_back();
-      StageState& s = states_[u];
-      const size_t k = u / replicas, replica = u % replicas;
-      const auto& order = program_.stages[k].order;
-      if (s.finished) continue;
-      // The units that receive this one's transfers: the next and the previous rank's (virtual stage vs + 1
-      // and vs - 1 sit on rank (k + 1) % ranks and (k - 1) % ranks), same replica.
-      const size_t next_unit = (k + 1 == ranks ? 0 : k + 1) * replicas + replica;
-      const size_t previous_unit = (k == 0 ? ranks - 1 : k - 1) * replicas + replica;
-      PassRun* const runs = path_ ? passes_[u].data() : nullptr;
-      const models::ScheduledPass* const passes = order.data();
-      const size_t n = order.size();
-      const bool paired = !program_.stages[k].forward_paired.empty();  // merged costs (moe_a2a_overlap)
-      const Time* const durations = pass_time_.data() + u * chunks * 4;  // [(chunk * 2 + dir) * 2 + merged]
-      // The unit's next reduction trigger (overlapped reductions only: plan_reductions' triggers_), or kNone.
-      const std::vector<size_t>& triggers = triggers_[k];
-      size_t cursor = trigger_cursor_[u];
-      size_t trigger_at = cursor < triggers.size() ? triggers[cursor] : kNone;
-      // Entry of (chunk, microbatch i) for this unit: ((chunk x ranks + k) x replicas + replica) x microbatches + i,
-      // that is chunk x chunk_stride + unit_base + i. Its forward sends on unless it is the last virtual stage
-      // (the last rank's last chunk); its backward unless it is the first (rank 0's chunk 0).
-      const size_t unit_base = (k * replicas + replica) * microbatches;
-      const size_t last_chunk = k + 1 == ranks ? chunks - 1 : kNone;
-      const size_t first_chunk = k == 0 ? 0 : kNone;
-      size_t next = s.next;
-      Time free = stream_free[u];
-      Time ref_free = kReference ? ref_stream_free[u] : Time::zero();
+      const UnitPlan& plan = plans[u];
+      UnitRun& run = unit_runs[u];
+      const size_t n = plan.n;
+      size_t next = run.next;
+      if (next == n) continue;  // its stream is done (it reached its tail)
+      PassRun* const runs = plan.runs;
+      const models::ScheduledPass* const passes = plan.passes;
+      // The plan's other fields, and the unit's next reduction trigger (run.trigger_at), are read where used:
+      // copied into locals at each resumption they would only be spilled (measured: 12 M instructions more).
+      Time free = run.free;
+      Time ref_free = run.ref_free;
+      // Its passes' parts and durations summed so far (book_passes' sums, pass by pass in its order).
+      // Held in scalars (registers across the loop; an array would live in memory): the pad lane is not summed.
+      double s0 = run.sums[0], s1 = run.sums[1], s2 = run.sums[2], s3 = run.sums[3], s4 = run.sums[4];
+      double s5 = run.sums[5], s6 = run.sums[6], s7 = run.sums[7], s8 = run.sums[8];
+      int64_t busy = run.busy;
       while (next < n) {
         const models::ScheduledPass pass = passes[next];
         const bool forward = pass.kind == PassKind::forward;
         const auto chunk = static_cast<size_t>(pass.chunk);
-        const size_t entry = chunk * chunk_stride + unit_base + static_cast<size_t>(pass.microbatch);
+        const size_t entry = chunk * chunk_stride + plan.unit_base + static_cast<size_t>(pass.microbatch);
         const int64_t arrival = forward ? forward_arrival[entry] : backward_arrival[entry];
         if (arrival == kNever) {
-          waiting[u] = forward ? entry | kForwardEntry : entry;
+          run.waiting = forward ? entry | kForwardEntry : entry;
           break;
         }
         // In the steady state of 1F1B a forward followed by a backward (and that backward) run merged when the
         // program has merged costs (moe_a2a_overlap); without them the merged rows of `durations` are the
         // others, so the pass is not looked at (its run says not merged: PassRun::merged).
-        const bool merged = paired && (forward ? next + 1 < n && passes[next + 1].kind == PassKind::backward
+        const bool merged = plan.paired && (forward ? next + 1 < n && passes[next + 1].kind == PassKind::backward
                                                : next > 0 && passes[next - 1].kind == PassKind::forward);
-        const Time duration = durations[(chunk * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)];
+        const size_t row = (chunk * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0);
+        const Time duration = plan.durations[row];
+        if constexpr (kPath) {
+          const double* const parts = run.costs + row * kParts;
+          // Lane by lane, in the unit's order.
+          s0 += parts[0];
+          s1 += parts[1];
+          s2 += parts[2];
+          s3 += parts[3];
+          s4 += parts[4];
+          s5 += parts[5];
+          s6 += parts[6];
+          s7 += parts[7];
+          s8 += parts[8];
+          busy += duration.ns();
+        }
         const Time start = std::max(free, Time::from_ns(arrival));
         const Time end = start + duration;
         Time go_on = end;  // when the stream goes on: the pass's end, or its blocking send's arrival
@@ -466,49 +549,62 @@ class Executor {
           ref_start = std::max(ref_free, Time::from_ns(ref_arrival));
           ref_free = ref_start + duration;
         }
-        if (next == trigger_at) {  // the last backward of a chunk whose reduction overlaps backward
-          note_reduction_trigger(k, next, start, end, reductions_, dp_stream_free_, false);
+        if (next == run.trigger_at) {  // the last backward of a chunk whose reduction overlaps backward
+          note_reduction_trigger(plan.stage, next, start, end, reductions_, dp_stream_free_, false);
           if constexpr (kReference) {
-            note_reduction_trigger(k, next, ref_start, ref_free, ref_reductions_, ref_dp_stream_free_, false);
+            note_reduction_trigger(plan.stage, next, ref_start, ref_free, ref_reductions_, ref_dp_stream_free_,
+                                   false);
           }
-          ++cursor;
-          trigger_at = cursor < triggers.size() ? triggers[cursor] : kNone;
+          ++run.cursor;
+          run.trigger_at = run.cursor < plan.trigger_count ? plan.triggers[run.cursor] : kNone;
         }
-        if (forward && chunk != last_chunk) {
+        if (forward && chunk != plan.last_chunk) {
           const size_t to = entry + stride;  // virtual stage vs + 1, same replica and microbatch
           const Time sent = end + p2p_forward;
           forward_arrival[to] = sent.ns();
           forward_sender[to & sender_mask] = static_cast<uint32_t>(next);
           if constexpr (kReference) ref_forward_arrival[to] = ref_free.ns();
           if (block_forward) go_on = sent;
-          wake(next_unit, to | kForwardEntry);
+          wake(plan.next_unit, to | kForwardEntry);
         } else if (forward) {
           backward_arrival[entry] = end.ns();  // its own backward's input: read when its stream gets there
           backward_sender[entry & sender_mask] = static_cast<uint32_t>(next);
           if constexpr (kReference) ref_backward_arrival[entry] = ref_free.ns();
-        } else if (chunk != first_chunk) {  // a backward
+        } else if (chunk != plan.first_chunk) {  // a backward
           const size_t to = entry - stride;  // virtual stage vs - 1
           const Time sent = end + p2p_backward;
           backward_arrival[to] = sent.ns();
           backward_sender[to & sender_mask] = static_cast<uint32_t>(next);
           if constexpr (kReference) ref_backward_arrival[to] = ref_free.ns();
           if (block_backward) go_on = sent;
-          wake(previous_unit, to);
+          wake(plan.previous_unit, to);
         }
-        if (runs != nullptr) runs[next] = PassRun{start.ns(), end.ns(), go_on.ns(), merged};
+        if constexpr (kPath) runs[next] = PassRun{start.ns(), end.ns(), go_on.ns(), merged};
         ++next;
         free = go_on;
       }
-      s.next = next;
-      trigger_cursor_[u] = cursor;
-      stream_free[u] = free;
-      if constexpr (kReference) ref_stream_free[u] = ref_free;
-      if (s.next == order.size()) {
-        s.finished = true;  // its stream is done; start_tail sets its finish
+      run.next = next;
+      run.free = free;
+      run.ref_free = ref_free;
+      run.sums[0] = s0;
+      run.sums[1] = s1;
+      run.sums[2] = s2;
+      run.sums[3] = s3;
+      run.sums[4] = s4;
+      run.sums[5] = s5;
+      run.sums[6] = s6;
+      run.sums[7] = s7;
+      run.sums[8] = s8;
+      run.busy = busy;
+      if (next == n) {
+        states_[u].next = n;
+        states_[u].finished = true;  // its stream is done; start_tail sets its finish
         if constexpr (kReference) ref_tail_reached_[u] = ref_free;
         reach_tail(u, free);
       }
     }
+    // A unit left waiting deadlocked: its next pass stays where run() finds it.
+    for (size_t u = 0; u < units; ++u) states_[u].next = unit_runs[u].next;
   }
 
   /// Unit u's pass at `index` of its order (`pass`) has ended now: its output is sent (or, the last virtual
@@ -609,25 +705,14 @@ class Executor {
     }
   }
 
-  /// Books unit u's passes in its breakdown, in its order: per pass, its cost's parts at the unit's pace (compute
-  /// kernels at the compute pace too), the same products added in the same order as when each pass booked its
-  /// own as it started (a unit runs its passes in its order), so the same sums bit for bit. Which passes run
-  /// merged (StageProgram::forward_paired) depends on the order alone, not on the times: the breakdown needs
-  /// no timeline, so it is summed here in one tight loop over a table of the products (each computed once per
-  /// chunk, direction and merging) instead of in the dependency loop. Called once per unit, before its tail
-  /// adds its own part of grad_sync. Also sums the unit's pass durations (busy_ns_, integers: exact), which
-  /// the critical path compares to find its home stage.
-  void book_passes(size_t u) {
-    constexpr size_t kParts = 10;  // compute, attention, memory_bound, tp, cp, ep, host, dp (grad_sync), flops
-    const size_t k = u / replicas_;
-    const auto& stage = program_.stages[k];
+  /// Unit u's cost table: [(chunk * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)][part] (kParts parts:
+  /// compute, attention, memory_bound, tp, cp, ep, host, dp (grad_sync), flops, a zero pad), each part of that
+  /// pass's cost at the unit's pace (compute kernels at the compute pace too), laid out as pass_time_'s rows.
+  /// Without merged costs the merged rows are never read.
+  void fill_cost_table(size_t u, double* table) const {
+    const auto& stage = program_.stages[u / replicas_];
     const double slow = slowdown_[u];
     const double compute_slow = compute_slowdown_[u] * slow;  // exactly `slow` without a compute factor
-    const bool paired = !stage.forward_paired.empty();
-    // [(chunk * 2 + (forward ? 0 : 1)) * 2 + (merged ? 1 : 0)][part]; without merged costs the merged rows
-    // are never read.
-    scaled_costs_.resize(chunks_ * 4 * kParts);
-    double* const table = scaled_costs_.data();
     for (size_t c = 0; c < chunks_; ++c) {
       for (size_t row = 0; row < 4; ++row) {
         const bool forward = row < 2, merged = (row & 1) != 0;
@@ -645,10 +730,24 @@ class Executor {
         parts[9] = 0.0;
       }
     }
-    StageBreakdown& b = states_[u].breakdown;
-    double sums[kParts] = {b.compute.value(), b.attention.value(), b.memory_bound.value(), b.tp_comm.value(),
-                           b.cp_comm.value(),  b.ep_comm.value(),   b.host.value(),         b.grad_sync.value(),
-                           b.flops.value(),    0.0};
+  }
+
+  /// Books unit u's passes in its breakdown, in its order: per pass, its cost's parts at the unit's pace (compute
+  /// kernels at the compute pace too), the same products added in the same order as when each pass booked its
+  /// own as it started (a unit runs its passes in its order), so the same sums bit for bit. Which passes run
+  /// merged (StageProgram::forward_paired) depends on the order alone, not on the times: the breakdown needs
+  /// no timeline. The engine's run sums them here in one tight loop over a table of the products (each computed
+  /// once per chunk, direction and merging, fill_cost_table); the dependency-order run sums them as it runs
+  /// each pass, from the same table in the same order (store_booked then books its sums). Called once per unit,
+  /// before its tail adds its own part of grad_sync. Also sums the unit's pass durations (busy_ns_, integers:
+  /// exact), which the critical path compares to find its home stage.
+  void book_passes(size_t u) {
+    const auto& stage = program_.stages[u / replicas_];
+    const bool paired = !stage.forward_paired.empty();
+    scaled_costs_.resize(chunks_ * 4 * kParts);
+    double* const table = scaled_costs_.data();
+    fill_cost_table(u, table);
+    double sums[kParts] = {};  // the breakdown's parts are zero until booked
     const models::ScheduledPass* const order = stage.order.data();
     const size_t n = stage.order.size();
     // The unit's pass durations, laid out as the table's rows (without merged costs the merged rows' durations
@@ -664,7 +763,14 @@ class Executor {
       for (size_t f = 0; f < kParts; ++f) sums[f] += parts[f];  // lane by lane: each part's own sum, in order
       busy += durations[row].ns();
     }
+    store_booked(u, sums, busy);
+  }
+
+  /// Unit u's passes' parts summed in its order (`sums`, as book_passes' table) and durations (`busy`, ns), into
+  /// its breakdown and busy_ns_.
+  void store_booked(size_t u, const double* sums, int64_t busy) {
     busy_ns_[u] = busy;
+    StageBreakdown& b = states_[u].breakdown;
     b.compute = units::Seconds(sums[0]);
     b.attention = units::Seconds(sums[1]);
     b.memory_bound = units::Seconds(sums[2]);
@@ -713,7 +819,13 @@ class Executor {
     const Time sync_start = ready;
     const TailTimes times = tail_times(u, ready, dp_stream_free_[k]);
     const Time sync_end = times.sync_end, optimizer_end = times.optimizer_end, end = times.end;
-    if (path_) book_passes(u);  // the passes' parts first: grad_sync's sum adds the tail after them
+    // The passes' parts first: grad_sync's sum adds the tail after them. The dependency-order run has summed
+    // them as it ran the passes (unit_runs_).
+    if (path_ && unit_runs_ != nullptr) {
+      store_booked(u, unit_runs_[u].sums, unit_runs_[u].busy);
+    } else if (path_) {
+      book_passes(u);
+    }
     s.breakdown.grad_sync += (sync_end - now).to_seconds() + (end - optimizer_end).to_seconds();
     s.breakdown.optimizer = (optimizer_end - sync_end).to_seconds();
     s.tail = TailRun{now.ns(), ready.ns(), sync_end.ns(), optimizer_end.ns(), end.ns()};
@@ -766,10 +878,11 @@ class Executor {
   /// reductions do not overlap backward): the only passes note_reduction_trigger acts on.
   std::vector<std::vector<size_t>> triggers_;
   std::vector<size_t> last_backward_;  ///< [stage x chunks + chunk]: index of the chunk's last backward in the order
-  std::vector<size_t> trigger_cursor_;  ///< per unit, its next entry of triggers_ (run_in_dependency_order)
   std::vector<Time> dp_stream_free_;                ///< per stage, when its data-parallel stream is free
   std::vector<Time> pass_time_;  ///< per (unit, chunk, direction): the pass's duration
   std::vector<double> scaled_costs_;  ///< book_passes' table, reused across units
+  /// The dependency-order run's units (with a critical path: their passes' parts summed as they ran), or null
+  UnitRun* unit_runs_ = nullptr;
   Time p2p_forward_;
   Time p2p_backward_;
   // The fused reference run's state (reference_): its reductions, data-parallel streams and tails.
@@ -799,33 +912,6 @@ ExecutionFidelity reference_fidelity(const models::StepProgram& program, const E
 }
 
 }  // namespace
-
-void sort_spans(std::vector<TraceSpan>& spans, size_t stages) {
-  const auto by_stage_then_start = [](const TraceSpan& a, const TraceSpan& b) {
-    return a.stage != b.stage ? a.stage < b.stage : a.start < b.start;
-  };
-  std::vector<size_t> begin(stages + 1, 0);  // counts, then each stage's first index
-  for (const TraceSpan& span : spans) {
-    if (span.stage < 0 || static_cast<size_t>(span.stage) >= stages) {
-      std::stable_sort(spans.begin(), spans.end(), by_stage_then_start);
-      return;
-    }
-    ++begin[static_cast<size_t>(span.stage) + 1];
-  }
-  for (size_t k = 0; k < stages; ++k) begin[k + 1] += begin[k];
-  // Distributed by stage, each stage's spans in recording order (stable), then each stage sorted by start, stably
-  // (most stages record in start order already: then the run is left as it is).
-  std::vector<TraceSpan> sorted(spans.size());
-  std::vector<size_t> next(begin.begin(), begin.end() - 1);
-  for (TraceSpan& span : spans) sorted[next[static_cast<size_t>(span.stage)]++] = std::move(span);
-  const auto by_start = [](const TraceSpan& a, const TraceSpan& b) { return a.start < b.start; };
-  for (size_t k = 0; k < stages; ++k) {
-    const auto first = sorted.begin() + static_cast<std::ptrdiff_t>(begin[k]);
-    const auto last = sorted.begin() + static_cast<std::ptrdiff_t>(begin[k + 1]);
-    if (!std::is_sorted(first, last, by_start)) std::stable_sort(first, last, by_start);
-  }
-  spans = std::move(sorted);
-}
 
 PipelineResult execute_pipeline(const models::StepProgram& program, const ExecutionFidelity& fidelity) {
   if (program.stages.empty() || program.microbatches < 1) {
