@@ -9,6 +9,8 @@
 #include <map>
 #include <memory>
 #include <limits>
+#include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -281,7 +283,9 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve(CollectiveOp op, C
   const auto key = std::tuple{static_cast<int>(op), static_cast<int>(algorithm), pattern.hash()};
   // One solve per key across threads: the first caller inserts a future and solves; later callers (another
   // thread of a sweep reaching the same layout) wait on it instead of solving again.
-  std::promise<std::optional<Solved>> promise;
+  // The promise (two allocations and a shared state) is made only by the caller that solves: the warm calls,
+  // nearly all of a layout search's, only look up.
+  std::optional<std::promise<std::optional<Solved>>> promise;
   {
     std::unique_lock lock(memo_->mutex);
     if (auto it = memo_->solved.find(key); it != memo_->solved.end()) {
@@ -289,14 +293,15 @@ std::optional<CollectiveModel::Solved> CollectiveModel::solve(CollectiveOp op, C
       lock.unlock();  // wait, if it is still being solved, outside the lock
       return pending.get();
     }
-    memo_->solved.emplace(key, promise.get_future().share());
+    promise.emplace();
+    memo_->solved.emplace(key, promise->get_future().share());
   }
   try {
     std::optional<Solved> solved = solve_uncached(op, algorithm, pattern);
-    promise.set_value(solved);
+    promise->set_value(solved);
     return solved;
   } catch (...) {
-    promise.set_exception(std::current_exception());
+    promise->set_exception(std::current_exception());
     throw;
   }
 }
@@ -398,21 +403,23 @@ CollectiveTiming CollectiveModel::time(CollectiveOp op, const CommPattern& patte
   CollectiveTiming best;
   if (pattern.groups.front().size() <= 1 || bytes.value() == 0.0) return best;
 
-  std::vector<CollectiveAlgorithm> candidates;
+  // The candidates in NCCL's order, in place (no allocation per call: a layout search asks tens of thousands).
+  static constexpr CollectiveAlgorithm kAllReduce[] = {CollectiveAlgorithm::ring, CollectiveAlgorithm::tree,
+                                                       CollectiveAlgorithm::hierarchical, CollectiveAlgorithm::nvls};
+  static constexpr CollectiveAlgorithm kRing[] = {CollectiveAlgorithm::ring};
+  static constexpr CollectiveAlgorithm kDirect[] = {CollectiveAlgorithm::direct};
+  std::span<const CollectiveAlgorithm> candidates;
   if (forced) {
-    candidates = {*forced};
+    candidates = std::span<const CollectiveAlgorithm>(&*forced, 1);
   } else {
     switch (op) {
-      case CollectiveOp::all_reduce:
-        candidates = {CollectiveAlgorithm::ring, CollectiveAlgorithm::tree, CollectiveAlgorithm::hierarchical,
-                      CollectiveAlgorithm::nvls};
-        break;
+      case CollectiveOp::all_reduce: candidates = kAllReduce; break;
       case CollectiveOp::reduce_scatter:
       case CollectiveOp::all_gather:
-      case CollectiveOp::broadcast: candidates = {CollectiveAlgorithm::ring}; break;
+      case CollectiveOp::broadcast: candidates = kRing; break;
       case CollectiveOp::all_to_all:
       case CollectiveOp::send_recv:
-      case CollectiveOp::ring_shift: candidates = {CollectiveAlgorithm::direct}; break;
+      case CollectiveOp::ring_shift: candidates = kDirect; break;
     }
   }
   const double t0 = constants_.base_latency.value();

@@ -57,4 +57,33 @@ struct RouteCache {
   }
 };
 
+/// The routes inside one node that do not depend on the flow hash, per thread and topology (behind
+/// Topology::append_route). A route between two GPUs of node n is node 0's route between the same local GPUs
+/// moved by n nodes: the search inside a node (Topology::Impl::node_distances and the walk of compute_route)
+/// reads only the node's template links, moved by whole nodes, and never enters the network (a network vertex
+/// is no node's, and at distance kInf for a flow inside a node); the links come in the same order, so every
+/// hop has the same candidates in the same order. When every hop of node 0's route had a single candidate,
+/// the hash picked nothing (candidate hash % 1 is the only one), so the route is every hash's. An all-to-all
+/// of 256 GPUs asks 64 K such routes (every transfer to another local index is relayed through the sender's
+/// node, Builder::add_p2p), each with its own hash: the per-hash cache above never hits them again.
+struct NodeRouteCache {
+  static constexpr std::uint32_t kUnknown = std::numeric_limits<std::uint32_t>::max();  ///< not computed yet
+  static constexpr std::uint32_t kHashed = kUnknown - 1;  ///< depends on the hash (or leaves the template)
+  std::uint64_t instance = 0;  ///< Topology::Impl::instance of the topology cached; 0: none
+  std::size_t gpn = 0;
+  /// Per (local src x gpn + local dst): the offset of node 0's route in `links`, or kUnknown / kHashed.
+  std::vector<std::uint32_t> first;
+  std::vector<std::uint32_t> length;
+  std::vector<LinkId> links;  ///< node 0's cached routes, back to back
+
+  /// Empties the cache and keys it to topology `id` of `gpus_per_node` GPUs per node.
+  void reset(std::uint64_t id, std::size_t gpus_per_node) {
+    instance = id;
+    gpn = gpus_per_node;
+    first.assign(gpn * gpn, kUnknown);
+    length.assign(gpn * gpn, 0);
+    links.clear();
+  }
+};
+
 }  // namespace clustersim::models::detail

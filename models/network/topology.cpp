@@ -228,8 +228,14 @@ struct Topology::Impl {
   /// Routes between nodes of one zone's fat tree in closed form (route_fat_tree.hpp; set at build).
   detail::FatTreeRoutes fat_tree;
 
-  /// The fewest-hops ECMP route (Topology::route without its cache), appended to `path`.
-  void compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash, std::vector<LinkId>& path) const;
+  /// The fewest-hops ECMP route (Topology::route without its cache), appended to `path`. `hash_used`, when
+  /// given, is set true when some hop had more than one candidate (the hash chose), else left as it was.
+  void compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash, std::vector<LinkId>& path,
+                     bool* hash_used = nullptr) const;
+  /// Appends node 0's route between the local GPUs of src_gpu and dst_gpu (one node's), moved to their node,
+  /// when it does not depend on the hash (route_cache.hpp's NodeRouteCache, which proves it); false otherwise
+  /// (nothing appended).
+  bool append_node_route(VertexId src_gpu, VertexId dst_gpu, std::vector<LinkId>& out) const;
 
  private:
   static std::uint64_t next_instance() {
@@ -664,6 +670,10 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
                                 " is not a GPU (GPUs are 0.." + std::to_string(t.gpus - 1) + ")");
   }
   if (src_gpu == dst_gpu) return;
+  if (src_gpu / static_cast<VertexId>(t.gpn) == dst_gpu / static_cast<VertexId>(t.gpn) &&
+      t.append_node_route(src_gpu, dst_gpu, out)) {
+    return;
+  }
   // Between nodes of one zone's fat tree: the generic walk's path read off the template (route_fat_tree.hpp).
   if (t.fat_tree.enabled &&
       t.fat_tree.append(t.g, src_gpu, dst_gpu, flow_hash, out)) {
@@ -721,6 +731,36 @@ void Topology::append_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t fl
   emit(cache.links.begin() + static_cast<std::ptrdiff_t>(offset), cache.links.end());
 }
 
+bool Topology::Impl::append_node_route(VertexId src_gpu, VertexId dst_gpu, std::vector<LinkId>& out) const {
+  thread_local detail::NodeRouteCache cache;
+  if (cache.instance != instance) cache.reset(instance, static_cast<std::size_t>(gpn));
+  const auto node = static_cast<std::int64_t>(src_gpu / static_cast<VertexId>(gpn));
+  const VertexId ls = src_gpu % static_cast<VertexId>(gpn), ld = dst_gpu % static_cast<VertexId>(gpn);
+  const std::size_t k = static_cast<std::size_t>(ls) * cache.gpn + ld;
+  if (cache.first[k] == detail::NodeRouteCache::kUnknown) {
+    const std::size_t offset = cache.links.size();
+    bool hashed = false;
+    try {
+      compute_route(ls, ld, 0, cache.links, &hashed);
+    } catch (const std::logic_error&) {
+      hashed = true;  // no path: the generic search throws, naming the flow's own GPUs
+    }
+    for (std::size_t i = offset; i < cache.links.size(); ++i) hashed = hashed || cache.links[i] >= g.intra_end;
+    if (hashed || cache.links.size() > detail::NodeRouteCache::kHashed) {
+      cache.links.resize(offset);
+      cache.first[k] = detail::NodeRouteCache::kHashed;
+    } else {
+      cache.first[k] = static_cast<std::uint32_t>(offset);
+      cache.length[k] = static_cast<std::uint32_t>(cache.links.size() - offset);
+    }
+  }
+  if (cache.first[k] == detail::NodeRouteCache::kHashed) return false;
+  const auto shift = static_cast<LinkId>(node * static_cast<std::int64_t>(g.tmpl_links.size()));
+  const LinkId* path = cache.links.data() + cache.first[k];
+  for (std::uint32_t i = 0; i < cache.length[k]; ++i) out.push_back(path[i] + shift);  // g.move_link, inside
+  return true;
+}
+
 std::vector<LinkId> Topology::search_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash) const {
   const Impl& t = *impl_;
   if (src_gpu >= t.gpus || dst_gpu >= t.gpus) throw std::invalid_argument("Topology::search_route: not a GPU");
@@ -735,7 +775,7 @@ bool Topology::closed_form_route(VertexId src_gpu, VertexId dst_gpu) const {
 }
 
 void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint64_t flow_hash,
-                                   std::vector<LinkId>& path) const {
+                                   std::vector<LinkId>& path, bool* hash_used) const {
   const Impl& t = *this;
   const detail::ClusterGraph& graph = t.g;
   const std::int64_t ns = graph.node_of(src_gpu);
@@ -867,6 +907,7 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
       const std::size_t vi = v - t.first_network;
       bool scan = false;
       for (const Ingress& in : ingress) scan = scan || in.hops + 1 < remaining;
+      if (hash_used != nullptr) *hash_used = true;  // never inside a node; not proved hash-free here
       if (scan && rows.size() == 1) {
         // One row (a node's NICs on one leaf, or on one rail; then no link down is a candidate, its hops being
         // < remaining - 1): net_distance(w) + 1 == remaining is that row's entry being remaining - 1 - hops
@@ -903,6 +944,7 @@ void Topology::Impl::compute_route(VertexId src_gpu, VertexId dst_gpu, std::uint
       });
     }
     if (candidates.empty()) throw std::logic_error("Topology::route: routing tables inconsistent");
+    if (hash_used != nullptr && candidates.size() > 1) *hash_used = true;
     // Candidates usually arrive in (link id) order already (the CSR and for_each_out list links by id): the
     // check costs one pass, the sort it skips a few dozen comparisons per hop. Same order either way.
     if (!std::is_sorted(candidates.begin(), candidates.end())) std::sort(candidates.begin(), candidates.end());

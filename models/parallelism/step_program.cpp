@@ -356,7 +356,8 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
   options.sequence_parallel = par.sequence_parallel;
   options.context = par.context;
   options.context_comm = par.context_comm;
-  const LayerWork layer = transformer_layer(model, setup.training, options);
+  const std::shared_ptr<const LayerWork> shared_layer = shared_transformer_layer(model, setup.training, options);
+  const LayerWork& layer = *shared_layer;
   const LayerWork head = lm_head(model, setup.training, options);
   const LayerWork embed = embedding(model, setup.training, options);
   const Precision precision = setup.training.precision;
@@ -382,7 +383,8 @@ StepProgram build_step_program(const StepSetup& setup, const ComputeModel& compu
     moe_options.moe = true;
     moe_options.expert = par.expert;
     moe_options.expert_tensor = par.expert_tensor;
-    const LayerWork moe_layer = transformer_layer(model, setup.training, moe_options);
+    const std::shared_ptr<const LayerWork> shared_moe_layer = shared_transformer_layer(model, setup.training, moe_options);
+    const LayerWork& moe_layer = *shared_moe_layer;
     const LayerOpTimes moe_times = layer_op_times(moe_layer, compute, precision);
     moe_fwd = pass_cost(moe_layer, moe_times, PassKind::forward, setup, compute, network, *patterns);
     moe_bwd = pass_cost(moe_layer, moe_times, PassKind::backward, setup, compute, network, *patterns);

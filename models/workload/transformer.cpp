@@ -455,6 +455,33 @@ LayerWork transformer_layer(const ModelConfig& m, const TrainingConfig& tr, cons
   return w;
 }
 
+std::shared_ptr<const LayerWork> shared_transformer_layer(const ModelConfig& m, const TrainingConfig& tr,
+                                                          const LayerOptions& o) {
+  constexpr size_t kKeptLayers = 64;  // the header's count
+  struct Kept {
+    ModelConfig model;
+    TrainingConfig training;
+    LayerOptions options;
+    std::shared_ptr<const LayerWork> layer;
+  };
+  struct Memo {
+    std::vector<Kept> kept;  // at most kKeptLayers; the oldest replaced first
+    size_t next = 0;
+  };
+  thread_local Memo memo;
+  for (const Kept& k : memo.kept) {
+    if (k.options == o && k.training == tr && k.model == m) return k.layer;
+  }
+  auto layer = std::make_shared<const LayerWork>(transformer_layer(m, tr, o));
+  if (memo.kept.size() < kKeptLayers) {
+    memo.kept.push_back(Kept{m, tr, o, layer});
+  } else {
+    memo.kept[memo.next] = Kept{m, tr, o, layer};
+    memo.next = (memo.next + 1) % kKeptLayers;
+  }
+  return layer;
+}
+
 LayerWork lm_head(const ModelConfig& m, const TrainingConfig& tr, const LayerOptions& o) {
   check_divisible(m.vocab_size, o.tensor, "vocab_size");
   check_divisible(m.seq_length, o.context, "seq_length", "context-parallel size");

@@ -45,6 +45,7 @@
 // primer"). The once-per-step cast of the weights is counted with the optimizer (step_program.hpp).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -211,6 +212,7 @@ struct LayerOptions {
   bool moe = false;
   int64_t expert = 1;
   int64_t expert_tensor = 1;
+  friend bool operator==(const LayerOptions&, const LayerOptions&) = default;
 };
 
 /// Share of the full s x s attention work a causal FlashAttention kernel executes with 128-row blocks:
@@ -220,6 +222,14 @@ double causal_attention_fraction(int64_t seq_length);
 /// Ops of one decoder layer. Throws std::invalid_argument if the shape is not divisible by `tensor` or the
 /// sequence by `context`.
 LayerWork transformer_layer(const ModelConfig& model, const TrainingConfig& training, const LayerOptions& options);
+
+/// transformer_layer(model, training, options), shared and never changed: the calling thread keeps the layers of
+/// its last 64 distinct inputs (a layout search's points repeat a few layer shapes: the step's other
+/// layout dimensions, pipeline and data, leave the layer alone) and returns a kept one for an input equal to
+/// its own (every field of the three compared, the doubles by value). transformer_layer reads nothing but its
+/// arguments, so an equal input gives the same layer. Throws as transformer_layer (nothing is kept then).
+std::shared_ptr<const LayerWork> shared_transformer_layer(const ModelConfig& model, const TrainingConfig& training,
+                                                          const LayerOptions& options);
 
 /// The last pipeline stage's extra work: final norm, LM head GEMM (vocabulary split over t) and the
 /// vocab-parallel cross-entropy (logits upcast to fp32).
