@@ -72,8 +72,8 @@ class SummaryColumnList final : public SummaryColumnSink {
   }
   void text(std::string_view name, std::string_view units, std::string_view description,
             std::string_view value) override {
-    columns.push_back(
-        {std::string(name), std::string(units), std::string(description), std::vector<std::string>{std::string(value)}});
+    std::vector<std::string> one{std::string(value)};
+    columns.push_back({std::string(name), std::string(units), std::string(description), std::move(one)});
   }
   void column(SummaryColumn column) override { columns.push_back(std::move(column)); }
   std::vector<SummaryColumn> columns;  ///< the columns received, in order

@@ -17,7 +17,6 @@
 #include <fstream>
 #include <limits>
 #include <string>
-#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -67,13 +66,14 @@ OldRow old_row(const sim::LoadedSweep& sweep, const sim::SweepPoint& point, sim:
         row.status = "out_of_memory";
         row.reason = run.step.memory.verdict;
       }
-      if (!sc.what_if.empty()) {
-        sim::WhatIfRequest request;
-        request.enabled = true;
-        request.only = sc.what_if;
-        const sim::TrainingWhatIf what_if =
-            sim::run_training_what_if(*sim::plan_training_what_if(sc, catalog(), request), run.step, simulator);
-        for (sim::SummaryColumn& c : sim::what_if_point_columns(sc.what_if, what_if)) columns.push_back(std::move(c));
+      if (!sc.what_if.empty()) {  // the rows analysis.what_if names, as columns
+        sim::WhatIfRequest named;
+        named.only = sc.what_if;
+        named.enabled = true;
+        const auto plan = sim::plan_training_what_if(sc, catalog(), named);
+        const sim::TrainingWhatIf ran = sim::run_training_what_if(*plan, run.step, simulator);
+        const std::vector<sim::SummaryColumn> rows = sim::what_if_point_columns(sc.what_if, ran);
+        columns.insert(columns.end(), rows.begin(), rows.end());
       }
     }
   } catch (const std::exception&) {  // ScenarioError, invalid_argument, out_of_range: an invalid row
@@ -86,17 +86,16 @@ OldRow old_row(const sim::LoadedSweep& sweep, const sim::SweepPoint& point, sim:
 
 /// The row's values and list from `columns`, as the runner built them before.
 void from_columns(const std::vector<sim::SummaryColumn>& columns, OldRow& row) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
   for (const sim::SummaryColumn& c : columns) {
-    std::visit(
-        [&](const auto& v) {
-          using T = typename std::decay_t<decltype(v)>::value_type;
-          if constexpr (std::is_same_v<T, std::string>) {
-            row.values.emplace_back(v.empty() ? std::string() : v.front());
-          } else {
-            row.values.emplace_back(v.empty() ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(v.front()));
-          }
-        },
-        c.values);
+    if (const auto* t = std::get_if<std::vector<std::string>>(&c.values)) {
+      row.values.emplace_back(t->empty() ? std::string() : t->front());
+    } else if (const auto* d = std::get_if<std::vector<double>>(&c.values)) {
+      row.values.emplace_back(d->empty() ? nan : d->front());
+    } else {
+      const auto& i = std::get<std::vector<int64_t>>(c.values);
+      row.values.emplace_back(i.empty() ? nan : static_cast<double>(i.front()));
+    }
     row.meta.push_back({c.name, c.units, c.description, std::holds_alternative<std::vector<std::string>>(c.values)});
   }
 }
