@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdio>
+#include <charconv>
+#include <cstddef>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -186,17 +187,9 @@ InFlight cached_walk_order(const StepSetup& setup, int64_t stage, int64_t m, dou
   return peak;
 }
 
-std::string fixed1(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.1f", value);
-  return buffer;
-}
+std::string fixed1(double value) { return fixed_text(value, 1); }
 
-std::string fixed2(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.2f", value);
-  return buffer;
-}
+std::string fixed2(double value) { return fixed_text(value, 2); }
 
 std::string verdict_of(const MemoryReport& report, const DeviceSpec& device) {
   const StageMemory& s = report.stages[static_cast<size_t>(report.peak_stage)];
@@ -223,6 +216,15 @@ std::string verdict_of(const MemoryReport& report, const DeviceSpec& device) {
 }
 
 }  // namespace
+
+std::string fixed_text(double value, int decimals) {
+  // The longest fixed text of a double with 17 decimals: sign, 309 integer digits, the point, 17 decimals.
+  char buffer[400];
+  const std::to_chars_result written =
+      std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed, decimals);
+  if (written.ec != std::errc()) throw std::invalid_argument("fixed_text: no room");
+  return std::string(buffer, std::min<std::ptrdiff_t>(written.ptr - buffer, 31));
+}
 
 ParameterBytes bytes_per_parameter(Precision precision) {
   switch (precision) {

@@ -178,6 +178,14 @@ MemoryReport estimate_memory(const StepSetup& setup, const DeviceSpec& device);
 /// settings and reads only the verdict's bool). Throws as estimate_memory.
 bool memory_fits(const StepSetup& setup, const DeviceSpec& device);
 
+/// `value` as printf's "%.<decimals>f" writes it into a 32-byte buffer: at most 31 characters (a longer text is
+/// cut there, as snprintf cuts it); the numbers of MemoryReport::verdict. Written with std::to_chars in fixed
+/// format with that precision, which the standard defines as printf's conversion in the "C" locale
+/// ([charconv.to.chars]): the same characters, exactly rounded as glibc's printf rounds (ties of the exact
+/// binary value to even), without stdio's set-up per call (a layout search formats about ten per point).
+/// `decimals` in [0, 17].
+std::string fixed_text(double value, int decimals);
+
 /// Empties estimate_memory's cache of the stages' activation peaks (tests: a cold computation to compare with).
 void clear_memory_walk_cache();
 

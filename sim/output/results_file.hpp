@@ -24,6 +24,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -35,6 +37,46 @@ struct SummaryColumn {
   std::string units;        ///< unit string as written in docs/hdf5-schema.md
   std::string description;  ///< one line
   std::variant<std::vector<double>, std::vector<int64_t>, std::vector<std::string>> values;
+};
+
+/// Receives a row of /summary columns one at a time, in their order, each with its name, units and description
+/// and its one value (step_summary_columns' row; SummaryColumnList collects them as SummaryColumns). A layout
+/// search's point runner (sim/sweep) takes the values straight into its row and compares the names, units and
+/// descriptions with the last point's in place: no SummaryColumn, vector or string is built per column. The
+/// views are valid only during the call.
+class SummaryColumnSink {
+ public:
+  virtual ~SummaryColumnSink() = default;
+  /// A float64 column.
+  virtual void real(std::string_view name, std::string_view units, std::string_view description, double value) = 0;
+  /// An int64 column.
+  virtual void integer(std::string_view name, std::string_view units, std::string_view description,
+                       int64_t value) = 0;
+  /// A string column.
+  virtual void text(std::string_view name, std::string_view units, std::string_view description,
+                    std::string_view value) = 0;
+  /// A column built whole elsewhere (a job's, an analysis' row): SummaryColumnList keeps it as it is; a sweep's
+  /// row takes its first value (NaN or "" if it has none).
+  virtual void column(SummaryColumn column) = 0;
+};
+
+/// The sink that collects each column as a one-row SummaryColumn, in order (the form the results file takes).
+class SummaryColumnList final : public SummaryColumnSink {
+ public:
+  void real(std::string_view name, std::string_view units, std::string_view description, double value) override {
+    columns.push_back({std::string(name), std::string(units), std::string(description), std::vector<double>{value}});
+  }
+  void integer(std::string_view name, std::string_view units, std::string_view description,
+               int64_t value) override {
+    columns.push_back({std::string(name), std::string(units), std::string(description), std::vector<int64_t>{value}});
+  }
+  void text(std::string_view name, std::string_view units, std::string_view description,
+            std::string_view value) override {
+    std::vector<std::string> one{std::string(value)};
+    columns.push_back({std::string(name), std::string(units), std::string(description), std::move(one)});
+  }
+  void column(SummaryColumn column) override { columns.push_back(std::move(column)); }
+  std::vector<SummaryColumn> columns;  ///< the columns received, in order
 };
 
 /// Root attributes of a results file.

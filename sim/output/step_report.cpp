@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <limits>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "models/hardware/catalog.hpp"
 #include "models/parallelism/layout.hpp"
@@ -262,121 +264,117 @@ double training_usd_per_million_tokens(const Scenario& sc, std::optional<double>
                             : std::numeric_limits<double>::quiet_NaN();
 }
 
-std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepReport& r, const StepReport* one_zone) {
-  auto real = [](std::string name, std::string units, std::string description, double v) {
-    return SummaryColumn{std::move(name), std::move(units), std::move(description), std::vector<double>{v}};
-  };
-  auto integer = [](std::string name, std::string units, std::string description, int64_t v) {
-    return SummaryColumn{std::move(name), std::move(units), std::move(description), std::vector<int64_t>{v}};
-  };
+void write_step_summary_columns(const Scenario& sc, const StepReport& r, const StepReport* one_zone,
+                                SummaryColumnSink& out) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const auto ref = compare_with_reference(sc, r);
-  std::vector<SummaryColumn> cols;
-  cols.push_back({"scenario", "", "scenario name", std::vector<std::string>{sc.name}});
-  cols.push_back({"vm_size", "", "VM size", std::vector<std::string>{sc.cluster.vm_size}});
-  cols.push_back(integer("nodes", "1", "VMs", sc.cluster.nodes));
-  cols.push_back(integer("gpus", "1", "GPUs", r.gpus));
+  out.text("scenario", "", "scenario name", sc.name);
+  out.text("vm_size", "", "VM size", sc.cluster.vm_size);
+  out.integer("nodes", "1", "VMs", sc.cluster.nodes);
+  out.integer("gpus", "1", "GPUs", r.gpus);
   for (const models::LayoutDimension* d : models::layout_dimensions_as_written()) {
-    cols.push_back(integer(std::string(d->column), "1", std::string(d->description), sc.parallelism.*d->size));
+    out.integer(d->column, "1", d->description, sc.parallelism.*d->size);
   }
-  cols.push_back(integer("microbatches", "1", "microbatches per pipeline per step", r.microbatches));
-  cols.push_back(real("step_time_s", "s", "time of one optimizer step", r.step_time.value()));
+  out.integer("microbatches", "1", "microbatches per pipeline per step", r.microbatches);
+  out.real("step_time_s", "s", "time of one optimizer step", r.step_time.value());
   const double band = r.prediction_band ? r.prediction_band->rms_relative_error : nan;
-  cols.push_back(real("step_time_band", "1",
-                      "RMS relative error of held-out published runs of this GPU group and framework family "
-                      "(leave-one-source-out); NaN if the catalog has none",
-                      band));
-  cols.push_back(real("step_time_low_s", "s", "step_time_s x (1 - step_time_band)", r.step_time.value() * (1.0 - band)));
-  cols.push_back(real("step_time_high_s", "s", "step_time_s x (1 + step_time_band)", r.step_time.value() * (1.0 + band)));
+  out.real("step_time_band", "1",
+           "RMS relative error of held-out published runs of this GPU group and framework family "
+           "(leave-one-source-out); NaN if the catalog has none",
+           band);
+  out.real("step_time_low_s", "s", "step_time_s x (1 - step_time_band)", r.step_time.value() * (1.0 - band));
+  out.real("step_time_high_s", "s", "step_time_s x (1 + step_time_band)", r.step_time.value() * (1.0 + band));
   const std::optional<StepVariability>& v = r.variability;
-  cols.push_back(real("step_time_p50_s", "s",
-                      "median step time with variability on (the step at the slowest GPU's median compute factor); "
-                      "NaN with it off",
-                      v ? v->step_time_p50.value() : nan));
-  cols.push_back(real("step_time_p99_s", "s",
-                      "99th-percentile step time with variability on (the step at the slowest GPU's 99th-percentile "
-                      "compute factor); NaN with it off",
-                      v ? v->step_time_p99.value() : nan));
-  cols.push_back(real("nominal_step_time_s", "s",
-                      "with variability on, the step with every GPU at its nominal speed; NaN with it off",
-                      v ? v->nominal_step_time.value() : nan));
-  cols.push_back(real("slowest_gpu_factor", "1",
-                      "with variability on, the expected compute-time factor of the job's slowest GPU; NaN with it off",
-                      v ? v->factor_mean : nan));
+  out.real("step_time_p50_s", "s",
+           "median step time with variability on (the step at the slowest GPU's median compute factor); "
+           "NaN with it off",
+           v ? v->step_time_p50.value() : nan);
+  out.real("step_time_p99_s", "s",
+           "99th-percentile step time with variability on (the step at the slowest GPU's 99th-percentile "
+           "compute factor); NaN with it off",
+           v ? v->step_time_p99.value() : nan);
+  out.real("nominal_step_time_s", "s",
+           "with variability on, the step with every GPU at its nominal speed; NaN with it off",
+           v ? v->nominal_step_time.value() : nan);
+  out.real("slowest_gpu_factor", "1",
+           "with variability on, the expected compute-time factor of the job's slowest GPU; NaN with it off",
+           v ? v->factor_mean : nan);
   // The step's critical path by kind (sim/step/critical_path.hpp): the parts sum to step_time_s.
   const CriticalPath& path = r.pipeline.critical_path;
-  cols.push_back(real("compute_time_s", "s", "compute kernels on the critical path (its home stage's)",
-                      path.compute.value()));
-  cols.push_back(real("attention_time_s", "s", "of compute_time_s: fused attention kernels", path.attention.value()));
-  cols.push_back(real("memory_bound_time_s", "s", "of compute_time_s: memory-bound kernels (the rest is GEMMs)",
-                      path.memory_bound.value()));
-  cols.push_back(real("exposed_tp_comm_s", "s", "tensor-parallel communication on the critical path, not hidden",
-                      path.tp_comm.value()));
-  cols.push_back(real("exposed_cp_comm_s", "s",
-                      "context-parallel K/V exchange on the critical path, not hidden by attention (and the "
-                      "attention's slowdown beside it)",
-                      path.cp_comm.value()));
-  cols.push_back(real("exposed_ep_comm_s", "s",
-                      "MoE dispatch and combine (all-to-all) on the critical path, not hidden by compute",
-                      path.ep_comm.value()));
-  cols.push_back(real("exposed_host_s", "s",
-                      "GPU idle on the critical path waiting on the host to issue kernels (after MoE host "
-                      "synchronisations)",
-                      path.host.value()));
-  cols.push_back(real("expert_imbalance", "1",
-                      "the busiest expert-parallel rank's routed tokens over the mean (1 for dense models)",
-                      r.expert_imbalance));
-  cols.push_back(real("exposed_pp_comm_s", "s", "pipeline transfers on the critical path", path.pp_comm.value()));
-  cols.push_back(real("exposed_dp_comm_s", "s",
-                      "data-parallel communication on the critical path: gradient sync past the last backward, "
-                      "ZeRO parameter all-gathers",
-                      path.dp_comm.value()));
-  cols.push_back(real("bubble_time_s", "s",
-                      "pipeline bubble: other stages' passes on the critical path (fill, drain, imbalance)",
-                      path.pipeline_wait.value()));
-  cols.push_back(real("optimizer_time_s", "s", "optimizer step on the critical path", path.optimizer.value()));
-  cols.push_back(integer("critical_path_stage", "1",
-                         "the critical path's home stage: the stage it spends the most pass time on", path.home_stage));
-  cols.push_back({"bottleneck", "", "the largest part of the critical path, where and on which resource",
-                  std::vector<std::string>{r.bottleneck.text}});
-  cols.push_back(real("bottleneck_share", "1", "the bottleneck's share of the step time", r.bottleneck.share));
-  cols.push_back(real("tflops_per_gpu", "TFLOP/s", "achieved TFLOP/s per GPU counting recomputation (Megatron)",
-                      r.tflops_per_gpu));
-  cols.push_back(real("model_tflops_per_gpu", "TFLOP/s", "model TFLOP/s per GPU (no recomputation)",
-                      r.model_tflops_per_gpu));
-  cols.push_back(real("tokens_per_s_per_gpu", "tokens/s", "training tokens per second per GPU", r.tokens_per_s_per_gpu));
-  cols.push_back(real("usd_per_million_tokens", "USD/Mtoken",
-                      "on-demand VM cost of one million training tokens at this step time, no interruptions; NaN "
-                      "without a price",
-                      training_usd_per_million_tokens(sc, sc.cluster.vm_price_usd_per_hour, r.step_time.value())));
-  cols.push_back(real("mfu", "1", "model FLOPs utilisation of the datasheet peak", r.mfu));
-  cols.push_back(real("hfu", "1", "hardware FLOPs utilisation of the datasheet peak", r.hfu));
-  cols.push_back({"reference_metric", "", "metric of the [reference] measurement, empty if none",
-                  std::vector<std::string>{ref ? ref->metric : std::string()}});
-  cols.push_back(real("reference_value", ref ? ref->units : "", "published measurement, NaN if none",
-                      ref ? ref->measured : nan));
-  cols.push_back(real("predicted_value", ref ? ref->units : "", "prediction of the reference metric, NaN if none",
-                      ref ? ref->predicted : nan));
-  cols.push_back(real("reference_error", "1", "predicted / measured - 1, NaN if none",
-                      ref ? ref->relative_error : nan));
+  out.real("compute_time_s", "s", "compute kernels on the critical path (its home stage's)",
+           path.compute.value());
+  out.real("attention_time_s", "s", "of compute_time_s: fused attention kernels", path.attention.value());
+  out.real("memory_bound_time_s", "s", "of compute_time_s: memory-bound kernels (the rest is GEMMs)",
+           path.memory_bound.value());
+  out.real("exposed_tp_comm_s", "s", "tensor-parallel communication on the critical path, not hidden",
+           path.tp_comm.value());
+  out.real("exposed_cp_comm_s", "s",
+           "context-parallel K/V exchange on the critical path, not hidden by attention (and the "
+           "attention's slowdown beside it)",
+           path.cp_comm.value());
+  out.real("exposed_ep_comm_s", "s",
+           "MoE dispatch and combine (all-to-all) on the critical path, not hidden by compute",
+           path.ep_comm.value());
+  out.real("exposed_host_s", "s",
+           "GPU idle on the critical path waiting on the host to issue kernels (after MoE host "
+           "synchronisations)",
+           path.host.value());
+  out.real("expert_imbalance", "1",
+           "the busiest expert-parallel rank's routed tokens over the mean (1 for dense models)",
+           r.expert_imbalance);
+  out.real("exposed_pp_comm_s", "s", "pipeline transfers on the critical path", path.pp_comm.value());
+  out.real("exposed_dp_comm_s", "s",
+           "data-parallel communication on the critical path: gradient sync past the last backward, "
+           "ZeRO parameter all-gathers",
+           path.dp_comm.value());
+  out.real("bubble_time_s", "s",
+           "pipeline bubble: other stages' passes on the critical path (fill, drain, imbalance)",
+           path.pipeline_wait.value());
+  out.real("optimizer_time_s", "s", "optimizer step on the critical path", path.optimizer.value());
+  out.integer("critical_path_stage", "1",
+              "the critical path's home stage: the stage it spends the most pass time on", path.home_stage);
+  out.text("bottleneck", "", "the largest part of the critical path, where and on which resource", r.bottleneck.text);
+  out.real("bottleneck_share", "1", "the bottleneck's share of the step time", r.bottleneck.share);
+  out.real("tflops_per_gpu", "TFLOP/s", "achieved TFLOP/s per GPU counting recomputation (Megatron)",
+           r.tflops_per_gpu);
+  out.real("model_tflops_per_gpu", "TFLOP/s", "model TFLOP/s per GPU (no recomputation)",
+           r.model_tflops_per_gpu);
+  out.real("tokens_per_s_per_gpu", "tokens/s", "training tokens per second per GPU", r.tokens_per_s_per_gpu);
+  out.real("usd_per_million_tokens", "USD/Mtoken",
+           "on-demand VM cost of one million training tokens at this step time, no interruptions; NaN "
+           "without a price",
+           training_usd_per_million_tokens(sc, sc.cluster.vm_price_usd_per_hour, r.step_time.value()));
+  out.real("mfu", "1", "model FLOPs utilisation of the datasheet peak", r.mfu);
+  out.real("hfu", "1", "hardware FLOPs utilisation of the datasheet peak", r.hfu);
+  out.text("reference_metric", "", "metric of the [reference] measurement, empty if none",
+           ref ? std::string_view(ref->metric) : std::string_view());
+  const std::string_view ref_units = ref ? std::string_view(ref->units) : std::string_view();
+  out.real("reference_value", ref_units, "published measurement, NaN if none", ref ? ref->measured : nan);
+  out.real("predicted_value", ref_units, "prediction of the reference metric, NaN if none", ref ? ref->predicted : nan);
+  out.real("reference_error", "1", "predicted / measured - 1, NaN if none", ref ? ref->relative_error : nan);
   const bool has_memory = !r.memory.stages.empty();
-  cols.push_back(real("peak_memory_bytes", "B", "memory per GPU of the most loaded stage",
-                      has_memory ? r.memory.peak.value() : nan));
-  cols.push_back(integer("peak_memory_stage", "1", "pipeline stage with the most memory per GPU",
-                         r.memory.peak_stage));
-  cols.push_back(real("memory_capacity_bytes", "B", "the GPU's memory capacity, compared against",
-                      has_memory ? r.memory.capacity.value() : nan));
-  cols.push_back(integer("fits_in_memory", "1", "1 if every stage fits in GPU memory, 0 for out of memory",
-                         r.memory.fits ? 1 : 0));
-  cols.push_back(integer("zones", "1", "availability zones the nodes are split over",
-                         std::max<int64_t>(1, static_cast<int64_t>(sc.cluster.zones.size()))));
-  cols.push_back(real("one_zone_step_time_s", "s", "step time of the same job in one zone, NaN for one zone",
-                      one_zone ? one_zone->step_time.value() : nan));
-  cols.push_back(real("cross_zone_penalty", "1", "step time / one-zone step time - 1, NaN for one zone",
-                      one_zone ? r.step_time / one_zone->step_time - 1.0 : nan));
-  cols.push_back({"cross_zone_traffic", "", "communication crossing a zone boundary, comma-separated; empty if none",
-                  std::vector<std::string>{cross_zone_traffic(r.crosses_zones)}});
-  return cols;
+  out.real("peak_memory_bytes", "B", "memory per GPU of the most loaded stage",
+           has_memory ? r.memory.peak.value() : nan);
+  out.integer("peak_memory_stage", "1", "pipeline stage with the most memory per GPU",
+              r.memory.peak_stage);
+  out.real("memory_capacity_bytes", "B", "the GPU's memory capacity, compared against",
+           has_memory ? r.memory.capacity.value() : nan);
+  out.integer("fits_in_memory", "1", "1 if every stage fits in GPU memory, 0 for out of memory",
+              r.memory.fits ? 1 : 0);
+  out.integer("zones", "1", "availability zones the nodes are split over",
+              std::max<int64_t>(1, static_cast<int64_t>(sc.cluster.zones.size())));
+  out.real("one_zone_step_time_s", "s", "step time of the same job in one zone, NaN for one zone",
+           one_zone ? one_zone->step_time.value() : nan);
+  out.real("cross_zone_penalty", "1", "step time / one-zone step time - 1, NaN for one zone",
+           one_zone ? r.step_time / one_zone->step_time - 1.0 : nan);
+  out.text("cross_zone_traffic", "", "communication crossing a zone boundary, comma-separated; empty if none",
+           cross_zone_traffic(r.crosses_zones));
+}
+
+std::vector<SummaryColumn> step_summary_columns(const Scenario& sc, const StepReport& r, const StepReport* one_zone) {
+  SummaryColumnList list;
+  write_step_summary_columns(sc, r, one_zone, list);
+  return std::move(list.columns);
 }
 
 std::vector<SummaryColumn> stage_columns(const StepReport& r) {

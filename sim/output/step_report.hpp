@@ -60,9 +60,15 @@ double training_usd_per_million_tokens(const Scenario& scenario, std::optional<d
                                        double step_time_s);
 
 /// One row of /summary columns for this run (units on each); the cross-zone columns are NaN / "" without
-/// `one_zone`.
+/// `one_zone`. The columns of write_step_summary_columns, collected (SummaryColumnList).
 std::vector<SummaryColumn> step_summary_columns(const Scenario& scenario, const StepReport& report,
                                                 const StepReport* one_zone = nullptr);
+
+/// The same row, column by column into `out` (the one list of the step's /summary columns, their order, names,
+/// units, descriptions and values; step_summary_columns collects it, a sweep's point runner takes it into its
+/// row without building a SummaryColumn per column).
+void write_step_summary_columns(const Scenario& scenario, const StepReport& report, const StepReport* one_zone,
+                                SummaryColumnSink& out);
 
 /// The per-stage table of this run, one row per pipeline stage (written to /runs/<i>/stages): the stage's
 /// breakdown (compute, exposed TP/PP/DP communication, bubble, optimizer; they sum to the step time), when it

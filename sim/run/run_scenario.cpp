@@ -83,12 +83,17 @@ RunResult run_scenario(const Scenario& scenario, const models::Catalog& catalog,
   return run_scenario(scenario, catalog, simulator, progress);
 }
 
-std::vector<SummaryColumn> run_summary_columns(const Scenario& scenario, const RunResult& run) {
-  std::vector<SummaryColumn> columns = step_summary_columns(scenario, run.step, run.one_zone_report());
+void write_run_summary_columns(const Scenario& scenario, const RunResult& run, SummaryColumnSink& out) {
+  write_step_summary_columns(scenario, run.step, run.one_zone_report(), out);
   if (run.job) {
-    for (auto& c : job_summary_columns(scenario, *run.job, run.on_demand_job())) columns.push_back(std::move(c));
+    for (auto& c : job_summary_columns(scenario, *run.job, run.on_demand_job())) out.column(std::move(c));
   }
-  return columns;
+}
+
+std::vector<SummaryColumn> run_summary_columns(const Scenario& scenario, const RunResult& run) {
+  SummaryColumnList list;
+  write_run_summary_columns(scenario, run, list);
+  return std::move(list.columns);
 }
 
 }  // namespace clustersim::sim

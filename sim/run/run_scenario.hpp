@@ -52,4 +52,8 @@ RunResult run_scenario(const Scenario& scenario, const models::Catalog& catalog,
 /// when the one-zone reference was run), then the job's when there is one.
 std::vector<SummaryColumn> run_summary_columns(const Scenario& scenario, const RunResult& run);
 
+/// The same row column by column into `out` (run_summary_columns collects it; a sweep's point runner takes it
+/// into its row).
+void write_run_summary_columns(const Scenario& scenario, const RunResult& run, SummaryColumnSink& out);
+
 }  // namespace clustersim::sim

@@ -71,9 +71,11 @@ class Walk {
     return p;
   }
 
-  /// The critical path's segments in time order, walked back from unit `u`'s end of tail; ties toward `pace`.
-  std::vector<Segment> path(size_t u, size_t pace) const {
-    std::vector<Segment> segments;  // in reverse time order while walking
+  /// The critical path's segments walked back from unit `u`'s end of tail, ties toward `pace`, into `segments`
+  /// (cleared first) in reverse time order, zero-length ones included (the caller reads it backwards and skips
+  /// those).
+  void path(size_t u, size_t pace, std::vector<Segment>& segments) const {
+    segments.clear();
     const TailRun& tail = tl_.tails[u];
     segments.push_back({tail.optimizer_end_ns, tail.end_ns, Segment::Kind::dp, 0, 0});
     segments.push_back({tail.sync_end_ns, tail.optimizer_end_ns, Segment::Kind::optimizer, 0, 0});
@@ -87,8 +89,9 @@ class Walk {
     const size_t last_vs = ranks_ * chunks_ - 1;
     size_t j = tl_.passes[u].size() - 1;
     bool via_stream = true;  // entered from the stage's own stream (not through a transfer the pass sent)
+    const size_t most_steps = ranks_ * replicas_ * chunks_ * microbatches_ * 2;
     for (size_t steps = 0;; ++steps) {
-      if (steps > ranks_ * replicas_ * chunks_ * microbatches_ * 2) {
+      if (steps > most_steps) {
         throw std::logic_error("critical path: the walk does not end");
       }
       const size_t k = u / replicas_, replica = u % replicas_;
@@ -133,9 +136,6 @@ class Walk {
       j = sender_j;
       via_stream = false;
     }
-    std::reverse(segments.begin(), segments.end());
-    std::erase_if(segments, [](const Segment& s) { return s.end_ns == s.start_ns; });
-    return segments;
   }
 
  private:
@@ -143,6 +143,18 @@ class Walk {
   const models::StepProgram& program_;
   size_t ranks_, chunks_, microbatches_, replicas_;
 };
+
+/// What critical_path_of reuses from one step to the next on a thread (a sweep's threads walk a step per point):
+/// the walked segments and the waited-on stages' sums. Only capacity carries over: each call clears and refills.
+struct Scratch {
+  std::vector<Segment> walked;
+  std::vector<PassParts> waits;
+};
+
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
 
 }  // namespace
 
@@ -167,25 +179,28 @@ CriticalPath critical_path_of(const StepTimeline& tl, int64_t step_ns) {
   }
   const size_t home_stage = home / replicas;
   const Walk walk(tl);
-  const std::vector<Segment> path = walk.path(end_unit, home_stage);
-  for (size_t i = 0; i < path.size(); ++i) {
-    if ((i == 0 ? 0 : path[i - 1].end_ns) != path[i].start_ns || (i + 1 == path.size() && path[i].end_ns != step_ns)) {
-      throw std::logic_error("critical path: the path's segments do not tile the step");
-    }
-  }
-  // The home unit's passes. After its last pass, what ends the step is the critical path alone (the drain and
-  // the tail of the stage that finishes last; the home stage's own tail runs beside them).
-  std::vector<Segment> own;
-  own.reserve(tl.passes[home].size());
-  for (size_t j = 0; j < tl.passes[home].size(); ++j) {
-    own.push_back({tl.passes[home][j].start_ns, tl.passes[home][j].end_ns, Segment::Kind::pass, home, j});
-  }
-  std::erase_if(own, [](const Segment& s) { return s.end_ns == s.start_ns; });
+  Scratch& scratch_ = scratch();
+  std::vector<Segment>& walked = scratch_.walked;  // the critical path, last segment first
+  walk.path(end_unit, home_stage, walked);
+  // The home unit's passes (the zero-length ones skipped). After its last pass, what ends the step is the
+  // critical path alone (the drain and the tail of the stage that finishes last; the home stage's own tail runs
+  // beside them).
+  const std::vector<PassRun>& own = tl.passes[home];
+  const size_t own_count = own.size();
   // Every instant of the step: the home unit's pass, or, while it has none, what the critical path runs.
   PassParts home_parts;
-  std::vector<PassParts> waits(ranks);
+  std::vector<PassParts>& waits = scratch_.waits;
+  waits.assign(ranks, PassParts{});
   double pp = 0.0, dp = 0.0, optimizer = 0.0;
-  const auto attribute = [&](const Segment& s, int64_t from, int64_t to, bool idle) {
+  // [from, to) of pass j of unit u, which runs over [start, end).
+  const auto attribute_pass = [&](size_t u, size_t j, int64_t start, int64_t end, int64_t from, int64_t to,
+                                  bool idle) {
+    const PassParts p = walk.parts(u, j);
+    const double fraction = static_cast<double>(to - from) / static_cast<double>(end - start);
+    const size_t k = u / replicas;
+    (idle && k != home_stage ? waits[k] : home_parts).add(p, fraction);
+  };
+  const auto attribute = [&](const Segment& s, int64_t from, int64_t to) {  // while the home unit idles
     if (to <= from) return;
     const double t = seconds(to - from);
     switch (s.kind) {
@@ -201,28 +216,35 @@ CriticalPath critical_path_of(const StepTimeline& tl, int64_t step_ns) {
       case Segment::Kind::pass:
         break;
     }
-    const PassParts p = walk.parts(s.unit, s.index);
-    const double fraction = static_cast<double>(to - from) / static_cast<double>(s.end_ns - s.start_ns);
-    const size_t k = s.unit / replicas;
-    (idle && k != home_stage ? waits[k] : home_parts).add(p, fraction);
+    attribute_pass(s.unit, s.index, s.start_ns, s.end_ns, from, to, true);
   };
+  // The path in time order, without its zero-length segments, must tile [0, step_ns]: each segment starts where
+  // the one before ended (the first at 0), the last ends at step_ns (checked as the segments come).
   size_t o = 0;
   int64_t now = 0;
-  for (const Segment& s : path) {
+  int64_t tiled = 0;
+  bool any = false;
+  for (size_t i = walked.size(); i-- > 0;) {
+    const Segment& s = walked[i];
+    if (s.end_ns == s.start_ns) continue;
+    if (s.start_ns != tiled) throw std::logic_error("critical path: the path's segments do not tile the step");
+    tiled = s.end_ns;
+    any = true;
     now = s.start_ns;
     while (now < s.end_ns) {
-      while (o < own.size() && own[o].end_ns <= now) ++o;
-      if (o < own.size() && own[o].start_ns <= now) {  // the home unit is busy
+      while (o < own_count && (own[o].end_ns <= now || own[o].end_ns == own[o].start_ns)) ++o;
+      if (o < own_count && own[o].start_ns <= now) {  // the home unit is busy
         const int64_t to = std::min(own[o].end_ns, s.end_ns);
-        attribute(own[o], now, to, false);
+        if (to > now) attribute_pass(home, o, own[o].start_ns, own[o].end_ns, now, to, false);
         now = to;
       } else {  // idle until its next work: the critical path's
-        const int64_t to = std::min(o < own.size() ? own[o].start_ns : s.end_ns, s.end_ns);
-        attribute(s, now, to, true);
+        const int64_t to = std::min(o < own_count ? own[o].start_ns : s.end_ns, s.end_ns);
+        attribute(s, now, to);
         now = to;
       }
     }
   }
+  if (any && tiled != step_ns) throw std::logic_error("critical path: the path's segments do not tile the step");
   CriticalPath out;
   out.home_stage = static_cast<int64_t>(home_stage);
   out.end_stage = static_cast<int64_t>(end_unit / replicas);

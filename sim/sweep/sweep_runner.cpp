@@ -7,7 +7,9 @@
 #include <exception>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -32,6 +34,71 @@ void invalid(SweepRow& row, const std::string& why) {
 }
 
 }  // namespace
+
+SweepRowColumns::SweepRowColumns(std::vector<SweepValue>& values, std::shared_ptr<const SweepMetaList> last)
+    : values_(values), last_(std::move(last)) {
+  if (last_) values_.reserve(last_->size());
+}
+
+void SweepRowColumns::real(std::string_view name, std::string_view units, std::string_view description,
+                           double value) {
+  values_.emplace_back(value);
+  meta(name, units, description, false);
+}
+
+void SweepRowColumns::integer(std::string_view name, std::string_view units, std::string_view description,
+                              int64_t value) {
+  values_.emplace_back(static_cast<double>(value));
+  meta(name, units, description, false);
+}
+
+void SweepRowColumns::text(std::string_view name, std::string_view units, std::string_view description,
+                           std::string_view value) {
+  values_.emplace_back(std::string(value));
+  meta(name, units, description, true);
+}
+
+void SweepRowColumns::column(SummaryColumn c) {
+  const bool is_text = std::holds_alternative<std::vector<std::string>>(c.values);
+  std::visit(
+      [&](auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        if constexpr (std::is_same_v<T, std::string>) {
+          values_.emplace_back(v.empty() ? std::string() : std::move(v.front()));
+        } else {
+          values_.emplace_back(v.empty() ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(v.front()));
+        }
+      },
+      c.values);
+  meta(c.name, c.units, c.description, is_text);
+}
+
+std::shared_ptr<const SweepMetaList> SweepRowColumns::list() {
+  if (!fresh_ && last_ && count_ == last_->size()) return last_;
+  if (!fresh_) copy_matched();
+  return std::make_shared<const SweepMetaList>(std::move(*fresh_));
+}
+
+void SweepRowColumns::meta(std::string_view name, std::string_view units, std::string_view description,
+                           bool is_text) {
+  if (!fresh_) {
+    if (last_ && count_ < last_->size()) {
+      const SweepColumnMeta& m = (*last_)[count_];
+      if (m.is_string == is_text && m.name == name && m.units == units && m.description == description) {
+        ++count_;
+        return;
+      }
+    }
+    copy_matched();
+  }
+  fresh_->push_back({std::string(name), std::string(units), std::string(description), is_text});
+  ++count_;
+}
+
+void SweepRowColumns::copy_matched() {
+  fresh_.emplace();
+  if (last_) fresh_->assign(last_->begin(), last_->begin() + static_cast<std::ptrdiff_t>(count_));
+}
 
 LoadedSweep load_sweep(const std::filesystem::path& scenario, const std::vector<std::string>& overrides,
                        const models::Catalog& catalog, int jobs) {
@@ -89,59 +156,32 @@ SweepRow SweepPointRunner::run(const SweepPoint& point) {
   overrides.push_back("simulation.seed=" + std::to_string(point.seed));
   for (const SweptValue& v : point.values) overrides.push_back(v.override_text());
   try {
-    std::vector<SummaryColumn> columns;
     bool fits = true;
     std::string verdict;
+    SweepRowColumns columns(row.values, last_meta_);
     if (sweep_.serving) {
       const ServingScenario sc = load_serving_scenario(sweep_.scenario, overrides, catalog_);
-      columns = serving_summary_columns(sc, run_serving_scenario(sc, catalog_));
+      for (SummaryColumn& c : serving_summary_columns(sc, run_serving_scenario(sc, catalog_))) {
+        columns.column(std::move(c));
+      }
     } else {
       const Scenario sc = point_scenario(point, overrides);
       const RunResult run = run_scenario(sc, catalog_, simulator_);
-      columns = run_summary_columns(sc, run);
+      write_run_summary_columns(sc, run, columns);
       if (!sc.what_if.empty()) {  // analysis.what_if: the point's what-if rows as columns
         WhatIfRequest request;
         request.enabled = true;
         request.only = sc.what_if;
         const TrainingWhatIf what_if =
             run_training_what_if(*plan_training_what_if(sc, catalog_, request), run.step, simulator_);
-        for (SummaryColumn& c : what_if_point_columns(sc.what_if, what_if)) columns.push_back(std::move(c));
+        for (SummaryColumn& c : what_if_point_columns(sc.what_if, what_if)) columns.column(std::move(c));
       }
       fits = run.step.memory.fits;
       verdict = run.step.memory.verdict;
     }
     // The columns' names, units and descriptions are nearly always the last point's: then the row shares that
     // list, compared in place, and no list is built.
-    const auto is_text = [](const SummaryColumn& c) { return std::holds_alternative<std::vector<std::string>>(c.values); };
-    bool same_meta = last_meta_ && last_meta_->size() == columns.size();
-    row.values.reserve(columns.size());
-    for (size_t i = 0; i < columns.size(); ++i) {
-      const SummaryColumn& c = columns[i];
-      std::visit(
-          [&](const auto& v) {
-            using T = typename std::decay_t<decltype(v)>::value_type;
-            if constexpr (std::is_same_v<T, std::string>) {
-              row.values.emplace_back(v.empty() ? std::string() : v.front());
-            } else {
-              row.values.emplace_back(v.empty() ? std::numeric_limits<double>::quiet_NaN()
-                                                : static_cast<double>(v.front()));
-            }
-          },
-          c.values);
-      if (same_meta) {
-        const SweepColumnMeta& m = (*last_meta_)[i];
-        same_meta = m.is_string == is_text(c) && m.name == c.name && m.units == c.units && m.description == c.description;
-      }
-    }
-    if (!same_meta) {
-      SweepMetaList meta;
-      meta.reserve(columns.size());
-      for (SummaryColumn& c : columns) {
-        const bool text = is_text(c);
-        meta.push_back({std::move(c.name), std::move(c.units), std::move(c.description), text});
-      }
-      last_meta_ = std::make_shared<const SweepMetaList>(std::move(meta));
-    }
+    last_meta_ = columns.list();
     row.meta = last_meta_;
     row.status = fits ? "ok" : "out_of_memory";
     row.reason = fits ? std::string() : verdict;

@@ -10,10 +10,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
 #include "sim/io/scenario.hpp"
+#include "sim/output/results_file.hpp"
 #include "sim/step/step_simulation.hpp"
 #include "sim/sweep/sweep.hpp"
 
@@ -68,6 +70,34 @@ struct SweepRow {
   std::vector<SweepValue> values;            ///< one per meta column
 };
 
+/// A point's columns straight into its row (SweepRow::values), as SweepPointRunner::run takes them: a float64
+/// column's value as it is, an int64's converted to double, a string's as it is; a whole column's (column()) first
+/// value, NaN or "" if it has none. The names, units and descriptions are compared in place with `last` (the
+/// runner's previous row's list), which list() returns when every column matched it and the count is the same;
+/// at the first difference the entries so far (equal to `last`'s first ones) are copied and the rest appended,
+/// into a new list: the list, entry for entry, that building it from the columns gives. No SummaryColumn,
+/// vector or string is built per column while the columns are the last row's (a layout search's points).
+class SweepRowColumns final : public SummaryColumnSink {
+ public:
+  /// `values`: the row's, appended to; `last`: the list to compare with, or null.
+  SweepRowColumns(std::vector<SweepValue>& values, std::shared_ptr<const SweepMetaList> last);
+  void real(std::string_view name, std::string_view units, std::string_view description, double value) override;
+  void integer(std::string_view name, std::string_view units, std::string_view description, int64_t value) override;
+  void text(std::string_view name, std::string_view units, std::string_view description,
+            std::string_view value) override;
+  void column(SummaryColumn column) override;
+  /// The row's list: `last` if every column received matched it, else the list built. Call once, at the end.
+  std::shared_ptr<const SweepMetaList> list();
+
+ private:
+  void meta(std::string_view name, std::string_view units, std::string_view description, bool is_text);
+  /// Starts the built list with the columns that matched `last` so far.
+  void copy_matched();
+  std::vector<SweepValue>& values_;
+  std::shared_ptr<const SweepMetaList> last_;
+  size_t count_ = 0;                    ///< columns received
+  std::optional<SweepMetaList> fresh_;  ///< the list built, from the first column that differs from `last`
+};
 
 /// Runs points one at a time with its own StepSimulator (one per thread): the point's overrides on top of the
 /// sweep's, simulation.seed = the point's seed (a layout point the screening loaded already, LoadedSweep::loaded:
